@@ -1,0 +1,230 @@
+"""Assessment: the result of the LCA, and its plain renderings (JSON, table, CSV, Markdown).
+
+JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu_hours",
+"gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
+"high"}}, "materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
+"Not available" is ``null`` in JSON and "n/a" in text, never 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from footprint import categories as cat
+from footprint.units import display_unit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from footprint.electricity import Zone
+    from footprint.workload import Workload
+
+
+@dataclass(frozen=True)
+class CategoryResult:
+    key: str
+    name: str
+    unit: str
+    total: float
+    by_stage: dict[str, float | None]
+    by_component: dict[str, float | None]
+    low: float
+    high: float
+    not_available: tuple[str, ...] = ()
+
+    def with_range(self, low: float, high: float) -> CategoryResult:
+        return replace(self, low=min(low, self.total), high=max(high, self.total))
+
+    def share(self, stage: str) -> float | None:
+        v = self.by_stage.get(stage)
+        if v is None or not self.total:
+            return None
+        return v / self.total
+
+    @property
+    def dominant_stage(self) -> str | None:
+        stages = {k: abs(v) for k, v in self.by_stage.items() if v is not None}
+        return max(stages, key=stages.get) if stages and any(stages.values()) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "unit": self.unit, "total": self.total,
+            "by_stage": dict(self.by_stage), "by_component": dict(self.by_component),
+            "low": self.low, "high": self.high, "dominant_stage": self.dominant_stage,
+            "not_available": list(self.not_available),
+        }
+
+
+@dataclass(frozen=True)
+class Assessment:
+    workload: Workload
+    impacts: dict[str, CategoryResult]
+    facility_energy_kwh: float
+    water_l: dict[str, float | None]
+    materials: dict[str, Any]
+    embodied_method: str
+    zone: Zone
+    samples: int
+    warnings: tuple[str, ...]
+    source_ids: tuple[str, ...]
+
+    def __getitem__(self, key: str) -> CategoryResult:
+        return self.impacts[key]
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        from footprint.database import db
+
+        return db().cite(self.source_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.workload
+        keys = cat.keys()
+        return {
+            "name": w.name,
+            "description": w.description,
+            "scenario": w.source,
+            "energy_kwh": w.it_energy_kwh,
+            "facility_energy_kwh": self.facility_energy_kwh,
+            "gpu_hours": w.gpu_hours,
+            "gpu_lifetimes": w.gpu_lifetimes,
+            "gpu_equivalents": w.gpu_equivalents,
+            "mfu": w.mfu,
+            "hardware": {
+                "gpu": w.gpu.id, "gpu_name": w.gpu.name, "count": w.count,
+                "lifetime_h": w.lifetime_h, "utilization": w.utilization, "host": w.host,
+                "embodied_method": self.embodied_method,
+            },
+            "site": {
+                "grid": w.grid, "grid_name": self.zone.name, "grid_year": self.zone.year, "pue": w.pue,
+                "wue_l_per_kwh": w.wue_l_per_kwh, "ewif_l_per_kwh": w.ewif_l_per_kwh,
+                "carbon_intensity_kg_per_kwh": w.carbon_intensity, "preset": w.site_preset,
+            },
+            "method": {
+                "gpu_hours": w.gpu_hours_method, "energy": w.energy_method,
+                "embodied": f"{self.embodied_method}; allocated by GPU-hours / (lifetime x utilisation)",
+                "use": "facility energy (IT energy x PUE) x grid zone factors",
+                "uncertainty": f"Monte Carlo, {self.samples} samples, 2.5-97.5 percentiles" if self.samples > 1
+                else "none (single evaluation)",
+            },
+            "impacts": {k: self.impacts[k].to_dict() for k in keys},
+            "extras": {c.key: self.impacts[c.key].to_dict() for c in cat.extras()},
+            "materials": self.materials,
+            "water_l": dict(self.water_l),
+            "sources": self.sources,
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, tuple):
+        return list(obj)
+    return str(obj)
+
+
+def num(v: float | None, digits: int = 3) -> str:
+    """Compact number for text output; None -> n/a."""
+    if v is None:
+        return "n/a"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if 1e-2 <= a < 1e5:
+        return f"{v:,.{max(digits - len(str(int(a))), 0)}f}" if a >= 1 else f"{v:.{digits}g}"
+    return f"{v:.{digits - 1}e}"
+
+
+def pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v * 100:.0f}%"
+
+
+def _rows(a: Assessment) -> list[list[str]]:
+    rows = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        rows.append([
+            r.name, num(r.total), display_unit(r.unit), pct(r.share("manufacturing")), pct(r.share("transport")),
+            pct(r.share("use")), pct(r.share("end_of_life")), f"{num(r.low)} - {num(r.high)}",
+        ])
+    return rows
+
+
+HEADERS = ["Category", "Total", "Unit", "Manuf.", "Transp.", "Use", "EoL", "Low - high"]
+
+
+def _summary_lines(a: Assessment) -> list[str]:
+    w = a.workload
+    water = a.water_l
+    lines = [
+        f"{w.name}",
+        f"  GPU: {w.count} x {w.gpu.name}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
+        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g})"
+        f"  |  grid: {w.grid} ({a.zone.name})",
+        f"  GPU lifetimes consumed: {w.gpu_lifetimes:.2f} -> {w.gpu_equivalents} GPU-equivalents "
+        f"({num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)",
+        f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
+        f"  Embodied data: {a.embodied_method}",
+    ]
+    if w.mfu is not None:
+        lines.insert(2, f"  MFU: {w.mfu:.0%} ({w.dtype})")
+    return lines
+
+
+def to_table(a: Assessment) -> str:
+    rows = _rows(a)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i in (0, 2) else c.rjust(widths[i]) for i, c in enumerate(cells))
+
+    out = _summary_lines(a) + ["", line(HEADERS), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    out.append("")
+    out.append("Shares: stage / total. n/a = not available (no data), never zero.")
+    if a.warnings:
+        out.append("Warnings:")
+        out += [f"  - {w}" for w in a.warnings]
+    return "\n".join(out) + "\n"
+
+
+def to_markdown(a: Assessment) -> str:
+    out = [f"# {a.workload.name}", ""]
+    out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
+    out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
+    out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
+    out += ["", "## Sources", ""] + [f"- {s['title']} ({s.get('licence')}) {s.get('url') or ''}".rstrip()
+                                     for s in a.sources]
+    return "\n".join(out) + "\n"
+
+
+def to_csv(a: Assessment) -> str:
+    """One row per category and stage (plus a total row per category)."""
+    buf = io.StringIO()
+    wr = csv.writer(buf, lineterminator="\n")
+    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high"])
+    for k in cat.keys():
+        r = a.impacts[k]
+        for stage in cat.stages():
+            v = r.by_stage.get(stage)
+            wr.writerow([k, r.name, display_unit(r.unit), stage, "" if v is None else repr(v),
+                         "" if r.share(stage) is None else f"{r.share(stage):.6f}", "", ""])
+        wr.writerow([k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)])
+    return buf.getvalue()
+
+
+def render(a: Assessment, fmt: str) -> str:
+    if fmt == "json":
+        return a.to_json() + "\n"
+    if fmt == "csv":
+        return to_csv(a)
+    if fmt in ("md", "markdown"):
+        return to_markdown(a)
+    return to_table(a)

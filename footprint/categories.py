@@ -1,0 +1,53 @@
+"""The 16 EF 3.1 impact categories, life-cycle stages and components (from lca_data/categories.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Category:
+    key: str
+    name: str
+    unit: str
+    ademe: str
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    from lca_data.loader import load_categories
+
+    return load_categories()
+
+
+def categories() -> tuple[Category, ...]:
+    """The 16 categories in report order."""
+    return tuple(Category(**c) for c in _data()["categories"])
+
+
+def extras() -> tuple[Category, ...]:
+    """Indicators reported beside the 16 (primary energy)."""
+    return tuple(Category(**c) for c in _data()["extras"])
+
+
+def keys() -> tuple[str, ...]:
+    return tuple(c.key for c in categories())
+
+
+def by_key(key: str) -> Category:
+    for c in categories() + extras():
+        if c.key == key:
+            return c
+    raise KeyError(key)
+
+
+def stages() -> tuple[str, ...]:
+    return tuple(_data()["stages"])
+
+
+def components() -> tuple[str, ...]:
+    return tuple(_data()["components"])
+
+
+HEADLINE = ("climate_change", "human_toxicity_cancer", "resource_use_minerals_metals")

@@ -1,0 +1,202 @@
+"""The `footprint` command line.
+
+Every user mistake (bad YAML, unknown GPU, wrong unit, bad argument) ends as one line on stderr
+naming the file and key, exit code 2, no traceback, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("table", "json", "csv", "md")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep its one-line style
+        self.print_usage(sys.stderr)
+        self.exit(2, f"footprint: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="footprint", description="Life-cycle footprint of AI training (16 EF 3.1 categories).")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    a = sub.add_parser("assess", help="assess a scenario YAML (or a run directory)")
+    a.add_argument("target", help="scenario .yaml file or run directory")
+    a.add_argument("--format", choices=FORMATS, default="table")
+    a.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a scenario key, e.g. --set training.mfu=0.5 --set site.grid=POL")
+    a.add_argument("--samples", type=int, default=2000, help="Monte Carlo samples for low-high (0: none)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("-o", "--output", help="write to this file instead of stdout")
+
+    g = sub.add_parser("gpus", help="list the GPU catalogue, or show one card")
+    g.add_argument("--format", choices=("table", "json"), default="table")
+    gs = g.add_subparsers(dest="gpus_command", parser_class=_Parser)
+    show = gs.add_parser("show", help="one card's specs and embodied impacts")
+    show.add_argument("name")
+    show.add_argument("--format", choices=("table", "json"), default="table")
+
+    d = sub.add_parser("data", help="the data behind the numbers")
+    ds = d.add_subparsers(dest="data_command", parser_class=_Parser)
+    src = ds.add_parser("sources", help="every source and its licence")
+    src.add_argument("--format", choices=("table", "json"), default="table")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from footprint.errors import FootprintError
+    from footprint.units import UnitParseError
+    from lca_data.loader import LcaDataError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from footprint import __version__
+
+        print(__version__)
+        return 0
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        return _dispatch(parser, args)
+    except (FootprintError, UnitParseError) as exc:
+        print(f"footprint: error: {exc}", file=sys.stderr)
+        return 2
+    except LcaDataError as exc:
+        print(f"footprint: error in lca_data: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from footprint.errors import FootprintError
+
+    if args.command == "assess":
+        from footprint.assessment import render
+        from footprint.lca import assess
+        from footprint.workload import load_scenario
+
+        if args.samples < 0:
+            raise FootprintError(f"--samples must be >= 0, got {args.samples}", key="--samples")
+        target = Path(args.target)
+        if target.is_dir():
+            raise FootprintError("assessing a run directory needs a run.json from `footprint.track` "
+                                 "(not found here)", str(target))
+        workload = load_scenario(target, args.sets)
+        text = render(assess(workload, samples=args.samples, seed=args.seed), args.format)
+        _emit(text, args.output)
+        return 0
+    if args.command == "gpus":
+        if getattr(args, "gpus_command", None) == "show":
+            return _gpus_show(args.name, args.format)
+        return _gpus_list(args.format)
+    if args.command == "data":
+        if getattr(args, "data_command", None) == "sources":
+            return _sources(args.format)
+        parser.parse_args(["data", "--help"])
+    return 2
+
+
+def _gpus_list(fmt: str) -> int:
+    from footprint.database import db
+
+    d = db()
+    rows = []
+    for g in d.gpus.values():
+        emb = d.embodied(g.id)
+        rows.append({
+            "id": g.id, "name": g.name, "vendor": g.vendor, "tdp_w": g.tdp_w,
+            "bf16_tflops": g.peak_tflops.get("bf16") or g.peak_tflops.get("fp16"),
+            "memory_gb": g.memory_gb, "embodied_method": emb.method,
+            "climate_change_kg": float(emb.total()[0]),
+        })
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    head = f"{'id':<18} {'name':<30} {'TDP W':>6} {'bf16/fp16 TFLOP/s':>17} {'kg CO2 eq':>10}  embodied data"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        peak = "n/a" if r["bf16_tflops"] is None else f"{r['bf16_tflops']:g}"
+        print(f"{r['id']:<18} {r['name']:<30} {r['tdp_w']:>6g} {peak:>17} {r['climate_change_kg']:>10.1f}  "
+              f"{r['embodied_method']}")
+    return 0
+
+
+def gpu_card(name: str) -> dict[str, Any]:
+    """One card as JSON: specs, and embodied impacts as the data source gives them (no distribution, no use)."""
+    from footprint import categories as cat
+    from footprint.database import IDX, db
+
+    d = db()
+    g = d.find_gpu(name)
+    emb = d.embodied(g.id)
+    by_stage, by_comp = emb.by_stage(), emb.by_component()
+    impacts = {}
+    for c in cat.categories() + cat.extras():
+        i = IDX[c.key]
+        impacts[c.key] = {
+            "name": c.name, "unit": c.unit, "total": float(emb.total()[i]),
+            "by_stage": {s: float(v[i]) for s, v in by_stage.items()},
+            "by_component": {k: float(v[i]) for k, v in by_comp.items()},
+        }
+    return {
+        "id": g.id, "name": g.name, "vendor": g.vendor, "aliases": list(g.aliases),
+        "tdp_w": g.tdp_w, "memory_gb": g.memory_gb, "die_area_mm2": g.die_area_mm2,
+        "process_node": g.process_node, "peak_tflops_dense": g.peak_tflops,
+        "parametric_inputs": g.parametric, "proxy_of": g.proxy_of,
+        "embodied_method": emb.method, "scope": "manufacturing + upstream transport + end of life, per card; "
+        "no distribution, no use", "impacts": impacts, "notes": list(g.notes) + list(emb.notes),
+        "sources": d.cite((*emb.sources, *g.sources)),
+    }
+
+
+def _gpus_show(name: str, fmt: str) -> int:
+    from footprint.assessment import num
+    from footprint.units import display_unit
+
+    card = gpu_card(name)
+    if fmt == "json":
+        print(json.dumps(card, indent=2))
+        return 0
+    print(f"{card['name']} ({card['id']}): TDP {card['tdp_w']:g} W, "
+          + ", ".join(f"{k} {v:g}" for k, v in card["peak_tflops_dense"].items()) + " TFLOP/s dense")
+    print(f"Embodied ({card['embodied_method']}; {card['scope']}):")
+    for v in card["impacts"].values():
+        print(f"  {v['name']:<36} {num(v['total']):>10} {display_unit(v['unit'])}")
+    for n in card["notes"]:
+        print(f"  note: {n}")
+    return 0
+
+
+def _sources(fmt: str) -> int:
+    from footprint.database import db
+
+    srcs = list(db().sources.values())
+    if fmt == "json":
+        print(json.dumps(srcs, indent=2, default=str))
+        return 0
+    for s in srcs:
+        print(f"{s['id']}: {s['title']}")
+        print(f"    licence: {s['licence']}; {s.get('url', '')}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

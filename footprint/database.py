@@ -1,0 +1,284 @@
+"""The LCA database as typed objects: GPUs, embodied impacts, host share, sites, materials, sources.
+
+Built once per process from lca_data/ (validated there, units checked here with the project's pint
+registry) and cached: the dashboard and the Monte Carlo re-use it for free.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+import numpy as np
+
+from footprint import categories as cat
+from footprint import parametric
+from footprint.errors import UnknownGpuError
+from footprint.units import Q
+
+# Columns of every impact vector: the 16 categories then the extras (primary energy).
+INDICATORS: tuple[str, ...] = cat.keys() + tuple(c.key for c in cat.extras())
+N_IND = len(INDICATORS)
+IDX = {k: i for i, k in enumerate(INDICATORS)}
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
+
+# Parametric inputs: catalogue key -> (canonical name, unit of its magnitude)
+_PARAM_UNITS = {
+    "total_mass": ("total_mass_kg", "kg"),
+    "casing_mass": ("casing_mass_kg", "kg"),
+    "heatsink_mass": ("heatsink_mass_kg", "kg"),
+    "board_area": ("board_area_cm2", "cm**2"),
+    "vram_capacity": ("vram_capacity_gb", "GB"),
+    "vram_dies": ("vram_dies", None),
+    "vram_die_area": ("vram_die_area_mm2", "mm**2"),
+    "gpu_die_area": ("gpu_die_area_mm2", "mm**2"),
+}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One catalogue card: specs for MFU and power, inputs of the embodied model, sources."""
+
+    id: str
+    name: str
+    vendor: str
+    aliases: tuple[str, ...]
+    tdp_w: float
+    peak_tflops: dict[str, float]
+    memory_gb: float | None
+    die_area_mm2: float | None
+    process_node: str | None
+    architecture: str | None
+    form_factor: str | None
+    parametric: dict[str, float]
+    proxy_of: str | None
+    notes: tuple[str, ...]
+    sources: tuple[str, ...]
+    raw: dict[str, Any] = field(repr=False, compare=False, hash=False)
+
+    @property
+    def mass_kg(self) -> float:
+        return self.parametric["total_mass_kg"]
+
+    def peak_flops(self, dtype: str = "bf16") -> float:
+        """Dense peak FLOP/s for ``dtype`` (never the sparse figure)."""
+        key = dtype.lower()
+        if key not in self.peak_tflops:
+            known = ", ".join(sorted(self.peak_tflops)) or "none"
+            raise KeyError(f"{self.name} has no dense {dtype} peak in lca_data (known: {known})")
+        return self.peak_tflops[key] * 1e12
+
+
+@dataclass(frozen=True)
+class Embodied:
+    """One card's embodied impacts by (component, stage): arrays over INDICATORS, per card."""
+
+    gpu_id: str
+    method: str
+    parts: dict[tuple[str, str], np.ndarray]
+    sources: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    def total(self) -> np.ndarray:
+        return np.sum(list(self.parts.values()), axis=0)
+
+    def by_stage(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for (_, stage), v in self.parts.items():
+            out[stage] = out.get(stage, 0) + v
+        return out
+
+    def by_component(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for (comp, _), v in self.parts.items():
+            out[comp] = out.get(comp, 0) + v
+        return out
+
+
+def _num(entry: Any, unit: str | None) -> float:
+    value = entry["value"] if isinstance(entry, dict) else entry
+    if unit is None:
+        return float(value)
+    return float(Q(value, unit).magnitude) if isinstance(value, str) else float(value)
+
+
+class Database:
+    """Typed, cached view of lca_data."""
+
+    def __init__(self) -> None:
+        from lca_data import loader
+
+        self._loader = loader
+
+    # ---- sources -------------------------------------------------------------------------------
+    @cached_property
+    def sources(self) -> dict[str, dict[str, Any]]:
+        return self._loader.load_sources()
+
+    def cite(self, ids: Any) -> list[dict[str, Any]]:
+        """Source records for ``ids`` (unique, in order)."""
+        out, seen = [], set()
+        for sid in ids:
+            if sid and sid not in seen and sid in self.sources:
+                seen.add(sid)
+                src = self.sources[sid]
+                out.append({k: src.get(k) for k in ("id", "title", "author", "year", "url", "licence", "kind")})
+        return out
+
+    # ---- GPUs ----------------------------------------------------------------------------------
+    @cached_property
+    def gpus(self) -> dict[str, Gpu]:
+        raw = self._loader.load_gpus(parse=Q)
+        return {g["id"]: self._gpu(g) for g in raw}
+
+    @staticmethod
+    def _gpu(g: dict[str, Any]) -> Gpu:
+        from lca_data.loader import iter_values
+
+        params: dict[str, float] = {}
+        p = g.get("parametric") or {}
+        for key, (name, unit) in _PARAM_UNITS.items():
+            if key in p:
+                params[name] = _num(p[key], unit)
+        proxy = p.get("proxy_of")
+        if proxy:  # a proxied geometry never inherits a documented single-die VRAM area
+            params.pop("vram_die_area_mm2", None)
+        peaks = {k.lower(): _num(v, None) for k, v in (g.get("peak_tflops") or {}).items()}
+        return Gpu(
+            id=g["id"], name=g["name"], vendor=g["vendor"], aliases=tuple(g.get("aliases", [])),
+            tdp_w=_num(g["tdp"], "W"), peak_tflops=peaks,
+            memory_gb=_num(g["memory"], "GB") if "memory" in g else None,
+            die_area_mm2=_num(g["die_area"], "mm**2") if "die_area" in g else None,
+            process_node=(g.get("process_node") or {}).get("value"),
+            architecture=g.get("architecture"), form_factor=g.get("form_factor"),
+            parametric=params, proxy_of=proxy, notes=tuple(g.get("notes") or ()),
+            sources=tuple(dict.fromkeys(e["source"] for _, e in iter_values(g))), raw=g,
+        )
+
+    @cached_property
+    def _names(self) -> dict[str, str]:
+        norm = self._loader.normalise_name
+        out: dict[str, str] = {}
+        for g in self.gpus.values():
+            for name in (g.id, g.name, *g.aliases):
+                out[norm(name)] = g.id
+        return out
+
+    def find_gpu(self, name: str, file: str | None = None, key: str | None = None) -> Gpu:
+        """Resolve a card leniently ("A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", "a100 sxm4 40gb")."""
+        norm = self._loader.normalise_name(str(name))
+        if norm in self._names:
+            return self.gpus[self._names[norm]]
+        # A unique catalogue name containing every character run the user typed.
+        hits = {gid for n, gid in self._names.items() if norm and norm in n}
+        if len(hits) == 1:
+            return self.gpus[hits.pop()]
+        close = difflib.get_close_matches(norm, list(self._names), n=5, cutoff=0.5)
+        suggestions = list(dict.fromkeys(self.gpus[self._names[c]].id for c in close))
+        if hits:
+            suggestions = sorted(hits)[:6]
+        hint = f"; closest known: {', '.join(suggestions)}" if suggestions else ""
+        raise UnknownGpuError(f"unknown GPU {name!r}{hint} (see `footprint gpus`)", file, key)
+
+    # ---- embodied impacts ----------------------------------------------------------------------
+    @cached_property
+    def _ademe_rows(self) -> dict[str, list[dict[str, str]]]:
+        rows: dict[str, list[dict[str, str]]] = {}
+        for r in self._loader.load_ademe_components():
+            rows.setdefault(r["card"], []).append(r)
+        return rows
+
+    @cached_property
+    def parametric_factors(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for r in self._loader.load_parametric_factors():
+            out.setdefault(r["component"], np.zeros(N_IND))[IDX[r["category"]]] = float(r["value"])
+        return out
+
+    @cached_property
+    def distribution_factors(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for r in self._loader.load_distribution_factors():
+            out.setdefault(r["mode"], np.zeros(N_IND))[IDX[r["category"]]] = float(r["value"])
+        return out
+
+    @cached_property
+    def vram_mm2_per_gb(self) -> float:
+        """Average VRAM density of the cards with a documented VRAM die (GH200 excluded, as upstream)."""
+        vals = [
+            g.parametric["vram_die_area_mm2"] * g.parametric["vram_dies"] / g.parametric["vram_capacity_gb"]
+            for g in self.gpus.values()
+            if g.parametric.get("vram_die_area_mm2") and g.id != "gh200"
+        ]
+        return float(np.mean(vals)) if vals else 0.0
+
+    def embodied_parametric(self, gpu: Gpu) -> Embodied:
+        parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb)
+        notes = ["ADEME parametric model (modelled, not measured)"]
+        if gpu.proxy_of:
+            notes.append(f"card geometry proxied from {gpu.proxy_of} (estimate)")
+        return Embodied(gpu.id, "ADEME parametric model", parts, ("ademe-gpu-lca", *gpu.sources), tuple(notes))
+
+    @lru_cache(maxsize=64)  # noqa: B019 - one Database per process
+    def embodied(self, gpu_id: str) -> Embodied:
+        """Per-card impacts as the data source gives them: ADEME per-card rows, else the parametric model."""
+        gpu = self.gpus[gpu_id]
+        rows = self._ademe_rows.get(gpu.name)
+        if not rows:
+            return self.embodied_parametric(gpu)
+        parts: dict[tuple[str, str], np.ndarray] = {}
+        for r in rows:
+            key = (r["component"], r["stage"])
+            parts.setdefault(key, np.zeros(N_IND))[IDX[r["category"]]] += float(r["value"])
+        full = "A100" in gpu.name
+        method = "ADEME per-card LCA" + (" (full, primary data)" if full else " (simplified)")
+        return Embodied(gpu.id, method, parts, ("ademe-gpu-lca",), (method,))
+
+    def distribution(self, gpu: Gpu) -> np.ndarray:
+        """Per-card distribution (plane 9,908 km + truck 1,000 km, the calculator's defaults)."""
+        return parametric.distribution(gpu.mass_kg, self.distribution_factors)
+
+    # ---- other tables ----------------------------------------------------------------------------
+    @cached_property
+    def ranges(self) -> dict[str, Any]:
+        return self._loader.load_yaml_checked("embodied_ranges.yaml", parse=Q)
+
+    @cached_property
+    def host(self) -> dict[str, Any]:
+        return self._loader.load_yaml_checked("host.yaml", parse=Q)
+
+    def host_share(self, name: str | None) -> tuple[np.ndarray, list[str], list[str]]:
+        """(per-GPU impacts with NaN where not available, sources, notes) of a host model."""
+        data = self.host
+        key = data["default"] if name in (None, "default") else name
+        if key not in data["hosts"]:
+            raise KeyError(key)
+        h = data["hosts"][key]
+        per = float(h["gpus_per_server"]["value"])
+        vec = np.full(N_IND, np.nan)
+        srcs = [h["gpus_per_server"]["source"]]
+        for c, entry in h["impacts"].items():
+            unit = cat.by_key(c).unit
+            vec[IDX[c]] = Q(entry["value"], unit).magnitude / per
+            srcs.append(entry["source"])
+        return vec, srcs, [h["description"], *h.get("notes", [])]
+
+    @cached_property
+    def sites(self) -> dict[str, Any]:
+        return self._loader.load_yaml_checked("sites.yaml", parse=Q)
+
+    @cached_property
+    def materials(self) -> dict[str, Any]:
+        return self._loader.load_yaml_checked("materials.yaml", parse=None)
+
+    @cached_property
+    def electricity_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_technologies()
+
+
+@lru_cache(maxsize=1)
+def db() -> Database:
+    """The process-wide database."""
+    return Database()

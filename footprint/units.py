@@ -1,0 +1,172 @@
+"""The project's one pint registry, with the EF 3.1 impact units.
+
+Every physical number that crosses a boundary is a pint quantity or a string this module parses
+("400 W", "3 years", "57 g/kWh", "1.8 L/kWh", "113.5 kg CO2 eq"). Each EF characterisation unit gets
+its own dimension so that a kg Sb eq can never be added to a kg CO2 eq by mistake.
+
+The registry is built lazily on first use: building it costs ~0.3-1 s, and ``import footprint``
+must stay cheap for the training-job tracker.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pint
+
+# Canonical pint names of the EF units, each on its own dimension.
+_EF_DEFINITIONS = """
+kgCO2eq = [climate_change]
+gCO2eq = 1e-3 * kgCO2eq
+tCO2eq = 1e3 * kgCO2eq
+kgCFC11eq = [ozone_depletion]
+CTUh = [human_toxicity]
+CTUe = [ecotoxicity]
+disease_incidence = [particulate_matter]
+kBqU235eq = [ionising_radiation]
+kgNMVOCeq = [photochemical_ozone]
+molHeq = [acidification]
+molNeq = [eutrophication_terrestrial]
+kgPeq = [eutrophication_freshwater]
+kgNeq = [eutrophication_marine]
+Pt_land = [land_use]
+m3_world_eq = [water_deprivation]
+kgSbeq = [mineral_resources]
+FLOP = [computation] = flop
+"""
+
+# User-facing spellings (longest first) -> canonical pint names. Applied before pint parses.
+_PHRASES: list[tuple[str, str]] = [
+    (r"(?P<p>[kgt])\s*CO2[\s_-]*(?:e|eq|eq\.|equivalent|-eq)(?![A-Za-z])", r"\g<p>CO2eq"),
+    (r"kg\s*CFC[\s_-]*11[\s_-]*(?:eq\.?|equivalent)", "kgCFC11eq"),
+    (r"kBq\s*U[\s_-]*235[\s_-]*(?:eq\.?|equivalent)", "kBqU235eq"),
+    (r"kg\s*NMVOC[\s_-]*(?:eq\.?|equivalent)", "kgNMVOCeq"),
+    (r"mol\s*H\+?[\s_-]*(?:eq\.?|equivalent)", "molHeq"),
+    (r"mol\s*N[\s_-]*(?:eq\.?|equivalent)", "molNeq"),
+    (r"kg\s*P[\s_-]*(?:eq\.?|equivalent)", "kgPeq"),
+    (r"kg\s*N[\s_-]*(?:eq\.?|equivalent)", "kgNeq"),
+    (r"kg\s*Sb[\s_-]*(?:eq\.?|equivalent)", "kgSbeq"),
+    (r"m(?:3|³|\*\*3|\^3)\s*world[\s_-]*eq\.?(?:\s*deprived)?", "m3_world_eq"),
+    (r"disease[\s_]+incidence", "disease_incidence"),
+    (r"(?<![A-Za-z])m³", "m**3"),
+    (r"(?<![A-Za-z_])m3(?![A-Za-z_])", "m**3"),
+    (r"(?<![A-Za-z_])(cm|mm)2(?![A-Za-z_])", r"\1**2"),
+    (r"(?<![A-Za-z_])(cm|mm)²", r"\1**2"),
+]
+_COMPILED = [(re.compile(p), r) for p, r in _PHRASES]
+_PT_ALONE = re.compile(r"^\s*(?P<num>[-+0-9.eE]*)\s*Pt\s*$")
+
+# Display spellings of canonical names (for reports).
+_DISPLAY = {
+    "kgCO2eq": "kg CO2 eq",
+    "gCO2eq": "g CO2 eq",
+    "tCO2eq": "t CO2 eq",
+    "kgCFC11eq": "kg CFC11 eq",
+    "kBqU235eq": "kBq U235 eq",
+    "kgNMVOCeq": "kg NMVOC eq",
+    "molHeq": "mol H+ eq",
+    "molNeq": "mol N eq",
+    "kgPeq": "kg P eq",
+    "kgNeq": "kg N eq",
+    "kgSbeq": "kg Sb eq",
+    "m3_world_eq": "m3 world eq",
+    "disease_incidence": "disease incidence",
+    "Pt_land": "Pt",
+}
+
+
+@lru_cache(maxsize=1)
+def _registry() -> pint.UnitRegistry:
+    import pint
+
+    reg = pint.UnitRegistry(cache_folder=None)
+    for line in _EF_DEFINITIONS.strip().splitlines():
+        reg.define(line)
+    reg.formatter.default_format = "~P" if hasattr(reg, "formatter") else ""
+    pint.set_application_registry(reg)
+    return reg
+
+
+def __getattr__(name: str) -> Any:  # lazy module attribute: footprint.units.ureg
+    if name == "ureg":
+        return _registry()
+    raise AttributeError(name)
+
+
+def normalise(text: str) -> str:
+    """Rewrite the EF spellings users type ("kg CO2 eq", "m3 world eq") into pint names."""
+    m = _PT_ALONE.match(text)
+    if m:
+        return f"{m.group('num') or 1} Pt_land"
+    out = text.strip()
+    for pattern, repl in _COMPILED:
+        out = pattern.sub(repl, out)
+    return out
+
+
+class UnitParseError(ValueError):
+    """A string that is not a quantity, or not of the expected dimension."""
+
+
+def Q(value: Any, unit: str | None = None) -> pint.Quantity:  # noqa: N802 - short, like pint's Q_
+    """Make a quantity from "400 W", (400, "W"), a number with ``unit``, or a quantity."""
+    reg = _registry()
+    if isinstance(value, reg.Quantity):
+        return value if unit is None else value.to(parse_unit(unit))
+    if isinstance(value, str):
+        try:
+            q = reg.Quantity(normalise(value))
+        except Exception as exc:  # pint raises many kinds; users get one
+            raise UnitParseError(f"cannot read {value!r} as a quantity ({exc})") from None
+        if not isinstance(q, reg.Quantity):
+            q = reg.Quantity(q)
+        if unit is not None:
+            return to(q, unit, original=value)
+        return q
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return reg.Quantity(float(value), parse_unit(unit) if unit else "dimensionless")
+    raise UnitParseError(f"cannot read {value!r} as a quantity")
+
+
+def parse_unit(unit: str) -> pint.Unit:
+    reg = _registry()
+    try:
+        return reg.Unit(normalise(unit))
+    except Exception as exc:
+        raise UnitParseError(f"unknown unit {unit!r} ({exc})") from None
+
+
+def to(q: pint.Quantity, unit: str, original: Any = None) -> pint.Quantity:
+    """Convert, with an error that says what was given and what was expected."""
+    target = parse_unit(unit)
+    try:
+        return q.to(target)
+    except Exception:
+        shown = original if original is not None else f"{q:~}"
+        raise UnitParseError(
+            f"{shown!r} is not a {display_unit(unit)} quantity (expected something convertible to "
+            f"{display_unit(unit)})"
+        ) from None
+
+
+def magnitude(value: Any, unit: str) -> float:
+    """The magnitude of ``value`` in ``unit`` (strings, numbers in ``unit``, or quantities)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return float(Q(value, unit).magnitude)
+
+
+def display_unit(unit: str | Any) -> str:
+    """Human spelling of a unit ("kgCO2eq" -> "kg CO2 eq")."""
+    text = normalise(unit) if isinstance(unit, str) else f"{unit:~}"
+    for canon, shown in _DISPLAY.items():
+        text = re.sub(rf"(?<![A-Za-z_]){canon}(?![A-Za-z_])", shown, text)
+    return text.replace("**", "^")
+
+
+def fmt(q: pint.Quantity, digits: int = 4) -> str:
+    """A unit-bearing string for reports and JSON ("113.5 kg CO2 eq")."""
+    return f"{q.magnitude:.{digits}g} {display_unit(str(q.units))}"

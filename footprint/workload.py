@@ -1,0 +1,390 @@
+"""Workload: what a training run used, whether stated in a scenario YAML or measured.
+
+A measured run and a hypothetical scenario become the same thing before the LCA is computed.
+Scenario files are read with ``yaml.safe_load`` and validated key by key; every error names the
+file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from footprint.database import DTYPES, Gpu, db
+from footprint.errors import FootprintError, ScenarioError
+from footprint.units import Q, UnitParseError, display_unit
+
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
+    "model": ("parameters", "tokens", "active_parameters", "layers", "hidden", "heads", "seq_len", "vocab_size"),
+    "hardware": ("gpu", "count", "lifetime", "utilization", "host", "embodied"),
+    "training": ("gpu_hours", "flops", "mfu", "dtype", "duration", "power_per_gpu", "power_fraction_of_tdp",
+                 "energy"),
+    "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity"),
+    "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
+}
+DEFAULT_LIFETIME = "3 years"  # Boavizta / EcoLogits GPU default; see README "Method"
+DEFAULT_UTILIZATION = 1.0
+MAX_SCENARIO_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything the LCA needs, in canonical units (hours, kWh, W, L/kWh, kg CO2 eq/kWh)."""
+
+    name: str
+    gpu: Gpu
+    count: int
+    lifetime_h: float
+    utilization: float
+    gpu_hours: float
+    gpu_hours_method: str
+    it_energy_kwh: float
+    energy_method: str
+    power_per_gpu_w: float | None
+    pue: float
+    grid: str
+    wue_l_per_kwh: float | None = None
+    ewif_l_per_kwh: float | None = None
+    carbon_intensity: float | None = None  # kg CO2 eq / kWh override
+    host: str | None = "default"
+    embodied_override: dict[str, float] = field(default_factory=dict)
+    flops: float | None = None
+    mfu: float | None = None
+    dtype: str = "bf16"
+    model: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    site_preset: str | None = None
+    source: str | None = None
+    description: str = ""
+    notes: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    @property
+    def gpu_lifetimes(self) -> float:
+        """Lifetimes of hardware the run consumes: GPU-hours / (lifetime x utilisation)."""
+        return self.gpu_hours / (self.lifetime_h * self.utilization)
+
+    @property
+    def gpu_equivalents(self) -> int:
+        """ceil of gpu_lifetimes (Falk et al.'s GPU-equivalents); float noise below 1e-9 ignored."""
+        return math.ceil(self.gpu_lifetimes - 1e-9)
+
+    def with_(self, **changes: Any) -> Workload:
+        return replace(self, **changes)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """safe_load a scenario; malformed YAML -> file and line."""
+    p = Path(path)
+    if not p.is_file():
+        raise ScenarioError("no such scenario file", str(p))
+    if p.stat().st_size > MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"file is larger than {MAX_SCENARIO_BYTES} bytes", str(p))
+    return parse_yaml_text(p.read_text(), str(p))
+
+
+def parse_yaml_text(text: str, file: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScenarioError(f"malformed YAML: {problem}", file, where) from None
+    if not isinstance(data, dict):
+        raise ScenarioError("expected a mapping of sections (name, hardware, training, site)", file)
+    return data
+
+
+def apply_overrides(data: dict[str, Any], sets: list[str], file: str | None = None) -> dict[str, Any]:
+    """Apply ``--set key.path=value`` overrides (values parsed as YAML scalars)."""
+    out = _deepcopy(data)
+    for item in sets or []:
+        if "=" not in item:
+            raise FootprintError(f"--set {item!r}: expected key=value, e.g. training.mfu=0.5", file, "--set")
+        path, raw = item.split("=", 1)
+        keys = [k for k in path.strip().split(".") if k]
+        if not keys:
+            raise FootprintError(f"--set {item!r}: empty key", file, "--set")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        for k in keys[:-1]:
+            if not isinstance(node.get(k, {}), dict):
+                raise FootprintError(f"--set {item!r}: {k!r} is not a section", file, "--set")
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    return out
+
+
+def _deepcopy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deepcopy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deepcopy(v) for v in d]
+    return d
+
+
+def load_scenario(path: str | Path, sets: list[str] | None = None) -> Workload:
+    """Read, validate and resolve a scenario YAML into a Workload."""
+    data = read_yaml(path)
+    if sets:
+        data = apply_overrides(data, sets, str(path))
+    return workload_from_dict(data, str(path))
+
+
+# ---- validation helpers -------------------------------------------------------------------------
+
+class _Ctx:
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+
+    def err(self, key: str, msg: str) -> ScenarioError:
+        return ScenarioError(msg, self.file, key)
+
+    def section(self, data: dict[str, Any], name: str) -> dict[str, Any]:
+        sec = data.get(name) or {}
+        if not isinstance(sec, dict):
+            raise self.err(name, "expected a mapping")
+        allowed = ALLOWED[name]
+        for k in sec:
+            if k not in allowed:
+                raise self.err(f"{name}.{k}", f"unknown key; allowed: {', '.join(allowed)}")
+        return sec
+
+    def quantity(self, key: str, value: Any, unit: str, bare_unit: str | None = None) -> float:
+        """Magnitude in ``unit``; bare numbers are read in ``bare_unit`` (default: ``unit``)."""
+        if isinstance(value, bool) or value is None:
+            raise self.err(key, f"expected a quantity in {display_unit(unit)}, got {value!r}")
+        try:
+            if isinstance(value, (int, float)):
+                q = Q(float(value), bare_unit or unit)
+                return float(q.to(Q(1, unit).units).magnitude)
+            return float(Q(str(value), unit).magnitude)
+        except UnitParseError as exc:
+            raise self.err(key, f"{exc}") from None
+
+    def number(self, key: str, value: Any, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False, integer: bool = False) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.replace("_", ""))
+            except ValueError:
+                raise self.err(key, f"expected a number, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise self.err(key, f"expected a number, got {value!r}")
+        if integer and float(value) != int(value):
+            raise self.err(key, f"expected a whole number, got {value!r}")
+        if lo is not None and (value <= lo if lo_open else value < lo):
+            raise self.err(key, f"must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
+        if hi is not None and value > hi:
+            raise self.err(key, f"must be <= {hi:g}, got {value!r}")
+        return float(value)
+
+    def fraction(self, key: str, value: Any) -> float:
+        """A share in (0, 1]; "50 %" strings are accepted."""
+        if isinstance(value, str) and value.strip().endswith("%"):
+            value = self.number(key, value.strip()[:-1]) / 100
+        v = self.number(key, value)
+        if not 0 < v <= 1:
+            raise self.err(key, f"must be in (0, 1], got {value!r}")
+        return v
+
+
+def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workload:
+    """Validate a scenario mapping (see ARCHITECTURE.md) and resolve it into a Workload."""
+    ctx = _Ctx(file)
+    for k in data:
+        if k not in ALLOWED[""]:
+            raise ctx.err(str(k), f"unknown section; allowed: {', '.join(ALLOWED[''])}")
+    hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
+    model_in, unc = ctx.section(data, "model"), ctx.section(data, "uncertainty")
+    notes: list[str] = []
+    srcs: list[str] = []
+
+    if "gpu" not in hw:
+        raise ctx.err("hardware.gpu", "missing; give a GPU name such as A100-SXM4-40GB (see `footprint gpus`)")
+    gpu = db().find_gpu(str(hw["gpu"]), file, "hardware.gpu")
+    count = int(ctx.number("hardware.count", hw.get("count", 1), lo=0, lo_open=True, integer=True))
+    lifetime_h = ctx.quantity("hardware.lifetime", hw.get("lifetime", DEFAULT_LIFETIME), "hour", "year")
+    if lifetime_h <= 0:
+        raise ctx.err("hardware.lifetime", f"must be positive, got {hw.get('lifetime')!r}")
+    utilization = ctx.fraction("hardware.utilization", hw.get("utilization", DEFAULT_UTILIZATION))
+    host = hw.get("host", "default")
+    if host in (None, False, "none", "None"):
+        host = None
+    elif host != "default" and host not in db().host["hosts"]:
+        raise ctx.err("hardware.host", f"unknown host model {host!r}; allowed: default, none, "
+                      + ", ".join(db().host["hosts"]))
+    embodied = _embodied_override(ctx, hw.get("embodied"), srcs)
+
+    model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in model_in.items()}
+
+    # ---- GPU time: exactly one way ----
+    dtype = str(tr.get("dtype", "bf16")).lower()
+    if dtype not in DTYPES:
+        raise ctx.err("training.dtype", f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+    ways = [w for w in ("gpu_hours", "flops", "duration") if w in tr]
+    if "mfu" in tr and "flops" not in tr:
+        ways.append("mfu")
+    flops = mfu = None
+    if len(ways) > 1:
+        raise ctx.err("training", f"give exactly one way to get GPU time, got {', '.join(ways)} "
+                      "(gpu_hours, or flops + mfu, or duration; or energy + a power)")
+    if "gpu_hours" in tr:
+        gpu_hours = ctx.quantity("training.gpu_hours", tr["gpu_hours"], "hour") \
+            if isinstance(tr["gpu_hours"], str) else ctx.number("training.gpu_hours", tr["gpu_hours"], lo=0,
+                                                                 lo_open=True)
+        gh_method = "stated GPU-hours"
+    elif "flops" in tr:
+        flops = ctx.number("training.flops", tr["flops"], lo=0, lo_open=True)
+        if "mfu" not in tr:
+            raise ctx.err("training.mfu", "missing: flops needs mfu (model FLOPs utilisation, in (0, 1])")
+        mfu = ctx.fraction("training.mfu", tr["mfu"])
+        try:
+            peak = gpu.peak_flops(dtype)
+        except KeyError as exc:
+            raise ctx.err("training.dtype", str(exc.args[0])) from None
+        gpu_hours = flops / (peak * mfu) / 3600
+        gh_method = f"flops / ({dtype} dense peak {peak / 1e12:g} TFLOP/s x MFU {mfu:g})"
+        srcs.extend(gpu.sources)
+    elif "duration" in tr:
+        gpu_hours = ctx.quantity("training.duration", tr["duration"], "hour") * count
+        gh_method = "duration x GPU count"
+    else:
+        gpu_hours = None  # maybe from energy / power below
+        gh_method = ""
+
+    # ---- power and energy ----
+    powers = [k for k in ("power_per_gpu", "power_fraction_of_tdp") if k in tr]
+    if len(powers) > 1:
+        raise ctx.err("training", "give one of power_per_gpu or power_fraction_of_tdp, not both")
+    power_w: float | None = None
+    if "power_per_gpu" in tr:
+        power_w = ctx.quantity("training.power_per_gpu", tr["power_per_gpu"], "W")
+        if power_w <= 0:
+            raise ctx.err("training.power_per_gpu", f"must be positive, got {tr['power_per_gpu']!r}")
+    elif "power_fraction_of_tdp" in tr:
+        frac = ctx.number("training.power_fraction_of_tdp", tr["power_fraction_of_tdp"], lo=0, hi=1.5,
+                          lo_open=True)
+        power_w = frac * gpu.tdp_w
+        notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
+        srcs.extend(gpu.sources)
+    if "energy" in tr:
+        it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh")
+        if it_kwh <= 0:
+            raise ctx.err("training.energy", f"must be positive, got {tr['energy']!r}")
+        e_method = "stated/measured energy"
+        if gpu_hours is None:
+            if power_w is None:
+                raise ctx.err("training", "energy alone does not give GPU time: add gpu_hours, duration, "
+                              "or a power (power_per_gpu / power_fraction_of_tdp)")
+            gpu_hours = it_kwh * 1000 / power_w
+            gh_method = "energy / power per GPU"
+    else:
+        if power_w is None:
+            raise ctx.err("training", "missing a power: give power_per_gpu (e.g. 400 W), "
+                          "power_fraction_of_tdp (e.g. 0.8) or energy (e.g. 433196 kWh)")
+        if gpu_hours is None:
+            raise ctx.err("training", "missing GPU time: give gpu_hours, flops + mfu, or duration")
+        it_kwh = gpu_hours * power_w / 1000
+        e_method = "GPU-hours x power per GPU"
+    assert gpu_hours is not None
+
+    # ---- site ----
+    preset_name = site.get("preset") or db().sites.get("default")
+    presets = db().sites.get("sites", {})
+    if preset_name not in presets:
+        raise ctx.err("site.preset", f"unknown site preset {preset_name!r}; allowed: {', '.join(presets)}")
+    preset = presets[preset_name]
+
+    def site_value(key: str, unit: str | None) -> float | None:
+        if key in site:
+            if unit is None:
+                return ctx.number(f"site.{key}", site[key], lo=1.0)
+            v = ctx.quantity(f"site.{key}", site[key], unit)
+            if v < 0:
+                raise ctx.err(f"site.{key}", f"must not be negative, got {site[key]!r}")
+            return v
+        if key in preset:
+            srcs.append(preset[key]["source"])
+            val = preset[key]["value"]
+            return float(val) if unit is None else float(Q(val, unit).magnitude)
+        return None
+
+    pue = site_value("pue", None)
+    if pue is None:
+        raise ctx.err("site.pue", f"missing and the preset {preset_name!r} has none")
+    wue = site_value("wue", "L/kWh")
+    ewif = site_value("ewif", "L/kWh")
+    from footprint.electricity import WORLD, intensity_override, resolve_zone
+
+    grid = resolve_zone(site.get("grid", WORLD), file)
+    ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
+
+    ranges = _ranges(ctx, unc)
+    name = str(data.get("name") or (Path(file).stem if file else "scenario"))
+    return Workload(
+        name=name, gpu=gpu, count=count, lifetime_h=lifetime_h, utilization=utilization, gpu_hours=gpu_hours,
+        gpu_hours_method=gh_method, it_energy_kwh=it_kwh, energy_method=e_method, power_per_gpu_w=power_w,
+        pue=pue, grid=grid, wue_l_per_kwh=wue, ewif_l_per_kwh=ewif, carbon_intensity=ci, host=host,
+        embodied_override=embodied, flops=flops, mfu=mfu, dtype=dtype, model=model, ranges=ranges,
+        site_preset=preset_name, source=file, description=str(data.get("description") or ""),
+        notes=tuple(notes), sources=tuple(dict.fromkeys(srcs)),
+    )
+
+
+def _embodied_override(ctx: _Ctx, value: Any, srcs: list[str]) -> dict[str, float]:
+    """hardware.embodied: {category: quantity per GPU} or {vendor_pcf: name}."""
+    from footprint import categories as cat
+
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ctx.err("hardware.embodied", "expected a mapping of category: quantity per GPU, "
+                      "e.g. {climate_change: 164 kg CO2 eq} or {vendor_pcf: nvidia-hgx-h100}")
+    out: dict[str, float] = {}
+    pcfs = db().ranges.get("vendor_pcf", {})
+    for k, v in value.items():
+        if k == "vendor_pcf":
+            if v not in pcfs:
+                raise ctx.err("hardware.embodied.vendor_pcf", f"unknown {v!r}; allowed: {', '.join(pcfs)}")
+            for c, q in pcfs[v]["per_gpu"].items():
+                out[c] = float(Q(q, cat.by_key(c).unit).magnitude)
+            srcs.append(pcfs[v]["source"])
+            continue
+        if k not in cat.keys():
+            raise ctx.err(f"hardware.embodied.{k}", f"unknown category; allowed: vendor_pcf, {', '.join(cat.keys())}")
+        out[k] = ctx.quantity(f"hardware.embodied.{k}", v, cat.by_key(k).unit)
+    return out
+
+
+def _ranges(ctx: _Ctx, unc: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    units = {"gpu_hours": None, "mfu": None, "power_per_gpu": "W", "lifetime": "hour", "utilization": None,
+             "pue": None, "carbon_intensity": "kgCO2eq/kWh"}
+    out: dict[str, tuple[float, float]] = {}
+    for k, v in unc.items():
+        key = f"uncertainty.{k}"
+        if not isinstance(v, (list, tuple)) or len(v) != 2:
+            raise ctx.err(key, "expected [low, high]")
+        if units[k] is None:
+            lo, hi = (ctx.number(key, x, lo=0) for x in v)
+        elif k == "carbon_intensity":
+            from footprint.electricity import intensity_override
+
+            lo, hi = (intensity_override(x, ctx.file) for x in v)
+        else:
+            lo, hi = (ctx.quantity(key, x, units[k], "year" if k == "lifetime" else None) for x in v)
+        if lo > hi:
+            raise ctx.err(key, f"low {v[0]!r} is above high {v[1]!r}")
+        out[k] = (lo, hi)
+    return out

@@ -1,0 +1,198 @@
+"""Read and validate the LCA database files that live beside this module.
+
+The loader fails loudly: a number without a source, a source id that is not registered, a missing
+key or a value a unit parser rejects raises :class:`LcaDataError` naming the file and the key.
+It imports nothing of the project's other packages; callers that want units checked pass a
+``parse`` callable (footprint passes its pint registry's parser).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DATA_DIR = Path(__file__).resolve().parent
+Parser = Callable[[str], Any]
+_QUANTITY = re.compile(r"^\s*[-+]?(\d|\.\d)")  # "400 W", "1.8 L/kWh"; not "TSMC N7"
+
+
+class LcaDataError(ValueError):
+    """A malformed entry in an lca_data file."""
+
+    def __init__(self, file: str | Path, key: str, message: str) -> None:
+        self.file, self.key = str(file), key
+        super().__init__(f"{Path(file).name}: {key}: {message}")
+
+
+def _path(name: str, root: Path | None = None) -> Path:
+    return (root or DATA_DIR) / name
+
+
+def read_yaml(name: str, root: Path | None = None) -> Any:
+    path = _path(name, root)
+    try:
+        with path.open() as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise LcaDataError(path, "-", "file is missing") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "-"
+        raise LcaDataError(path, where, f"malformed YAML ({getattr(exc, 'problem', exc)})") from None
+
+
+def read_csv(name: str, root: Path | None = None, required: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """Rows of a CSV whose leading '#' lines are comments (licence and provenance headers)."""
+    path = _path(name, root)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise LcaDataError(path, "-", "file is missing") from None
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    rows = list(csv.DictReader(io.StringIO(body)))
+    for i, row in enumerate(rows, start=2):
+        for col in required:
+            if not row.get(col):
+                raise LcaDataError(path, f"row {i}, column {col!r}", "is empty")
+    return rows
+
+
+@lru_cache(maxsize=4)
+def load_sources(root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every registered source (sources/*.yaml), by id; ids must be unique across files."""
+    sources: dict[str, dict[str, Any]] = {}
+    folder = _path("sources", root)
+    for path in sorted(folder.glob("*.yaml")):
+        data = read_yaml(f"sources/{path.name}", root) or {}
+        for sid, entry in (data.get("sources") or {}).items():
+            if sid in sources:
+                raise LcaDataError(path, sid, "source id is defined twice")
+            if not isinstance(entry, dict) or not entry.get("title") or not entry.get("licence"):
+                raise LcaDataError(path, sid, "a source needs at least a title and a licence")
+            sources[sid] = dict(entry, id=sid, file=path.name)
+    return sources
+
+
+def iter_values(node: Any, key: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield (dotted key, entry) for every ``{value: ..., source: ...}`` entry in a YAML tree."""
+    if isinstance(node, dict):
+        if "value" in node:
+            yield key, node
+            return
+        for k, v in node.items():
+            yield from iter_values(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            label = v.get("id") or v.get("key") if isinstance(v, dict) else None
+            yield from iter_values(v, f"{key}[{label or i}]")
+
+
+def check_values(tree: Any, file: str, parse: Parser | None = None, root: Path | None = None) -> None:
+    """Every value has a registered source; every string value parses when ``parse`` is given."""
+    sources = load_sources(root)
+    for key, entry in iter_values(tree):
+        sid = entry.get("source")
+        if not sid:
+            raise LcaDataError(file, key, f"value {entry.get('value')!r} has no source")
+        if sid not in sources:
+            raise LcaDataError(file, key, f"source {sid!r} is not registered in lca_data/sources/")
+        value = entry["value"]
+        if value is None or value == "":
+            raise LcaDataError(file, key, "empty value (omit the key when the figure is not available)")
+        if parse is not None and isinstance(value, str) and _QUANTITY.match(value):
+            try:
+                parse(value)
+            except Exception as exc:
+                raise LcaDataError(file, key, f"cannot read {value!r}: {exc}") from None
+
+
+def check_row_sources(rows: list[dict[str, str]], file: str, root: Path | None = None) -> None:
+    sources = load_sources(root)
+    for i, row in enumerate(rows, start=2):
+        if row.get("source") not in sources:
+            raise LcaDataError(file, f"row {i}", f"source {row.get('source')!r} is not registered")
+        try:
+            float(row["value"])
+        except (KeyError, ValueError):
+            raise LcaDataError(file, f"row {i}", f"value {row.get('value')!r} is not a number") from None
+
+
+def load_categories(root: Path | None = None) -> dict[str, Any]:
+    data = read_yaml("categories.yaml", root)
+    keys = [c.get("key") for c in data.get("categories", [])]
+    if len(keys) != 16 or len(set(keys)) != 16:
+        raise LcaDataError("categories.yaml", "categories", "must list 16 distinct EF 3.1 categories")
+    return data
+
+
+def load_gpus(parse: Parser | None = None, root: Path | None = None) -> list[dict[str, Any]]:
+    """The GPU catalogue; ids and aliases unique, every number sourced."""
+    data = read_yaml("gpus.yaml", root) or {}
+    gpus = data.get("gpus")
+    if not isinstance(gpus, list) or not gpus:
+        raise LcaDataError("gpus.yaml", "gpus", "expected a non-empty list of cards")
+    seen: dict[str, str] = {}
+    ids: set[str] = set()
+    for i, gpu in enumerate(gpus):
+        if gpu.get("id") in ids:
+            raise LcaDataError("gpus.yaml", f"gpus[{gpu.get('id')}]", "card id is defined twice")
+        ids.add(gpu.get("id"))
+        for req in ("id", "name", "vendor", "tdp", "peak_tflops", "parametric"):
+            if req not in gpu:
+                raise LcaDataError("gpus.yaml", f"gpus[{gpu.get('id', i)}]", f"missing key {req!r}")
+        for name in [gpu["id"], gpu["name"], *gpu.get("aliases", [])]:
+            norm = normalise_name(name)
+            if norm in seen and seen[norm] != gpu["id"]:
+                raise LcaDataError("gpus.yaml", f"gpus[{gpu['id']}]", f"name {name!r} also names {seen[norm]}")
+            seen[norm] = gpu["id"]
+    check_values(gpus, "gpus.yaml", parse, root)
+    return gpus
+
+
+def normalise_name(name: str) -> str:
+    """Lenient GPU-name key: case, spaces, dashes, underscores and vendor prefixes ignored."""
+    text = name.lower()
+    for prefix in ("nvidia ", "amd ", "tesla ", "geforce ", "instinct "):
+        text = text.replace(prefix, " ")
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def load_ademe_components(root: Path | None = None) -> list[dict[str, str]]:
+    cols = ("card", "component", "stage", "category", "value", "unit", "source")
+    rows = read_csv("ademe_gpu_components.csv", root, cols)
+    check_row_sources(rows, "ademe_gpu_components.csv", root)
+    return rows
+
+
+def load_parametric_factors(root: Path | None = None) -> list[dict[str, str]]:
+    cols = ("component", "stage", "category", "value", "unit", "source")
+    rows = read_csv("ademe_parametric_factors.csv", root, cols)
+    check_row_sources(rows, "ademe_parametric_factors.csv", root)
+    return rows
+
+
+def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
+    rows = read_csv("ademe_distribution_factors.csv", root, ("mode", "category", "value", "unit", "source"))
+    check_row_sources(rows, "ademe_distribution_factors.csv", root)
+    return rows
+
+
+def load_electricity_technologies(root: Path | None = None) -> list[dict[str, str]]:
+    cols = ("technology", "codecarbon_field", "category", "value", "unit", "source")
+    rows = read_csv("electricity_technologies.csv", root, cols)
+    check_row_sources(rows, "electricity_technologies.csv", root)
+    return rows
+
+
+def load_yaml_checked(name: str, parse: Parser | None = None, root: Path | None = None) -> Any:
+    """A YAML data file whose every ``{value, source}`` entry is checked."""
+    data = read_yaml(name, root) or {}
+    check_values(data, name, parse, root)
+    return data

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from footprint.units import Q, UnitParseError, display_unit, fmt
+
+EF_UNITS = ["kg CO2 eq", "kg CFC11 eq", "CTUh", "CTUe", "disease incidence", "kBq U235 eq", "kg NMVOC eq",
+            "mol H+ eq", "mol N eq", "kg P eq", "kg N eq", "Pt", "m3 world eq", "MJ", "kg Sb eq"]
+
+
+@pytest.mark.parametrize("text, unit, expected", [
+    ("400 W", "kW", 0.4),
+    ("3 years", "day", 3 * 365.25),
+    ("57 g/kWh", "kg/MWh", 57.0),
+    ("1.8 L/kWh", "L/MWh", 1800.0),
+    ("113.5 kg CO2 eq", "t CO2 eq", 0.1135),
+    ("57 g CO2 eq/kWh", "kg CO2 eq/kWh", 0.057),
+    ("826 mm2", "cm**2", 8.26),
+    ("312 TFLOP/s", "FLOP/s", 312e12),
+])
+def test_parses_user_strings(text: str, unit: str, expected: float) -> None:
+    assert Q(text, unit).magnitude == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("unit", EF_UNITS)
+def test_every_ef_unit_round_trips_through_its_display_name(unit: str) -> None:
+    q = Q(f"2.5 {unit}")
+    assert display_unit(str(q.units)) == unit
+    assert Q(fmt(q)).magnitude == pytest.approx(2.5)
+
+
+def test_ef_units_have_distinct_dimensions() -> None:
+    dims = {str(Q(f"1 {u}").dimensionality) for u in EF_UNITS if u not in ("CTUh",)}
+    assert len(dims) == len(EF_UNITS) - 1 - 0  # CTUh appears once; MJ is energy
+    with pytest.raises(UnitParseError):
+        Q("1 kg CO2 eq", "kg Sb eq")
+
+
+def test_wrong_dimension_names_value_and_expected_unit() -> None:
+    with pytest.raises(UnitParseError, match=r"'400 kg'.*W"):
+        Q("400 kg", "W")
+    with pytest.raises(UnitParseError):
+        Q("four hundred watts")
+
+
+@given(st.floats(min_value=1e-12, max_value=1e12, allow_nan=False), st.sampled_from(EF_UNITS))
+def test_quantity_string_round_trip(x: float, unit: str) -> None:
+    q = Q(f"{x!r} {unit}")
+    back = Q(f"{q.magnitude!r} {display_unit(str(q.units))}")
+    assert math.isclose(back.magnitude, x, rel_tol=1e-12)
