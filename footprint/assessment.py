@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -130,14 +131,16 @@ def _json_default(obj: Any) -> Any:
 
 
 def num(v: float | None, digits: int = 3) -> str:
-    """Compact number for text output; None -> n/a."""
+    """Compact number for text output (3 significant digits, thousands separators); None -> n/a."""
     if v is None:
         return "n/a"
     if v == 0:
         return "0"
     a = abs(v)
-    if 1e-2 <= a < 1e5:
-        return f"{v:,.{max(digits - len(str(int(a))), 0)}f}" if a >= 1 else f"{v:.{digits}g}"
+    if 1e-2 <= a < 1e9:
+        rounded = float(f"{v:.{digits}g}")
+        decimals = max(digits - 1 - int(math.floor(math.log10(a))), 0)
+        return f"{rounded:,.{decimals}f}"
     return f"{v:.{digits - 1}e}"
 
 

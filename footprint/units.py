@@ -100,7 +100,7 @@ def normalise(text: str) -> str:
     """Rewrite the EF spellings users type ("kg CO2 eq", "m3 world eq") into pint names."""
     m = _PT_ALONE.match(text)
     if m:
-        return f"{m.group('num') or 1} Pt_land"
+        return f"{m.group('num')} Pt_land" if m.group("num") else "Pt_land"
     out = text.strip()
     for pattern, repl in _COMPILED:
         out = pattern.sub(repl, out)

@@ -1,0 +1,61 @@
+"""Assessment throughput: time of one assessment with 1 and 10,000 Monte Carlo samples, and import cost.
+
+Run: python benchmarks/assess_bench.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def timed(fn, repeat: int) -> tuple[float, float]:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import footprint"], capture_output=True, text=True)
+    total_us = sum(int(line.split("|")[1]) for line in out.stderr.splitlines()
+                   if line.startswith("import time:") and line.split("|")[2].strip() == "footprint")
+    print(f"import footprint (cumulative, -X importtime): {total_us / 1000:.1f} ms")
+
+    from footprint.lca import assess
+    from footprint.workload import load_scenario
+
+    cold = time.perf_counter()
+    w = load_scenario(REPO / "scenarios" / "bloom-176b.yaml")
+    assess(w, samples=1)
+    print(f"first scenario load + assessment (builds the unit registry and database): "
+          f"{(time.perf_counter() - cold) * 1000:.0f} ms")
+    med, best = timed(lambda: load_scenario(REPO / "scenarios" / "bloom-176b.yaml"), 20)
+    print(f"load + validate scenario (warm): median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
+    for n in (1, 10_000):
+        med, best = timed(lambda n=n: assess(w, samples=n), 20)
+        print(f"assess, {n:>6} samples: median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
+    from footprint import lca
+
+    d = lca.db()
+    parts, _, _ = lca.embodied_parts(d, w)
+    import numpy as np
+
+    host, _, _ = d.host_share(None)
+    elec = np.full(len(host), 0.05)
+    lo, hi, _ = lca.embodied_multipliers(d, w, None)
+    med, best = timed(lambda: lca._monte_carlo(w, 10_000, 0, parts, host, elec, lo, hi, 0.04, 0.06, d), 20)
+    print(f"Monte Carlo kernel alone, 10,000 samples x 17 indicators: median {med * 1000:.2f} ms")
+    print(f"total benchmark wall time: {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
