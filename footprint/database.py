@@ -97,6 +97,14 @@ class Embodied:
         return out
 
 
+def _vectors(rows: list[dict[str, str]], key: str) -> dict[str, np.ndarray]:
+    """One impact vector per value of ``key`` from one-value-per-row CSV rows."""
+    out: dict[str, np.ndarray] = {}
+    for r in rows:
+        out.setdefault(r[key], np.zeros(N_IND))[IDX[r["category"]]] = float(r["value"])
+    return out
+
+
 def _num(entry: Any, unit: str | None) -> float:
     value = entry["value"] if isinstance(entry, dict) else entry
     if unit is None:
@@ -192,17 +200,13 @@ class Database:
 
     @cached_property
     def parametric_factors(self) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for r in self._loader.load_parametric_factors():
-            out.setdefault(r["component"], np.zeros(N_IND))[IDX[r["category"]]] = float(r["value"])
-        return out
+        """Per-unit factors by component (per kg, cm2 or mm2 as the component's basis)."""
+        return _vectors(self._loader.load_parametric_factors(), "component")
 
     @cached_property
     def distribution_factors(self) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for r in self._loader.load_distribution_factors():
-            out.setdefault(r["mode"], np.zeros(N_IND))[IDX[r["category"]]] = float(r["value"])
-        return out
+        """Per kg.km factors by transport mode."""
+        return _vectors(self._loader.load_distribution_factors(), "mode")
 
     @cached_property
     def vram_mm2_per_gb(self) -> float:

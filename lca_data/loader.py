@@ -164,31 +164,28 @@ def normalise_name(name: str) -> str:
     return "".join(ch for ch in text if ch.isalnum())
 
 
-def load_ademe_components(root: Path | None = None) -> list[dict[str, str]]:
-    cols = ("card", "component", "stage", "category", "value", "unit", "source")
-    rows = read_csv("ademe_gpu_components.csv", root, cols)
-    check_row_sources(rows, "ademe_gpu_components.csv", root)
+def load_rows(name: str, columns: tuple[str, ...], root: Path | None = None) -> list[dict[str, str]]:
+    """A one-value-per-row CSV: required columns filled, sources registered, values numeric."""
+    rows = read_csv(name, root, columns)
+    check_row_sources(rows, name, root)
     return rows
+
+
+def load_ademe_components(root: Path | None = None) -> list[dict[str, str]]:
+    return load_rows("ademe_gpu_components.csv", ("card", "component", "stage", "category", "value", "unit", "source"), root)
 
 
 def load_parametric_factors(root: Path | None = None) -> list[dict[str, str]]:
-    cols = ("component", "stage", "category", "value", "unit", "source")
-    rows = read_csv("ademe_parametric_factors.csv", root, cols)
-    check_row_sources(rows, "ademe_parametric_factors.csv", root)
-    return rows
+    return load_rows("ademe_parametric_factors.csv", ("component", "stage", "category", "value", "unit", "source"), root)
 
 
 def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
-    rows = read_csv("ademe_distribution_factors.csv", root, ("mode", "category", "value", "unit", "source"))
-    check_row_sources(rows, "ademe_distribution_factors.csv", root)
-    return rows
+    return load_rows("ademe_distribution_factors.csv", ("mode", "category", "value", "unit", "source"), root)
 
 
 def load_electricity_technologies(root: Path | None = None) -> list[dict[str, str]]:
     cols = ("technology", "codecarbon_field", "category", "value", "unit", "source")
-    rows = read_csv("electricity_technologies.csv", root, cols)
-    check_row_sources(rows, "electricity_technologies.csv", root)
-    return rows
+    return load_rows("electricity_technologies.csv", cols, root)
 
 
 def load_yaml_checked(name: str, parse: Parser | None = None, root: Path | None = None) -> Any:
