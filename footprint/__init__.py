@@ -3,7 +3,8 @@
 Public API (imported lazily so that ``import footprint`` costs milliseconds):
 
     load_scenario(path, sets=None) -> Workload
-    assess(workload, samples=2000, seed=0) -> Assessment
+    assess(workload | scenario path | run dir | run, samples=2000, seed=0) -> Assessment
+    track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
     Workload, Assessment, FootprintError
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Assessment", "FootprintError", "Workload", "assess", "load_scenario", "__version__"]
+__all__ = ["Assessment", "FootprintError", "Tracker", "Workload", "assess", "load_scenario", "track", "__version__"]
 
 _LAZY = {
     "load_scenario": ("footprint.workload", "load_scenario"),
@@ -20,6 +21,8 @@ _LAZY = {
     "assess": ("footprint.api", "assess"),
     "Assessment": ("footprint.assessment", "Assessment"),
     "FootprintError": ("footprint.errors", "FootprintError"),
+    "track": ("footprint.tracker", "track"),
+    "Tracker": ("footprint.tracker", "Tracker"),
 }
 
 

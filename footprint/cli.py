@@ -42,6 +42,33 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--format", choices=("table", "json"), default="table")
 
+    r = sub.add_parser("run", help="run a command under the tracker: footprint run [opts] -- python train.py")
+    r.add_argument("--name", help="run name (directory under --output-dir)")
+    r.add_argument("--output-dir", default="runs")
+    r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
+    r.add_argument("--pue", type=float, help="PUE of the site")
+    r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
+    r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
+
+    rc = sub.add_parser("recover", help="rebuild run.json and samples.parquet from the journal of a killed run")
+    rc.add_argument("run_dir")
+    mg = sub.add_parser("merge", help="merge per-rank records of a distributed run into one run.json")
+    mg.add_argument("run_dir")
+
+    im = sub.add_parser("import", help="turn existing power logs into a run record")
+    ims = im.add_subparsers(dest="import_kind", parser_class=_Parser)
+    smi = ims.add_parser("nvidia-smi", help="an `nvidia-smi --query-gpu=... --format=csv` log")
+    smi.add_argument("file")
+    smi.add_argument("-o", "--output", required=True, help="run directory to write")
+    smi.add_argument("--utc-offset", help="offset of the log's local timestamps, e.g. +1 or +01:00")
+    smi.add_argument("--grid", help="grid zone of the site (ISO3)")
+    smi.add_argument("--gpu", help="GPU model when the log has no `name` column, e.g. A100-PCIe-40GB")
+    cc = ims.add_parser("codecarbon", help="a codecarbon emissions.csv")
+    cc.add_argument("file")
+    cc.add_argument("-o", "--output", required=True, help="run directory to write")
+    cc.add_argument("--gpu", help="GPU model (codecarbon does not record it), e.g. A100-SXM4-40GB")
+    cc.add_argument("--gpu-count", type=int, default=1)
+
     d = sub.add_parser("data", help="the data behind the numbers")
     ds = d.add_subparsers(dest="data_command", parser_class=_Parser)
     src = ds.add_parser("sources", help="every source and its licence")
@@ -95,10 +122,12 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.samples < 0:
             raise FootprintError(f"--samples must be >= 0, got {args.samples}", key="--samples")
         target = Path(args.target)
-        if target.is_dir():
-            raise FootprintError("assessing a run directory needs a run.json from `footprint.track` "
-                                 "(not found here)", str(target))
-        workload = load_scenario(target, args.sets)
+        if target.is_dir() or target.name == "run.json":
+            from footprint.workload import workload_from_run
+
+            workload = workload_from_run(target, args.sets)
+        else:
+            workload = load_scenario(target, args.sets)
         text = render(assess(workload, samples=args.samples, seed=args.seed), args.format)
         _emit(text, args.output)
         return 0
@@ -106,6 +135,24 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if getattr(args, "gpus_command", None) == "show":
             return _gpus_show(args.name, args.format)
         return _gpus_list(args.format)
+    if args.command == "run":
+        from footprint.runcmd import run_command
+
+        return run_command(args)
+    if args.command in ("recover", "merge"):
+        from footprint import runrecord
+
+        rec = (runrecord.recover if args.command == "recover" else runrecord.merge)(args.run_dir)
+        e = rec["energy"]
+        print(f"{args.run_dir}/run.json: {len(rec['devices'])} devices, {rec['duration_s']:.1f} s, "
+              f"GPU energy {e['gpu_j'] if e['gpu_j'] is not None else 'n/a'} J")
+        return 0
+    if args.command == "import":
+        from footprint.runcmd import import_log
+
+        if not getattr(args, "import_kind", None):
+            parser.parse_args(["import", "--help"])
+        return import_log(args)
     if args.command == "data":
         if getattr(args, "data_command", None) == "sources":
             return _sources(args.format)

@@ -388,3 +388,56 @@ def _ranges(ctx: _Ctx, unc: dict[str, Any]) -> dict[str, tuple[float, float]]:
             raise ctx.err(key, f"low {v[0]!r} is above high {v[1]!r}")
         out[k] = (lo, hi)
     return out
+
+
+# ---- measured runs ------------------------------------------------------------------------------
+
+def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
+    """The scenario a run record amounts to: its GPUs, measured energy and duration, and its site."""
+    gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
+    data: dict[str, Any] = {"name": record.get("name") or "run", "hardware": {}, "training": {}, "site": {}}
+    if gpus:
+        names = [d.get("name") for d in gpus]
+        data["hardware"] = {"gpu": max(set(names), key=names.count), "count": len(gpus)}
+    duration = float(record.get("duration_s") or 0.0)
+    if duration > 0:
+        data["training"]["duration"] = f"{duration} s"
+    total = (record.get("energy") or {}).get("total_j")
+    if total:
+        data["training"]["energy"] = f"{total} J"
+    site = record.get("site")
+    if isinstance(site, str):
+        site = {"grid": site}
+    data["site"] = {k: v for k, v in (site or {}).items() if k in ALLOWED["site"]}
+    return data
+
+
+def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None) -> Workload:
+    """A Workload from a run directory (or its run.json record); ``sets`` re-project it (grid, GPU, lifetime)."""
+    if isinstance(target, dict):
+        record, file = target, str(target.get("run_dir") or "run.json")
+    else:
+        path = Path(target)
+        path = path / "run.json" if path.is_dir() else path
+        from footprint.runrecord import read_json
+
+        record, file = read_json(path), str(path)
+    data = apply_overrides(run_scenario(record), sets or [], file)
+    gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
+    if not data["hardware"].get("gpu"):
+        raise ScenarioError("the run has no GPU device record; give one with --set hardware.gpu=NAME "
+                            "--set hardware.count=N", file, "devices")
+    if not data["training"].get("energy"):
+        raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file,
+                            "energy")
+    w = workload_from_dict(data, file)
+    methods = sorted({str(d.get("method")) for d in record.get("devices", [])})
+    estimated = [d.get("name") for d in record.get("devices", []) if d.get("measured") is False]
+    notes = [f"energy measured by the tracker ({', '.join(methods)})"]
+    if estimated:
+        notes.append("estimated, not measured: " + ", ".join(str(e) for e in estimated))
+    if len({d.get("name") for d in gpus}) > 1:
+        notes.append("the run mixes GPU models; embodied impacts use the most common one")
+    notes += [str(n) for n in record.get("notes", [])]
+    return w.with_(energy_method="measured energy (run record)", gpu_hours_method="measured duration x GPUs",
+                   notes=tuple(notes) + w.notes)

@@ -84,6 +84,8 @@ class Sampler:
         start_meters: bool = True,
         meta: dict[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        progress: Callable[[], dict[str, Any]] | None = None,
+        progress_interval_s: float = 1.0,
     ) -> None:
         self.meters: list[Meter] = [meters] if not isinstance(meters, Sequence) else list(meters)
         self.period_s = max(float(period_s), 0.001)
@@ -93,6 +95,10 @@ class Sampler:
         self.start_meters = start_meters
         self.meta = dict(meta or {})
         self._clock = clock
+        # The caller's counters (steps, tokens...), journaled from this thread so the caller never does I/O.
+        self._progress = progress
+        self.progress_interval_s = progress_interval_s
+        self._last_progress_t = float("-inf")
         self._recent: deque[tuple[float, list[DeviceSample]]] = deque(
             maxlen=max(1, int(history_s / self.period_s)))
         self._series = _Series(max_points, self.period_s)
@@ -237,6 +243,7 @@ class Sampler:
                 if self._journal is not None:
                     try:
                         self._journal.write_samples(t, samples)
+                        self._journal_progress(t, force=self._stop_event.is_set())
                         self._journal.maybe_flush()
                     except Exception as exc:
                         self._error("journal", exc)
@@ -249,6 +256,17 @@ class Sampler:
     def _device_signature(self) -> tuple[tuple[str, str, int], ...]:
         with self._state_lock:
             return tuple((i.uuid, i.method, len(i.notes)) for i in self._infos.values())
+
+    def _journal_progress(self, t: float, force: bool = False) -> None:
+        if self._progress is None or self._journal is None:
+            return
+        if not force and t - self._last_progress_t < self.progress_interval_s:
+            return
+        self._last_progress_t = t
+        try:
+            self._journal.event(t, "progress", **self._progress())
+        except Exception as exc:
+            self._error("progress", exc)
 
     def _refresh_devices(self, t: float, force: bool = False) -> None:
         infos: list[DeviceInfo] = []

@@ -1,0 +1,335 @@
+"""`footprint.track`: measure a training job's energy without ever hurting it.
+
+    with footprint.track(name="llama-ft", output_dir="runs", site={"grid": "FRA"}) as t:
+        for batch in loader:
+            ...
+            t.step(tokens=batch_tokens)
+    footprint.assess(t.run)
+
+Principles: the tracker never raises into user code (every public method swallows and records its
+own errors), never does I/O on the step (the sampler thread journals counters), starts in
+milliseconds (meters and journal only; pandas is imported at stop), and makes no network call.
+Under torchrun each rank measures only its own GPU and host meters run once per node; the job
+record (each GPU once) is written by rank 0 when a process group is up, else `footprint merge`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from footprint import runrecord
+
+log = logging.getLogger("footprint.tracker")
+SHORT_WINDOW_S = 1.0  # below this NVML energy is unreliable (sensor averages ~25 ms of every 100 ms)
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1 or "LOCAL_RANK" in os.environ
+
+
+def dist_info() -> DistInfo:
+    """Rank layout from torchrun (RANK, LOCAL_RANK, WORLD_SIZE) or SLURM (SLURM_PROCID, SLURM_LOCALID)."""
+    env = os.environ
+
+    def num(*keys: str, default: int) -> int:
+        for k in keys:
+            if env.get(k, "").strip().lstrip("-").isdigit():
+                return int(env[k])
+        return default
+
+    return DistInfo(
+        rank=num("RANK", "SLURM_PROCID", default=0),
+        local_rank=num("LOCAL_RANK", "SLURM_LOCALID", default=0),
+        world_size=num("WORLD_SIZE", "SLURM_NTASKS", default=1),
+        local_world_size=num("LOCAL_WORLD_SIZE", default=1),
+    )
+
+
+def gpus_for_rank(d: DistInfo, gpus: Any = None) -> list[int | str] | None:
+    """The NVML devices this process measures: explicit `gpus`, else its CUDA device under torchrun
+    (LOCAL_RANK, or torch's current device, through CUDA_VISIBLE_DEVICES), else the visible ones (None: all)."""
+    if gpus is not None:
+        return [gpus] if isinstance(gpus, (int, str)) else list(gpus)
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    as_nvml: Callable[[str], int | str] = lambda v: int(v) if v.isdigit() else v  # noqa: E731
+    if d.distributed:
+        cuda_index = d.local_rank
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            with contextlib.suppress(Exception):
+                if torch.cuda.is_available() and torch.cuda.is_initialized():
+                    cuda_index = torch.cuda.current_device()
+        if visible:
+            return [as_nvml(visible[cuda_index])] if cuda_index < len(visible) else []
+        return [cuda_index]
+    return [as_nvml(v) for v in visible] if visible else None
+
+
+class Tracker:
+    """Measures energy per device and per step; see the module docstring. Never raises."""
+
+    def __init__(self, name: str | None = None, output_dir: str | os.PathLike[str] = "runs",
+                 site: dict[str, Any] | str | None = None, gpus: Any = None, period_s: float = 0.1,
+                 host: bool = True, nvml: Any = None, handle_sigterm: bool = True) -> None:
+        self.dist = dist_info()
+        self.name = name or _default_name(self.dist)
+        self.run_dir = Path(output_dir) / self.name
+        self.site = {"grid": site} if isinstance(site, str) else (dict(site) if site else None)
+        self.gpus = gpus
+        self.period_s = period_s
+        self.measure_host = host
+        self._nvml = nvml
+        self._handle_sigterm = handle_sigterm
+        self.steps = 0
+        self.tokens = 0
+        self.flops = 0.0
+        self.step_times: deque[float] = deque(maxlen=4096)
+        self.windows: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self.record: dict[str, Any] | None = None
+        self.run: dict[str, Any] | None = None
+        self._sampler: Any = None
+        self._t0 = 0.0
+        self._start_unix = 0.0
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._prev_sigterm: Any = None
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> Tracker:
+        try:
+            self._start()
+        except Exception as exc:  # never into user code
+            self._note(f"tracker could not start: {type(exc).__name__}: {exc}")
+        return self
+
+    def _start(self) -> None:
+        from meters.nvml import NvmlMeter
+        from meters.sampler import Sampler
+
+        d = self.dist
+        meters: list[Any] = []
+        selected = gpus_for_rank(d, self.gpus)
+        if selected != []:
+            meters.append(NvmlMeter(nvml=self._nvml, devices=selected, poll_period_s=min(self.period_s, 0.1)))
+        else:
+            self._note(f"rank {d.rank}: no GPU visible for LOCAL_RANK {d.local_rank}")
+        if self.measure_host and d.local_rank == 0:  # host CPU/RAM once per node
+            from meters.cpu_estimate import host_meters
+
+            meters.extend(host_meters())
+        self._record_path, journal = runrecord.rank_paths(self.run_dir, d.rank)
+        self._t0 = time.monotonic()
+        self._start_unix = time.time()
+        meta = {"rank": d.rank, "local_rank": d.local_rank, "world_size": d.world_size, "name": self.name,
+                "t0": self._t0, "start_unix": self._start_unix, "site": self.site, "slurm": runrecord.slurm_info(),
+                **runrecord.host_info()}
+        self._sampler = Sampler(meters, period_s=self.period_s, journal_path=journal, meta=meta,
+                                progress=self._progress)
+        self._sampler.start()
+        atexit.register(self._at_exit)
+        if self._handle_sigterm and threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(Exception):
+                self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _progress(self) -> dict[str, Any]:
+        return {"steps": self.steps, "tokens": self.tokens, "flops": self.flops}
+
+    def step(self, tokens: int | None = None, flops: float | None = None) -> None:
+        """Mark the end of a training step (tokens and FLOPs processed by this rank). O(1), no I/O."""
+        try:
+            self.steps += 1
+            if tokens:
+                self.tokens += int(tokens)
+            if flops:
+                self.flops += float(flops)
+            self.step_times.append(time.monotonic())
+        except Exception as exc:
+            self._note(f"step: {exc}")
+
+    @contextlib.contextmanager
+    def window(self, name: str) -> Iterator[None]:
+        """Measure a named window (e.g. evaluation); synchronises the accelerator at its edges if torch runs."""
+        start = self._edge()
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                end = self._edge()
+                self._add_window(name, start, end)
+
+    def _edge(self) -> tuple[float, dict[str, float]]:
+        try:
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+            if self._sampler is not None:
+                self._sampler._tick()  # a fresh reading at the edge (the sampler's lock keeps it safe)
+                return time.monotonic(), {u: s.energy_j_cumulative for u, s in self._sampler.latest().items()}
+        except Exception as exc:
+            self._note(f"window edge: {exc}")
+        return time.monotonic(), {}
+
+    def _add_window(self, name: str, start: tuple[float, dict[str, float]], end: tuple[float, dict[str, float]]) -> None:
+        dur = end[0] - start[0]
+        energy = {u: end[1][u] - start[1].get(u, 0.0) for u in end[1]}
+        w = {"name": name, "start_s": start[0] - self._t0, "duration_s": dur, "energy_j": energy,
+             "rank": self.dist.rank}
+        if dur < SHORT_WINDOW_S:
+            w["note"] = ("shorter than 1 s: NVML energy over such windows is unreliable (the sensor averages ~25 ms "
+                         "of every 100 ms on A100/H100)")
+        with self._lock:
+            self.windows.append(w)
+
+    def stop(self) -> dict[str, Any] | None:
+        """Stop sampling, write the rank record and (rank 0 / single process) the job's run.json."""
+        with self._lock:
+            if self._stopped:
+                return self.run
+            self._stopped = True
+        try:
+            return self._stop()
+        except Exception as exc:
+            self._note(f"tracker could not finalise: {type(exc).__name__}: {exc}")
+            log.debug("stop failed", exc_info=True)
+            return self.run
+
+    def _stop(self) -> dict[str, Any] | None:
+        if self._sampler is None:
+            return None
+        totals = self._sampler.stop()
+        end_unix = time.time()
+        devices = []
+        for info in self._sampler.devices:
+            d = info.to_dict()
+            t = totals.get(info.uuid)
+            d["energy_j"] = t.energy_j if t else None
+            if d["energy_j"] is None:
+                d["notes"] = [*d.get("notes", []), "no energy reading: not available (not zero)"]
+            devices.append(d)
+        stats = self._sampler.tick_stats()
+        d = self.dist
+        self.record = {
+            "rank": d.rank, "local_rank": d.local_rank, "world_size": d.world_size, "name": self.name,
+            "site": self.site, "slurm": runrecord.slurm_info(), **runrecord.host_info(),
+            "start_unix": self._start_unix, "end_unix": end_unix, "duration_s": end_unix - self._start_unix,
+            "steps": self.steps, "tokens": self.tokens, "flops": self.flops or None, "devices": devices,
+            "windows": self.windows, "step_times": _step_stats(self.step_times), "complete": True,
+            "sampler": {"period_s": self.period_s, **stats}, "notes": list(self.notes) + list(self._sampler.error_log),
+        }
+        runrecord.write_json(self._record_path, self.record)
+        self.run = self._finalise_job()
+        with contextlib.suppress(Exception):
+            atexit.unregister(self._at_exit)
+        return self.run
+
+    def _finalise_job(self) -> dict[str, Any] | None:
+        """Rank 0 writes the job record: gathered over the process group, or directly when alone."""
+        d = self.dist
+        records = [self.record]
+        dist = _process_group()
+        if dist is not None and d.world_size > 1:
+            gathered: list[Any] = [None] * d.world_size
+            dist.all_gather_object(gathered, self.record)
+            records = [r for r in gathered if r]
+            if d.rank != 0:
+                return None
+        elif d.world_size > 1:
+            self._note("no torch.distributed process group: per-rank records written; run `footprint merge "
+                       f"{self.run_dir}` when all ranks have finished")
+            return None
+        record = runrecord.merge_ranks(records, self.name, self.site)
+        record["run_dir"] = str(self.run_dir)
+        runrecord.write_json(self.run_dir / "run.json", record)
+        try:
+            runrecord.write_samples(self.run_dir)
+        except Exception as exc:
+            record["notes"].append(f"samples.parquet not written: {exc}")
+            runrecord.write_json(self.run_dir / "run.json", record)
+        return record
+
+    def _at_exit(self) -> None:
+        self.stop()
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self._note("stopped by SIGTERM")
+        self.stop()
+        prev = self._prev_sigterm
+        if callable(prev):
+            prev(signum, frame)
+        else:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def _note(self, msg: str) -> None:
+        log.debug(msg)
+        if msg not in self.notes:
+            self.notes.append(msg)
+
+    # ---- context manager and decorator ------------------------------------------------------------
+    def __enter__(self) -> Tracker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def _default_name(d: DistInfo) -> str:
+    job = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID")
+    if d.distributed and job and job != "none":
+        return f"job-{job}"
+    return time.strftime("run-%Y%m%d-%H%M%S")
+
+
+def _process_group() -> Any:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        dist = torch.distributed
+        return dist if dist.is_available() and dist.is_initialized() else None
+    except Exception:
+        return None
+
+
+def _step_stats(times: deque[float]) -> dict[str, float] | None:
+    if len(times) < 2:
+        return None
+    gaps = sorted(b - a for a, b in zip(list(times)[:-1], list(times)[1:], strict=False))
+    return {"count": len(gaps), "median_s": gaps[len(gaps) // 2], "p90_s": gaps[int(0.9 * (len(gaps) - 1))]}
+
+
+def track(name: str | None = None, output_dir: str | os.PathLike[str] = "runs", site: Any = None, gpus: Any = None,
+          period_s: float = 0.1, **kwargs: Any) -> Tracker:
+    """A Tracker: use as `with track(...) as t:`, as a decorator `@track(...)`, or `t.start()` / `t.stop()`."""
+    return Tracker(name=name, output_dir=output_dir, site=site, gpus=gpus, period_s=period_s, **kwargs)

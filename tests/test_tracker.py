@@ -1,0 +1,267 @@
+"""The tracker end to end on the fake NVML: context manager, faults, kill -9, SIGTERM, ranks, CLI, imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from _paths import REPO
+
+import footprint
+from footprint.tracker import DistInfo, gpus_for_rank
+from meters.fake_nvml import FakeNVML, Faults
+
+PY = sys.executable
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
+    env.update(extra)
+    return env
+
+
+def test_context_manager_measures_each_gpu_and_assesses(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "2xA100-SXM4-40GB")
+    with footprint.track(name="cm", output_dir=tmp_path, site={"grid": "FRA", "pue": 1.1}, host=False) as t:
+        for _ in range(5):
+            time.sleep(0.05)
+            t.step(tokens=512, flops=1e12)
+        with t.window("eval"):
+            time.sleep(0.2)
+    run = t.run
+    assert run is not None and (tmp_path / "cm" / "run.json").is_file()
+    gpus = [d for d in run["devices"] if d["component"] == "gpu"]
+    assert len(gpus) == 2 and all(d["method"] == "energy_counter" and d["energy_j"] > 0 for d in gpus)
+    assert {"index", "name", "uuid", "method", "energy_j"} <= set(gpus[0])
+    assert run["energy"]["gpu_j"] == pytest.approx(sum(d["energy_j"] for d in gpus))
+    assert run["steps"] == 5 and run["tokens"] == 2560 and run["flops"] == pytest.approx(5e12)
+    assert run["world_size"] == 1 and run["hosts"][0]["ranks"] == [0] and run["site"]["grid"] == "FRA"
+    assert run["windows"][0]["name"] == "eval" and "shorter than 1 s" in run["windows"][0]["note"]
+    samples = pd.read_parquet(tmp_path / "cm" / "samples.parquet")
+    assert {"rank", "host", "uuid", "component", "t_s", "energy_j", "power_w"} <= set(samples.columns)
+    a = footprint.assess(run, samples=100)
+    assert a.workload.count == 2 and a.workload.grid == "FRA"
+    assert a.workload.it_energy_kwh == pytest.approx(run["energy"]["total_j"] / 3.6e6)
+    assert a["climate_change"].by_stage["use"] > 0
+
+
+def test_energy_matches_the_fake_devices_true_energy(tmp_path: Path) -> None:
+    nvml = FakeNVML("1xH100-SXM5-80GB", power=[300.0])
+    t = footprint.track(name="true", output_dir=tmp_path, nvml=nvml, host=False, period_s=0.05).start()
+    time.sleep(1.0)
+    run = t.stop()
+    uuid = run["devices"][0]["uuid"]
+    # energy from start to the last sample: within one period of 300 W
+    assert run["devices"][0]["energy_j"] == pytest.approx(300 * run["duration_s"], abs=300 * 0.15)
+    assert uuid.startswith("GPU-")
+
+
+def test_decorator_and_start_stop_return_the_same_run(tmp_path: Path) -> None:
+    tracker = footprint.track(name="deco", output_dir=tmp_path, nvml=FakeNVML("1xL4"), host=False)
+
+    @tracker
+    def train() -> int:
+        tracker.step()
+        return 7
+
+    assert train() == 7
+    assert tracker.stop() is tracker.run and tracker.run["steps"] == 1
+
+
+@pytest.mark.parametrize("faults, expect", [
+    (Faults(no_energy_counter=True), "instant_power"),
+    (Faults(no_energy_counter=True, no_instant_power=True), "average_power"),
+    (Faults(lost_after_s=0.2), "lost"),
+    (Faults(error_rate=0.5), "energy_counter"),
+    (Faults(wrap_at_mj=2000), "energy_counter"),
+])
+def test_faults_complete_the_run_and_say_what_is_missing(tmp_path: Path, faults: Faults, expect: str) -> None:
+    nvml = FakeNVML("1xV100-SXM2-32GB" if faults.no_instant_power else "1xA100-SXM4-40GB", faults=faults)
+    t = footprint.track(name="fault", output_dir=tmp_path, nvml=nvml, host=False, period_s=0.02).start()
+    time.sleep(0.6)
+    t.step(tokens="not a number")  # a bad argument is recorded, never raised
+    run = t.stop()
+    dev = run["devices"][0]
+    text = json.dumps(dev).lower()
+    assert expect in text
+    assert any("step" in n for n in run["notes"])
+
+
+def test_library_missing_still_writes_a_run(tmp_path: Path) -> None:
+    t = footprint.track(name="nolib", output_dir=tmp_path, nvml=FakeNVML("1xA100-SXM4-40GB", library_missing=True),
+                        host=False).start()
+    t.step()
+    run = t.stop()
+    assert run["energy"]["gpu_j"] is None  # not available, never zero
+    assert "library" in json.dumps(run).lower()
+
+
+KILLED = textwrap.dedent("""
+    import os, sys, time
+    os.environ["FOOTPRINT_FAKE_NVML"] = "2xA100-SXM4-40GB"
+    import footprint
+    t = footprint.track(name="killed", output_dir=sys.argv[1], host=False).start()
+    for i in range(10000):
+        t.step(tokens=100)
+        time.sleep(0.01)
+""")
+
+
+def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> None:
+    proc = subprocess.Popen([PY, "-c", KILLED, str(tmp_path)], cwd=REPO, env=_env())
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    run_dir = tmp_path / "killed"
+    assert not (run_dir / "run.json").exists()
+    out = subprocess.run([PY, "-m", "footprint.cli", "recover", str(run_dir)], capture_output=True, text=True,
+                         cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["ranks"][0]["recovered"] is True
+    assert len([d for d in run["devices"] if d["component"] == "gpu"]) == 2
+    assert run["energy"]["gpu_j"] > 0 and run["steps"] > 0
+    assert run["duration_s"] > 0.5  # samples up to about a second before the kill
+    assert (run_dir / "samples.parquet").is_file()
+    assert subprocess.run([PY, "-m", "footprint.cli", "assess", str(run_dir), "--samples", "0"],
+                          capture_output=True, cwd=REPO).returncode == 0
+
+
+def test_sigterm_finalises_the_run(tmp_path: Path) -> None:
+    proc = subprocess.Popen([PY, "-c", KILLED.replace("killed", "termed"), str(tmp_path)], cwd=REPO, env=_env())
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=20)
+    run = json.loads((tmp_path / "termed" / "run.json").read_text())
+    assert run["energy"]["gpu_j"] > 0 and any("SIGTERM" in n for n in run["notes"])
+
+
+RANK = textwrap.dedent("""
+    import sys, time
+    import footprint
+    t = footprint.track(output_dir=sys.argv[1], host=False).start()  # name from SLURM_JOB_ID
+    for _ in range(5):
+        time.sleep(0.05)
+        t.step(tokens=10)
+    t.stop()
+""")
+
+
+def test_ranks_without_process_group_then_merge(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([PY, "-c", RANK, str(tmp_path)], cwd=REPO,
+                              env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB", RANK=str(r), LOCAL_RANK=str(r),
+                                       WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", SLURM_JOB_ID="4242"))
+             for r in range(2)]
+    assert all(p.wait(timeout=60) == 0 for p in procs)
+    run_dir = tmp_path / "job-4242"
+    assert len(list((run_dir / "ranks").glob("rank-*.json"))) == 2 and not (run_dir / "run.json").exists()
+    assert subprocess.run([PY, "-m", "footprint.cli", "merge", str(run_dir)], cwd=REPO).returncode == 0
+    run = json.loads((run_dir / "run.json").read_text())
+    gpus = [d for d in run["devices"] if d["component"] == "gpu"]
+    assert len(gpus) == 2 and len({d["uuid"] for d in gpus}) == 2  # each rank measured only its own GPU
+    assert {d["rank"] for d in gpus} == {0, 1} and run["world_size"] == 2
+    assert run["steps"] == 5 and run["tokens"] == 100 and run["slurm"]["job_id"] == "4242"
+
+
+TORCHRUN = textwrap.dedent("""
+    import sys, time
+    import torch.distributed as dist
+    import footprint
+    dist.init_process_group("gloo")
+    t = footprint.track(name="ddp", output_dir=sys.argv[1]).start()
+    for _ in range(3):
+        time.sleep(0.05)
+        t.step(tokens=10)
+    t.stop()
+    dist.destroy_process_group()
+""")
+
+
+def test_torchrun_two_cpu_ranks_count_each_gpu_once(tmp_path: Path) -> None:
+    pytest.importorskip("torch.distributed")
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN)
+    proc = subprocess.run([PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29533",
+                           str(script), str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=180,
+                          env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = list(tmp_path.glob("*/run.json"))
+    assert len(runs) == 1
+    run = json.loads(runs[0].read_text())
+    gpus = [d for d in run["devices"] if d["component"] == "gpu"]
+    assert len(gpus) == 2 and {d["rank"] for d in gpus} == {0, 1}
+    assert run["world_size"] == 2 and len(run["ranks"]) == 2 and len(run["hosts"]) == 1
+    host_meters = [d for d in run["devices"] if d["component"] != "gpu"]
+    assert {d["rank"] for d in host_meters} <= {0}  # CPU/RAM once per node
+
+
+def test_rank_to_gpu_mapping(monkeypatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    d = DistInfo(rank=3, local_rank=1, world_size=4, local_world_size=2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    assert gpus_for_rank(d) == [5]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaa,GPU-bbb")
+    assert gpus_for_rank(d) == ["GPU-bbb"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert gpus_for_rank(d) == [1]
+    assert gpus_for_rank(d, gpus=[0, 2]) == [0, 2]
+
+
+def test_footprint_run_wraps_a_command(tmp_path: Path) -> None:
+    proc = subprocess.run([PY, "-m", "footprint.cli", "run", "--name", "wrapped", "--output-dir", str(tmp_path),
+                           "--grid", "FRA", "--", PY, "-c", "import time; time.sleep(0.5); raise SystemExit(3)"],
+                          cwd=REPO, capture_output=True, text=True, env=_env(FOOTPRINT_FAKE_NVML="1xL4"))
+    assert proc.returncode == 3  # the command's exit code
+    run = json.loads((tmp_path / "wrapped" / "run.json").read_text())
+    assert run["energy"]["gpu_j"] > 0 and run["site"] == {"grid": "FRA"} and run["duration_s"] >= 0.5
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["run", "--name", "x"], "no command given"),
+    (["run", "--grid", "Atlantis", "--", "true"], "unknown grid zone"),
+    (["run", "--", "definitely-not-a-program-xyz"], "cannot start"),
+    (["recover", "/nonexistent/run"], "no journal found"),
+    (["merge", "/nonexistent/run"], "no per-rank records"),
+    (["import", "nvidia-smi", "/nonexistent.csv", "-o", "/tmp/x"], "no such file"),
+])
+def test_bad_arguments_get_clear_errors(args: list[str], pattern: str, tmp_path: Path) -> None:
+    proc = subprocess.run([PY, "-m", "footprint.cli", *args], cwd=tmp_path, capture_output=True, text=True,
+                          env=_env(FOOTPRINT_FAKE_NVML="1xL4"))
+    assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_import_nvidia_smi_real_log_and_reproject(shared: Path, tmp_path: Path) -> None:
+    from meters.importers import integrate_energy, read_nvidia_smi_csv
+
+    log = shared / "power" / "gpu-power-benchmark" / "plotting" / "data" / "5050" / "A100" / "gpudata.csv"
+    out = tmp_path / "imported"
+    proc = subprocess.run([PY, "-m", "footprint.cli", "import", "nvidia-smi", str(log), "-o", str(out),
+                           "--utc-offset", "+1", "--gpu", "A100-PCIe-40GB", "--grid", "FRA"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((out / "run.json").read_text())
+    expected = integrate_energy(read_nvidia_smi_csv(log, utc_offset=1))["0"]["energy_j"]
+    assert run["energy"]["gpu_j"] == pytest.approx(expected)
+    assert run["devices"][0]["method"] == "nvidia-smi instant_power"
+    fra = footprint.assess(out, samples=0)
+    from footprint.workload import workload_from_run
+
+    pol = footprint.assess(workload_from_run(out, ["site.grid=POL"]), samples=0)
+    assert pol["climate_change"].by_stage["use"] > 5 * fra["climate_change"].by_stage["use"]
+
+
+def test_import_codecarbon(tmp_path: Path) -> None:
+    src = REPO / "tests" / "meters" / "data" / "codecarbon_emissions.csv"
+    proc = subprocess.run([PY, "-m", "footprint.cli", "import", "codecarbon", str(src), "-o", str(tmp_path / "cc"),
+                           "--gpu", "H100-SXM5-80GB", "--gpu-count", "2"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((tmp_path / "cc" / "run.json").read_text())
+    assert run["energy"]["cpu_j"] > 0 and len([d for d in run["devices"] if d["component"] == "gpu"]) == 2
