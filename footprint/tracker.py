@@ -124,6 +124,10 @@ class Tracker:
         return self
 
     def _start(self) -> None:
+        # pandas/pyarrow (imported at stop to write samples.parquet) import concurrent.futures, which
+        # cannot register its exit hook once the interpreter is shutting down: import it now (~3 ms).
+        import concurrent.futures.thread  # noqa: F401
+
         from meters.nvml import NvmlMeter
         from meters.sampler import Sampler
 

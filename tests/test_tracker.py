@@ -265,3 +265,13 @@ def test_import_codecarbon(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     run = json.loads((tmp_path / "cc" / "run.json").read_text())
     assert run["energy"]["cpu_j"] > 0 and len([d for d in run["devices"] if d["component"] == "gpu"]) == 2
+
+
+def test_interpreter_exit_without_stop_finalises(tmp_path: Path) -> None:
+    code = ("import sys, time, footprint\n"
+            "t = footprint.track(name='atexit', output_dir=sys.argv[1], host=False).start()\n"
+            "t.step(); time.sleep(0.3)\n")
+    proc = subprocess.run([PY, "-c", code, str(tmp_path)], cwd=REPO, env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"))
+    assert proc.returncode == 0
+    run = json.loads((tmp_path / "atexit" / "run.json").read_text())
+    assert run["steps"] == 1 and run["energy"]["gpu_j"] > 0 and (tmp_path / "atexit" / "samples.parquet").is_file()
