@@ -5,6 +5,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     load_scenario(path, sets=None) -> Workload
     assess(workload | scenario path | run dir | run, samples=2000, seed=0) -> Assessment
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
+    measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
     Workload, Assessment, FootprintError
 """
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Assessment", "FootprintError", "Tracker", "Workload", "assess", "load_scenario", "track", "__version__"]
+__all__ = ["Assessment", "FootprintError", "Tracker", "Workload", "assess", "load_scenario", "track", "measure_flops", "transformer_flops",
+           "compute_mfu", "__version__"]
 
 _LAZY = {
     "load_scenario": ("footprint.workload", "load_scenario"),
@@ -22,6 +24,9 @@ _LAZY = {
     "Assessment": ("footprint.assessment", "Assessment"),
     "FootprintError": ("footprint.errors", "FootprintError"),
     "track": ("footprint.tracker", "track"),
+    "measure_flops": ("footprint.flops", "measure_flops"),
+    "transformer_flops": ("footprint.flops", "transformer_flops"),
+    "compute_mfu": ("footprint.flops", "compute_mfu"),
     "Tracker": ("footprint.tracker", "Tracker"),
 }
 

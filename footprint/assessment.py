@@ -93,6 +93,8 @@ class Assessment:
             "gpu_lifetimes": w.gpu_lifetimes,
             "gpu_equivalents": w.gpu_equivalents,
             "mfu": w.mfu,
+            "mfu_method": w.mfu_method,
+            "flops": w.flops,
             "hardware": {
                 "gpu": w.gpu.id, "gpu_name": w.gpu.name, "count": w.count,
                 "lifetime_h": w.lifetime_h, "utilization": w.utilization, "host": w.host,
@@ -176,7 +178,7 @@ def _summary_lines(a: Assessment) -> list[str]:
         f"  Embodied data: {a.embodied_method}",
     ]
     if w.mfu is not None:
-        lines.insert(2, f"  MFU: {w.mfu:.0%} ({w.dtype})")
+        lines.insert(2, f"  MFU: {w.mfu:.1%} ({w.dtype}; {w.mfu_method})")
     return lines
 
 

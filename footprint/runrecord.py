@@ -110,10 +110,13 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
     tokens = sum(r.get("tokens", 0) or 0 for r in records)
     flops = sum(r.get("flops", 0) or 0 for r in records)
     first = records[0] if records else {}
+    hw = sum(r.get("hardware_flops", 0) or 0 for r in records)
     return {
         "format": FORMAT, "version": VERSION, "name": name,
         "start_utc": utc_iso(min(starts)) if starts else None, "end_utc": utc_iso(max(ends)) if ends else None,
         "duration_s": duration, "steps": steps, "tokens": tokens, "flops": flops or None,
+        "hardware_flops": hw or None, "flops_method": first.get("flops_method"),
+        "mfu": job_mfu(records, gpus, flops, hw, duration),
         "devices": gpus + [d for d in devices if d.get("component", "gpu") != "gpu"],
         "energy": energy_summary(devices),
         "ranks": [{k: r.get(k) for k in ("rank", "local_rank", "host", "pid", "complete", "recovered")}
@@ -122,6 +125,25 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         "slurm": first.get("slurm"), "windows": [w for r in records for w in r.get("windows", [])],
         "step_times": first.get("step_times"), "notes": list(dict.fromkeys(notes)),
     }
+
+
+def job_mfu(records: list[dict[str, Any]], gpus: list[dict[str, Any]], flops: float, hw: float,
+            duration: float) -> dict[str, Any] | None:
+    """Run MFU = the job's FLOPs over all its GPU-hours (stalls and restarts included), beside the steady state."""
+    ranks = [r["mfu"] for r in records if isinstance(r.get("mfu"), dict) and r["mfu"].get("peak_tflops")]
+    if not flops or not ranks or not gpus or duration <= 0:
+        return None
+    peak = ranks[0]["peak_tflops"] * 1e12 / max(1, len([d for d in records[0].get("devices", [])
+                                                           if d.get("component", "gpu") == "gpu"]))
+    gpu_seconds = duration * len(gpus)
+    steady = [r["steady_state_mfu"] for r in ranks if r.get("steady_state_mfu") is not None]
+    steady_h = [r["steady_state_hfu"] for r in ranks if r.get("steady_state_hfu") is not None]
+    return {"dtype": ranks[0].get("dtype"), "peak_tflops_per_gpu": peak / 1e12, "method": ranks[0].get("method"),
+            "run_mfu": flops / (gpu_seconds * peak), "run_hfu": (hw or flops) / (gpu_seconds * peak),
+            "steady_state_mfu": sum(steady) / len(steady) if steady else None,
+            "steady_state_hfu": sum(steady_h) / len(steady_h) if steady_h else None,
+            "definition": "run: job FLOPs / (all GPU-hours x dense peak), stalls included; steady state: median "
+                          "over steps (first 10 % skipped) of step FLOPs / (step time x peak), mean over ranks"}
 
 
 def rank_records(run_dir: Path) -> list[dict[str, Any]]:

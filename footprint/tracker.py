@@ -90,7 +90,8 @@ class Tracker:
 
     def __init__(self, name: str | None = None, output_dir: str | os.PathLike[str] = "runs",
                  site: dict[str, Any] | str | None = None, gpus: Any = None, period_s: float = 0.1,
-                 host: bool = True, nvml: Any = None, handle_sigterm: bool = True) -> None:
+                 host: bool = True, nvml: Any = None, handle_sigterm: bool = True,
+                 model: dict[str, Any] | None = None, dtype: str = "bf16") -> None:
         self.dist = dist_info()
         self.name = name or _default_name(self.dist)
         self.run_dir = Path(output_dir) / self.name
@@ -103,7 +104,16 @@ class Tracker:
         self.steps = 0
         self.tokens = 0
         self.flops = 0.0
+        self.hardware_flops = 0.0
+        self.dtype = dtype
+        self.flops_method: str | None = None
         self.step_times: deque[float] = deque(maxlen=4096)
+        self.step_flops: deque[tuple[float, float, float]] = deque(maxlen=4096)  # (t, model, hardware)
+        self._per_token: tuple[float, float] | None = None
+        self._watched: tuple[float, float] | None = None
+        self._watch_state: dict[str, Any] = {}
+        if model:
+            self._per_token = _per_token(model)
         self.windows: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.record: dict[str, Any] | None = None
@@ -160,16 +170,58 @@ class Tracker:
         return {"steps": self.steps, "tokens": self.tokens, "flops": self.flops}
 
     def step(self, tokens: int | None = None, flops: float | None = None) -> None:
-        """Mark the end of a training step (tokens and FLOPs processed by this rank). O(1), no I/O."""
+        """Mark the end of a training step (tokens and FLOPs of this rank). O(1), no I/O.
+
+        FLOPs come from ``flops``, else tokens x the analytical FLOPs per token of ``track(model=...)``,
+        else the figure ``watch(model)`` measured on the first step.
+        """
         try:
+            now = time.monotonic()
+            if self._watch_state.get("mode") is not None:
+                self._finish_watch()
+            hw = None
+            if flops is None and tokens and self._per_token:
+                flops, hw = tokens * self._per_token[0], tokens * self._per_token[1]
+                self.flops_method = self.flops_method or "analytical"
+            elif flops is None and self._watched:
+                flops, hw = self._watched
+                self.flops_method = self.flops_method or "measured (FlopCounterMode, first step)"
+            elif flops is not None:
+                self.flops_method = self.flops_method or "given to step()"
             self.steps += 1
             if tokens:
                 self.tokens += int(tokens)
             if flops:
                 self.flops += float(flops)
-            self.step_times.append(time.monotonic())
+                self.hardware_flops += float(hw if hw is not None else flops)
+                self.step_flops.append((now, float(flops), float(hw if hw is not None else flops)))
+            self.step_times.append(now)
         except Exception as exc:
             self._note(f"step: {exc}")
+
+    def watch(self, model: Any) -> None:
+        """Measure the FLOPs of the next training step of ``model`` (torch FlopCounterMode) and reuse them."""
+        try:
+            def pre_hook(module: Any, args: Any) -> None:
+                if self._watch_state.get("mode") is None and not self._watched:
+                    from torch.utils.flop_counter import FlopCounterMode
+
+                    mode = FlopCounterMode(display=False)
+                    mode.__enter__()
+                    self._watch_state["mode"] = mode
+                self._watch_state["handle"].remove()
+
+            self._watch_state["handle"] = model.register_forward_pre_hook(pre_hook)
+        except Exception as exc:
+            self._note(f"watch: {exc}")
+
+    def _finish_watch(self) -> None:
+        mode = self._watch_state.pop("mode")
+        mode.__exit__(None, None, None)
+        total = float(mode.get_total_flops())
+        self._watched = (total, total)
+        if total == 0:
+            self._note("watch(): FlopCounterMode counted 0 FLOPs on the first step")
 
     @contextlib.contextmanager
     def window(self, name: str) -> Iterator[None]:
@@ -237,7 +289,9 @@ class Tracker:
             "rank": d.rank, "local_rank": d.local_rank, "world_size": d.world_size, "name": self.name,
             "site": self.site, "slurm": runrecord.slurm_info(), **runrecord.host_info(),
             "start_unix": self._start_unix, "end_unix": end_unix, "duration_s": end_unix - self._start_unix,
-            "steps": self.steps, "tokens": self.tokens, "flops": self.flops or None, "devices": devices,
+            "steps": self.steps, "tokens": self.tokens, "flops": self.flops or None,
+            "hardware_flops": self.hardware_flops or None, "flops_method": self.flops_method,
+            "mfu": self._mfu(devices), "devices": devices,
             "windows": self.windows, "step_times": _step_stats(self.step_times), "complete": True,
             "sampler": {"period_s": self.period_s, **stats}, "notes": list(self.notes) + list(self._sampler.error_log),
         }
@@ -246,6 +300,29 @@ class Tracker:
         with contextlib.suppress(Exception):
             atexit.unregister(self._at_exit)
         return self.run
+
+    def _mfu(self, devices: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Steady-state MFU/HFU of this rank: median over steps of step FLOPs / (step time x dense peak)."""
+        gpus = [d for d in devices if d.get("component") == "gpu"]
+        if not self.step_flops or not gpus:
+            return None
+        from footprint.database import db
+
+        try:
+            peak = sum(db().find_gpu(d["name"]).peak_flops(self.dtype) for d in gpus)
+        except Exception as exc:
+            return {"note": f"no dense {self.dtype} peak for {gpus[0]['name']}: {exc}"}
+        times = list(self.step_times)
+        by_t = {t: (f, h) for t, f, h in self.step_flops}
+        rates = [(by_t[b][0] / (b - a), by_t[b][1] / (b - a)) for a, b in zip(times[:-1], times[1:], strict=False)
+                 if b in by_t and b > a]
+        steady = rates[len(rates) // 10:] or rates  # skip warm-up steps
+        mfu = sorted(r[0] for r in steady)
+        hfu = sorted(r[1] for r in steady)
+        return {"dtype": self.dtype, "peak_tflops": peak / 1e12, "method": self.flops_method,
+                "steady_state_mfu": mfu[len(mfu) // 2] / peak if mfu else None,
+                "steady_state_hfu": hfu[len(hfu) // 2] / peak if hfu else None,
+                "per_step_mfu": [r[0] / peak for r in rates[-200:]]}
 
     def _finalise_job(self) -> dict[str, Any] | None:
         """Rank 0 writes the job record: gathered over the process group, or directly when alone."""
@@ -306,6 +383,16 @@ class Tracker:
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+def _per_token(model: dict[str, Any]) -> tuple[float, float]:
+    from footprint.flops import transformer_flops
+
+    r = transformer_flops(float(model.get("params") or model.get("parameters")), 1.0,
+                          active_params=model.get("active_params") or model.get("active_parameters"),
+                          layers=model.get("layers"), hidden=model.get("hidden"), seq_len=model.get("seq_len"),
+                          recompute=model.get("recompute", "none"))
+    return r.flops_per_token, r.hardware_flops_per_token
 
 
 def _default_name(d: DistInfo) -> str:

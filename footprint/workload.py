@@ -55,6 +55,7 @@ class Workload:
     embodied_override: dict[str, float] = field(default_factory=dict)
     flops: float | None = None
     mfu: float | None = None
+    mfu_method: str | None = None
     dtype: str = "bf16"
     model: dict[str, float] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -332,12 +333,28 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
 
     ranges = _ranges(ctx, unc)
+    mfu_method = "stated (training.mfu)" if mfu is not None else None
+    if mfu is None and model.get("parameters") and model.get("tokens"):
+        from footprint.flops import transformer_flops
+
+        shape = {k: int(model[k]) for k in ("layers", "hidden", "seq_len") if k in model}
+        f = transformer_flops(model["parameters"], model["tokens"], active_params=model.get("active_parameters"),
+                              **(shape if len(shape) == 3 else {}))
+        try:
+            derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype))
+        except KeyError:
+            derived = None
+        if derived is not None and 0 < derived <= 1:
+            flops, mfu, mfu_method = f.flops, derived, f"derived: {f.formula} over GPU-hours x dense {dtype} peak"
+        elif derived is not None:
+            notes.append(f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, "
+                         "tokens, GPU-hours and dtype")
     name = str(data.get("name") or (Path(file).stem if file else "scenario"))
     return Workload(
         name=name, gpu=gpu, count=count, lifetime_h=lifetime_h, utilization=utilization, gpu_hours=gpu_hours,
         gpu_hours_method=gh_method, it_energy_kwh=it_kwh, energy_method=e_method, power_per_gpu_w=power_w,
         pue=pue, grid=grid, wue_l_per_kwh=wue, ewif_l_per_kwh=ewif, carbon_intensity=ci, host=host,
-        embodied_override=embodied, flops=flops, mfu=mfu, dtype=dtype, model=model, ranges=ranges,
+        embodied_override=embodied, flops=flops, mfu=mfu, mfu_method=mfu_method, dtype=dtype, model=model, ranges=ranges,
         site_preset=preset_name, source=file, description=str(data.get("description") or ""),
         notes=tuple(notes), sources=tuple(dict.fromkeys(srcs)),
     )
@@ -439,5 +456,11 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     if len({d.get("name") for d in gpus}) > 1:
         notes.append("the run mixes GPU models; embodied impacts use the most common one")
     notes += [str(n) for n in record.get("notes", [])]
+    mfu = record.get("mfu") or {}
+    extra: dict[str, Any] = {}
+    if mfu.get("run_mfu"):
+        extra = {"mfu": mfu["run_mfu"], "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state "
+                 f"{(mfu.get('steady_state_mfu') or 0):.1%}", "flops": record.get("flops"),
+                 "dtype": mfu.get("dtype", w.dtype)}
     return w.with_(energy_method="measured energy (run record)", gpu_hours_method="measured duration x GPUs",
-                   notes=tuple(notes) + w.notes)
+                   notes=tuple(notes) + w.notes, **extra)
