@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Assessment", "FootprintError", "Tracker", "Workload", "assess", "load_scenario", "track", "measure_flops", "transformer_flops",
-           "compute_mfu", "__version__"]
+__all__ = [
+    "Assessment", "FootprintError", "Tracker", "Workload", "assess", "compute_mfu", "load_scenario",
+    "measure_flops", "track", "transformer_flops", "__version__",
+]
 
 _LAZY = {
     "load_scenario": ("footprint.workload", "load_scenario"),
