@@ -92,6 +92,20 @@ def build_parser() -> argparse.ArgumentParser:
     mf.add_argument("--achieved-tflops", type=float, help="achieved TFLOP/s per GPU")
     mf.add_argument("--format", choices=("table", "json"), default="table")
 
+    k = sub.add_parser("kernels", help="kernel-level efficiency: analyse profiler traces, benchmark kernels")
+    ks = k.add_subparsers(dest="kernels_command", parser_class=_Parser)
+    ka = ks.add_parser("analyze", help="analyse a PyTorch profiler (Kineto) trace (.json or .json.gz)")
+    ka.add_argument("trace")
+    ka.add_argument("--power", help="run directory whose power samples are aligned with the kernel timeline")
+    ka.add_argument("--top", type=int, default=20, help="top ops to list")
+    ka.add_argument("--format", choices=("table", "json"), default="table")
+    ka.add_argument("-o", "--output", help="write to this file instead of stdout")
+    kb = ks.add_parser("bench", help="benchmark GEMM (and attention on GPUs) into an efficiency profile")
+    kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
+    kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
+    kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
+    kb.add_argument("-o", "--output", default="profile.yaml")
+
     d = sub.add_parser("data", help="the data behind the numbers")
     ds = d.add_subparsers(dest="data_command", parser_class=_Parser)
     src = ds.add_parser("sources", help="every source and its licence")
@@ -204,6 +218,17 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for w in m.warnings:
             print(f"warning: {w}", file=sys.stderr)
         return 0
+    if args.command == "kernels":
+        sub_cmd = getattr(args, "kernels_command", None)
+        if sub_cmd == "analyze":
+            from footprint.kernels.trace import main_analyze
+
+            return main_analyze(args)
+        if sub_cmd == "bench":
+            from footprint.kernels.bench import main_bench
+
+            return main_bench(args)
+        parser.parse_args(["kernels", "--help"])
     if args.command == "data":
         if getattr(args, "data_command", None) == "sources":
             return _sources(args.format)

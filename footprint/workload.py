@@ -23,7 +23,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "model": ("parameters", "tokens", "active_parameters", "layers", "hidden", "heads", "seq_len", "vocab_size"),
     "hardware": ("gpu", "count", "lifetime", "utilization", "host", "embodied"),
     "training": ("gpu_hours", "flops", "mfu", "dtype", "duration", "power_per_gpu", "power_fraction_of_tdp",
-                 "energy"),
+                 "energy", "kernel_profile"),
     "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity"),
     "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
 }
@@ -211,6 +211,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     model_in, unc = ctx.section(data, "model"), ctx.section(data, "uncertainty")
     notes: list[str] = []
     srcs: list[str] = []
+    kernel_prediction = None
 
     if "gpu" not in hw:
         raise ctx.err("hardware.gpu", "missing; give a GPU name such as A100-SXM4-40GB (see `footprint gpus`)")
@@ -234,7 +235,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     dtype = str(tr.get("dtype", "bf16")).lower()
     if dtype not in DTYPES:
         raise ctx.err("training.dtype", f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
-    ways = [w for w in ("gpu_hours", "flops", "duration") if w in tr]
+    ways = [w for w in ("gpu_hours", "flops", "duration", "kernel_profile") if w in tr]
     if "mfu" in tr and "flops" not in tr:
         ways.append("mfu")
     flops = mfu = None
@@ -258,6 +259,20 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         gpu_hours = flops / (peak * mfu) / 3600
         gh_method = f"flops / ({dtype} dense peak {peak / 1e12:g} TFLOP/s x MFU {mfu:g})"
         srcs.extend(gpu.sources)
+    elif "kernel_profile" in tr:
+        from footprint.kernels.profile import predict_for_scenario
+
+        prof = Path(str(tr["kernel_profile"]))
+        if not prof.is_absolute() and file:
+            prof = Path(file).resolve().parent / prof
+        if not model.get("parameters") or not model.get("tokens"):
+            raise ctx.err("model", "training.kernel_profile needs model.parameters and model.tokens (and the shape: "
+                          "layers, hidden, seq_len) to compose the op mix")
+        pred = predict_for_scenario(prof, model, gpu, dtype)
+        flops, mfu, gpu_hours = pred.flops, pred.mfu, pred.gpu_hours
+        gh_method = f"model FLOPs / (dense peak x MFU {mfu:.1%} predicted from the kernel profile {prof.name})"
+        notes.extend(pred.notes)
+        kernel_prediction = pred
     elif "duration" in tr:
         gpu_hours = ctx.quantity("training.duration", tr["duration"], "hour") * count
         gh_method = "duration x GPU count"
@@ -334,6 +349,8 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
 
     ranges = _ranges(ctx, unc)
     mfu_method = "stated (training.mfu)" if mfu is not None else None
+    if kernel_prediction is not None:
+        mfu_method = kernel_prediction.method
     if mfu is None and model.get("parameters") and model.get("tokens"):
         from footprint.flops import transformer_flops
 
