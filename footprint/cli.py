@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
     kb.add_argument("-o", "--output", default="profile.yaml")
 
+    db_ = sub.add_parser("dashboard", help="open the Streamlit dashboard (streamlit run dashboard/app.py)")
+    db_.add_argument("--port", type=int, default=8501)
+    db_.add_argument("--headless", action="store_true", help="do not open a browser")
+
     d = sub.add_parser("data", help="the data behind the numbers")
     ds = d.add_subparsers(dest="data_command", parser_class=_Parser)
     src = ds.add_parser("sources", help="every source and its licence")
@@ -229,6 +233,16 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
             return main_bench(args)
         parser.parse_args(["kernels", "--help"])
+    if args.command == "dashboard":
+        import importlib.util
+        import subprocess
+
+        if importlib.util.find_spec("streamlit") is None:
+            raise FootprintError("the dashboard needs streamlit: pip install -e '.[dashboard]'", key="dashboard")
+        app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+        cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
+               "--browser.gatherUsageStats", "false"] + (["--server.headless", "true"] if args.headless else [])
+        return subprocess.call(cmd)
     if args.command == "data":
         if getattr(args, "data_command", None) == "sources":
             return _sources(args.format)
