@@ -35,6 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("-o", "--output", help="write to this file instead of stdout")
 
+    rp = sub.add_parser("report", help="write a report: HTML, Markdown, JSON, CSV, PDF or BoAmps JSON")
+    rp.add_argument("target", help="scenario .yaml or run directory")
+    rp.add_argument("--compare", nargs="+", default=[], metavar="OTHER", help="more scenarios or runs, side by side")
+    rp.add_argument("-o", "--output", required=True, help="report.html | .md | .json | .csv | .pdf | .boamps.json")
+    rp.add_argument("--format", choices=("html", "md", "json", "csv", "pdf", "boamps"), help="default: from -o")
+    rp.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    rp.add_argument("--samples", type=int, default=2000)
+    rp.add_argument("--trace", help="a profiler trace to analyse into the report's kernel section")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
+
     g = sub.add_parser("gpus", help="list the GPU catalogue, or show one card")
     g.add_argument("--format", choices=("table", "json"), default="table")
     gs = g.add_subparsers(dest="gpus_command", parser_class=_Parser)
@@ -171,6 +181,18 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             workload = load_scenario(target, args.sets)
         text = render(assess(workload, samples=args.samples, seed=args.seed), args.format)
         _emit(text, args.output)
+        return 0
+    if args.command == "report":
+        from footprint.report import write_report
+
+        if args.samples < 0:
+            raise FootprintError(f"--samples must be >= 0, got {args.samples}", key="--samples")
+        for t in [args.target, *args.compare]:
+            if not Path(t).exists():
+                raise FootprintError("no such scenario file or run directory", t)
+        out = write_report([args.target, *args.compare], args.output, args.format, args.sets, args.samples,
+                           args.trace, args.quiet)
+        print(f"wrote {out}", file=sys.stderr)
         return 0
     if args.command == "gpus":
         if getattr(args, "gpus_command", None) == "show":

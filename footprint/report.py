@@ -1,0 +1,391 @@
+"""`footprint report`: the document a team attaches to its model card or sustainability statement.
+
+One or more targets (scenario files or run directories) -> HTML (one self-contained file, figures as
+inline SVG), Markdown (figures as SVG files beside it), the Assessment JSON, CSV (one row per
+category and stage), PDF (the HTML printed by headless Chromium) or a BoAmps-style JSON.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from footprint import __version__
+from footprint import categories as cat
+from footprint.assessment import Assessment, num, pct, to_csv
+from footprint.errors import FootprintError
+from footprint.units import display_unit
+
+FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
+
+
+@dataclass
+class Section:
+    """One target's assessment plus what only measured runs have (power, MFU) and an optional trace."""
+
+    assessment: Assessment
+    target: str
+    run_dir: Path | None = None
+    figures: dict[str, str] = field(default_factory=dict)
+    kernels: dict[str, Any] | None = None
+
+
+def infer_format(output: str, fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    name = output.lower()
+    if name.endswith(".boamps.json"):
+        return "boamps"
+    suffix = Path(name).suffix.lstrip(".")
+    if suffix in ("html", "htm"):
+        return "html"
+    if suffix in ("md", "markdown"):
+        return "md"
+    if suffix in FORMATS:
+        return suffix
+    raise FootprintError(f"cannot tell the format from {output!r}: use .html, .md, .json, .csv, .pdf, .boamps.json "
+                         "or --format", key="-o")
+
+
+def build_sections(targets: list[str], sets: list[str] | None, samples: int, trace: str | None,
+                   progress: Any = None) -> list[Section]:
+    from footprint import figures
+    from footprint.api import to_workload
+    from footprint.lca import assess
+
+    sections = []
+    for t in targets:
+        p = Path(t)
+        run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
+        a = assess(to_workload(p, sets), samples=samples)
+        s = Section(a, t, run_dir)
+        s.figures["stages"] = figures.stage_matrix(a)
+        s.figures["components"] = figures.components(a)
+        s.figures["materials"] = figures.materials(a)
+        if run_dir is not None:
+            _run_figures(s, run_dir)
+        sections.append(s)
+        if progress is not None:
+            progress()
+    if trace:
+        from footprint.kernels.trace import analyze_trace
+
+        sections[0].kernels = analyze_trace(trace)
+        fig = figures.kernel_categories(sections[0].kernels)
+        if fig:
+            sections[0].figures["kernels"] = fig
+    return sections
+
+
+def _run_figures(s: Section, run_dir: Path) -> None:
+    from footprint import figures, runrecord
+
+    samples = None
+    if (run_dir / "samples.parquet").is_file():
+        import pandas as pd
+
+        samples = pd.read_parquet(run_dir / "samples.parquet")
+    fig = figures.power_timeline(samples)
+    if fig:
+        s.figures["power"] = fig
+    steps: list[float] = []
+    for rec in runrecord.rank_records(run_dir) if (run_dir / runrecord.RANKS_DIR).is_dir() else []:
+        steps = (rec.get("mfu") or {}).get("per_step_mfu") or steps
+        if steps:
+            break
+    fig = figures.mfu_over_steps(steps)
+    if fig:
+        s.figures["mfu"] = fig
+
+
+# ---- text pieces shared by HTML and Markdown ----------------------------------------------------
+
+def summary_rows(a: Assessment) -> list[tuple[str, str]]:
+    w = a.workload
+    water = a.water_l
+    rows = [
+        ("Model / run", w.name + (f" — {w.description}" if w.description else "")),
+        ("Hardware", f"{w.count} x {w.gpu.name}, lifetime {w.lifetime_h / 8766:.1f} years, utilisation "
+                     f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}"),
+        ("Energy", f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); "
+                   f"{w.energy_method}"),
+        ("GPU-hours", f"{num(w.gpu_hours)} ({w.gpu_hours_method})"),
+        ("GPU-equivalents", f"{w.gpu_equivalents} ({w.gpu_lifetimes:.2f} GPU lifetimes consumed; "
+                            f"{num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)"),
+        ("MFU", "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.mfu_method})"),
+        ("Water", f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})"),
+        ("Grid", f"{w.grid} ({a.zone.name}{', ' + str(a.zone.year) if a.zone.year else ''})"),
+    ]
+    for key in cat.HEADLINE:
+        r = a.impacts[key]
+        rows.append((r.name, f"{num(r.total)} {display_unit(r.unit)} (low-high {num(r.low)} - {num(r.high)})"))
+    return rows
+
+
+CAT_HEADERS = ["Category", "Total", "Unit", "Low", "High", "Manufacturing", "Transport", "Use", "End of life",
+               "Dominant stage"]
+
+
+def category_rows(a: Assessment) -> list[list[str]]:
+    rows = []
+    for c in cat.categories():
+        r = a.impacts[c.key]
+        rows.append([r.name, num(r.total), display_unit(r.unit), num(r.low), num(r.high),
+                     *(pct(r.share(s)) for s in cat.stages()), (r.dominant_stage or "n/a").replace("_", " ")])
+    return rows
+
+
+def methods_text(a: Assessment) -> list[str]:
+    d = a.to_dict()["method"]
+    return [f"GPU time: {d['gpu_hours']}.", f"Energy: {d['energy']}.", f"Embodied: {d['embodied']}.",
+            f"Use phase: {d['use']}.", f"Uncertainty: {d['uncertainty']}.",
+            "Not available (n/a) means no data exists for that part; it is never counted as zero."]
+
+
+# ---- HTML ---------------------------------------------------------------------------------------
+
+CSS = """
+body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;max-width:1100px;margin:24px auto;
+padding:0 16px;color:#222;line-height:1.4}
+h1{font-size:1.7em;margin-bottom:0}h2{border-bottom:2px solid #4C72B0;padding-bottom:4px;margin-top:32px}
+.sub{color:#666;margin-top:4px}table{border-collapse:collapse;width:100%;font-size:.88em;margin:8px 0}
+th,td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:right}th{background:#f4f6fa}
+td:first-child,th:first-child{text-align:left}.kv td{text-align:left}.kv td:first-child{font-weight:600;width:180px}
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{flex:1;min-width:200px;border:1px solid #dde3ee;border-radius:8px;
+padding:10px 14px;background:#fafbfe}.card .v{font-size:1.5em;font-weight:700}.card .u{color:#666;font-size:.85em}
+.fig{margin:12px 0}.fig svg{max-width:100%;height:auto}.warn li{color:#8a5300}
+.cmp{overflow-x:auto}@media print{body{max-width:none}h2{page-break-after:avoid}.fig{page-break-inside:avoid}}
+"""
+
+
+def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _fig(svg: str | None, caption: str) -> str:
+    return f'<div class="fig">{svg}<div class="sub">{html.escape(caption)}</div></div>' if svg else ""
+
+
+def _section_html(s: Section) -> str:
+    a = s.assessment
+    cards = "".join(
+        f'<div class="card"><div>{html.escape(a.impacts[k].name)}</div><div class="v">{num(a.impacts[k].total)}</div>'
+        f'<div class="u">{html.escape(display_unit(a.impacts[k].unit))} · range {num(a.impacts[k].low)} – '
+        f'{num(a.impacts[k].high)}</div></div>' for k in cat.HEADLINE)
+    parts = [
+        f"<h2>Summary — {html.escape(a.workload.name)}</h2>", f'<div class="cards">{cards}</div>',
+        _table(["", ""], [list(r) for r in summary_rows(a)], "kv"),
+        "<h2>All 16 EF 3.1 categories</h2>", _table(CAT_HEADERS, category_rows(a)),
+        _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
+        "<h2>Embodied impacts by GPU component</h2>",
+        _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
+        "<h2>Material footprint</h2>",
+        _fig(s.figures.get("materials"), "Element ranges are estimates from a generic PCB composition."),
+    ]
+    if "power" in s.figures or "mfu" in s.figures:
+        parts += ["<h2>Measured run</h2>", _fig(s.figures.get("power"), "Power samples per device."),
+                  _fig(s.figures.get("mfu"), "Steady-state MFU per step.")]
+    if s.kernels:
+        k = s.kernels
+        parts += ["<h2>Kernel analysis</h2>", _fig(s.figures.get("kernels"), "From the profiler trace."),
+                  f'<p class="sub">Device {html.escape(str((k.get("device") or {}).get("name")))}; busy '
+                  f'{num(k.get("busy_time_us"))} µs of {num(k.get("total_time_us"))} µs.</p>']
+    parts += ["<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
+              "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{html.escape(w)}</li>" for w in a.warnings)
+              + "</ul>",
+              "<h2>Sources and licences</h2>" + _table(["Source", "Licence", "Link"], [
+                  [src["title"], src.get("licence") or "", src.get("url") or ""] for src in a.sources])]
+    return "\n".join(parts)
+
+
+def _compare_html(sections: list[Section]) -> str:
+    from footprint import figures
+
+    names = [s.assessment.workload.name for s in sections]
+    rows = []
+    for c in cat.categories():
+        rows.append([c.name, display_unit(c.unit)] + [f"{num(s.assessment.impacts[c.key].total)} "
+                                                       f"({pct(s.assessment.impacts[c.key].share('use'))} use)"
+                                                       for s in sections])
+    summary = [[label] + [dict(summary_rows(s.assessment))[label] for s in sections]
+               for label, _ in summary_rows(sections[0].assessment)[:7]]
+    return "\n".join(["<h2>Comparison</h2>", '<div class="cmp">', _table([""] + names, summary), "</div>",
+                      _fig(figures.compare_headline([s.assessment for s in sections]), "Headline categories."),
+                      '<div class="cmp">', _table(["Category", "Unit"] + names, rows), "</div>"])
+
+
+def to_html(sections: list[Section]) -> str:
+    title = " vs ".join(s.assessment.workload.name for s in sections)
+    body = []
+    if len(sections) > 1:
+        body.append(_compare_html(sections))
+    body += [_section_html(s) for s in sections]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            f"content='width=device-width,initial-scale=1'><title>{html.escape(title)} — footprint report</title>"
+            f"<style>{CSS}</style></head><body><h1>Environmental footprint: {html.escape(title)}</h1>"
+            f"<p class='sub'>16 EU Environmental Footprint 3.1 categories across the GPU's life. footprint "
+            f"{__version__}, {stamp}.</p>{''.join(body)}</body></html>\n")
+
+
+# ---- Markdown -----------------------------------------------------------------------------------
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> str:
+    def esc(x: str) -> str:
+        return str(x).replace("|", "\\|")
+    return "\n".join(["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
+                     + ["| " + " | ".join(map(esc, r)) + " |" for r in rows])
+
+
+def to_markdown(sections: list[Section], out: Path) -> str:
+    fig_dir = out.parent / f"{out.stem}_files"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+
+    def fig(name: str, svg: str | None, caption: str, idx: int) -> str:
+        if not svg:
+            return ""
+        path = fig_dir / f"{idx}-{name}.svg"
+        path.write_text(svg)
+        return f"![{caption}]({fig_dir.name}/{path.name})\n\n*{caption}*\n"
+
+    lines = [f"# Environmental footprint: {' vs '.join(s.assessment.workload.name for s in sections)}", "",
+             f"16 EU Environmental Footprint 3.1 categories across the GPU's life (footprint {__version__}).", ""]
+    if len(sections) > 1:
+        names = [s.assessment.workload.name for s in sections]
+        lines += ["## Comparison", "", _md_table(["Category", "Unit", *names], [
+            [c.name, display_unit(c.unit)] + [num(s.assessment.impacts[c.key].total) for s in sections]
+            for c in cat.categories()]), ""]
+    for i, s in enumerate(sections):
+        a = s.assessment
+        lines += [f"## Summary — {a.workload.name}", "", _md_table(["", ""], [list(r) for r in summary_rows(a)]), "",
+                  "## All 16 EF 3.1 categories", "", _md_table(CAT_HEADERS, category_rows(a)), "",
+                  fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
+                  "## Embodied impacts by GPU component", "",
+                  fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
+                  "## Material footprint", "", fig("materials", s.figures.get("materials"), "Material footprint", i)]
+        if "power" in s.figures:
+            lines += ["## Measured run", "", fig("power", s.figures.get("power"), "Power per device", i),
+                      fig("mfu", s.figures.get("mfu"), "MFU per step", i)]
+        if s.kernels:
+            lines += ["## Kernel analysis", "", fig("kernels", s.figures.get("kernels"), "GPU time by kernel category", i)]
+        lines += ["## Methods", ""] + [f"- {m}" for m in methods_text(a)] + ["", "## Warnings", ""]
+        lines += [f"- {w}" for w in a.warnings] + ["", "## Sources and licences", ""]
+        lines += [f"- {src['title']} — {src.get('licence')} {src.get('url') or ''}".rstrip() for src in a.sources]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+# ---- BoAmps-style export ------------------------------------------------------------------------
+
+def to_boamps(a: Assessment) -> dict[str, Any]:
+    """A BoAmps-style report (Boavizta's AI energy reporting format, github.com/Boavizta/BoAmps): header,
+    task, measures, infrastructure, environment; the 16 EF categories ride in an extension block."""
+    w = a.workload
+    measured = w.energy_method.startswith("measured")
+    return {
+        "$schema": "https://raw.githubusercontent.com/Boavizta/BoAmps/main/model/report_schema.json",
+        "header": {"formatVersion": "1.1.0", "reportId": str(uuid.uuid4()), "reportStatus": "draft",
+                   "reportDatetime": datetime.now(UTC).isoformat(timespec="seconds"),
+                   "licensing": "CC BY-SA 4.0 (ADEME-derived embodied data)",
+                   "publisher": {"name": "footprint", "confidentialityLevel": "public"}},
+        "task": {"taskStage": "training", "taskFamily": "text generation" if w.model else None,
+                 "algorithms": [{"algorithmName": w.name,
+                                 "parametersNumber": w.model.get("parameters") if w.model else None}],
+                 "dataset": [{"dataType": "token", "items": w.model.get("tokens")}] if w.model.get("tokens") else []},
+        "measures": [{"measurementMethod": "footprint tracker (NVML/RAPL)" if measured else "modelled (footprint scenario)",
+                      "unit": "kWh", "powerConsumption": w.it_energy_kwh,
+                      "measurementDuration": w.gpu_hours * 3600 / max(w.count, 1),
+                      "averageUtilizationGpu": w.mfu}],
+        "infrastructure": {"infraType": "onPremise" if measured else "$other",
+                           "components": [{"componentName": w.gpu.name, "componentType": "gpu", "nbComponent": w.count,
+                                           "memorySize": w.gpu.memory_gb, "manufacturer": w.gpu.vendor}]},
+        "environment": {"country": w.grid, "powerSourceCarbonIntensity":
+                        (w.carbon_intensity or a.zone.factors["climate_change"].value) * 1000},
+        "footprintExtension": {"pue": w.pue, "facilityEnergyKwh": a.facility_energy_kwh, "gpuHours": w.gpu_hours,
+                               "gpuEquivalents": w.gpu_equivalents, "waterL": a.water_l,
+                               "impacts": {k: {"unit": r.unit, "total": r.total, "low": r.low, "high": r.high}
+                                           for k, r in a.impacts.items() if k in cat.keys()}},
+    }
+
+
+# ---- PDF ----------------------------------------------------------------------------------------
+
+def html_to_pdf(html_text: str, out: Path) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if not browser:
+        raise FootprintError("PDF output needs Chromium (Debian package chromium); write .html and print it instead",
+                             str(out))
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "report.html"
+        src.write_text(html_text)
+        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp}/profile",
+               "--no-pdf-header-footer", f"--print-to-pdf={out.resolve()}", src.as_uri()]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0 or not out.exists():
+            raise FootprintError(f"Chromium could not print the PDF: {proc.stderr.strip()[-300:]}", str(out))
+
+
+def write_report(targets: list[str], output: str, fmt: str | None = None, sets: list[str] | None = None,
+                 samples: int = 2000, trace: str | None = None, quiet: bool = False) -> Path:
+    """Assess each target and write the report; returns the path written."""
+    fmt = infer_format(output, fmt)
+    out = Path(output)
+    steps = len(targets) + (1 if fmt == "pdf" else 0) + 1
+    from rich.progress import Progress
+
+    with Progress(transient=True, disable=quiet) as bar:
+        task = bar.add_task("assessing", total=steps)
+        if fmt in ("json", "csv", "boamps"):
+            from footprint.api import to_workload
+            from footprint.lca import assess
+
+            assessments = []
+            for t in targets:
+                assessments.append(assess(to_workload(t, sets), samples=samples))
+                bar.advance(task)
+            if fmt == "json":
+                data: Any = assessments[0].to_dict() if len(assessments) == 1 else {
+                    "reports": [x.to_dict() for x in assessments]}
+                text = json.dumps(data, indent=2, default=str)
+            elif fmt == "boamps":
+                b = [to_boamps(x) for x in assessments]
+                text = json.dumps(b[0] if len(b) == 1 else b, indent=2, default=str)
+            else:  # one table; with --compare, a first column names the scenario or run
+                text = to_csv(assessments[0]) if len(assessments) == 1 else _csv_with_names(assessments)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text if text.endswith("\n") else text + "\n")
+            bar.advance(task)
+            return out
+        sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task))
+        bar.update(task, description="rendering")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "md":
+            out.write_text(to_markdown(sections, out))
+        elif fmt == "html":
+            out.write_text(to_html(sections))
+        else:
+            bar.update(task, description="printing PDF")
+            html_to_pdf(to_html(sections), out)
+        bar.advance(task)
+    return out
+
+
+def _csv_with_names(assessments: list[Assessment]) -> str:
+    lines = []
+    for i, a in enumerate(assessments):
+        body = to_csv(a).splitlines()
+        if i == 0:
+            lines.append("scenario," + body[0])
+        lines += [f"{json.dumps(a.workload.name)},{row}" for row in body[1:]]
+    return "\n".join(lines) + "\n"
