@@ -132,3 +132,12 @@ def test_bad_arguments(args: list[str], pattern: str, tmp_path: Path) -> None:
     proc = subprocess.run([PY, "-m", "footprint.cli", "report", *args], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr
     assert not list(tmp_path.glob("x.*"))
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_scenario_reports(scenario: Path, tmp_path: Path) -> None:
+    from footprint.report import write_report
+
+    out = write_report([str(scenario)], str(tmp_path / "r.html"), samples=200, quiet=True)
+    text = out.read_text()
+    assert "All 16 EF 3.1 categories" in text and text.count("<svg") >= 3
