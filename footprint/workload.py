@@ -473,6 +473,11 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     if len({d.get("name") for d in gpus}) > 1:
         notes.append("the run mixes GPU models; embodied impacts use the most common one")
     notes += [str(n) for n in record.get("notes", [])]
+    notes += [f"window {w.get('name')!r} ({w.get('duration_s', 0):.2f} s): {w['note']}" for w in record.get("windows", [])
+              if w.get("note")]
+    if 0 < float(record.get("duration_s") or 0) < 10:
+        notes.append(f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
+                     "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)")
     mfu = record.get("mfu") or {}
     extra: dict[str, Any] = {}
     if mfu.get("run_mfu"):
