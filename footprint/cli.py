@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     db_ = sub.add_parser("dashboard", help="open the Streamlit dashboard (streamlit run dashboard/app.py)")
     db_.add_argument("--port", type=int, default=8501)
     db_.add_argument("--headless", action="store_true", help="do not open a browser")
+    db_.add_argument("--address", default="127.0.0.1",
+                     help="interface to listen on (default: this machine only; the Runs page reads local paths)")
 
     d = sub.add_parser("data", help="the data behind the numbers")
     ds = d.add_subparsers(dest="data_command", parser_class=_Parser)
@@ -260,10 +262,12 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         import subprocess
 
         if importlib.util.find_spec("streamlit") is None:
-            raise FootprintError("the dashboard needs streamlit: pip install -e '.[dashboard]'", key="dashboard")
+            raise FootprintError("the dashboard needs streamlit: pip install streamlit", key="dashboard")
         app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
         cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
-               "--browser.gatherUsageStats", "false"] + (["--server.headless", "true"] if args.headless else [])
+               "--server.address", args.address, "--browser.gatherUsageStats", "false"]
+        if args.headless:
+            cmd += ["--server.headless", "true"]
         return subprocess.call(cmd)
     if args.command == "data":
         if getattr(args, "data_command", None) == "sources":

@@ -1,0 +1,474 @@
+"""What the pages share: cached reads of the bundled data, what-if overrides, tables.
+
+No LCA here: every number comes from ``footprint.assess`` (through ``workload_from_dict`` /
+``workload_from_run``) or ``footprint.database``. What-ifs are ``--set`` overrides applied with
+``footprint.workload.apply_overrides``, exactly as ``footprint assess --set`` applies them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+import yaml
+
+from footprint import categories as cat
+from footprint.assessment import Assessment, num, pct
+from footprint.errors import FootprintError, ScenarioError
+from footprint.units import UnitParseError, display_unit
+from footprint.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, parse_yaml_text, workload_from_dict
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIO_DIR = REPO / "scenarios"
+MAX_UPLOAD_BYTES = MAX_SCENARIO_BYTES  # 1 MB, the CLI's limit for a scenario file
+SAMPLES = 500          # Monte Carlo samples by default: fast reruns
+MORE_SAMPLES = 10_000  # with the "more samples" toggle
+HOURS_PER_YEAR = 8766.0  # pint's year (365.25 days), the unit of "N years" overrides
+USER_ERRORS = (FootprintError, UnitParseError)
+STAGE_LABELS = {"manufacturing": "Manufacturing", "transport": "Transport", "use": "Use", "end_of_life": "End of life"}
+
+
+def user_error_message(exc: BaseException) -> str:
+    """The one-line message the CLI prints for a user mistake (without its 'footprint: error:' prefix)."""
+    return str(exc)
+
+
+# ---- cached reads of the bundled data -------------------------------------------------------------
+
+@st.cache_resource(show_spinner=False)
+def database() -> Any:
+    from footprint.database import db
+
+    return db()
+
+
+@st.cache_data(show_spinner=False)
+def gpu_options() -> dict[str, str]:
+    """Catalogue id -> display name, in catalogue order."""
+    return {g.id: g.name for g in database().gpus.values()}
+
+
+@st.cache_data(show_spinner=False)
+def zone_options() -> dict[str, str]:
+    """codecarbon zone code -> 'CODE - Country' label (plus WORLD)."""
+    from footprint.electricity import zone, zone_codes
+
+    return {code: f"{code} - {zone(code).name}" for code in zone_codes()}
+
+
+@st.cache_data(show_spinner=False)
+def shipped_scenarios() -> dict[str, str]:
+    """Label ('BLOOM-176B final training (bloom-176b.yaml)') -> path relative to the repository."""
+    out = {}
+    for p in sorted(SCENARIO_DIR.glob("*.yaml")):
+        try:
+            name = parse_yaml_text(p.read_text(), p.name).get("name") or p.stem
+        except FootprintError:
+            name = p.stem
+        out[f"{name} ({p.name})"] = str(p.relative_to(REPO))
+    return out
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def read_scenario(path: str) -> dict[str, Any]:
+    """A shipped scenario's mapping (a fresh copy on every call: cache_data returns copies)."""
+    p = REPO / path
+    if p.stat().st_size > MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"file is larger than {MAX_SCENARIO_BYTES} bytes", path)
+    return parse_yaml_text(p.read_text(), path)
+
+
+def parse_upload(name: str, content: bytes) -> dict[str, Any]:
+    """An uploaded or pasted scenario: size-limited, UTF-8, yaml.safe_load (parse_yaml_text), a mapping."""
+    if len(content) > MAX_UPLOAD_BYTES:
+        raise ScenarioError(f"file is larger than {MAX_UPLOAD_BYTES} bytes ({len(content):,} bytes uploaded)", name)
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError("not a UTF-8 text file (expected a scenario YAML)", name) from None
+    return parse_yaml_text(text, name)
+
+
+def data_key(data: dict[str, Any]) -> str:
+    """A canonical, hashable form of a scenario mapping (the cache key of its assessment)."""
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _assess_key(key: str, file: str | None, samples: int) -> Assessment:
+    from footprint.lca import assess
+
+    return assess(workload_from_dict(json.loads(key), file), samples=samples, seed=0)
+
+
+def assess_data(data: dict[str, Any], file: str | None, samples: int) -> Assessment:
+    """footprint.assess of a scenario mapping, cached (Assessments are frozen, shared read-only)."""
+    try:
+        key = data_key(data)
+    except (TypeError, ValueError):  # keys JSON cannot sort (e.g. a number beside names): validate uncached
+        from footprint.lca import assess
+
+        return assess(workload_from_dict(data, file), samples=samples, seed=0)
+    return _assess_key(key, file, samples)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _workload_key(key: str, file: str | None) -> Workload:
+    return workload_from_dict(json.loads(key), file)
+
+
+def workload_of(data: dict[str, Any], file: str | None) -> Workload:
+    """workload_from_dict, cached (the explorer's base scenario)."""
+    try:
+        key = data_key(data)
+    except (TypeError, ValueError):
+        return workload_from_dict(data, file)
+    return _workload_key(key, file)
+
+
+def assess_whatif(data: dict[str, Any], sets: list[str], file: str | None, samples: int) -> Assessment:
+    """The scenario with ``--set`` overrides, through apply_overrides + workload_from_dict + assess."""
+    return assess_data(apply_overrides(data, sets, file), file, samples)
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def _assess_run_key(run_dir: str, sets: tuple[str, ...], samples: int, mtime: float) -> Assessment:
+    from footprint.lca import assess
+    from footprint.workload import workload_from_run
+
+    return assess(workload_from_run(Path(run_dir), list(sets)), samples=samples, seed=0)
+
+
+def assess_run(run_dir: str | Path, sets: list[str], samples: int) -> Assessment:
+    """footprint.assess(workload_from_run(run_dir, sets)), cached until run.json changes."""
+    p = Path(run_dir)
+    return _assess_run_key(str(p), tuple(sets), samples, (p / "run.json").stat().st_mtime)
+
+
+# ---- what-ifs -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MfuMode:
+    """How an MFU change reaches the scenario: 'stated' (training.mfu), 'derived' (restated as
+    training.flops + training.mfu) or 'disabled' (no FLOPs to divide)."""
+
+    kind: str
+    explanation: str
+
+
+def mfu_mode(data: dict[str, Any], w: Workload) -> MfuMode:
+    tr = data.get("training") or {}
+    if "kernel_profile" in tr:
+        return MfuMode("disabled", "MFU is predicted from the kernel efficiency profile (training.kernel_profile): "
+                       "change the profile, not the MFU.")
+    if "flops" in tr and "mfu" in tr:
+        return MfuMode("stated", "The scenario states training FLOPs and MFU: GPU-hours = FLOPs / (dense peak x MFU), "
+                       "so MFU changes GPU-hours (and with them energy, unless energy is stated, and GPU lifetimes).")
+    if w.mfu is not None and w.flops:
+        return MfuMode("derived", f"MFU {w.mfu:.1%} is derived from model.parameters and model.tokens over the stated "
+                       f"GPU time. Moving the slider restates the run as training.flops = {w.flops:.4g} (derived) + "
+                       "training.mfu, so GPU-hours = FLOPs / (dense peak x MFU).")
+    return MfuMode("disabled", "This scenario states neither training FLOPs + MFU nor model.parameters and model.tokens, "
+                   "so there is no FLOP count for an MFU to divide: add them to the scenario to explore MFU.")
+
+
+CONTROL_KEYS = ("mfu", "gpu", "count", "lifetime_years", "utilization", "grid", "pue", "wue", "ewif")
+
+
+def _snap(value: float, step: float, lo: float, hi: float) -> float:
+    return round(min(max(round(value / step) * step, lo), hi), 6)
+
+
+def base_controls(w: Workload) -> dict[str, Any]:
+    """The controls' values that reproduce the scenario as stated (sliders snapped to their steps)."""
+    return {
+        "mfu": _snap(w.mfu, 0.01, 0.01, 1.0) if w.mfu is not None else 0.4,
+        "gpu": w.gpu.id,
+        "count": int(w.count),
+        "lifetime_years": _snap(w.lifetime_h / HOURS_PER_YEAR, 0.25, 0.25, 10.0),
+        "utilization": _snap(w.utilization, 0.05, 0.05, 1.0),
+        "grid": w.grid,
+        "pue": _snap(w.pue, 0.01, 1.0, 3.0),
+        "wue": None if w.wue_l_per_kwh is None else round(w.wue_l_per_kwh, 3),
+        "ewif": None if w.ewif_l_per_kwh is None else round(w.ewif_l_per_kwh, 3),
+    }
+
+
+CONTROL_RANGES = {"mfu": (0.01, 1.0), "lifetime_years": (0.25, 10.0), "utilization": (0.05, 1.0), "pue": (1.0, 3.0),
+                  "wue": (0.0, 20.0), "ewif": (0.0, 50.0), "count": (1, 10_000_000)}
+CONTROL_STEPS = {"mfu": 0.01, "lifetime_years": 0.25, "utilization": 0.05, "pue": 0.01}
+
+
+def parse_controls(raw: dict[str, str], gpus: dict[str, str], zones: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """Control values from text (a link's query parameters); (values, what was ignored and why)."""
+    values: dict[str, Any] = {}
+    bad: list[str] = []
+    for k, text in raw.items():
+        if k not in CONTROL_KEYS:
+            continue
+        text = str(text).strip()
+        if k == "gpu":
+            try:
+                values[k] = database().find_gpu(text).id
+            except FootprintError as exc:
+                bad.append(f"gpu: {exc.detail}")
+            continue
+        if k == "grid":
+            if text.upper() in zones:
+                values[k] = text.upper()
+            else:
+                bad.append(f"grid: unknown zone {text!r}")
+            continue
+        try:
+            v = float(text)
+        except ValueError:
+            bad.append(f"{k}: expected a number, got {text!r}")
+            continue
+        lo, hi = CONTROL_RANGES[k]
+        if not lo <= v <= hi:
+            bad.append(f"{k}: {text} is outside {lo:g}-{hi:g}")
+            continue
+        values[k] = int(v) if k == "count" else _snap(v, CONTROL_STEPS[k], lo, hi) if k in CONTROL_STEPS else v
+    return values, bad
+
+
+def _changed(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False  # an emptied field keeps the scenario's value
+    if isinstance(a, float) or isinstance(b, float):
+        return not math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    return a != b
+
+
+def flow_yaml(mapping: dict[str, Any]) -> str:
+    """A mapping as a one-line YAML flow mapping, read back identically by apply_overrides."""
+    return yaml.safe_dump(mapping, default_flow_style=True, sort_keys=False, width=1_000_000).strip()
+
+
+def build_sets(data: dict[str, Any], w: Workload, chosen: dict[str, Any],
+               base: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
+    """``--set`` overrides for the controls that differ from the scenario, and notes on what they mean."""
+    base = base or base_controls(w)
+    tr, site = dict(data.get("training") or {}), dict(data.get("site") or {})
+    sets: list[str] = []
+    notes: list[str] = []
+    grid_changed = _changed(chosen.get("grid"), base["grid"])
+    if grid_changed and "carbon_intensity" in site:
+        restated_site = {k: v for k, v in site.items() if k != "carbon_intensity"}
+        restated_site["grid"] = chosen["grid"]
+        sets.append("site=" + flow_yaml(restated_site))
+        notes.append(f"The scenario's carbon intensity ({site['carbon_intensity']}) describes its own grid "
+                     f"({base['grid']}); with {chosen['grid']} the zone's own intensity is used.")
+    if _changed(chosen.get("mfu"), base["mfu"]):
+        mode = mfu_mode(data, w)
+        mfu = round(float(chosen["mfu"]), 6)
+        if mode.kind == "stated":
+            sets.append(f"training.mfu={mfu:g}")
+        elif mode.kind == "derived":
+            restated = {k: v for k, v in tr.items() if k not in ("gpu_hours", "duration")}
+            restated.update(flops=float(w.flops or 0.0), mfu=mfu)
+            sets.append("training=" + flow_yaml(restated))
+            notes.append(f"MFU {mfu:.0%}: GPU time restated as training.flops {w.flops:.4g} (derived from the model) "
+                         "/ (dense peak x MFU) instead of the stated GPU time.")
+    if _changed(chosen.get("gpu"), base["gpu"]):
+        sets.append(f"hardware.gpu={chosen['gpu']}")
+    if _changed(chosen.get("count"), base["count"]):
+        sets.append(f"hardware.count={int(chosen['count'])}")
+    if _changed(chosen.get("lifetime_years"), base["lifetime_years"]):
+        sets.append(f"hardware.lifetime={float(chosen['lifetime_years']):g} years")
+    if _changed(chosen.get("utilization"), base["utilization"]):
+        sets.append(f"hardware.utilization={float(chosen['utilization']):g}")
+    if grid_changed and "carbon_intensity" not in site:
+        sets.append(f"site.grid={chosen['grid']}")
+    if _changed(chosen.get("pue"), base["pue"]):
+        sets.append(f"site.pue={float(chosen['pue']):g}")
+    for key in ("wue", "ewif"):
+        value = chosen.get(key)
+        if value is not None and (base[key] is None or _changed(value, base[key])):
+            sets.append(f"site.{key}={float(value):g} L/kWh")
+    return sets, notes
+
+
+def cli_command(target: str, sets: list[str]) -> str:
+    """The equivalent ``footprint assess`` command line."""
+    return " ".join(["footprint", "assess", shlex.quote(target), *(f"--set {shlex.quote(s)}" for s in sets)])
+
+
+# ---- tables -------------------------------------------------------------------------------------
+
+def quantity(value: float | None, unit: str) -> str:
+    return "n/a" if value is None else f"{num(value)} {display_unit(unit)}"
+
+
+def change(new: float | None, old: float | None) -> str | None:
+    """Relative change for st.metric's delta ('+12.3 %'); None where there is nothing to compare."""
+    if new is None or old is None:
+        return None
+    if old == 0:
+        return None if new == 0 else f"{new:+.3g} (from 0)"
+    return f"{(new - old) / abs(old):+.1%}"
+
+
+def categories_table(a: Assessment, base: Assessment | None = None) -> list[dict[str, Any]]:
+    """The 16 categories: total, unit, low-high, stage shares (and the base's total and the change)."""
+    rows = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        row: dict[str, Any] = {"Category": r.name, "Total": num(r.total), "Unit": display_unit(r.unit)}
+        if base is not None:
+            b = base.impacts[k]
+            row["Base"] = num(b.total)
+            row["Change"] = change(r.total, b.total) or "0.0%"
+        row["Low - high"] = f"{num(r.low)} - {num(r.high)}"
+        for stage, label in STAGE_LABELS.items():
+            row[label] = pct(r.share(stage))
+        rows.append(row)
+    return rows
+
+
+def stage_shares(a: Assessment) -> list[dict[str, Any]]:
+    """Long-form stage shares (percent of each category's total) for the stacked bar chart; n/a left out."""
+    out = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        for stage, label in STAGE_LABELS.items():
+            s = r.share(stage)
+            if s is not None:
+                out.append({"category": r.name, "stage": label, "share": 100.0 * s})
+    return out
+
+
+def summary_rows(a: Assessment) -> list[dict[str, str]]:
+    """The assessment's key figures (GPU-hours, MFU, energy, water, GPU-equivalents) as label/value rows."""
+    w = a.workload
+    water = a.water_l
+    rows = [
+        ("GPU", f"{w.count:,} x {w.gpu.name}"),
+        ("GPU-hours", f"{num(w.gpu_hours)} ({w.gpu_hours_method})"),
+        ("MFU", "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.dtype}; {w.mfu_method})"),
+        ("Energy", f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); "
+                   f"{w.energy_method}"),
+        ("Grid", f"{w.grid} ({a.zone.name})" + ("" if w.carbon_intensity is None
+                                                 else f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh")),
+        ("Lifetime", f"{w.lifetime_h / HOURS_PER_YEAR:.3g} years x utilisation {w.utilization:g}"),
+        ("GPU lifetimes consumed", f"{w.gpu_lifetimes:,.2f} -> {w.gpu_equivalents:,} GPU-equivalents"),
+        ("Water", f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})"),
+        ("Embodied data", a.embodied_method),
+    ]
+    return [{"": k, "value": v} for k, v in rows]
+
+
+def materials_rows(a: Assessment) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(hardware mass rows, element range rows) from the assessment's materials."""
+    m = a.materials
+    mass = [
+        {"item": "card mass", "kg": num(m["card_mass_kg"])},
+        *({"item": f"  {k.replace('_', ' ')}", "kg": num(v)} for k, v in m["components_kg"].items()),
+        {"item": "hardware consumed (GPU lifetimes x card mass)", "kg": num(m["mass_consumed_kg"])},
+        {"item": f"{m['gpu_equivalents']:,} GPU-equivalents x card mass", "kg": num(m["mass_gpu_equivalents_kg"])},
+    ]
+    elements = []
+    est = m.get("elements_estimate") or {}
+    for el, r in (est.get("elements") or {}).items():
+        elements.append({"element": el, "low kg": num(r["low_kg"]), "high kg": num(r["high_kg"])})
+    return mass, elements
+
+
+def compare_table(items: list[tuple[str, Assessment]]) -> list[dict[str, str]]:
+    """Rows: key figures then the 16 categories; one column per assessment."""
+    rows: list[dict[str, str]] = []
+
+    def add(label: str, unit: str, values: list[float | None]) -> None:
+        row = {"": label, "Unit": display_unit(unit) if unit else ""}
+        for (name, _), v in zip(items, values, strict=True):
+            row[name] = f"{int(v):,}" if label == "GPU-equivalents" and v is not None else num(v)
+        rows.append(row)
+
+    add("GPU-hours", "h", [a.workload.gpu_hours for _, a in items])
+    add("IT energy", "kWh", [a.workload.it_energy_kwh for _, a in items])
+    add("GPU-equivalents", "", [float(a.workload.gpu_equivalents) for _, a in items])
+    add("Hardware mass consumed", "kg", [a.materials["mass_consumed_kg"] for _, a in items])
+    add("Water", "L", [a.water_l["total"] for _, a in items])
+    for k in cat.keys():
+        add(items[0][1].impacts[k].name, items[0][1].impacts[k].unit, [a.impacts[k].total for _, a in items])
+    return rows
+
+
+def relative_to_max(items: list[tuple[str, Assessment]]) -> list[dict[str, Any]]:
+    """Each category's total as a percentage of the largest among the compared assessments (chart only)."""
+    out = []
+    for k in cat.keys():
+        totals = [a.impacts[k].total for _, a in items]
+        top = max((abs(t) for t in totals), default=0.0)
+        for (name, a), t in zip(items, totals, strict=True):
+            out.append({"category": a.impacts[k].name, "scenario": name, "percent of max": 100.0 * t / top if top else 0.0})
+    return out
+
+
+# ---- run directories ----------------------------------------------------------------------------
+
+def find_runs(root: Path) -> list[Path]:
+    """Run directories (with a run.json) at ``root`` itself or one level below it, never outside it."""
+    if (root / "run.json").is_file():
+        return [root]
+    try:
+        subdirs = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    base = root.resolve()
+    return [p for p in subdirs if (p / "run.json").is_file() and p.resolve().is_relative_to(base)]
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
+    """run.json, the power samples and the per-rank per-step MFU of a run directory (cached on mtime)."""
+    import pandas as pd
+
+    from footprint.runrecord import read_json
+
+    p = Path(run_dir)
+    record = read_json(p / "run.json")
+    samples = None
+    note = None
+    if (p / "samples.parquet").is_file():
+        try:
+            samples = pd.read_parquet(p / "samples.parquet")
+        except Exception as exc:  # a damaged parquet must not hide the rest of the run
+            note = f"samples.parquet could not be read: {type(exc).__name__}: {exc}"
+    else:
+        note = "no samples.parquet in the run directory (no power timeline)"
+    per_step: list[dict[str, Any]] = []
+    for rank_file in sorted((p / "ranks").glob("rank-*.json")):
+        try:
+            rec = json.loads(rank_file.read_text())
+        except (OSError, ValueError):
+            continue
+        for i, v in enumerate(((rec.get("mfu") or {}).get("per_step_mfu")) or []):
+            per_step.append({"rank": f"rank {rec.get('rank', rank_file.stem)}", "step": i + 1, "MFU %": 100.0 * v})
+    return {"record": record, "samples": samples, "samples_note": note, "per_step_mfu": per_step}
+
+
+def device_label(row: Any) -> str:
+    uuid = str(row.get("uuid") or "")
+    return f"{row.get('component', 'gpu')} {uuid[-8:] or '?'} (rank {row.get('rank', '?')}, {row.get('host', '?')})"
+
+
+def power_timeline(samples: Any, max_points: int = 4000) -> Any:
+    """Long-form power and cumulative energy per device, thinned to at most ``max_points`` per device."""
+    import pandas as pd
+
+    if samples is None or samples.empty:
+        return pd.DataFrame(columns=["device", "t_s", "power_w", "energy_j"])
+    df = samples.copy()
+    df["device"] = [device_label(r) for r in df[["component", "uuid", "rank", "host"]].to_dict("records")]
+    parts = []
+    for _, g in df.groupby("device", sort=True):
+        g = g.sort_values("t_s")
+        step = max(1, math.ceil(len(g) / max_points))
+        parts.append(g.iloc[::step])
+    return pd.concat(parts)[["device", "t_s", "power_w", "energy_j"]]

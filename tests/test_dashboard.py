@@ -1,0 +1,456 @@
+"""The Streamlit dashboard, driven page by page with AppTest, its numbers checked against footprint.assess;
+and once through the real server with a headless Chromium screenshot."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from _paths import REPO, SCENARIOS, SHARED
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import footprint  # noqa: E402
+from footprint import categories as cat  # noqa: E402
+from footprint.assessment import num  # noqa: E402
+from footprint.units import display_unit  # noqa: E402
+from footprint.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
+
+APP = str(REPO / "dashboard" / "app.py")
+SAMPLES = 500  # the dashboard's default Monte Carlo samples
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _page(at: AppTest, name: str) -> AppTest:
+    at.sidebar.radio(key="page").set_value(name).run()
+    return at
+
+
+def _scenario(at: AppTest, file: str) -> AppTest:
+    box = at.sidebar.selectbox(key="ex_scenario")
+    label = next(o for o in box.options if o.endswith(f"({file})"))
+    box.set_value(label).run()
+    return at
+
+
+def _metrics(at: AppTest) -> dict[str, tuple[str, str]]:
+    """First metric of each label: (value, delta)."""
+    out: dict[str, tuple[str, str]] = {}
+    for m in at.metric:
+        out.setdefault(m.label, (m.value, m.delta))
+    return out
+
+
+def _label(a: footprint.Assessment, key: str) -> str:
+    """A headline metric's label: the category and its unit."""
+    return f"{a[key].name} ({display_unit(a[key].unit)})"
+
+
+def _same_totals(shown: dict[str, float], a: footprint.Assessment) -> None:
+    for k in cat.keys():
+        assert shown[k] == pytest.approx(a[k].total, rel=1e-12, abs=0.0), k
+
+
+# ---- Scenario explorer ------------------------------------------------------------------------
+
+def test_explorer_base_scenario_matches_assess() -> None:
+    at = _app()
+    _ok(at)
+    res = at.session_state["ex_result"]
+    assert res["file"] == "scenarios/bloom-176b.yaml" and res["sets"] == []
+    a = footprint.assess(load_scenario(SCENARIOS / "bloom-176b.yaml"), samples=SAMPLES)
+    _same_totals(res["totals"], a)
+    shown = _metrics(at)
+    for k in cat.HEADLINE:
+        assert shown[_label(a, k)] == (num(a[k].total), "")  # no change from the base yet
+    assert shown["GPU-equivalents"][0] == f"{a.workload.gpu_equivalents:,}"
+    table = at.dataframe[0].value
+    assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
+    assert table.loc[0, "Manufacturing"] == "43%" and table.loc[1, "Use"] == "n/a"  # n/a, never 0
+    assert len(at.get("vega_lite_chart")) >= 1  # the stacked stage-share chart
+    labels = [s.label for s in at.sidebar.slider]
+    assert any("MFU" in label for label in labels)
+
+
+def test_one_move_what_if_mfu_lifetime_grid() -> None:
+    """'What if MFU were 50 %, the GPU lived 5 years, the grid were Poland's?' in one click."""
+    at = _scenario(_app(), "gpt-4-falk.yaml")
+    at.button(key="btn_one_move").click().run()
+    _ok(at)
+    res = at.session_state["ex_result"]
+    assert res["sets"] == ["training.mfu=0.5", "hardware.lifetime=5 years", "site.grid=POL"]
+    expected = footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml", res["sets"]), samples=SAMPLES)
+    base = footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml"), samples=SAMPLES)
+    _same_totals(res["totals"], expected)
+    _same_totals(res["base_totals"], base)
+    assert res["gpu_equivalents"] == expected.workload.gpu_equivalents
+    shown = _metrics(at)
+    cc = expected["climate_change"]
+    change = (cc.total - base["climate_change"].total) / base["climate_change"].total
+    assert shown[_label(expected, "climate_change")] == (num(cc.total), f"{change:+.1%}")
+    assert at.sidebar.slider(key="ex_mfu").value == 0.5 and at.sidebar.selectbox(key="ex_grid").value == "POL"
+    assert any("--set site.grid=POL" in c.value for c in at.code)  # the equivalent CLI command
+
+
+def test_every_control_reaches_the_assessment() -> None:
+    """BLOOM states GPU-hours: MFU restates it as the derived FLOPs + MFU; the stated carbon intensity
+    follows its own grid only."""
+    at = _app()
+    side = at.sidebar
+    side.slider(key="ex_mfu").set_value(0.5)
+    side.selectbox(key="ex_gpu").set_value("h100-sxm5-80gb")
+    side.number_input(key="ex_count").set_value(512)
+    side.slider(key="ex_lifetime_years").set_value(4.0)
+    side.slider(key="ex_utilization").set_value(0.6)
+    side.selectbox(key="ex_grid").set_value("DEU")
+    side.slider(key="ex_pue").set_value(1.35)
+    side.number_input(key="ex_wue").set_value(1.5)
+    side.number_input(key="ex_ewif").set_value(2.5)
+    at.run()
+    _ok(at)
+    res = at.session_state["ex_result"]
+    data = read_yaml(SCENARIOS / "bloom-176b.yaml")
+    base_w = workload_from_dict(data)
+    sets = res["sets"]
+    assert sets[0].startswith("site=") and "carbon_intensity" not in sets[0] and "grid: DEU" in sets[0]
+    assert sets[1].startswith("training=") and "gpu_hours" not in sets[1] and "mfu: 0.5" in sets[1]
+    assert sets[2:] == ["hardware.gpu=h100-sxm5-80gb", "hardware.count=512", "hardware.lifetime=4 years",
+                        "hardware.utilization=0.6", "site.pue=1.35", "site.wue=1.5 L/kWh", "site.ewif=2.5 L/kWh"]
+    w = workload_from_dict(apply_overrides(data, sets))
+    a = footprint.assess(w, samples=SAMPLES)
+    _same_totals(res["totals"], a)
+    assert w.flops == pytest.approx(base_w.flops) and w.mfu == 0.5 and w.grid == "DEU" and w.carbon_intensity is None
+    assert res["gpu_hours"] == pytest.approx(base_w.flops / (w.gpu.peak_flops("bf16") * 0.5) / 3600)
+    assert w.count == 512 and w.pue == 1.35 and w.wue_l_per_kwh == 1.5 and w.ewif_l_per_kwh == 2.5
+    assert any("describes its own grid" in c.value for c in at.caption)
+    # and back: Reset restores the scenario as stated
+    at.button(key="btn_reset").click().run()
+    assert at.session_state["ex_result"]["sets"] == []
+
+
+def test_mfu_disabled_where_the_scenario_has_no_flops() -> None:
+    at = _scenario(_app(), "finetune-small.yaml")  # parameters but no tokens, GPU-hours stated
+    _ok(at)
+    slider = at.sidebar.slider(key="ex_mfu")
+    assert slider.disabled
+    assert any("MFU disabled" in c.value for c in at.sidebar.caption)
+    at.button(key="btn_one_move").click().run()  # lifetime and grid only
+    assert at.session_state["ex_result"]["sets"] == ["hardware.lifetime=5 years", "site.grid=POL"]
+
+
+def test_bad_uploads_get_the_clis_one_line_errors() -> None:
+    at = _app()
+    at.sidebar.radio(key="ex_source").set_value("Upload or paste YAML").run()
+    _ok(at)
+    cases = [
+        (b"name: x\nhardware: [unclosed\n", "bad.yaml: line 3, column 1: malformed YAML"),
+        (b"name: x\nhardware: {gpu: A100-SXM9}\ntraining: {gpu_hours: 10, power_per_gpu: 400 W}\n",
+         "bad.yaml: hardware.gpu: unknown GPU 'A100-SXM9'"),
+        (b"hardware: {gpu: A100-SXM4-40GB}\ntraining: {gpu_hours: 10, power_per_gpu: 400 kg}\n",
+         "bad.yaml: training.power_per_gpu: '400 kg' is not a W quantity"),
+        (b"- just\n- a list\n", "bad.yaml: expected a mapping"),
+        (b"1: one\nname: x\n", "bad.yaml: 1: unknown section"),
+        (b"\xff\xfe\x00binary", "bad.yaml: not a UTF-8 text file"),
+        (b"name: big\n" + b"# padding\n" * 110_000, "bad.yaml: file is larger than 1000000 bytes"),
+    ]
+    for content, message in cases:
+        at.sidebar.file_uploader[0].set_value(("bad.yaml", content, "application/x-yaml"))
+        at.run()
+        assert not at.exception
+        assert len(at.error) == 1 and at.error[0].value.startswith(f"footprint: error: {message}"), at.error[0].value
+        assert "Traceback" not in at.error[0].value
+    good = (SCENARIOS / "llama-2-70b.yaml").read_bytes()
+    at.sidebar.file_uploader[0].set_value(("llama.yaml", good, "application/x-yaml"))
+    at.run()
+    _ok(at)
+    a = footprint.assess(load_scenario(SCENARIOS / "llama-2-70b.yaml"), samples=SAMPLES)
+    _same_totals(at.session_state["ex_result"]["totals"], a)
+    # pasted YAML goes through the same checks
+    at.sidebar.file_uploader[0].set_value(None)
+    at.sidebar.text_area(key="ex_paste").set_value("hardware: {gpu: H100-SXM5-80GB}\ntraining: {gpu_hours: 5}\n").run()
+    assert at.error[0].value.startswith("footprint: error: pasted.yaml: training: missing a power")
+
+
+def test_widget_values_survive_page_switches() -> None:
+    at = _app()
+    at.sidebar.slider(key="ex_pue").set_value(1.5).run()
+    _page(at, "Hardware")
+    _page(at, "Scenario explorer")
+    _ok(at)
+    assert at.sidebar.slider(key="ex_pue").value == 1.5
+    assert at.session_state["ex_result"]["sets"] == ["site.pue=1.5"]
+
+
+def test_more_monte_carlo_samples_toggle() -> None:
+    at = _app()
+    at.sidebar.toggle(key="mc_more").set_value(True).run()
+    _ok(at)
+    assert at.session_state["ex_result"]["samples"] == 10_000
+
+
+def test_a_link_opens_a_what_if() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"scenario": "gpt-4-falk.yaml", "mfu": "0.5", "lifetime_years": "5", "grid": "pol",
+                            "pue": "9"})
+    at.run()
+    assert not at.exception
+    assert at.session_state["ex_result"]["sets"] == ["training.mfu=0.5", "hardware.lifetime=5 years", "site.grid=POL"]
+    assert "pue: 9 is outside 1-3" in at.warning[0].value
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["page"] = "Hardware"
+    at.run()
+    _ok(at)
+    assert at.title[0].value == "Hardware"
+
+
+# ---- Compare ----------------------------------------------------------------------------------
+
+def test_compare_scenarios_and_a_what_if() -> None:
+    at = _scenario(_app(), "gpt-4-falk.yaml")
+    at.button(key="btn_one_move").click().run()
+    _page(at, "Compare")
+    _ok(at)
+    ms = at.multiselect(key="cmp_items")
+    whatif = next(o for o in ms.options if o.startswith("What-if"))
+    olmo = next(o for o in ms.options if o.endswith("(olmo-2-7b.yaml)"))
+    gpt4 = next(o for o in ms.options if o.endswith("(gpt-4-falk.yaml)"))
+    ms.set_value([gpt4, whatif, olmo]).run()
+    _ok(at)
+    res = at.session_state["cmp_result"]
+    assert len(res) == 3
+    names = list(res)
+    sets = ["training.mfu=0.5", "hardware.lifetime=5 years", "site.grid=POL"]
+    for name, a in zip(names, [footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml"), samples=SAMPLES),
+                               footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml", sets), samples=SAMPLES),
+                               footprint.assess(load_scenario(SCENARIOS / "olmo-2-7b.yaml"), samples=SAMPLES)],
+                         strict=True):
+        _same_totals(res[name], a)
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["", "Unit", *names] and len(table) == 5 + 16
+    row = table[table[""] == "Climate change"].iloc[0]
+    assert row[names[2]] == num(res[names[2]]["climate_change"])
+    assert len([m for m in at.metric if m.label == "Climate change (kg CO2 eq)"]) == 3
+    ms.set_value([gpt4]).run()
+    assert "at least two" in at.info[-1].value
+
+
+# ---- Runs -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    old = os.environ.get("FOOTPRINT_FAKE_NVML")
+    os.environ["FOOTPRINT_FAKE_NVML"] = "2xA100-SXM4-40GB"
+    try:
+        with footprint.track(name="demo", output_dir=root, site={"grid": "FRA", "pue": 1.1}, host=False,
+                             period_s=0.05, model={"params": 1e9}) as t:
+            for _ in range(25):
+                time.sleep(0.02)
+                t.step(tokens=256)
+    finally:
+        if old is None:
+            os.environ.pop("FOOTPRINT_FAKE_NVML", None)
+        else:
+            os.environ["FOOTPRINT_FAKE_NVML"] = old
+    assert (root / "demo" / "samples.parquet").is_file()
+    return root
+
+
+def test_runs_page_power_energy_mfu_and_reprojection(runs_dir: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "secret"
+    shutil.copytree(runs_dir / "demo", outside)
+    (runs_dir / "link").symlink_to(outside, target_is_directory=True)  # points outside the chosen folder
+    at = _page(_app(), "Runs")
+    at.text_input(key="run_root").set_value(str(runs_dir)).run()
+    _ok(at)
+    assert at.selectbox(key="run_pick").options == ["demo"]  # the symlink out of the folder is not offered
+    run_dir = runs_dir / "demo"
+    rec = json.loads((run_dir / "run.json").read_text())
+    shown = _metrics(at)
+    assert shown["GPU energy"][0] == f"{num(rec['energy']['gpu_j'] / 3.6e6)} kWh"
+    assert shown["Run MFU"][0] == f"{rec['mfu']['run_mfu']:.1%}"
+    assert len(at.get("vega_lite_chart")) >= 3  # power, cumulative energy, per-step MFU (+ stage shares)
+    measured = footprint.assess(workload_from_run(run_dir), samples=SAMPLES)
+    _same_totals(at.session_state["run_result"]["totals"], measured)
+    at.selectbox(key="run_grid").set_value("POL")
+    at.selectbox(key="run_gpu").set_value("h100-sxm5-80gb")
+    at.slider(key="run_lifetime_years").set_value(5.0)
+    at.slider(key="run_pue").set_value(1.4)
+    at.run()
+    _ok(at)
+    res = at.session_state["run_result"]
+    assert res["sets"] == ["site.grid=POL", "site.pue=1.4", "hardware.gpu=h100-sxm5-80gb", "hardware.lifetime=5 years"]
+    _same_totals(res["totals"], footprint.assess(workload_from_run(run_dir, res["sets"]), samples=SAMPLES))
+    # the opened run can be compared with a scenario
+    _page(at, "Compare")
+    ms = at.multiselect(key="cmp_items")
+    run_label = next(o for o in ms.options if o.startswith("Run: demo"))
+    ms.set_value([run_label, ms.options[0]]).run()
+    _ok(at)
+    _same_totals(next(iter(at.session_state["cmp_result"].values())), measured)
+
+
+def test_runs_page_bad_inputs(tmp_path: Path) -> None:
+    at = _page(_app(), "Runs")
+    at.text_input(key="run_root").set_value(str(tmp_path / "nope")).run()
+    assert not at.exception and "is not a folder" in at.info[0].value
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.json").write_text("{not json")
+    at.text_input(key="run_root").set_value(str(tmp_path / "broken")).run()
+    assert not at.exception and "not valid JSON" in at.error[0].value
+
+
+# ---- Hardware ---------------------------------------------------------------------------------
+
+def test_hardware_page_components_and_sources() -> None:
+    from footprint.cli import gpu_card
+    from footprint.database import db
+
+    at = _page(_app(), "Hardware")
+    _ok(at)
+    at.selectbox(key="hw_gpu").set_value("a100-sxm4-40gb").run()
+    _ok(at)
+    card = gpu_card("a100-sxm4-40gb")
+    table = at.dataframe[0].value
+    cc = table[table["Category"] == "Climate change"].iloc[0]
+    assert cc["Total"] == num(card["impacts"]["climate_change"]["total"]) == "114"
+    assert cc["gpu die"] == num(card["impacts"]["climate_change"]["by_component"]["gpu_die"])
+    assert len(table) == 16 + len(cat.extras())
+    sources = at.dataframe[-1].value
+    assert len(sources) == len(db().sources) and "licence" in sources.columns
+    at.text_input(key="hw_filter").set_value("CC BY-SA").run()
+    assert 0 < len(at.dataframe[-1].value) < len(db().sources)
+    catalogue = at.dataframe[-2].value
+    assert len(catalogue) == len(db().gpus)
+
+
+# ---- Kernels ----------------------------------------------------------------------------------
+
+def test_kernels_page_says_when_the_analysis_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "footprint.kernels.trace", None)  # import fails
+    at = _page(_app(), "Kernels")
+    assert not at.exception
+    assert "not available" in at.warning[0].value
+
+
+def test_kernels_page_analyses_a_real_trace() -> None:
+    pytest.importorskip("footprint.kernels.trace")
+    traces = sorted((SHARED / "data" / "traces" / "tracelens" / "tests" / "traces" / "h100").glob("*.json.gz"))
+    if not traces:
+        pytest.skip("no TraceLens H100 traces beside the repository")
+    from footprint.kernels.trace import analyze_trace
+
+    trace = min(traces, key=lambda p: p.stat().st_size)
+    at = _page(_app(), "Kernels")
+    at.text_input(key="k_path").set_value(str(trace)).run()
+    _ok(at)
+    expected = analyze_trace(trace, top=20)
+    assert at.session_state["k_result"]["by_category"] == expected["by_category"]
+    cats = at.dataframe[0].value
+    gemm = expected["by_category"]["gemm"]
+    row = cats[cats["Category"] == "gemm"].iloc[0]
+    assert row["Kernels"] == f"{gemm['count']:,}" and row["% of peak"] == f"{gemm['pct_of_peak']:.1f} %"
+    ops = at.dataframe[1].value
+    assert list(ops["Op"]) == [o["name"] for o in expected["ops"]]
+    assert any(m.label == "% of peak (whole trace)" for m in at.metric)
+    at.text_input(key="k_path").set_value(str(trace.parent / "missing.json.gz")).run()
+    assert not at.exception and "no such trace file" in at.error[0].value
+
+
+# ---- the real server and a browser --------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ink(png: Path) -> float:
+    """Share of the main area (right of the sidebar) that is not background."""
+    from PIL import Image
+
+    img = Image.open(png).convert("L")
+    w, h = img.size
+    main = img.crop((int(w * 0.25), 0, w, h))
+    hist = main.histogram()
+    return 1.0 - sum(hist[235:]) / (main.size[0] * main.size[1])
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed")
+def test_real_server_renders_in_headless_chromium(tmp_path: Path) -> None:
+    pytest.importorskip("PIL")
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.scriptHealthCheckEnabled", "true"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    png = tmp_path / "dashboard.png"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert server.poll() is None, server.stdout.read().decode() if server.stdout else "server exited"
+            assert time.monotonic() < deadline, "the dashboard server did not start in 60 s"
+            time.sleep(0.3)
+        ink = 0.0
+        # Run the script once in the server (imports, caches) so that the browser's session is drawn quickly;
+        # Chromium's virtual time can still expire before the websocket delivers the page: then load again.
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/script-health-check", timeout=120) as r:
+                assert r.status == 200
+        except urllib.error.HTTPError as exc:  # 503: the script fails; 404: a Streamlit without this check
+            assert exc.code == 404, f"the app script fails in the server: {exc.read().decode(errors='replace')}"
+        for attempt in range(6):
+            png.unlink(missing_ok=True)
+            subprocess.run(
+                [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path / f'profile{attempt}'}", "--window-size=1400,1000",
+                 "--virtual-time-budget=15000", f"--screenshot={png}", f"http://127.0.0.1:{port}"],
+                capture_output=True, timeout=90, check=False)
+            if png.is_file():
+                ink = _ink(png)
+                if ink > 0.05:
+                    break
+            time.sleep(1.5)
+        assert png.is_file() and png.stat().st_size > 20_000
+        assert ink > 0.05, f"the screenshot's main area is blank ({ink:.1%} ink)"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        if server.stdout:
+            server.stdout.close()
+    assert server.poll() is not None
+
