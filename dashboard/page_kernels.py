@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import core, ui
 from footprint.assessment import num
+from footprint.kernels.trace import format_us
 
 TOP = 20
 
@@ -36,14 +37,7 @@ def analyse(path: str, mtime: float, size: int, power: str | None, power_mtime: 
     return result.to_dict() if hasattr(result, "to_dict") else dict(result)
 
 
-def _us(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if v >= 1e6:
-        return f"{v / 1e6:,.3g} s"
-    if v >= 1e3:
-        return f"{v / 1e3:,.3g} ms"
-    return f"{v:,.3g} us"
+
 
 
 def _pct(v: float | None, scale: float = 1.0, digits: int = 1) -> str:
@@ -63,9 +57,9 @@ def show_analysis(r: dict[str, Any]) -> None:
     else:
         st.markdown(f"**GPU:** {d.get('name') or 'unknown model'}: not in the catalogue, peaks not available")
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("GPU time (trace)", _us(r["total_time_us"]))
-    c2.metric("Busy", _us(r["busy_time_us"]), help="union of kernel, memcpy and memset intervals")
-    c2.caption(f"{_pct(tl.get('busy_share'), 100)} busy, idle {_us(r['idle_time_us'])}")
+    c1.metric("GPU time (trace)", format_us(r["total_time_us"]))
+    c2.metric("Busy", format_us(r["busy_time_us"]), help="union of kernel, memcpy and memset intervals")
+    c2.caption(f"{_pct(tl.get('busy_share'), 100)} busy, idle {format_us(r['idle_time_us'])}")
     c3.metric("Matrix TFLOP/s", num(sm.get("matrix_tflops_per_s")),
               help="GEMM, attention and convolution FLOPs over their kernels' time")
     c4.metric("% of peak (whole trace)", _pct(sm.get("pct_of_peak_over_total"), digits=2),
@@ -75,7 +69,7 @@ def show_analysis(r: dict[str, Any]) -> None:
     for c, e in r["by_category"].items():
         if not e.get("count"):
             continue
-        row = {"Category": c, "Kernels": f"{e['count']:,}", "Time": _us(e["kernel_time_us"]),
+        row = {"Category": c, "Kernels": f"{e['count']:,}", "Time": format_us(e["kernel_time_us"]),
                "Busy share": _pct(e.get("share_of_busy"), 100),
                "GFLOP": "n/a" if e.get("flops") is None else num(e["flops"] / 1e9),
                "TFLOP/s": num(e.get("tflops_per_s")), "% of peak": _pct(e.get("pct_of_peak")),
@@ -91,13 +85,13 @@ def show_analysis(r: dict[str, Any]) -> None:
         "x": {"field": "time_us", "type": "quantitative", "title": "kernel time (us)"},
         "tooltip": [{"field": "category", "type": "nominal"}, {"field": "time_us", "type": "quantitative",
                                                                 "format": ",.1f"}]}})
-    st.caption(f"Computation {_us(tl.get('computation_us'))}, exposed communication "
-               f"{_us(tl.get('exposed_communication_us'))}, exposed memcpy {_us(tl.get('exposed_memcpy_us'))}.")
+    st.caption(f"Computation {format_us(tl.get('computation_us'))}, exposed communication "
+               f"{format_us(tl.get('exposed_communication_us'))}, exposed memcpy {format_us(tl.get('exposed_memcpy_us'))}.")
     ops = r.get("ops") or []
     if ops:
         st.subheader("Top ops by kernel time")
         st.dataframe([{"Op": o["name"], "Shape": o.get("shapes") or "", "dtype": o.get("dtype") or "",
-                       "Calls": f"{o['count']:,}", "Time": _us(o["kernel_time_us"]),
+                       "Calls": f"{o['count']:,}", "Time": format_us(o["kernel_time_us"]),
                        "GFLOP": "n/a" if o.get("flops") is None else num(o["flops"] / 1e9),
                        "TFLOP/s": num(o.get("tflops_per_s")), "% of peak": _pct(o.get("pct_of_peak")),
                        "FLOP/B": num(o.get("arithmetic_intensity")), "Bound": o.get("roofline") or "n/a"}
@@ -107,7 +101,7 @@ def show_analysis(r: dict[str, Any]) -> None:
     lo = r.get("launch_overhead") or {}
     if lo.get("kernels"):
         st.markdown(f"**Launch overhead:** {lo['kernels']:,} kernels, median {num(lo.get('median_kernel_us'))} us; "
-                    f"CPU launch calls {_us(lo.get('cpu_launch_time_us'))} for {_us(lo.get('gpu_kernel_time_us'))} "
+                    f"CPU launch calls {format_us(lo.get('cpu_launch_time_us'))} for {format_us(lo.get('gpu_kernel_time_us'))} "
                     f"of kernels; {lo.get('short_kernels', 0):,} kernels under "
                     f"{lo.get('short_kernel_threshold_us', 0):g} us; {lo.get('launch_bound_kernels') or 0:,} "
                     f"launch-bound; {lo.get('idle_gaps', 0):,} idle gaps")

@@ -1496,7 +1496,8 @@ def _iso(t: float | None) -> str:
 # ================================================================================================
 # Text output and the CLI entry point
 # ================================================================================================
-def _n(v: float | None, digits: int = 3) -> str:
+def fmt_count(v: float | None, digits: int = 3) -> str:
+    """Kernel-table numbers: whole numbers above 1,000 (GFLOP, counts), 3 significant digits below."""
     if v is None:
         return "n/a"
     if v == 0:
@@ -1509,7 +1510,8 @@ def _n(v: float | None, digits: int = 3) -> str:
     return f"{v:.2e}"
 
 
-def _us(v: float | None) -> str:
+def format_us(v: float | None) -> str:
+    """Microseconds for people: "41.3 us", "3.908 ms", "1.204 s"."""
     if v is None:
         return "n/a"
     if v >= 1e6:
@@ -1539,25 +1541,25 @@ def render_table(r: dict[str, Any]) -> str:
     if d["name"] or d["index"] is not None:
         gpu = f"GPU: {d['name'] or 'unknown model'} (device {d['index']})"
         if d["catalogue_name"]:
-            gpu += f" = {d['catalogue_name']}: dense {d['peak_dtype']} peak {_n(d['peak_tflops'])} TFLOP/s"
+            gpu += f" = {d['catalogue_name']}: dense {d['peak_dtype']} peak {fmt_count(d['peak_tflops'])} TFLOP/s"
             if d["memory_bandwidth_tbytes_per_s"]:
-                gpu += (f", {_n(d['memory_bandwidth_tbytes_per_s'])} TB/s, ridge point "
-                        f"{_n(d['ridge_point_flops_per_byte'])} FLOP/byte")
+                gpu += (f", {fmt_count(d['memory_bandwidth_tbytes_per_s'])} TB/s, ridge point "
+                        f"{fmt_count(d['ridge_point_flops_per_byte'])} FLOP/byte")
         else:
             gpu += ": not in the catalogue, peaks not available"
         out.append(gpu)
     total = r["total_time_us"]
     share = tl["busy_share"]
-    out.append(f"GPU time: total {_us(total)}  |  busy {_us(r['busy_time_us'])}"
+    out.append(f"GPU time: total {format_us(total)}  |  busy {format_us(r['busy_time_us'])}"
                + (f" ({share:.1%})" if share is not None else "")
-               + f"  |  idle {_us(r['idle_time_us'])}"
+               + f"  |  idle {format_us(r['idle_time_us'])}"
                + (f" ({1 - share:.1%})" if share is not None else ""))
-    out.append(f"  computation {_us(tl['computation_us'])}, exposed communication {_us(tl['exposed_communication_us'])},"
-               f" exposed memcpy {_us(tl['exposed_memcpy_us'])}")
+    out.append(f"  computation {format_us(tl['computation_us'])}, exposed communication "
+               f"{format_us(tl['exposed_communication_us'])}, exposed memcpy {format_us(tl['exposed_memcpy_us'])}")
     sm = r["summary"]
     if sm["matrix_flops"]:
         line = (f"Matrix FLOPs (GEMM, attention, convolution): {sm['matrix_flops'] / 1e9:,.4g} GFLOP; "
-                f"{_n(sm['matrix_tflops_per_s'])} TFLOP/s in their kernels, {_n(sm['tflops_per_s_over_total'])} "
+                f"{fmt_count(sm['matrix_tflops_per_s'])} TFLOP/s in their kernels, {fmt_count(sm['tflops_per_s_over_total'])} "
                 f"TFLOP/s over the whole trace")
         if sm["pct_of_peak_over_total"] is not None:
             line += f" ({sm['pct_of_peak_over_total']:.2f} % of peak)"
@@ -1571,12 +1573,12 @@ def render_table(r: dict[str, Any]) -> str:
         e = r["by_category"][c]
         if not e["count"]:
             continue
-        row = [c, f"{e['count']:,}", _us(e["kernel_time_us"]),
+        row = [c, f"{e['count']:,}", format_us(e["kernel_time_us"]),
                f"{e['share_of_busy']:.1%}" if e["share_of_busy"] is not None else "n/a",
-               _n(e["flops"] / 1e9) if e["flops"] is not None else "n/a", _n(e["tflops_per_s"]),
-               f"{e['pct_of_peak']:.1f}" if e["pct_of_peak"] is not None else "n/a", _n(e["tbytes_per_s"])]
+               fmt_count(e["flops"] / 1e9) if e["flops"] is not None else "n/a", fmt_count(e["tflops_per_s"]),
+               f"{e['pct_of_peak']:.1f}" if e["pct_of_peak"] is not None else "n/a", fmt_count(e["tbytes_per_s"])]
         if power:
-            row += [_n(e.get("energy_j")), _n(e.get("gflops_per_j"))]
+            row += [fmt_count(e.get("energy_j")), fmt_count(e.get("gflops_per_j"))]
         rows.append(row)
     out += [""] + _table(heads, rows)
     if r["ops"]:
@@ -1585,23 +1587,24 @@ def render_table(r: dict[str, Any]) -> str:
         rows = []
         for o in r["ops"]:
             rows.append([_short(o["name"], 48), _short(o["shapes"] or "", 40), o["dtype"] or "", f"{o['count']:,}",
-                         _us(o["kernel_time_us"]), _n(o["flops"] / 1e9) if o["flops"] is not None else "n/a",
-                         _n(o["tflops_per_s"]), f"{o['pct_of_peak']:.1f}" if o["pct_of_peak"] is not None else "n/a",
-                         _n(o["arithmetic_intensity"]), o["roofline"] or "n/a"])
+                         format_us(o["kernel_time_us"]), fmt_count(o["flops"] / 1e9) if o["flops"] is not None else "n/a",
+                         fmt_count(o["tflops_per_s"]), f"{o['pct_of_peak']:.1f}" if o["pct_of_peak"] is not None else "n/a",
+                         fmt_count(o["arithmetic_intensity"]), o["roofline"] or "n/a"])
         out += [""] + _table(heads, rows, left=(0, 1, 2, 9))
         if r["ops_total"] > len(r["ops"]):
             out.append(f"({r['ops_total'] - len(r['ops'])} more ops; --top N shows more)")
     lo = r["launch_overhead"]
     if lo["kernels"]:
-        out += ["", f"Launch overhead: {lo['kernels']:,} kernels, median {_n(lo['median_kernel_us'])} us; CPU launch "
-                    f"calls {_us(lo['cpu_launch_time_us'])} for {_us(lo['gpu_kernel_time_us'])} of kernels "
-                    f"(ratio {_n(lo['launch_to_kernel_time_ratio'])}); {lo['short_kernels']:,} kernels under "
+        out += ["", f"Launch overhead: {lo['kernels']:,} kernels, median {fmt_count(lo['median_kernel_us'])} us; CPU launch "
+                    f"calls {format_us(lo['cpu_launch_time_us'])} for {format_us(lo['gpu_kernel_time_us'])} of kernels "
+                    f"(ratio {fmt_count(lo['launch_to_kernel_time_ratio'])}); {lo['short_kernels']:,} kernels under "
                     f"{lo['short_kernel_threshold_us']:g} us; {lo['launch_bound_kernels'] or 0:,} launch-bound; "
-                    f"{lo['idle_gaps']:,} idle gaps (median {_n(lo['median_idle_gap_us'])} us)"]
+                    f"{lo['idle_gaps']:,} idle gaps (median {fmt_count(lo['median_idle_gap_us'])} us)"]
     if power:
-        out += ["", f"Energy ({power['device_uuid']}, {power['energy_method']}): {_n(power['energy_in_trace_window_j'])} J "
-                    f"in the trace window ({_n(power['mean_power_in_window_w'])} W mean), of which idle "
-                    f"{_n(power['idle_j'])} J; {_n(power['outside_trace_j'])} J of the same samples fall outside the trace",
+        out += ["", f"Energy ({power['device_uuid']}, {power['energy_method']}): "
+                    f"{fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
+                    f"({fmt_count(power['mean_power_in_window_w'])} W mean), of which idle {fmt_count(power['idle_j'])} J; "
+                    f"{fmt_count(power['outside_trace_j'])} J of the same samples fall outside the trace",
                 f"  {power['coarseness']}"]
         out += [f"  - {n}" for n in power["notes"]]
     if r["warnings"]:
