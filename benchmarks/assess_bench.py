@@ -51,7 +51,7 @@ def main() -> None:
 
     host, _, _ = d.host_share(None)
     elec = np.full(len(host), 0.05)
-    lo, hi, _ = lca.embodied_multipliers(d, w, None)
+    lo, hi, _ = lca.embodied_multipliers(d, w)
     med, best = timed(lambda: lca._monte_carlo(w, 10_000, 0, parts, host, elec, lo, hi, 0.04, 0.06, d), 20)
     print(f"Monte Carlo kernel alone, 10,000 samples x 17 indicators: median {med * 1000:.2f} ms")
     print(f"total benchmark wall time: {time.perf_counter() - t0:.1f} s")

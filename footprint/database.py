@@ -240,6 +240,19 @@ class Database:
         method = "ADEME per-card LCA" + (" (full, primary data)" if full else " (simplified)")
         return Embodied(gpu.id, method, parts, ("ademe-gpu-lca",), (method,))
 
+    @cached_property
+    def card_vs_model_ratios(self) -> list[np.ndarray]:
+        """Per-card ADEME data / parametric model for every card the study covers: how far the model strays,
+        category by category (the embodied uncertainty of modelled cards). Computed once per process."""
+        out = []
+        for g in self.gpus.values():
+            emb = self.embodied(g.id)
+            if emb.method.startswith("ADEME per-card"):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    r = emb.total() / self.embodied_parametric(g).total()
+                out.append(np.where(np.isfinite(r) & (r > 0), r, 1.0))
+        return out
+
     def distribution(self, gpu: Gpu) -> np.ndarray:
         """Per-card distribution (plane 9,908 km + truck 1,000 km, the calculator's defaults)."""
         return parametric.distribution(gpu.mass_kg, self.distribution_factors)

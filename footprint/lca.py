@@ -46,7 +46,7 @@ def embodied_parts(d: Database, w: Workload) -> tuple[dict[tuple[str, str], np.n
     return parts, emb, notes
 
 
-def embodied_multipliers(d: Database, w: Workload, central: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def embodied_multipliers(d: Database, w: Workload) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Relative low/high of the per-GPU embodied impacts, from sources that disagree."""
     lo, hi = np.ones(N_IND), np.ones(N_IND)
     srcs: list[str] = []
@@ -58,7 +58,7 @@ def embodied_multipliers(d: Database, w: Workload, central: np.ndarray) -> tuple
             ratio = par.total() / emb.total()
             ratios = [np.where(np.isfinite(ratio), ratio, 1.0)]
         else:
-            ratios = list(_card_vs_model_ratios(d))
+            ratios = d.card_vs_model_ratios
     for r in ratios:
         lo, hi = np.minimum(lo, r), np.maximum(hi, r)
     srcs.append("ademe-gpu-lca")
@@ -73,18 +73,6 @@ def embodied_multipliers(d: Database, w: Workload, central: np.ndarray) -> tuple
     for c in w.embodied_override:
         lo[IDX[c]] = hi[IDX[c]] = 1.0
     return lo, hi, srcs
-
-
-def _card_vs_model_ratios(d: Database) -> list[np.ndarray]:
-    """Per-card ADEME data / parametric model, for every card the ADEME study covers."""
-    out = []
-    for g in d.gpus.values():
-        emb = d.embodied(g.id)
-        if emb.method.startswith("ADEME per-card"):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                r = emb.total() / d.embodied_parametric(g).total()
-            out.append(np.where(np.isfinite(r) & (r > 0), r, 1.0))
-    return out
 
 
 def _tri(rng: np.random.Generator, lo: np.ndarray | float, mode: np.ndarray | float,
@@ -147,11 +135,10 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     if coverage_notes:
         warnings.append("use phase is a lower bound where factors cover only part of the "
                         f"{zone.name} mix: " + ", ".join(coverage_notes))
-    if any(k[0] == "end_of_life" for k in parts) and w.gpu.name:
+    if any(k[0] == "end_of_life" for k in parts):
         warnings.append("embodied water use is dominated by the ADEME end-of-life factor (730 m3 world eq per kg of "
                         "card); kept as published")
 
-    emb_total_per_gpu = np.sum(list(parts.values()), axis=0)
     results: dict[str, CategoryResult] = {}
     stage_names = cat.stages()
     for c in cat.categories() + cat.extras():
@@ -186,7 +173,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
 
     # Monte Carlo
     if samples and samples > 1:
-        m_lo, m_hi, rsrc = embodied_multipliers(d, w, emb_total_per_gpu)
+        m_lo, m_hi, rsrc = embodied_multipliers(d, w)
         sources += rsrc
         lows, highs = _monte_carlo(w, samples, seed, parts, host, elec, m_lo, m_hi, ci_lo, ci_hi, d)
         for c in cat.categories() + cat.extras():
