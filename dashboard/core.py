@@ -18,7 +18,7 @@ import streamlit as st
 import yaml
 
 from footprint import categories as cat
-from footprint.assessment import Assessment, num, pct
+from footprint.assessment import Assessment, num, pct, summary_facts
 from footprint.errors import FootprintError, ScenarioError
 from footprint.units import UnitParseError, display_unit
 from footprint.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, parse_yaml_text, workload_from_dict
@@ -28,7 +28,6 @@ SCENARIO_DIR = REPO / "scenarios"
 MAX_UPLOAD_BYTES = MAX_SCENARIO_BYTES  # 1 MB, the CLI's limit for a scenario file
 SAMPLES = 500          # Monte Carlo samples by default: fast reruns
 MORE_SAMPLES = 10_000  # with the "more samples" toggle
-HOURS_PER_YEAR = 8766.0  # pint's year (365.25 days), the unit of "N years" overrides
 USER_ERRORS = (FootprintError, UnitParseError)
 STAGE_LABELS = {"manufacturing": "Manufacturing", "transport": "Transport", "use": "Use", "end_of_life": "End of life"}
 
@@ -190,7 +189,7 @@ def base_controls(w: Workload) -> dict[str, Any]:
         "mfu": _snap(w.mfu, 0.01, 0.01, 1.0) if w.mfu is not None else 0.4,
         "gpu": w.gpu.id,
         "count": int(w.count),
-        "lifetime_years": _snap(w.lifetime_h / HOURS_PER_YEAR, 0.25, 0.25, 10.0),
+        "lifetime_years": _snap(w.lifetime_years, 0.25, 0.25, 10.0),
         "utilization": _snap(w.utilization, 0.05, 0.05, 1.0),
         "grid": w.grid,
         "pue": _snap(w.pue, 0.01, 1.0, 3.0),
@@ -345,22 +344,7 @@ def stage_shares(a: Assessment) -> list[dict[str, Any]]:
 
 def summary_rows(a: Assessment) -> list[dict[str, str]]:
     """The assessment's key figures (GPU-hours, MFU, energy, water, GPU-equivalents) as label/value rows."""
-    w = a.workload
-    water = a.water_l
-    rows = [
-        ("GPU", f"{w.count:,} x {w.gpu.name}"),
-        ("GPU-hours", f"{num(w.gpu_hours)} ({w.gpu_hours_method})"),
-        ("MFU", "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.dtype}; {w.mfu_method})"),
-        ("Energy", f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); "
-                   f"{w.energy_method}"),
-        ("Grid", f"{w.grid} ({a.zone.name})" + ("" if w.carbon_intensity is None
-                                                 else f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh")),
-        ("Lifetime", f"{w.lifetime_h / HOURS_PER_YEAR:.3g} years x utilisation {w.utilization:g}"),
-        ("GPU lifetimes consumed", f"{w.gpu_lifetimes:,.2f} -> {w.gpu_equivalents:,} GPU-equivalents"),
-        ("Water", f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})"),
-        ("Embodied data", a.embodied_method),
-    ]
-    return [{"": k, "value": v} for k, v in rows]
+    return [{"": k, "value": v} for k, v in summary_facts(a).items()]
 
 
 def materials_rows(a: Assessment) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

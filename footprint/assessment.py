@@ -150,6 +150,28 @@ def pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v * 100:.0f}%"
 
 
+def summary_facts(a: Assessment) -> dict[str, str]:
+    """The assessment's key figures as label -> text: one wording for reports and the dashboard."""
+    w = a.workload
+    water = a.water_l
+    grid = f"{w.grid} ({a.zone.name}{', ' + str(a.zone.year) if a.zone.year else ''})"
+    if w.carbon_intensity is not None:
+        grid += f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh"
+    return {
+        "Hardware": f"{w.count:,} x {w.gpu.name}, lifetime {w.lifetime_years:.3g} years x utilisation "
+                    f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
+        "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
+        "MFU": "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.dtype}; {w.mfu_method})",
+        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); "
+                  f"{w.energy_method}",
+        "Grid": grid,
+        "GPU-equivalents": f"{w.gpu_equivalents:,} ({w.gpu_lifetimes:,.2f} GPU lifetimes consumed; "
+                           f"{num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)",
+        "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
+        "Embodied data": a.embodied_method,
+    }
+
+
 def _rows(a: Assessment) -> list[list[str]]:
     rows = []
     for k in cat.keys():

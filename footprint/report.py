@@ -20,7 +20,7 @@ from typing import Any
 
 from footprint import __version__
 from footprint import categories as cat
-from footprint.assessment import Assessment, num, pct, to_csv
+from footprint.assessment import Assessment, num, pct, summary_facts, to_csv
 from footprint.errors import FootprintError
 from footprint.units import display_unit
 
@@ -110,20 +110,7 @@ def _run_figures(s: Section, run_dir: Path) -> None:
 
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     w = a.workload
-    water = a.water_l
-    rows = [
-        ("Model / run", w.name + (f" — {w.description}" if w.description else "")),
-        ("Hardware", f"{w.count} x {w.gpu.name}, lifetime {w.lifetime_h / 8766:.1f} years, utilisation "
-                     f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}"),
-        ("Energy", f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); "
-                   f"{w.energy_method}"),
-        ("GPU-hours", f"{num(w.gpu_hours)} ({w.gpu_hours_method})"),
-        ("GPU-equivalents", f"{w.gpu_equivalents} ({w.gpu_lifetimes:.2f} GPU lifetimes consumed; "
-                            f"{num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)"),
-        ("MFU", "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.mfu_method})"),
-        ("Water", f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})"),
-        ("Grid", f"{w.grid} ({a.zone.name}{', ' + str(a.zone.year) if a.zone.year else ''})"),
-    ]
+    rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
     for key in cat.HEADLINE:
         r = a.impacts[key]
         rows.append((r.name, f"{num(r.total)} {display_unit(r.unit)} (low-high {num(r.low)} - {num(r.high)})"))
@@ -217,8 +204,8 @@ def _compare_html(sections: list[Section]) -> str:
         rows.append([c.name, display_unit(c.unit)] + [f"{num(s.assessment.impacts[c.key].total)} "
                                                        f"({pct(s.assessment.impacts[c.key].share('use'))} use)"
                                                        for s in sections])
-    summary = [[label] + [dict(summary_rows(s.assessment))[label] for s in sections]
-               for label, _ in summary_rows(sections[0].assessment)[:7]]
+    facts = [summary_facts(s.assessment) for s in sections]
+    summary = [[label] + [f[label] for f in facts] for label in facts[0]]
     return "\n".join(["<h2>Comparison</h2>", '<div class="cmp">', _table([""] + names, summary), "</div>",
                       _fig(figures.compare_headline([s.assessment for s in sections]), "Headline categories."),
                       '<div class="cmp">', _table(["Category", "Unit"] + names, rows), "</div>"])

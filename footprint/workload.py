@@ -66,6 +66,11 @@ class Workload:
     sources: tuple[str, ...] = ()
 
     @property
+    def lifetime_years(self) -> float:
+        """Hardware lifetime in the registry's years (365.25 days), the unit of "N years" in scenarios."""
+        return float(Q(self.lifetime_h, "hour").to("year").magnitude)
+
+    @property
     def gpu_lifetimes(self) -> float:
         """Lifetimes of hardware the run consumes: GPU-hours / (lifetime x utilisation)."""
         return self.gpu_hours / (self.lifetime_h * self.utilization)
