@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.kernels.profile import DTYPE_BYTES, attention_intensity, gemm_intensity
 
 PROFILE_FORMAT = 1
 BENCH_DTYPES = ("bf16", "fp16", "fp32", "tf32")
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4}
 TOL_BASE = {"bf16": 1e-2, "fp16": 1e-3, "tf32": 2e-3, "fp32": 1e-5}
 DEFAULT_DTYPES = {
     ("cuda", False): ("bf16", "fp16", "fp32"),
@@ -392,7 +392,7 @@ def _bench_gemm(shape: dict[str, int], dtype: str, device: str, budget: Any, met
     el = DTYPE_BYTES[dtype]
     return {"op": "gemm", "shape": dict(shape), "dtype": dtype, "verified": bool(err <= tol),
             "max_rel_error": _num(err), "tolerance": _num(tol), "flops": gemm_flops(m, n, k),
-            "arithmetic_intensity": round(gemm_flops(m, n, k) / ((m * k + k * n + m * n) * el), 2), **timing}
+            "arithmetic_intensity": round(gemm_intensity(m, n, k, el), 2), **timing}
 
 
 def _attn_reference(q: Any, k: Any, v: Any, dout: Any, rows: Any, causal: bool) -> tuple[Any, Any]:
@@ -442,13 +442,13 @@ def _bench_attention(shape: dict[str, Any], dtype: str, device: str, budget: Any
     fl = attention_flops(b, h, s, d, causal)
     results.append({"op": "attention", "pass": "fwd", "shape": {**shape, "causal": causal}, "dtype": dtype,
                     "verified": bool(err_f <= tol_f), "max_rel_error": _num(err_f), "tolerance": _num(tol_f),
-                    "flops": fl, "arithmetic_intensity": round(fl / (4 * b * h * s * d * el), 2), **t_fwd})
+                    "flops": fl, "arithmetic_intensity": round(attention_intensity(s, el, causal), 2), **t_fwd})
     t_bwd = _time_loop(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), device, budget, meter)
     fl = attention_flops(b, h, s, d, causal, backward=True)
     results.append({"op": "attention", "pass": "bwd", "shape": {**shape, "causal": causal}, "dtype": dtype,
                     "verified": bool(err_f <= tol_f and err_b <= tol_b), "max_rel_error": _num(max(err_f, err_b)),
                     "tolerance": _num(tol_b), "verification": "dQ on a subset of query rows (and the forward)",
-                    "flops": fl, "arithmetic_intensity": round(fl / (8 * b * h * s * d * el), 2), **t_bwd})
+                    "flops": fl, "arithmetic_intensity": round(attention_intensity(s, el, causal), 2), **t_bwd})
     return results
 
 
