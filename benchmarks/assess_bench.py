@@ -26,8 +26,11 @@ def timed(fn, repeat: int) -> tuple[float, float]:
 def main() -> None:
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import footprint"], capture_output=True, text=True)
-    total_us = sum(int(line.split("|")[1]) for line in out.stderr.splitlines()
-                   if line.startswith("import time:") and line.split("|")[2].strip() == "footprint")
+    total_us = sum(
+        int(line.split("|")[1])
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:") and line.split("|")[2].strip() == "footprint"
+    )
     print(f"import footprint (cumulative, -X importtime): {total_us / 1000:.1f} ms")
 
     from footprint.lca import assess
@@ -36,8 +39,9 @@ def main() -> None:
     cold = time.perf_counter()
     w = load_scenario(REPO / "scenarios" / "bloom-176b.yaml")
     assess(w, samples=1)
-    print(f"first scenario load + assessment (builds the unit registry and database): "
-          f"{(time.perf_counter() - cold) * 1000:.0f} ms")
+    print(
+        f"first scenario load + assessment (builds the unit registry and database): {(time.perf_counter() - cold) * 1000:.0f} ms"
+    )
     med, best = timed(lambda: load_scenario(REPO / "scenarios" / "bloom-176b.yaml"), 20)
     print(f"load + validate scenario (warm): median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
     for n in (1, 10_000):

@@ -46,8 +46,9 @@ def main() -> None:
     t0 = time.perf_counter()
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    print(f"first run in a new process (imports, database, zone list, first assessment): "
-          f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+    print(
+        f"first run in a new process (imports, database, zone list, first assessment): {(time.perf_counter() - t0) * 1000:.0f} ms"
+    )
     assert not at.exception, at.exception
 
     n = args.runs

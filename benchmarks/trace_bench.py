@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TRACE = REPO.parent / "shared/data/traces/tracelens/tests/traces/h100/" \
-    "facebook_timesformer-base-finetuned-k400__1016002.json.gz"
+DEFAULT_TRACE = (
+    REPO.parent / "shared/data/traces/tracelens/tests/traces/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
+)
 
 OURS = """
 import json, resource, sys, time, tracemalloc
@@ -84,12 +85,16 @@ def build(src: Path, out: Path, target_mb: float) -> tuple[int, int]:
     copies = max(1, int(target_mb * 1e6 // one) + 1)
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
     span = max(e["ts"] + (e.get("dur") or 0) for e in timed) - min(e["ts"] for e in timed)
-    ids = [v for e in events for v in ((e.get("args") or {}).get("correlation"), (e.get("args") or {}).get("External id"),
-                                       e.get("id")) if isinstance(v, int)]
+    ids = [
+        v
+        for e in events
+        for v in ((e.get("args") or {}).get("correlation"), (e.get("args") or {}).get("External id"), e.get("id"))
+        if isinstance(v, int)
+    ]
     id_step = (max(ids) + 1) if ids else 0
     head = {k: v for k, v in data.items() if k != "metadata"}
     with open(out, "w") as f:
-        f.write("{\n" + "".join(f'  {json.dumps(k)}: {json.dumps(v)},\n' for k, v in head.items() if k != "traceEvents"))
+        f.write("{\n" + "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items() if k != "traceEvents"))
         f.write('  "traceEvents": [\n')
         first = True
         for k in range(copies):
@@ -128,22 +133,28 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=120.0, help="size of the synthetic trace (uncompressed MB)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs of ours (best is reported; HTA: one timed run)")
     ap.add_argument("--no-hta", action="store_true")
-    ap.add_argument("--hta-backend", default="json", help="HTA parser backend: json (its default), ijson, "
-                                                          "ijson_batched, ijson_batch_and_compress")
+    ap.add_argument(
+        "--hta-backend",
+        default="json",
+        help="HTA parser backend: json (its default), ijson, ijson_batched, ijson_batch_and_compress",
+    )
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="trace-bench-") as tmp:
         path = Path(tmp) / "rank-0.json"
         t = time.perf_counter()
         size, copies = build(a.trace, path, a.mb)
         mb = size / 1e6
-        print(f"synthetic trace: {mb:,.1f} MB of JSON ({copies} copies of {a.trace.name}), built in "
-              f"{time.perf_counter() - t:.1f} s")
+        print(
+            f"synthetic trace: {mb:,.1f} MB of JSON ({copies} copies of {a.trace.name}), built in {time.perf_counter() - t:.1f} s"
+        )
         ours = min((run(OURS, str(path), "time") for _ in range(max(1, a.runs))), key=lambda r: r["seconds"])
         ours_mem = run(OURS, str(path), "trace")["traced"]
-        print(f"footprint: {ours['seconds']:.2f} s = {mb / ours['seconds']:.1f} MB/s (parse pass {ours['parse_seconds']:.2f} s);"
-              f" peak RSS {ours['maxrss_kb'] / 1024:,.0f} MB (process, imports included); peak Python heap during "
-              f"the analysis {ours_mem / 1e6:,.1f} MB ({ours_mem / size:.2f} x the JSON); {ours['kernels']:,} kernels, "
-              f"busy {ours['busy_us'] / 1e3:,.1f} ms")
+        print(
+            f"footprint: {ours['seconds']:.2f} s = {mb / ours['seconds']:.1f} MB/s (parse pass {ours['parse_seconds']:.2f} s);"
+            f" peak RSS {ours['maxrss_kb'] / 1024:,.0f} MB (process, imports included); peak Python heap during "
+            f"the analysis {ours_mem / 1e6:,.1f} MB ({ours_mem / size:.2f} x the JSON); {ours['kernels']:,} kernels, "
+            f"busy {ours['busy_us'] / 1e3:,.1f} ms"
+        )
         if a.no_hta:
             return 0
         import importlib.util
@@ -157,11 +168,15 @@ def main() -> int:
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             print(f"HTA failed: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}")
             return 1
-        print(f"HTA ({a.hta_backend} backend): {hta['seconds']:.2f} s = {mb / hta['seconds']:.1f} MB/s; peak RSS "
-              f"{hta['maxrss_kb'] / 1024:,.0f} MB; peak Python heap {hta_mem / 1e6:,.1f} MB "
-              f"({hta_mem / size:.2f} x the JSON); {hta['events']:,} events in its DataFrame")
-        print(f"ratio HTA / footprint: time {hta['seconds'] / ours['seconds']:.1f}x, peak RSS "
-              f"{hta['maxrss_kb'] / ours['maxrss_kb']:.1f}x, peak Python heap {hta_mem / ours_mem:.1f}x")
+        print(
+            f"HTA ({a.hta_backend} backend): {hta['seconds']:.2f} s = {mb / hta['seconds']:.1f} MB/s; peak RSS "
+            f"{hta['maxrss_kb'] / 1024:,.0f} MB; peak Python heap {hta_mem / 1e6:,.1f} MB "
+            f"({hta_mem / size:.2f} x the JSON); {hta['events']:,} events in its DataFrame"
+        )
+        print(
+            f"ratio HTA / footprint: time {hta['seconds'] / ours['seconds']:.1f}x, peak RSS "
+            f"{hta['maxrss_kb'] / ours['maxrss_kb']:.1f}x, peak Python heap {hta_mem / ours_mem:.1f}x"
+        )
     return 0
 
 

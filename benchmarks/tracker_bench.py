@@ -76,8 +76,10 @@ def main() -> None:
 
     ours = cold_start(START_OURS, args.starts)
     cc = cold_start(START_CC, max(2, args.starts // 2))
-    print(f"cold start (new process, import + start): footprint {ours:.0f} ms | codecarbon {cc:.0f} ms "
-          f"| ratio codecarbon/footprint {cc / ours:.1f}x")
+    print(
+        f"cold start (new process, import + start): footprint {ours:.0f} ms | codecarbon {cc:.0f} ms "
+        f"| ratio codecarbon/footprint {cc / ours:.1f}x"
+    )
 
     from codecarbon import OfflineEmissionsTracker
 
@@ -89,10 +91,11 @@ def main() -> None:
     for m in t._sampler.meters:  # the host CPU estimate resolves codecarbon's TDP table in the background once
         if hasattr(m, "wait_resolved"):
             m.wait_resolved(30)
-    print(f"one-time background cost of the host CPU estimate (codecarbon's TDP lookup): "
-          f"{time.process_time() - c0:.2f} s CPU (off the step path; none where RAPL is readable)")
-    cc_t = OfflineEmissionsTracker(country_iso_code="FRA", save_to_file=False, log_level="error",
-                                   measure_power_secs=1)
+    print(
+        f"one-time background cost of the host CPU estimate (codecarbon's TDP lookup): "
+        f"{time.process_time() - c0:.2f} s CPU (off the step path; none where RAPL is readable)"
+    )
+    cc_t = OfflineEmissionsTracker(country_iso_code="FRA", save_to_file=False, log_level="error", measure_power_secs=1)
     cc_t.start()
     cc_t.stop()  # warm codecarbon too, so no import cost lands in its blocks
     clock = time.pthread_getcpuclockid(t._sampler._thread.ident)
@@ -110,11 +113,15 @@ def main() -> None:
     b = statistics.median(x[0] for x in base)
     o = statistics.median(x[0] for x in ours_l)
     c = statistics.median(x[0] for x in cc_l)
-    print(f"step time, CPU-bound loop ({args.rounds} interleaved blocks of {args.steps} steps, medians): "
-          f"no tracker {b * 1000:.3f} ms | footprint (8 fake GPUs, 10 Hz) {o * 1000:.3f} ms ({(o / b - 1) * 100:+.2f} %)"
-          f" | codecarbon (1 Hz) {c * 1000:.3f} ms ({(c / b - 1) * 100:+.2f} %)")
-    print(f"footprint sampler thread CPU: {sampler_cpu * 100:.2f} % of one core; {stats.get('ticks', 0):.0f} ticks, "
-          f"wall per tick median {stats.get('median_s', 0) * 1e3:.2f} ms (includes waiting for the GIL held by the loop)")
+    print(
+        f"step time, CPU-bound loop ({args.rounds} interleaved blocks of {args.steps} steps, medians): "
+        f"no tracker {b * 1000:.3f} ms | footprint (8 fake GPUs, 10 Hz) {o * 1000:.3f} ms ({(o / b - 1) * 100:+.2f} %)"
+        f" | codecarbon (1 Hz) {c * 1000:.3f} ms ({(c / b - 1) * 100:+.2f} %)"
+    )
+    print(
+        f"footprint sampler thread CPU: {sampler_cpu * 100:.2f} % of one core; {stats.get('ticks', 0):.0f} ticks, "
+        f"wall per tick median {stats.get('median_s', 0) * 1e3:.2f} ms (includes waiting for the GIL held by the loop)"
+    )
 
 
 if __name__ == "__main__":

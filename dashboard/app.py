@@ -60,13 +60,18 @@ def main() -> None:
     side = st.sidebar
     side.markdown("## footprint\nLife-cycle footprint of AI training, 16 EF 3.1 categories")
     page = side.radio("Page", list(PAGES), key="page")
-    more = side.toggle(f"Monte Carlo: {core.MORE_SAMPLES:,} samples", key="mc_more",
-                       help=f"{core.SAMPLES} samples by default (fast reruns); more samples give steadier low-high ranges")
+    more = side.toggle(
+        f"Monte Carlo: {core.MORE_SAMPLES:,} samples",
+        key="mc_more",
+        help=f"{core.SAMPLES} samples by default (fast reruns); more samples give steadier low-high ranges",
+    )
     samples = core.MORE_SAMPLES if more else core.SAMPLES
     PAGES[page](samples)
     side.divider()
-    side.caption("Offline, bundled data (lca_data/, codecarbon's energy mix). Every number comes from "
-                 "footprint.assess and footprint.database.")
+    side.caption(
+        "Offline, bundled data (lca_data/, codecarbon's energy mix). Every number comes from "
+        "footprint.assess and footprint.database."
+    )
 
 
 main()

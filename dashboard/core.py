@@ -26,7 +26,7 @@ from footprint.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, pa
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = REPO / "scenarios"
 MAX_UPLOAD_BYTES = MAX_SCENARIO_BYTES  # 1 MB, the CLI's limit for a scenario file
-SAMPLES = 500          # Monte Carlo samples by default: fast reruns
+SAMPLES = 500  # Monte Carlo samples by default: fast reruns
 MORE_SAMPLES = 10_000  # with the "more samples" toggle
 USER_ERRORS = (FootprintError, UnitParseError)
 STAGE_LABELS = {"manufacturing": "Manufacturing", "transport": "Transport", "use": "Use", "end_of_life": "End of life"}
@@ -38,6 +38,7 @@ def user_error_message(exc: BaseException) -> str:
 
 
 # ---- cached reads of the bundled data -------------------------------------------------------------
+
 
 @st.cache_resource(show_spinner=False)
 def database() -> Any:
@@ -151,6 +152,7 @@ def assess_run(run_dir: str | Path, sets: list[str], samples: int) -> Assessment
 
 # ---- what-ifs -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class MfuMode:
     """How an MFU change reaches the scenario: 'stated' (training.mfu), 'derived' (restated as
@@ -163,17 +165,28 @@ class MfuMode:
 def mfu_mode(data: dict[str, Any], w: Workload) -> MfuMode:
     tr = data.get("training") or {}
     if "kernel_profile" in tr:
-        return MfuMode("disabled", "MFU is predicted from the kernel efficiency profile (training.kernel_profile): "
-                       "change the profile, not the MFU.")
+        return MfuMode(
+            "disabled",
+            "MFU is predicted from the kernel efficiency profile (training.kernel_profile): change the profile, not the MFU.",
+        )
     if "flops" in tr and "mfu" in tr:
-        return MfuMode("stated", "The scenario states training FLOPs and MFU: GPU-hours = FLOPs / (dense peak x MFU), "
-                       "so MFU changes GPU-hours (and with them energy, unless energy is stated, and GPU lifetimes).")
+        return MfuMode(
+            "stated",
+            "The scenario states training FLOPs and MFU: GPU-hours = FLOPs / (dense peak x MFU), "
+            "so MFU changes GPU-hours (and with them energy, unless energy is stated, and GPU lifetimes).",
+        )
     if w.mfu is not None and w.flops:
-        return MfuMode("derived", f"MFU {w.mfu:.1%} is derived from model.parameters and model.tokens over the stated "
-                       f"GPU time. Moving the slider restates the run as training.flops = {w.flops:.4g} (derived) + "
-                       "training.mfu, so GPU-hours = FLOPs / (dense peak x MFU).")
-    return MfuMode("disabled", "This scenario states neither training FLOPs + MFU nor model.parameters and model.tokens, "
-                   "so there is no FLOP count for an MFU to divide: add them to the scenario to explore MFU.")
+        return MfuMode(
+            "derived",
+            f"MFU {w.mfu:.1%} is derived from model.parameters and model.tokens over the stated "
+            f"GPU time. Moving the slider restates the run as training.flops = {w.flops:.4g} (derived) + "
+            "training.mfu, so GPU-hours = FLOPs / (dense peak x MFU).",
+        )
+    return MfuMode(
+        "disabled",
+        "This scenario states neither training FLOPs + MFU nor model.parameters and model.tokens, "
+        "so there is no FLOP count for an MFU to divide: add them to the scenario to explore MFU.",
+    )
 
 
 CONTROL_KEYS = ("mfu", "gpu", "count", "lifetime_years", "utilization", "grid", "pue", "wue", "ewif")
@@ -198,8 +211,15 @@ def base_controls(w: Workload) -> dict[str, Any]:
     }
 
 
-CONTROL_RANGES = {"mfu": (0.01, 1.0), "lifetime_years": (0.25, 10.0), "utilization": (0.05, 1.0), "pue": (1.0, 3.0),
-                  "wue": (0.0, 20.0), "ewif": (0.0, 50.0), "count": (1, 10_000_000)}
+CONTROL_RANGES = {
+    "mfu": (0.01, 1.0),
+    "lifetime_years": (0.25, 10.0),
+    "utilization": (0.05, 1.0),
+    "pue": (1.0, 3.0),
+    "wue": (0.0, 20.0),
+    "ewif": (0.0, 50.0),
+    "count": (1, 10_000_000),
+}
 CONTROL_STEPS = {"mfu": 0.01, "lifetime_years": 0.25, "utilization": 0.05, "pue": 0.01}
 
 
@@ -249,8 +269,9 @@ def flow_yaml(mapping: dict[str, Any]) -> str:
     return yaml.safe_dump(mapping, default_flow_style=True, sort_keys=False, width=1_000_000).strip()
 
 
-def build_sets(data: dict[str, Any], w: Workload, chosen: dict[str, Any],
-               base: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
+def build_sets(
+    data: dict[str, Any], w: Workload, chosen: dict[str, Any], base: dict[str, Any] | None = None
+) -> tuple[list[str], list[str]]:
     """``--set`` overrides for the controls that differ from the scenario, and notes on what they mean."""
     base = base or base_controls(w)
     tr, site = dict(data.get("training") or {}), dict(data.get("site") or {})
@@ -261,8 +282,10 @@ def build_sets(data: dict[str, Any], w: Workload, chosen: dict[str, Any],
         restated_site = {k: v for k, v in site.items() if k != "carbon_intensity"}
         restated_site["grid"] = chosen["grid"]
         sets.append("site=" + flow_yaml(restated_site))
-        notes.append(f"The scenario's carbon intensity ({site['carbon_intensity']}) describes its own grid "
-                     f"({base['grid']}); with {chosen['grid']} the zone's own intensity is used.")
+        notes.append(
+            f"The scenario's carbon intensity ({site['carbon_intensity']}) describes its own grid "
+            f"({base['grid']}); with {chosen['grid']} the zone's own intensity is used."
+        )
     if _changed(chosen.get("mfu"), base["mfu"]):
         mode = mfu_mode(data, w)
         mfu = round(float(chosen["mfu"]), 6)
@@ -272,8 +295,10 @@ def build_sets(data: dict[str, Any], w: Workload, chosen: dict[str, Any],
             restated = {k: v for k, v in tr.items() if k not in ("gpu_hours", "duration")}
             restated.update(flops=float(w.flops or 0.0), mfu=mfu)
             sets.append("training=" + flow_yaml(restated))
-            notes.append(f"MFU {mfu:.0%}: GPU time restated as training.flops {w.flops:.4g} (derived from the model) "
-                         "/ (dense peak x MFU) instead of the stated GPU time.")
+            notes.append(
+                f"MFU {mfu:.0%}: GPU time restated as training.flops {w.flops:.4g} (derived from the model) "
+                "/ (dense peak x MFU) instead of the stated GPU time."
+            )
     if _changed(chosen.get("gpu"), base["gpu"]):
         sets.append(f"hardware.gpu={chosen['gpu']}")
     if _changed(chosen.get("count"), base["count"]):
@@ -299,6 +324,7 @@ def cli_command(target: str, sets: list[str]) -> str:
 
 
 # ---- tables -------------------------------------------------------------------------------------
+
 
 def quantity(value: float | None, unit: str) -> str:
     return "n/a" if value is None else f"{num(value)} {display_unit(unit)}"
@@ -395,6 +421,7 @@ def relative_to_max(items: list[tuple[str, Assessment]]) -> list[dict[str, Any]]
 
 
 # ---- run directories ----------------------------------------------------------------------------
+
 
 def find_runs(root: Path) -> list[Path]:
     """Run directories (with a run.json) at ``root`` itself or one level below it, never outside it."""

@@ -36,8 +36,10 @@ def _assess(kind: str, ref: Any, samples: int) -> Assessment:
 
 def render(samples: int) -> None:
     st.title("Compare")
-    st.caption("Two to four shipped scenarios, the explorer's current what-if, or runs opened on the Runs page, "
-               "side by side. The first one is the reference for the changes shown under the metrics.")
+    st.caption(
+        "Two to four shipped scenarios, the explorer's current what-if, or runs opened on the Runs page, "
+        "side by side. The first one is the reference for the changes shown under the metrics."
+    )
     opts = options()
     ss = st.session_state
     current = [o for o in ss.get("cmp_items", []) if o in opts]
@@ -71,14 +73,19 @@ def render(samples: int) -> None:
                 r = a.impacts[k]
                 delta = None if a is ref else core.change(r.total, ref.impacts[k].total)
                 st.metric(f"{r.name} ({display_unit(r.unit)})", num(r.total), delta=delta, delta_color="inverse")
-            st.metric("GPU-equivalents", f"{a.workload.gpu_equivalents:,}",
-                      delta=None if a is ref else core.change(a.workload.gpu_equivalents, ref.workload.gpu_equivalents),
-                      delta_color="inverse")
+            st.metric(
+                "GPU-equivalents",
+                f"{a.workload.gpu_equivalents:,}",
+                delta=None if a is ref else core.change(a.workload.gpu_equivalents, ref.workload.gpu_equivalents),
+                delta_color="inverse",
+            )
     st.subheader("All 16 categories")
     st.dataframe(core.compare_table(items), hide_index=True, **ui.WIDE)
     _chart(core.relative_to_max(items), [n for n, _ in items])
-    st.caption("Bars: each category's total as a share of the largest of the compared totals. "
-               f"Monte Carlo ranges use {samples} samples; see each scenario in the explorer for low-high.")
+    st.caption(
+        "Bars: each category's total as a share of the largest of the compared totals. "
+        f"Monte Carlo ranges use {samples} samples; see each scenario in the explorer for low-high."
+    )
     ss["cmp_result"] = {name: {k: a.impacts[k].total for k in cat.keys()} for name, a in items}
 
 
@@ -96,17 +103,33 @@ def _short_names(labels: list[str]) -> list[str]:
 
 def _chart(rows: list[dict[str, Any]], names: list[str]) -> None:
     cats = list(dict.fromkeys(r["category"] for r in rows))
-    ui.vega(rows, {
-        "mark": {"type": "bar"},
-        "height": max(300, 16 * len(cats) * len(names)),
-        "encoding": {
-            "y": {"field": "category", "type": "nominal", "sort": cats, "title": None,
-                  "axis": {"labelLimit": ui.LABEL_LIMIT}},
-            "yOffset": {"field": "scenario", "type": "nominal", "sort": names},
-            "x": {"field": "percent of max", "type": "quantitative", "title": "% of the largest total"},
-            "color": {"field": "scenario", "type": "nominal", "sort": names, "scale": {"domain": names, "range": ui.PALETTE},
-                      "legend": {"orient": "bottom", "title": None, "labelLimit": 400}},
-            "tooltip": [{"field": "category", "type": "nominal"}, {"field": "scenario", "type": "nominal"},
-                        {"field": "percent of max", "type": "quantitative", "format": ".1f"}],
+    ui.vega(
+        rows,
+        {
+            "mark": {"type": "bar"},
+            "height": max(300, 16 * len(cats) * len(names)),
+            "encoding": {
+                "y": {
+                    "field": "category",
+                    "type": "nominal",
+                    "sort": cats,
+                    "title": None,
+                    "axis": {"labelLimit": ui.LABEL_LIMIT},
+                },
+                "yOffset": {"field": "scenario", "type": "nominal", "sort": names},
+                "x": {"field": "percent of max", "type": "quantitative", "title": "% of the largest total"},
+                "color": {
+                    "field": "scenario",
+                    "type": "nominal",
+                    "sort": names,
+                    "scale": {"domain": names, "range": ui.PALETTE},
+                    "legend": {"orient": "bottom", "title": None, "labelLimit": 400},
+                },
+                "tooltip": [
+                    {"field": "category", "type": "nominal"},
+                    {"field": "scenario", "type": "nominal"},
+                    {"field": "percent of max", "type": "quantitative", "format": ".1f"},
+                ],
+            },
         },
-    })
+    )

@@ -34,8 +34,7 @@ def _reset() -> None:
 def _scenario() -> tuple[dict[str, Any], str, str] | None:
     """(scenario mapping, file name for messages and the CLI, id) or None (with a message shown)."""
     side = st.sidebar
-    source = side.radio("Scenario source", ["Shipped scenario", "Upload or paste YAML"], key="ex_source",
-                        horizontal=True)
+    source = side.radio("Scenario source", ["Shipped scenario", "Upload or paste YAML"], key="ex_source", horizontal=True)
     if source == "Shipped scenario":
         shipped = core.shipped_scenarios()
         wanted = (st.session_state.get("ex_pending") or {}).pop("scenario", None)
@@ -52,15 +51,21 @@ def _scenario() -> tuple[dict[str, Any], str, str] | None:
         return core.read_scenario(path), path, path
     kwargs = {"max_upload_size": 1} if "max_upload_size" in _params(st.file_uploader) else {}
     up = side.file_uploader("Scenario YAML (at most 1 MB)", type=["yaml", "yml"], key="up_scenario", **kwargs)
-    pasted = side.text_area("... or paste a scenario", key="ex_paste", height=160,
-                            placeholder="name: my run\nhardware: {gpu: H100-SXM5-80GB, count: 8}\n...")
+    pasted = side.text_area(
+        "... or paste a scenario",
+        key="ex_paste",
+        height=160,
+        placeholder="name: my run\nhardware: {gpu: H100-SXM5-80GB, count: 8}\n...",
+    )
     if up is not None:
         name, content = up.name, up.getvalue()
     elif pasted and pasted.strip():
         name, content = "pasted.yaml", pasted.encode("utf-8")
     else:
-        st.info("Upload a scenario YAML or paste one in the sidebar (keys as in the shipped scenarios and "
-                "the README's \"Scenarios\" section).")
+        st.info(
+            "Upload a scenario YAML or paste one in the sidebar (keys as in the shipped scenarios and "
+            'the README\'s "Scenarios" section).'
+        )
         return None
     data = core.parse_upload(name, content)
     return data, name, f"{name}:{hashlib.sha1(content).hexdigest()}"
@@ -95,8 +100,16 @@ def _controls(data: dict[str, Any], w: Any, sid: str) -> tuple[dict[str, Any], d
             st.warning("Ignored in the link: " + "; ".join(bad))
     side = st.sidebar
     side.subheader("What if ...")
-    side.slider("MFU (model FLOPs utilisation)", 0.01, 1.0, step=0.01, key="ex_mfu", format="%.2f",
-                disabled=mode.kind == "disabled", help=mode.explanation)
+    side.slider(
+        "MFU (model FLOPs utilisation)",
+        0.01,
+        1.0,
+        step=0.01,
+        key="ex_mfu",
+        format="%.2f",
+        disabled=mode.kind == "disabled",
+        help=mode.explanation,
+    )
     side.caption(("MFU disabled: " if mode.kind == "disabled" else "") + mode.explanation)
     gpus = core.gpu_options()
     side.selectbox("GPU type", list(gpus), format_func=lambda g: f"{gpus[g]} ({g})", key="ex_gpu")
@@ -106,10 +119,17 @@ def _controls(data: dict[str, Any], w: Any, sid: str) -> tuple[dict[str, Any], d
     zones = core.zone_options()
     side.selectbox("Grid zone", list(zones), format_func=zones.get, key="ex_grid")
     side.slider("PUE", 1.0, 3.0, step=0.01, key="ex_pue")
-    side.number_input("On-site WUE (L/kWh of IT energy)", min_value=0.0, max_value=20.0, step=0.1, key="ex_wue",
-                      placeholder="not available")
-    side.number_input("Off-site EWIF (L/kWh of facility energy)", min_value=0.0, max_value=50.0, step=0.1,
-                      key="ex_ewif", placeholder="not available")
+    side.number_input(
+        "On-site WUE (L/kWh of IT energy)", min_value=0.0, max_value=20.0, step=0.1, key="ex_wue", placeholder="not available"
+    )
+    side.number_input(
+        "Off-site EWIF (L/kWh of facility energy)",
+        min_value=0.0,
+        max_value=50.0,
+        step=0.1,
+        key="ex_ewif",
+        placeholder="not available",
+    )
     return {k: ss[f"ex_{k}"] for k in core.CONTROL_KEYS}, base
 
 
@@ -131,8 +151,13 @@ def render(samples: int) -> None:
     if base_w.description:
         st.caption(base_w.description)
     c1, c2, _ = st.columns([3, 1, 2])
-    c1.button(ONE_MOVE_LABEL, key="btn_one_move", on_click=_one_move, type="primary",
-              help="Sets MFU 0.50, hardware lifetime 5 years and grid POL in one click")
+    c1.button(
+        ONE_MOVE_LABEL,
+        key="btn_one_move",
+        on_click=_one_move,
+        type="primary",
+        help="Sets MFU 0.50, hardware lifetime 5 years and grid POL in one click",
+    )
     c2.button("Reset", key="btn_reset", on_click=_reset, help="Back to the scenario as stated")
     try:
         base = core.assess_data(data, file, samples)
@@ -141,19 +166,29 @@ def render(samples: int) -> None:
         ui.show_user_error(exc)
         st.caption("Equivalent command: `" + core.cli_command(file, sets) + "`")
         return
-    st.session_state["ex_result"] = {"file": file, "sets": sets, "samples": samples,
-                                     "totals": {k: r.total for k, r in a.impacts.items()},
-                                     "base_totals": {k: r.total for k, r in base.impacts.items()},
-                                     "gpu_hours": a.workload.gpu_hours, "gpu_equivalents": a.workload.gpu_equivalents}
+    st.session_state["ex_result"] = {
+        "file": file,
+        "sets": sets,
+        "samples": samples,
+        "totals": {k: r.total for k, r in a.impacts.items()},
+        "base_totals": {k: r.total for k, r in base.impacts.items()},
+        "gpu_hours": a.workload.gpu_hours,
+        "gpu_equivalents": a.workload.gpu_equivalents,
+    }
     if sets:
-        st.session_state["ex_whatif"] = {"label": f"What-if: {base_w.name}", "data": apply_overrides(data, sets, file),
-                                         "file": file}
+        st.session_state["ex_whatif"] = {
+            "label": f"What-if: {base_w.name}",
+            "data": apply_overrides(data, sets, file),
+            "file": file,
+        }
         st.code(core.cli_command(file, sets), language="bash")
         for n in notes:
             st.caption(n)
     else:
-        st.caption("The scenario as stated. Move a control in the sidebar to see what changes; the metrics then "
-                   "show the change from this base.")
+        st.caption(
+            "The scenario as stated. Move a control in the sidebar to see what changes; the metrics then "
+            "show the change from this base."
+        )
     ui.headline(a, base if sets else None)
     t1, t2, t3, t4 = st.tabs(["16 categories", "GPU-equivalents and materials", "Summary", "Warnings and sources"])
     with t1:
@@ -163,7 +198,12 @@ def render(samples: int) -> None:
     with t3:
         st.dataframe(core.summary_rows(a), hide_index=True, **ui.WIDE)
         lazy = "callable" in (st.download_button.__doc__ or "")  # built on click where Streamlit allows it
-        st.download_button("Assessment JSON", a.to_json if lazy else a.to_json(), file_name=f"{base_w.name}.json",
-                           mime="application/json", key="btn_json")
+        st.download_button(
+            "Assessment JSON",
+            a.to_json if lazy else a.to_json(),
+            file_name=f"{base_w.name}.json",
+            mime="application/json",
+            key="btn_json",
+        )
     with t4:
         ui.warnings_and_sources(a)

@@ -28,17 +28,27 @@ def catalogue() -> list[dict[str, Any]]:
     for g in d.gpus.values():
         emb = d.embodied(g.id)
         peak = g.peak_tflops.get("bf16") or g.peak_tflops.get("fp16")
-        rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "TDP (W)": f"{g.tdp_w:g}",
-                     "bf16/fp16 TFLOP/s": "n/a" if peak is None else f"{peak:g}",
-                     "memory (GB)": "n/a" if g.memory_gb is None else f"{g.memory_gb:g}",
-                     "kg CO2 eq per card": num(float(emb.total()[0])), "embodied data": emb.method})
+        rows.append(
+            {
+                "id": g.id,
+                "name": g.name,
+                "vendor": g.vendor,
+                "TDP (W)": f"{g.tdp_w:g}",
+                "bf16/fp16 TFLOP/s": "n/a" if peak is None else f"{peak:g}",
+                "memory (GB)": "n/a" if g.memory_gb is None else f"{g.memory_gb:g}",
+                "kg CO2 eq per card": num(float(emb.total()[0])),
+                "embodied data": emb.method,
+            }
+        )
     return rows
 
 
 @st.cache_data(show_spinner=False)
 def sources() -> list[dict[str, Any]]:
-    return [{k: s.get(k) for k in ("id", "title", "author", "year", "licence", "kind", "url")}
-            for s in core.database().sources.values()]
+    return [
+        {k: s.get(k) for k in ("id", "title", "author", "year", "licence", "kind", "url")}
+        for s in core.database().sources.values()
+    ]
 
 
 def component_rows(c: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
@@ -55,15 +65,16 @@ def component_rows(c: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[s
             for comp in comps:
                 x = v["by_component"].get(comp)
                 if x:
-                    shares.append({"category": v["name"], "component": comp.replace("_", " "),
-                                   "share": 100.0 * x / v["total"]})
+                    shares.append({"category": v["name"], "component": comp.replace("_", " "), "share": 100.0 * x / v["total"]})
     return table, shares, [x.replace("_", " ") for x in comps]
 
 
 def render(samples: int) -> None:
     st.title("Hardware")
-    st.caption("The GPU LCA database: embodied impacts per card as the data source gives them (manufacturing, "
-               "upstream transport and end of life; no distribution, no use), as `footprint gpus show`.")
+    st.caption(
+        "The GPU LCA database: embodied impacts per card as the data source gives them (manufacturing, "
+        "upstream transport and end of life; no distribution, no use), as `footprint gpus show`."
+    )
     gpus = core.gpu_options()
     ss = st.session_state
     if ss.get("hw_gpu") not in gpus:
@@ -74,12 +85,17 @@ def render(samples: int) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("TDP", f"{c['tdp_w']:g} W")
     c2.metric("Memory", "n/a" if c["memory_gb"] is None else f"{c['memory_gb']:g} GB")
-    c3.metric("GPU die", "n/a" if c["die_area_mm2"] is None else f"{c['die_area_mm2']:g} mm2",
-              help=f"process node: {c['process_node'] or 'n/a'}")
+    c3.metric(
+        "GPU die",
+        "n/a" if c["die_area_mm2"] is None else f"{c['die_area_mm2']:g} mm2",
+        help=f"process node: {c['process_node'] or 'n/a'}",
+    )
     cc = c["impacts"]["climate_change"]
     c4.metric("Climate change per card", core.quantity(cc["total"], cc["unit"]))
-    st.markdown(f"**Embodied data:** {c['embodied_method']}  \n**Dense peaks (TFLOP/s):** {peaks}"
-                + (f"  \n**Geometry proxied from:** {c['proxy_of']} (estimate)" if c["proxy_of"] else ""))
+    st.markdown(
+        f"**Embodied data:** {c['embodied_method']}  \n**Dense peaks (TFLOP/s):** {peaks}"
+        + (f"  \n**Geometry proxied from:** {c['proxy_of']} (estimate)" if c["proxy_of"] else "")
+    )
     table, shares, comps = component_rows(c)
     t1, t2, t3, t4 = st.tabs(["Components x categories", "Card notes and sources", "Catalogue", "All sources"])
     with t1:
@@ -91,8 +107,9 @@ def render(samples: int) -> None:
     with t2:
         for n in c["notes"]:
             st.markdown(f"- {n}")
-        st.dataframe([{k: s.get(k) for k in ("id", "title", "year", "licence", "url")} for s in c["sources"]],
-                     hide_index=True, **ui.WIDE)
+        st.dataframe(
+            [{k: s.get(k) for k in ("id", "title", "year", "licence", "url")} for s in c["sources"]], hide_index=True, **ui.WIDE
+        )
     with t3:
         st.dataframe(catalogue(), hide_index=True, **ui.WIDE)
     with t4:

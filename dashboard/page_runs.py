@@ -17,9 +17,12 @@ def _pick_run() -> Path | None:
     """The run directory the user chose: a run directory itself, or one of a runs folder's subdirectories."""
     ss = st.session_state
     ss.setdefault("run_root", "runs")
-    text = st.text_input("Runs folder or run directory", key="run_root",
-                         help="A folder of runs (e.g. runs/, as `footprint run` writes them) or one run directory "
-                              "(with run.json). Nothing outside the folder you give is read.")
+    text = st.text_input(
+        "Runs folder or run directory",
+        key="run_root",
+        help="A folder of runs (e.g. runs/, as `footprint run` writes them) or one run directory "
+        "(with run.json). Nothing outside the folder you give is read.",
+    )
     if not text.strip():
         return None
     root = Path(text.strip()).expanduser()
@@ -28,8 +31,10 @@ def _pick_run() -> Path | None:
         return None
     runs = core.find_runs(root)
     if not runs:
-        st.info(f"No run directory (with a run.json) in {root}. Record one with `footprint run --name NAME -- "
-                "python train.py` or `footprint.track(...)`.")
+        st.info(
+            f"No run directory (with a run.json) in {root}. Record one with `footprint run --name NAME -- "
+            "python train.py` or `footprint.track(...)`."
+        )
         return None
     if runs == [root]:
         return root
@@ -41,18 +46,28 @@ def _pick_run() -> Path | None:
 
 
 def _line(rows: Any, x: tuple[str, str], y: tuple[str, str], colour: str, height: int, points: bool = False) -> None:
-    ui.vega(rows, {
-        "mark": {"type": "line", "point": points},
-        "height": height,
-        "encoding": {
-            "x": {"field": x[0], "type": "quantitative", "title": x[1]},
-            "y": {"field": y[0], "type": "quantitative", "title": y[1]},
-            "color": {"field": colour, "type": "nominal", "scale": {"range": ui.PALETTE},
-                      "legend": {"orient": "bottom", "title": None, "labelLimit": 400}},
-            "tooltip": [{"field": colour, "type": "nominal"}, {"field": x[0], "type": "quantitative"},
-                        {"field": y[0], "type": "quantitative", "format": ".4g"}],
+    ui.vega(
+        rows,
+        {
+            "mark": {"type": "line", "point": points},
+            "height": height,
+            "encoding": {
+                "x": {"field": x[0], "type": "quantitative", "title": x[1]},
+                "y": {"field": y[0], "type": "quantitative", "title": y[1]},
+                "color": {
+                    "field": colour,
+                    "type": "nominal",
+                    "scale": {"range": ui.PALETTE},
+                    "legend": {"orient": "bottom", "title": None, "labelLimit": 400},
+                },
+                "tooltip": [
+                    {"field": colour, "type": "nominal"},
+                    {"field": x[0], "type": "quantitative"},
+                    {"field": y[0], "type": "quantitative", "format": ".4g"},
+                ],
+            },
         },
-    })
+    )
 
 
 def _timeline(samples: Any) -> None:
@@ -63,8 +78,7 @@ def _timeline(samples: Any) -> None:
     _line(df, ("t_s", "time since start (s)"), ("power_w", "power (W)"), "device", 260)
     _line(df, ("t_s", "time since start (s)"), ("energy_j", "cumulative energy (J)"), "device", 200)
     totals = df.groupby("device")["energy_j"].max()
-    st.caption("Energy per device (last cumulative sample): "
-               + "; ".join(f"{d}: {num(float(e))} J" for d, e in totals.items()))
+    st.caption("Energy per device (last cumulative sample): " + "; ".join(f"{d}: {num(float(e))} J" for d, e in totals.items()))
 
 
 def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:
@@ -73,12 +87,20 @@ def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:
         st.info("No MFU in this run: give the tracker FLOPs (t.step(flops=...), track(model=...) or t.watch(model)).")
         return
     c1, c2, c3 = st.columns(3)
-    c1.metric("Run MFU", "n/a" if m.get("run_mfu") is None else f"{m['run_mfu']:.1%}",
-              help="job FLOPs / (all GPU-hours x dense peak), stalls included")
-    c2.metric("Steady-state MFU", "n/a" if m.get("steady_state_mfu") is None else f"{m['steady_state_mfu']:.1%}",
-              help="median over steps (first 10 % skipped) of step FLOPs / (step time x peak)")
-    c3.metric("Peak per GPU", "n/a" if m.get("peak_tflops_per_gpu") is None
-              else f"{m['peak_tflops_per_gpu']:g} TFLOP/s {m.get('dtype', '')}")
+    c1.metric(
+        "Run MFU",
+        "n/a" if m.get("run_mfu") is None else f"{m['run_mfu']:.1%}",
+        help="job FLOPs / (all GPU-hours x dense peak), stalls included",
+    )
+    c2.metric(
+        "Steady-state MFU",
+        "n/a" if m.get("steady_state_mfu") is None else f"{m['steady_state_mfu']:.1%}",
+        help="median over steps (first 10 % skipped) of step FLOPs / (step time x peak)",
+    )
+    c3.metric(
+        "Peak per GPU",
+        "n/a" if m.get("peak_tflops_per_gpu") is None else f"{m['peak_tflops_per_gpu']:g} TFLOP/s {m.get('dtype', '')}",
+    )
     if m.get("note"):
         st.caption(m["note"])
     if per_step:
@@ -88,16 +110,17 @@ def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:
 
 def _reproject(run_dir: Path, samples: int) -> None:
     st.subheader("Re-project the measured run")
-    st.caption("The measured energy and duration under another grid, PUE, GPU generation or hardware lifetime: "
-               "footprint.workload.workload_from_run(run_dir, sets), as `footprint assess RUN --set ...`.")
+    st.caption(
+        "The measured energy and duration under another grid, PUE, GPU generation or hardware lifetime: "
+        "footprint.workload.workload_from_run(run_dir, sets), as `footprint assess RUN --set ...`."
+    )
     try:
         measured = core.assess_run(run_dir, [], samples)
     except core.USER_ERRORS as exc:
         ui.show_user_error(exc)
         return
     w = measured.workload
-    base = {"grid": w.grid, "pue": round(w.pue, 2), "gpu": w.gpu.id,
-            "lifetime_years": core.base_controls(w)["lifetime_years"]}
+    base = {"grid": w.grid, "pue": round(w.pue, 2), "gpu": w.gpu.id, "lifetime_years": core.base_controls(w)["lifetime_years"]}
     ss = st.session_state
     sid = str(run_dir)
     if ss.get("run_sid") != sid:
@@ -156,13 +179,29 @@ def render(samples: int) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Duration", f"{float(rec.get('duration_s') or 0):,.1f} s")
     c2.metric("Steps", f"{int(rec.get('steps') or 0):,}", help=f"tokens: {int(rec.get('tokens') or 0):,}")
-    c3.metric("GPU energy", "n/a" if energy.get("gpu_j") is None else f"{num(energy['gpu_j'] / 3.6e6)} kWh",
-              help="n/a = no reading (not available), never zero")
-    c4.metric("Total energy", "n/a" if energy.get("total_j") is None else f"{num(energy['total_j'] / 3.6e6)} kWh",
-              help=f"GPU {num(energy.get('gpu_j'))} J, CPU {num(energy.get('cpu_j'))} J, RAM {num(energy.get('ram_j'))} J")
-    devices = [{"component": d.get("component", "gpu"), "name": d.get("name"), "uuid": d.get("uuid"),
-                "rank": d.get("rank"), "host": d.get("host"), "method": d.get("method"), "measured": d.get("measured"),
-                "energy (J)": num(d.get("energy_j"))} for d in rec.get("devices", [])]
+    c3.metric(
+        "GPU energy",
+        "n/a" if energy.get("gpu_j") is None else f"{num(energy['gpu_j'] / 3.6e6)} kWh",
+        help="n/a = no reading (not available), never zero",
+    )
+    c4.metric(
+        "Total energy",
+        "n/a" if energy.get("total_j") is None else f"{num(energy['total_j'] / 3.6e6)} kWh",
+        help=f"GPU {num(energy.get('gpu_j'))} J, CPU {num(energy.get('cpu_j'))} J, RAM {num(energy.get('ram_j'))} J",
+    )
+    devices = [
+        {
+            "component": d.get("component", "gpu"),
+            "name": d.get("name"),
+            "uuid": d.get("uuid"),
+            "rank": d.get("rank"),
+            "host": d.get("host"),
+            "method": d.get("method"),
+            "measured": d.get("measured"),
+            "energy (J)": num(d.get("energy_j")),
+        }
+        for d in rec.get("devices", [])
+    ]
     t1, t2, t3, t4 = st.tabs(["Power and energy", "MFU", "Devices and notes", "Re-projection"])
     with t1:
         if run["samples_note"]:

@@ -28,9 +28,14 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     for col, k in zip(cols, cat.HEADLINE, strict=True):
         r = a.impacts[k]
         delta = core.change(r.total, base.impacts[k].total) if base is not None else None
-        col.metric(f"{r.name} ({display_unit(r.unit)})", num(r.total), delta=delta, delta_color="inverse",
-                   help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)"
-                   + ("" if base is None else f"; base {core.quantity(base.impacts[k].total, r.unit)}"))
+        col.metric(
+            f"{r.name} ({display_unit(r.unit)})",
+            num(r.total),
+            delta=delta,
+            delta_color="inverse",
+            help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)"
+            + ("" if base is None else f"; base {core.quantity(base.impacts[k].total, r.unit)}"),
+        )
     w = a.workload
     bw = base.workload if base is not None else None
     cols = st.columns(4)
@@ -42,16 +47,17 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     ]
     for col, (label, value, old, unit) in zip(cols, figures, strict=True):
         shown = num(value) if unit else f"{int(value):,}"
-        col.metric(f"{label} ({unit})" if unit else label, shown, delta=core.change(value, old),
-                   delta_color="inverse")
+        col.metric(f"{label} ({unit})" if unit else label, shown, delta=core.change(value, old), delta_color="inverse")
 
 
 def categories(a: Assessment, base: Assessment | None = None) -> None:
     """All 16 categories: a table with stage shares, and a stacked bar chart of the shares."""
     st.dataframe(core.categories_table(a, base), hide_index=True, **WIDE)
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
-    st.caption("Shares: stage / total. n/a = not available (no open data for that stage), never zero; "
-               "n/a stages are left out of the chart.")
+    st.caption(
+        "Shares: stage / total. n/a = not available (no open data for that stage), never zero; "
+        "n/a stages are left out of the chart."
+    )
 
 
 def vega(rows: Any, spec: dict[str, Any]) -> None:
@@ -73,47 +79,71 @@ def stage_chart(rows: list[dict[str, Any]], group: str = "stage", order: list[st
     order = order or list(dict.fromkeys(r[group] for r in rows))
     rows = [{**r, "rank": order.index(r[group])} for r in rows]
     scale = {"domain": order, "range": STAGE_COLOURS if group == "stage" else PALETTE}
-    vega(rows, {
-        "mark": {"type": "bar"},
-        "height": max(160, 26 * len(names)),
-        "encoding": {
-            "y": {"field": "category", "type": "nominal", "sort": names, "title": None,
-                  "axis": {"labelLimit": LABEL_LIMIT}},
-            "x": {"field": "share", "type": "quantitative", "stack": "zero", "title": "share of the category total (%)",
-                  "scale": {"nice": False}},
-            "color": {"field": group, "type": "nominal", "scale": scale, "legend": {"orient": "bottom", "title": None}},
-            "order": {"field": "rank", "type": "quantitative"},
-            "tooltip": [{"field": "category", "type": "nominal"}, {"field": group, "type": "nominal"},
-                        {"field": "share", "type": "quantitative", "format": ".1f"}],
+    vega(
+        rows,
+        {
+            "mark": {"type": "bar"},
+            "height": max(160, 26 * len(names)),
+            "encoding": {
+                "y": {"field": "category", "type": "nominal", "sort": names, "title": None, "axis": {"labelLimit": LABEL_LIMIT}},
+                "x": {
+                    "field": "share",
+                    "type": "quantitative",
+                    "stack": "zero",
+                    "title": "share of the category total (%)",
+                    "scale": {"nice": False},
+                },
+                "color": {"field": group, "type": "nominal", "scale": scale, "legend": {"orient": "bottom", "title": None}},
+                "order": {"field": "rank", "type": "quantitative"},
+                "tooltip": [
+                    {"field": "category", "type": "nominal"},
+                    {"field": group, "type": "nominal"},
+                    {"field": "share", "type": "quantitative", "format": ".1f"},
+                ],
+            },
         },
-    })
+    )
 
 
 def materials(a: Assessment) -> None:
     m = a.materials
     c1, c2, c3 = st.columns(3)
-    c1.metric("GPU lifetimes consumed", f"{m['gpu_lifetimes']:,.2f}",
-              help="GPU-hours / (lifetime x utilisation): the hardware lifetimes the run uses up (Falk et al.)")
+    c1.metric(
+        "GPU lifetimes consumed",
+        f"{m['gpu_lifetimes']:,.2f}",
+        help="GPU-hours / (lifetime x utilisation): the hardware lifetimes the run uses up (Falk et al.)",
+    )
     c2.metric("GPU-equivalents", f"{m['gpu_equivalents']:,}", help="ceil of the GPU lifetimes consumed")
-    c3.metric("Material footprint", f"{num(m['mass_gpu_equivalents_kg'])} kg",
-              help="GPU-equivalents x card mass (hardware consumed: "
-              f"{num(m['mass_consumed_kg'])} kg)")
+    c3.metric(
+        "Material footprint",
+        f"{num(m['mass_gpu_equivalents_kg'])} kg",
+        help=f"GPU-equivalents x card mass (hardware consumed: {num(m['mass_consumed_kg'])} kg)",
+    )
     mass, elements = core.materials_rows(a)
     left, right = st.columns(2)
     left.dataframe(mass, hide_index=True, **WIDE)
     if elements:
         right.dataframe(elements, hide_index=True, **WIDE)
         est = m.get("elements_estimate") or {}
-        right.caption(f"Element ranges in the board and chips (estimate): {est.get('basis') or ''} "
-                      f"[{est.get('source') or ''}]")
+        right.caption(f"Element ranges in the board and chips (estimate): {est.get('basis') or ''} [{est.get('source') or ''}]")
     if m.get("note"):
         st.caption(m["note"] + (" Card geometry is a proxy (estimate)." if m.get("estimate") else ""))
     facts = m.get("facts") or {}
     if facts:
         with st.expander("Composition facts (cited)"):
-            st.dataframe([{"fact": k.replace("_", " "), "value": str(v.get("value")), "note": v.get("note", ""),
-                           "source": v.get("source", "")} for k, v in facts.items()], hide_index=True,
-                         **WIDE)
+            st.dataframe(
+                [
+                    {
+                        "fact": k.replace("_", " "),
+                        "value": str(v.get("value")),
+                        "note": v.get("note", ""),
+                        "source": v.get("source", ""),
+                    }
+                    for k, v in facts.items()
+                ],
+                hide_index=True,
+                **WIDE,
+            )
 
 
 def warnings_and_sources(a: Assessment) -> None:
@@ -123,8 +153,9 @@ def warnings_and_sources(a: Assessment) -> None:
         d = a.to_dict()["method"]
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in d.items()))
     with st.expander(f"Sources ({len(a.sources)})"):
-        st.dataframe([{k: s.get(k) for k in ("id", "title", "year", "licence", "url")} for s in a.sources],
-                     hide_index=True, **WIDE)
+        st.dataframe(
+            [{k: s.get(k) for k in ("id", "title", "year", "licence", "url")} for s in a.sources], hide_index=True, **WIDE
+        )
 
 
 def show_user_error(exc: BaseException) -> None:

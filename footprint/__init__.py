@@ -15,8 +15,17 @@ from typing import Any
 
 __version__ = "0.1.0"
 __all__ = [
-    "Assessment", "FootprintError", "Tracker", "Workload", "assess", "compute_mfu", "load_scenario",
-    "measure_flops", "track", "transformer_flops", "__version__",
+    "Assessment",
+    "FootprintError",
+    "Tracker",
+    "Workload",
+    "assess",
+    "compute_mfu",
+    "load_scenario",
+    "measure_flops",
+    "track",
+    "transformer_flops",
+    "__version__",
 ]
 
 _LAZY = {

@@ -23,11 +23,11 @@ def to_workload(target: Workload | str | Path | dict[str, Any] | Any, sets: list
     run = getattr(target, "run", None)  # a stopped Tracker
     if isinstance(run, dict):
         return workload_from_run(run, sets)
-    raise TypeError(f"cannot assess a {type(target).__name__}: give a Workload, a scenario path, a run directory "
-                    "or a stopped tracker's run")
+    raise TypeError(
+        f"cannot assess a {type(target).__name__}: give a Workload, a scenario path, a run directory or a stopped tracker's run"
+    )
 
 
-def assess(target: Workload | str | Path | dict[str, Any] | Any, samples: int = DEFAULT_SAMPLES,
-           seed: int = 0) -> Assessment:
+def assess(target: Workload | str | Path | dict[str, Any] | Any, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
     """Assess a Workload, a scenario file, a run directory, or a tracked run (``tracker.stop()``'s result)."""
     return _assess(to_workload(target), samples=samples, seed=seed)

@@ -51,9 +51,14 @@ class CategoryResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "unit": self.unit, "total": self.total,
-            "by_stage": dict(self.by_stage), "by_component": dict(self.by_component),
-            "low": self.low, "high": self.high, "dominant_stage": self.dominant_stage,
+            "name": self.name,
+            "unit": self.unit,
+            "total": self.total,
+            "by_stage": dict(self.by_stage),
+            "by_component": dict(self.by_component),
+            "low": self.low,
+            "high": self.high,
+            "dominant_stage": self.dominant_stage,
             "not_available": list(self.not_available),
         }
 
@@ -96,20 +101,31 @@ class Assessment:
             "mfu_method": w.mfu_method,
             "flops": w.flops,
             "hardware": {
-                "gpu": w.gpu.id, "gpu_name": w.gpu.name, "count": w.count,
-                "lifetime_h": w.lifetime_h, "utilization": w.utilization, "host": w.host,
+                "gpu": w.gpu.id,
+                "gpu_name": w.gpu.name,
+                "count": w.count,
+                "lifetime_h": w.lifetime_h,
+                "utilization": w.utilization,
+                "host": w.host,
                 "embodied_method": self.embodied_method,
             },
             "site": {
-                "grid": w.grid, "grid_name": self.zone.name, "grid_year": self.zone.year, "pue": w.pue,
-                "wue_l_per_kwh": w.wue_l_per_kwh, "ewif_l_per_kwh": w.ewif_l_per_kwh,
-                "carbon_intensity_kg_per_kwh": w.carbon_intensity, "preset": w.site_preset,
+                "grid": w.grid,
+                "grid_name": self.zone.name,
+                "grid_year": self.zone.year,
+                "pue": w.pue,
+                "wue_l_per_kwh": w.wue_l_per_kwh,
+                "ewif_l_per_kwh": w.ewif_l_per_kwh,
+                "carbon_intensity_kg_per_kwh": w.carbon_intensity,
+                "preset": w.site_preset,
             },
             "method": {
-                "gpu_hours": w.gpu_hours_method, "energy": w.energy_method,
+                "gpu_hours": w.gpu_hours_method,
+                "energy": w.energy_method,
                 "embodied": f"{self.embodied_method}; allocated by GPU-hours / (lifetime x utilisation)",
                 "use": "facility energy (IT energy x PUE) x grid zone factors",
-                "uncertainty": f"Monte Carlo, {self.samples} samples, 2.5-97.5 percentiles" if self.samples > 1
+                "uncertainty": f"Monte Carlo, {self.samples} samples, 2.5-97.5 percentiles"
+                if self.samples > 1
                 else "none (single evaluation)",
             },
             "impacts": {k: self.impacts[k].to_dict() for k in keys},
@@ -159,14 +175,13 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         grid += f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh"
     return {
         "Hardware": f"{w.count:,} x {w.gpu.name}, lifetime {w.lifetime_years:.3g} years x utilisation "
-                    f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
+        f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
         "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.dtype}; {w.mfu_method})",
-        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); "
-                  f"{w.energy_method}",
+        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); {w.energy_method}",
         "Grid": grid,
         "GPU-equivalents": f"{w.gpu_equivalents:,} ({w.gpu_lifetimes:,.2f} GPU lifetimes consumed; "
-                           f"{num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)",
+        f"{num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)",
         "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         "Embodied data": a.embodied_method,
     }
@@ -176,10 +191,18 @@ def _rows(a: Assessment) -> list[list[str]]:
     rows = []
     for k in cat.keys():
         r = a.impacts[k]
-        rows.append([
-            r.name, num(r.total), display_unit(r.unit), pct(r.share("manufacturing")), pct(r.share("transport")),
-            pct(r.share("use")), pct(r.share("end_of_life")), f"{num(r.low)} - {num(r.high)}",
-        ])
+        rows.append(
+            [
+                r.name,
+                num(r.total),
+                display_unit(r.unit),
+                pct(r.share("manufacturing")),
+                pct(r.share("transport")),
+                pct(r.share("use")),
+                pct(r.share("end_of_life")),
+                f"{num(r.low)} - {num(r.high)}",
+            ]
+        )
     return rows
 
 
@@ -227,8 +250,7 @@ def to_markdown(a: Assessment) -> str:
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
     out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
-    out += ["", "## Sources", ""] + [f"- {s['title']} ({s.get('licence')}) {s.get('url') or ''}".rstrip()
-                                     for s in a.sources]
+    out += ["", "## Sources", ""] + [f"- {s['title']} ({s.get('licence')}) {s.get('url') or ''}".rstrip() for s in a.sources]
     return "\n".join(out) + "\n"
 
 
@@ -241,8 +263,18 @@ def to_csv(a: Assessment) -> str:
         r = a.impacts[k]
         for stage in cat.stages():
             v = r.by_stage.get(stage)
-            wr.writerow([k, r.name, display_unit(r.unit), stage, "" if v is None else repr(v),
-                         "" if r.share(stage) is None else f"{r.share(stage):.6f}", "", ""])
+            wr.writerow(
+                [
+                    k,
+                    r.name,
+                    display_unit(r.unit),
+                    stage,
+                    "" if v is None else repr(v),
+                    "" if r.share(stage) is None else f"{r.share(stage):.6f}",
+                    "",
+                    "",
+                ]
+            )
         wr.writerow([k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)])
     return buf.getvalue()
 

@@ -29,8 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("assess", help="assess a scenario YAML (or a run directory)")
     a.add_argument("target", help="scenario .yaml file or run directory")
     a.add_argument("--format", choices=FORMATS, default="table")
-    a.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a scenario key, e.g. --set training.mfu=0.5 --set site.grid=POL")
+    a.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key, e.g. --set training.mfu=0.5 --set site.grid=POL",
+    )
     a.add_argument("--samples", type=int, default=2000, help="Monte Carlo samples for low-high (0: none)")
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("-o", "--output", help="write to this file instead of stdout")
@@ -119,8 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     db_ = sub.add_parser("dashboard", help="open the Streamlit dashboard (streamlit run dashboard/app.py)")
     db_.add_argument("--port", type=int, default=8501)
     db_.add_argument("--headless", action="store_true", help="do not open a browser")
-    db_.add_argument("--address", default="127.0.0.1",
-                     help="interface to listen on (default: this machine only; the Runs page reads local paths)")
+    db_.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="interface to listen on (default: this machine only; the Runs page reads local paths)",
+    )
 
     d = sub.add_parser("data", help="the data behind the numbers")
     ds = d.add_subparsers(dest="data_command", parser_class=_Parser)
@@ -192,8 +201,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for t in [args.target, *args.compare]:
             if not Path(t).exists():
                 raise FootprintError("no such scenario file or run directory", t)
-        out = write_report([args.target, *args.compare], args.output, args.format, args.sets, args.samples,
-                           args.trace, args.quiet)
+        out = write_report(
+            [args.target, *args.compare], args.output, args.format, args.sets, args.samples, args.trace, args.quiet
+        )
         print(f"wrote {out}", file=sys.stderr)
         return 0
     if args.command == "gpus":
@@ -209,8 +219,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         rec = (runrecord.recover if args.command == "recover" else runrecord.merge)(args.run_dir)
         e = rec["energy"]
-        print(f"{args.run_dir}/run.json: {len(rec['devices'])} devices, {rec['duration_s']:.1f} s, "
-              f"GPU energy {e['gpu_j'] if e['gpu_j'] is not None else 'n/a'} J")
+        print(
+            f"{args.run_dir}/run.json: {len(rec['devices'])} devices, {rec['duration_s']:.1f} s, "
+            f"GPU energy {e['gpu_j'] if e['gpu_j'] is not None else 'n/a'} J"
+        )
         return 0
     if args.command == "import":
         from footprint.runcmd import import_log
@@ -223,22 +235,32 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             parser.parse_args(["flops", "--help"])
         from footprint.flops import transformer_flops
 
-        r = transformer_flops(args.params, args.tokens, active_params=args.active_params, layers=args.layers,
-                              hidden=args.hidden, seq_len=args.seq_len, recompute=args.recompute,
-                              inference=args.inference, vocab=args.vocab, variant=args.variant).to_dict()
+        r = transformer_flops(
+            args.params,
+            args.tokens,
+            active_params=args.active_params,
+            layers=args.layers,
+            hidden=args.hidden,
+            seq_len=args.seq_len,
+            recompute=args.recompute,
+            inference=args.inference,
+            vocab=args.vocab,
+            variant=args.variant,
+        ).to_dict()
         if args.format == "json":
             print(json.dumps(r, indent=2))
         else:
-            print(f"FLOPs: {r['flops']:.4g} ({r['flops_per_token']:.4g} per token); hardware FLOPs: "
-                  f"{r['hardware_flops']:.4g}\nformula: {r['formula']}")
+            print(
+                f"FLOPs: {r['flops']:.4g} ({r['flops_per_token']:.4g} per token); hardware FLOPs: "
+                f"{r['hardware_flops']:.4g}\nformula: {r['formula']}"
+            )
         return 0
     if args.command == "mfu":
         from footprint.flops import compute_mfu
 
         if args.achieved_tflops is None and (args.flops is None or args.gpu_hours is None):
             raise FootprintError("give --flops and --gpu-hours, or --achieved-tflops", key="mfu")
-        m = compute_mfu(args.gpu, args.dtype, flops=args.flops, gpu_hours=args.gpu_hours,
-                        achieved_tflops=args.achieved_tflops)
+        m = compute_mfu(args.gpu, args.dtype, flops=args.flops, gpu_hours=args.gpu_hours, achieved_tflops=args.achieved_tflops)
         if args.format == "json":
             print(json.dumps(m.to_dict(), indent=2))
         else:
@@ -264,8 +286,19 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if importlib.util.find_spec("streamlit") is None:
             raise FootprintError("the dashboard needs streamlit: pip install streamlit", key="dashboard")
         app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
-        cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
-               "--server.address", args.address, "--browser.gatherUsageStats", "false"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(app),
+            "--server.port",
+            str(args.port),
+            "--server.address",
+            args.address,
+            "--browser.gatherUsageStats",
+            "false",
+        ]
         if args.headless:
             cmd += ["--server.headless", "true"]
         return subprocess.call(cmd)
@@ -283,12 +316,18 @@ def _gpus_list(fmt: str) -> int:
     rows = []
     for g in d.gpus.values():
         emb = d.embodied(g.id)
-        rows.append({
-            "id": g.id, "name": g.name, "vendor": g.vendor, "tdp_w": g.tdp_w,
-            "bf16_tflops": g.peak_tflops.get("bf16") or g.peak_tflops.get("fp16"),
-            "memory_gb": g.memory_gb, "embodied_method": emb.method,
-            "climate_change_kg": float(emb.total()[0]),
-        })
+        rows.append(
+            {
+                "id": g.id,
+                "name": g.name,
+                "vendor": g.vendor,
+                "tdp_w": g.tdp_w,
+                "bf16_tflops": g.peak_tflops.get("bf16") or g.peak_tflops.get("fp16"),
+                "memory_gb": g.memory_gb,
+                "embodied_method": emb.method,
+                "climate_change_kg": float(emb.total()[0]),
+            }
+        )
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return 0
@@ -297,8 +336,9 @@ def _gpus_list(fmt: str) -> int:
     print("-" * len(head))
     for r in rows:
         peak = "n/a" if r["bf16_tflops"] is None else f"{r['bf16_tflops']:g}"
-        print(f"{r['id']:<18} {r['name']:<30} {r['tdp_w']:>6g} {peak:>17} {r['climate_change_kg']:>10.1f}  "
-              f"{r['embodied_method']}")
+        print(
+            f"{r['id']:<18} {r['name']:<30} {r['tdp_w']:>6g} {peak:>17} {r['climate_change_kg']:>10.1f}  {r['embodied_method']}"
+        )
     return 0
 
 
@@ -315,17 +355,28 @@ def gpu_card(name: str) -> dict[str, Any]:
     for c in cat.categories() + cat.extras():
         i = IDX[c.key]
         impacts[c.key] = {
-            "name": c.name, "unit": c.unit, "total": float(emb.total()[i]),
+            "name": c.name,
+            "unit": c.unit,
+            "total": float(emb.total()[i]),
             "by_stage": {s: float(v[i]) for s, v in by_stage.items()},
             "by_component": {k: float(v[i]) for k, v in by_comp.items()},
         }
     return {
-        "id": g.id, "name": g.name, "vendor": g.vendor, "aliases": list(g.aliases),
-        "tdp_w": g.tdp_w, "memory_gb": g.memory_gb, "die_area_mm2": g.die_area_mm2,
-        "process_node": g.process_node, "peak_tflops_dense": g.peak_tflops,
-        "parametric_inputs": g.parametric, "proxy_of": g.proxy_of,
-        "embodied_method": emb.method, "scope": "manufacturing + upstream transport + end of life, per card; "
-        "no distribution, no use", "impacts": impacts, "notes": list(g.notes) + list(emb.notes),
+        "id": g.id,
+        "name": g.name,
+        "vendor": g.vendor,
+        "aliases": list(g.aliases),
+        "tdp_w": g.tdp_w,
+        "memory_gb": g.memory_gb,
+        "die_area_mm2": g.die_area_mm2,
+        "process_node": g.process_node,
+        "peak_tflops_dense": g.peak_tflops,
+        "parametric_inputs": g.parametric,
+        "proxy_of": g.proxy_of,
+        "embodied_method": emb.method,
+        "scope": "manufacturing + upstream transport + end of life, per card; no distribution, no use",
+        "impacts": impacts,
+        "notes": list(g.notes) + list(emb.notes),
         "sources": d.cite((*emb.sources, *g.sources)),
     }
 
@@ -338,8 +389,11 @@ def _gpus_show(name: str, fmt: str) -> int:
     if fmt == "json":
         print(json.dumps(card, indent=2))
         return 0
-    print(f"{card['name']} ({card['id']}): TDP {card['tdp_w']:g} W, "
-          + ", ".join(f"{k} {v:g}" for k, v in card["peak_tflops_dense"].items()) + " TFLOP/s dense")
+    print(
+        f"{card['name']} ({card['id']}): TDP {card['tdp_w']:g} W, "
+        + ", ".join(f"{k} {v:g}" for k, v in card["peak_tflops_dense"].items())
+        + " TFLOP/s dense"
+    )
     print(f"Embodied ({card['embodied_method']}; {card['scope']}):")
     for v in card["impacts"].values():
         print(f"  {v['name']:<36} {num(v['total']):>10} {display_unit(v['unit'])}")

@@ -155,14 +155,22 @@ class Database:
             params.pop("vram_die_area_mm2", None)
         peaks = {k.lower(): _num(v, None) for k, v in (g.get("peak_tflops") or {}).items()}
         return Gpu(
-            id=g["id"], name=g["name"], vendor=g["vendor"], aliases=tuple(g.get("aliases", [])),
-            tdp_w=_num(g["tdp"], "W"), peak_tflops=peaks,
+            id=g["id"],
+            name=g["name"],
+            vendor=g["vendor"],
+            aliases=tuple(g.get("aliases", [])),
+            tdp_w=_num(g["tdp"], "W"),
+            peak_tflops=peaks,
             memory_gb=_num(g["memory"], "GB") if "memory" in g else None,
             die_area_mm2=_num(g["die_area"], "mm**2") if "die_area" in g else None,
             process_node=(g.get("process_node") or {}).get("value"),
-            architecture=g.get("architecture"), form_factor=g.get("form_factor"),
-            parametric=params, proxy_of=proxy, notes=tuple(g.get("notes") or ()),
-            sources=tuple(dict.fromkeys(e["source"] for _, e in iter_values(g))), raw=g,
+            architecture=g.get("architecture"),
+            form_factor=g.get("form_factor"),
+            parametric=params,
+            proxy_of=proxy,
+            notes=tuple(g.get("notes") or ()),
+            sources=tuple(dict.fromkeys(e["source"] for _, e in iter_values(g))),
+            raw=g,
         )
 
     @cached_property

@@ -87,7 +87,10 @@ def resolve_zone(name: str, file: str | None = None, key: str | None = "site.gri
     hint = f"; did you mean {', '.join(names[c] + ' (' + c.title() + ')' for c in close)}?" if close else ""
     raise FootprintError(
         f"unknown grid zone {name!r}: expected an ISO3 country code from codecarbon's energy mix "
-        f"(e.g. FRA, USA, POL) or WORLD{hint}", file, key)
+        f"(e.g. FRA, USA, POL) or WORLD{hint}",
+        file,
+        key,
+    )
 
 
 def _mix_of(code: str) -> tuple[dict[str, float], str, int | None, float]:
@@ -122,13 +125,17 @@ def zone(code: str) -> Zone:
             # codecarbon's zone value is the central figure; the technology mix gives a second estimate.
             tech = value if covered > 0.999 else None
             lo, hi = (min(ci, tech), max(ci, tech)) if tech is not None else (ci, ci)
-            factors[c.key] = ZoneFactor(ci, unit, 1.0, (CODECARBON_SOURCE, *srcs), lo, hi,
-                                        "zone carbon intensity from codecarbon (OWID/Ember)")
+            factors[c.key] = ZoneFactor(
+                ci, unit, 1.0, (CODECARBON_SOURCE, *srcs), lo, hi, "zone carbon intensity from codecarbon (OWID/Ember)"
+            )
         elif not per or covered <= 0:
             factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor")
         else:
-            note = "" if covered > 0.999 else (
-                f"factors cover {covered:.0%} of generation (no factor for oil, bioenergy, other renewables): lower bound")
+            note = (
+                ""
+                if covered > 0.999
+                else (f"factors cover {covered:.0%} of generation (no factor for oil, bioenergy, other renewables): lower bound")
+            )
             factors[c.key] = ZoneFactor(value, unit, covered, (CODECARBON_SOURCE, *srcs), note=note)
     return Zone(code, name, year, shares, factors)
 
@@ -144,4 +151,6 @@ def intensity_override(value: str | float, file: str | None = None) -> float:
         except Exception:
             raise FootprintError(
                 f"{value!r} is not a carbon intensity (expected e.g. '57 g/kWh' or '0.057 kg CO2 eq/kWh')",
-                file, "site.carbon_intensity") from None
+                file,
+                "site.carbon_intensity",
+            ) from None

@@ -13,8 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from footprint.assessment import Assessment
 
 STAGE_COLORS = {"manufacturing": "#4C72B0", "transport": "#DD8452", "use": "#55A868", "end_of_life": "#8172B3"}
-COMPONENT_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
-                    "#CCB974", "#64B5CD"]
+COMPONENT_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
 
 
 def _plt() -> Any:
@@ -23,8 +22,7 @@ def _plt() -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "axes.spines.top": False,
-                         "axes.spines.right": False})
+    plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "axes.spines.top": False, "axes.spines.right": False})
     return plt
 
 
@@ -33,7 +31,7 @@ def _svg(fig: Any) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight")
     _plt().close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog so it can be inlined
+    return text[text.index("<svg") :]  # drop the XML prolog so it can be inlined
 
 
 def stage_matrix(a: Assessment) -> str:
@@ -51,8 +49,11 @@ def stage_matrix(a: Assessment) -> str:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", color="#bbbbbb"))
                 ax.text(j, i, "n/a", ha="center", va="center", color="#777777")
             else:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=STAGE_COLORS[stages[j]],
-                                           alpha=0.15 + 0.85 * max(min(v, 1.0), 0.0)))
+                ax.add_patch(
+                    plt.Rectangle(
+                        (j - 0.5, i - 0.5), 1, 1, color=STAGE_COLORS[stages[j]], alpha=0.15 + 0.85 * max(min(v, 1.0), 0.0)
+                    )
+                )
                 ax.text(j, i, f"{v:.0%}", ha="center", va="center", color="black" if v < 0.6 else "white")
     ax.set_xlim(-0.5, len(stages) - 0.5)
     ax.set_ylim(len(cats) - 0.5, -0.5)
@@ -78,8 +79,9 @@ def components(a: Assessment) -> str:
             bc = a.impacts[c.key].by_component
             emb = sum(v for k, v in bc.items() if k != "electricity" and v is not None and v > 0)
             vals.append((bc.get(comp) or 0) / emb if emb else 0)
-        ax.barh(range(len(cats)), vals, left=left, color=COMPONENT_COLORS[n % len(COMPONENT_COLORS)],
-                label=comp.replace("_", " "))
+        ax.barh(
+            range(len(cats)), vals, left=left, color=COMPONENT_COLORS[n % len(COMPONENT_COLORS)], label=comp.replace("_", " ")
+        )
         left = [x + v for x, v in zip(left, vals, strict=True)]
     ax.set_yticks(range(len(cats)), [c.name for c in cats])
     ax.invert_yaxis()
@@ -97,7 +99,7 @@ def materials(a: Assessment) -> str:
     comps = {k: v * m["gpu_equivalents"] for k, v in m["components_kg"].items() if v}
     elements = (m.get("elements_estimate") or {}).get("elements", {})
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [1, 1.4]})
-    axes[0].bar(list(comps), list(comps.values()), color=COMPONENT_COLORS[:len(comps)])
+    axes[0].bar(list(comps), list(comps.values()), color=COMPONENT_COLORS[: len(comps)])
     axes[0].set_ylabel("kg")
     axes[0].set_title(f"Hardware mass, {m['gpu_equivalents']} GPU-equivalents")
     axes[0].tick_params(axis="x", labelrotation=20)
@@ -170,9 +172,11 @@ def compare_headline(assessments: list[Assessment]) -> str:
     for ax, key in zip(axes, HEADLINE, strict=True):
         names = [x.workload.name[:18] for x in assessments]
         vals = [x.impacts[key].total for x in assessments]
-        err = [[v - x.impacts[key].low for v, x in zip(vals, assessments, strict=True)],
-               [x.impacts[key].high - v for v, x in zip(vals, assessments, strict=True)]]
-        ax.bar(names, vals, yerr=err, color=COMPONENT_COLORS[:len(names)], capsize=3)
+        err = [
+            [v - x.impacts[key].low for v, x in zip(vals, assessments, strict=True)],
+            [x.impacts[key].high - v for v, x in zip(vals, assessments, strict=True)],
+        ]
+        ax.bar(names, vals, yerr=err, color=COMPONENT_COLORS[: len(names)], capsize=3)
         ax.set_title(by_key(key).name, fontsize=9)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
     return _svg(fig)

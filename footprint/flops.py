@@ -30,14 +30,28 @@ class TransformerFlops:
     formula: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"flops": self.flops, "flops_per_token": self.flops_per_token, "hardware_flops": self.hardware_flops,
-                "hardware_flops_per_token": self.hardware_flops_per_token, "formula": self.formula}
+        return {
+            "flops": self.flops,
+            "flops_per_token": self.flops_per_token,
+            "hardware_flops": self.hardware_flops,
+            "hardware_flops_per_token": self.hardware_flops_per_token,
+            "formula": self.formula,
+        }
 
 
-def transformer_flops(params: float, tokens: float = 1.0, *, active_params: float | None = None,
-                      layers: int | None = None, hidden: int | None = None, seq_len: int | None = None,
-                      recompute: str = "none", inference: bool = False, vocab: int | None = None,
-                      variant: str = "palm") -> TransformerFlops:
+def transformer_flops(
+    params: float,
+    tokens: float = 1.0,
+    *,
+    active_params: float | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    seq_len: int | None = None,
+    recompute: str = "none",
+    inference: bool = False,
+    vocab: int | None = None,
+    variant: str = "palm",
+) -> TransformerFlops:
     """Transformer FLOPs for ``tokens`` tokens.
 
     palm (default): training 6N + 12 L H S per token (N = active parameters for MoE); inference 2N + 4 L H S.
@@ -59,8 +73,7 @@ def transformer_flops(params: float, tokens: float = 1.0, *, active_params: floa
     n_label = "A" if active_params else "N"
     if variant == "megatron":
         if not (all(shape) and vocab):
-            raise FootprintError("the Megatron-LM formula needs --layers, --hidden, --seq-len and --vocab",
-                                 key="--variant")
+            raise FootprintError("the Megatron-LM formula needs --layers, --hidden, --seq-len and --vocab", key="--variant")
         per_iter_token = 96.0 * layers * hidden**2 * (1 + seq_len / (6 * hidden) + vocab / (16 * layers * hidden))
         model = per_iter_token * 3 / 4
         fwd = per_iter_token / 4
@@ -97,12 +110,24 @@ class Mfu:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mfu": self.mfu, "peak_tflops": self.peak_tflops, "achieved_tflops": self.achieved_tflops,
-                "gpu": self.gpu, "dtype": self.dtype, "warnings": list(self.warnings)}
+        return {
+            "mfu": self.mfu,
+            "peak_tflops": self.peak_tflops,
+            "achieved_tflops": self.achieved_tflops,
+            "gpu": self.gpu,
+            "dtype": self.dtype,
+            "warnings": list(self.warnings),
+        }
 
 
-def compute_mfu(gpu: str, dtype: str = "bf16", *, flops: float | None = None, gpu_hours: float | None = None,
-                achieved_tflops: float | None = None) -> Mfu:
+def compute_mfu(
+    gpu: str,
+    dtype: str = "bf16",
+    *,
+    flops: float | None = None,
+    gpu_hours: float | None = None,
+    achieved_tflops: float | None = None,
+) -> Mfu:
     """MFU from total FLOPs over GPU-hours, or from achieved TFLOP/s per GPU, against the dense peak."""
     from footprint.database import db
 
@@ -122,11 +147,14 @@ def compute_mfu(gpu: str, dtype: str = "bf16", *, flops: float | None = None, gp
         raise FootprintError(
             f"MFU {value:.0%} is above 100 % of the dense {dtype} peak of {card.name} ({peak:g} TFLOP/s): likely a "
             "sparse peak or a sparsity-inflated FLOP count, the wrong dtype (e.g. fp8 work against a bf16 peak), "
-            "GPU-hours that miss GPUs, or FLOPs counted for several ranks on one GPU", key="mfu")
+            "GPU-hours that miss GPUs, or FLOPs counted for several ranks on one GPU",
+            key="mfu",
+        )
     notes = ()
     if value > MFU_WARN:
-        notes = (f"MFU {value:.0%} is above {MFU_WARN:.0%}: plausible only for single large GEMMs; check the "
-                 "FLOP count and the dtype",)
+        notes = (
+            f"MFU {value:.0%} is above {MFU_WARN:.0%}: plausible only for single large GEMMs; check the FLOP count and the dtype",
+        )
     return Mfu(value, peak, achieved_tflops, card.name, dtype, notes)
 
 
@@ -142,11 +170,11 @@ def cpu_attention_formulas() -> dict[Any, Callable[..., int]]:
     aten = torch.ops.aten
     out: dict[Any, Callable[..., int]] = {}
     if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
+
         def fwd(query: Any, key: Any, value: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
             return fc.sdpa_flop_count(query, key, value)
 
-        def bwd(grad_out: Any, query: Any, key: Any, value: Any, *args: Any, out_shape: Any = None,
-                **kwargs: Any) -> int:
+        def bwd(grad_out: Any, query: Any, key: Any, value: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
             return fc.sdpa_backward_flop_count(grad_out, query, key, value)
 
         out[aten._scaled_dot_product_flash_attention_for_cpu] = fwd
@@ -166,14 +194,19 @@ def measure_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
 
     mods = [a for a in (*args, *kwargs.values(), getattr(fn, "__self__", None), fn) if isinstance(a, torch.nn.Module)]
     if not torch.is_grad_enabled():
-        warnings.warn("measure_flops under no_grad: only the forward pass is counted, and transformer fast paths "
-                      "(nn.TransformerEncoderLayer in eval/no_grad) are invisible to FlopCounterMode",
-                      stacklevel=2)
+        warnings.warn(
+            "measure_flops under no_grad: only the forward pass is counted, and transformer fast paths "
+            "(nn.TransformerEncoderLayer in eval/no_grad) are invisible to FlopCounterMode",
+            stacklevel=2,
+        )
     for m in mods:
-        if not m.training and any(isinstance(x, (torch.nn.TransformerEncoderLayer, torch.nn.MultiheadAttention))
-                                  for x in m.modules()):
-            warnings.warn(f"{type(m).__name__} is in eval mode: its fused fast path is not counted; call "
-                          "model.train() to measure", stacklevel=2)
+        if not m.training and any(
+            isinstance(x, (torch.nn.TransformerEncoderLayer, torch.nn.MultiheadAttention)) for x in m.modules()
+        ):
+            warnings.warn(
+                f"{type(m).__name__} is in eval mode: its fused fast path is not counted; call model.train() to measure",
+                stacklevel=2,
+            )
     counter = FlopCounterMode(display=False, custom_mapping=cpu_attention_formulas())
     with counter:
         fn(*args, **kwargs)

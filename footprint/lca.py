@@ -41,8 +41,10 @@ def embodied_parts(d: Database, w: Workload) -> tuple[dict[tuple[str, str], np.n
             if total[i] > 0:
                 for arr in parts.values():
                     arr[i] *= value / total[i]
-            notes.append(f"{cat.by_key(c).name}: embodied per GPU set to {value:g} {cat.by_key(c).unit} by the "
-                         "scenario (hardware.embodied); component and stage shares kept from the dataset")
+            notes.append(
+                f"{cat.by_key(c).name}: embodied per GPU set to {value:g} {cat.by_key(c).unit} by the "
+                "scenario (hardware.embodied); component and stage shares kept from the dataset"
+            )
     return parts, emb, notes
 
 
@@ -75,8 +77,9 @@ def embodied_multipliers(d: Database, w: Workload) -> tuple[np.ndarray, np.ndarr
     return lo, hi, srcs
 
 
-def _tri(rng: np.random.Generator, lo: np.ndarray | float, mode: np.ndarray | float,
-         hi: np.ndarray | float, size: Any) -> np.ndarray:
+def _tri(
+    rng: np.random.Generator, lo: np.ndarray | float, mode: np.ndarray | float, hi: np.ndarray | float, size: Any
+) -> np.ndarray:
     lo, mode, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(mode, float), np.asarray(hi, float))
     span = hi - lo
     safe_hi = np.where(span > 0, hi, lo + 1e-12)
@@ -106,8 +109,10 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         sources += hsrc
         na = [cat.by_key(k).name for k in cat.keys() if np.isnan(host[IDX[k]])]
         if na:
-            warnings.append(f"host share (server around the GPU) not available for {len(na)} categories "
-                            f"({', '.join(na)}): their totals cover the GPU only")
+            warnings.append(
+                f"host share (server around the GPU) not available for {len(na)} categories "
+                f"({', '.join(na)}): their totals cover the GPU only"
+            )
 
     # Use phase
     facility = w.it_energy_kwh * w.pue
@@ -130,14 +135,19 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         ci_lo, ci_hi = f.low, f.high
     use_na = [c.name for c in cat.categories() if np.isnan(elec[IDX[c.key]])]
     if use_na:
-        warnings.append(f"use phase not available for {len(use_na)} categories (no open per-kWh electricity factor): "
-                        + ", ".join(use_na) + "; their totals cover embodied impacts only")
+        warnings.append(
+            f"use phase not available for {len(use_na)} categories (no open per-kWh electricity factor): "
+            + ", ".join(use_na)
+            + "; their totals cover embodied impacts only"
+        )
     if coverage_notes:
-        warnings.append("use phase is a lower bound where factors cover only part of the "
-                        f"{zone.name} mix: " + ", ".join(coverage_notes))
+        warnings.append(
+            f"use phase is a lower bound where factors cover only part of the {zone.name} mix: " + ", ".join(coverage_notes)
+        )
     if any(k[0] == "end_of_life" for k in parts):
-        warnings.append("embodied water use is dominated by the ADEME end-of-life factor (730 m3 world eq per kg of "
-                        "card); kept as published")
+        warnings.append(
+            "embodied water use is dominated by the ADEME end-of-life factor (730 m3 world eq per kg of card); kept as published"
+        )
 
     results: dict[str, CategoryResult] = {}
     stage_names = cat.stages()
@@ -168,8 +178,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         else:
             by_stage["use"] = None
         total = float(sum(v for v in by_stage.values() if v is not None))
-        results[c.key] = CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total,
-                                        tuple(not_available))
+        results[c.key] = CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
 
     # Monte Carlo
     if samples and samples > 1:
@@ -184,15 +193,32 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     water = _water(w, facility, warnings)
     materials = _materials(d, w)
     return Assessment(
-        workload=w, impacts=results, facility_energy_kwh=facility, water_l=water, materials=materials,
-        embodied_method=emb.method, zone=zone, samples=samples, warnings=tuple(dict.fromkeys(warnings)),
+        workload=w,
+        impacts=results,
+        facility_energy_kwh=facility,
+        water_l=water,
+        materials=materials,
+        embodied_method=emb.method,
+        zone=zone,
+        samples=samples,
+        warnings=tuple(dict.fromkeys(warnings)),
         source_ids=tuple(dict.fromkeys(s for s in sources if s)),
     )
 
 
-def _monte_carlo(w: Workload, n: int, seed: int, parts: dict, host: np.ndarray, elec: np.ndarray,
-                 m_lo: np.ndarray, m_hi: np.ndarray, ci_lo: float | None, ci_hi: float | None,
-                 d: Database) -> tuple[np.ndarray, np.ndarray]:
+def _monte_carlo(
+    w: Workload,
+    n: int,
+    seed: int,
+    parts: dict,
+    host: np.ndarray,
+    elec: np.ndarray,
+    m_lo: np.ndarray,
+    m_hi: np.ndarray,
+    ci_lo: float | None,
+    ci_hi: float | None,
+    d: Database,
+) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     r = w.ranges
     emb = np.sum(list(parts.values()), axis=0)  # per GPU, incl. distribution
@@ -272,8 +298,11 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
             base = comps["board_and_chips"] * w.gpu_equivalents
             elements[el] = {"low_kg": lo * base, "high_kg": hi * base}
         out["elements_estimate"] = {
-            "component": "board_and_chips", "estimate": True, "basis": comp.get("basis"),
-            "source": comp.get("source"), "elements": elements,
+            "component": "board_and_chips",
+            "estimate": True,
+            "basis": comp.get("basis"),
+            "source": comp.get("source"),
+            "elements": elements,
         }
     out["facts"] = mat.get("facts", {})
     return out

@@ -51,12 +51,14 @@ def infer_format(output: str, fmt: str | None) -> str:
         return "md"
     if suffix in FORMATS:
         return suffix
-    raise FootprintError(f"cannot tell the format from {output!r}: use .html, .md, .json, .csv, .pdf, .boamps.json "
-                         "or --format", key="-o")
+    raise FootprintError(
+        f"cannot tell the format from {output!r}: use .html, .md, .json, .csv, .pdf, .boamps.json or --format", key="-o"
+    )
 
 
-def build_sections(targets: list[str], sets: list[str] | None, samples: int, trace: str | None,
-                   progress: Any = None) -> list[Section]:
+def build_sections(
+    targets: list[str], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None
+) -> list[Section]:
     from footprint import figures
     from footprint.api import to_workload
     from footprint.lca import assess
@@ -108,6 +110,7 @@ def _run_figures(s: Section, run_dir: Path) -> None:
 
 # ---- text pieces shared by HTML and Markdown ----------------------------------------------------
 
+
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     w = a.workload
     rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
@@ -117,24 +120,37 @@ def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     return rows
 
 
-CAT_HEADERS = ["Category", "Total", "Unit", "Low", "High", "Manufacturing", "Transport", "Use", "End of life",
-               "Dominant stage"]
+CAT_HEADERS = ["Category", "Total", "Unit", "Low", "High", "Manufacturing", "Transport", "Use", "End of life", "Dominant stage"]
 
 
 def category_rows(a: Assessment) -> list[list[str]]:
     rows = []
     for c in cat.categories():
         r = a.impacts[c.key]
-        rows.append([r.name, num(r.total), display_unit(r.unit), num(r.low), num(r.high),
-                     *(pct(r.share(s)) for s in cat.stages()), (r.dominant_stage or "n/a").replace("_", " ")])
+        rows.append(
+            [
+                r.name,
+                num(r.total),
+                display_unit(r.unit),
+                num(r.low),
+                num(r.high),
+                *(pct(r.share(s)) for s in cat.stages()),
+                (r.dominant_stage or "n/a").replace("_", " "),
+            ]
+        )
     return rows
 
 
 def methods_text(a: Assessment) -> list[str]:
     d = a.to_dict()["method"]
-    return [f"GPU time: {d['gpu_hours']}.", f"Energy: {d['energy']}.", f"Embodied: {d['embodied']}.",
-            f"Use phase: {d['use']}.", f"Uncertainty: {d['uncertainty']}.",
-            "Not available (n/a) means no data exists for that part; it is never counted as zero."]
+    return [
+        f"GPU time: {d['gpu_hours']}.",
+        f"Energy: {d['energy']}.",
+        f"Embodied: {d['embodied']}.",
+        f"Use phase: {d['use']}.",
+        f"Uncertainty: {d['uncertainty']}.",
+        "Not available (n/a) means no data exists for that part; it is never counted as zero.",
+    ]
 
 
 # ---- HTML ---------------------------------------------------------------------------------------
@@ -168,11 +184,15 @@ def _section_html(s: Section) -> str:
     cards = "".join(
         f'<div class="card"><div>{html.escape(a.impacts[k].name)}</div><div class="v">{num(a.impacts[k].total)}</div>'
         f'<div class="u">{html.escape(display_unit(a.impacts[k].unit))} · range {num(a.impacts[k].low)} – '
-        f'{num(a.impacts[k].high)}</div></div>' for k in cat.HEADLINE)
+        f"{num(a.impacts[k].high)}</div></div>"
+        for k in cat.HEADLINE
+    )
     parts = [
-        f"<h2>Summary — {html.escape(a.workload.name)}</h2>", f'<div class="cards">{cards}</div>',
+        f"<h2>Summary — {html.escape(a.workload.name)}</h2>",
+        f'<div class="cards">{cards}</div>',
         _table(["", ""], [list(r) for r in summary_rows(a)], "kv"),
-        "<h2>All 16 EF 3.1 categories</h2>", _table(CAT_HEADERS, category_rows(a)),
+        "<h2>All 16 EF 3.1 categories</h2>",
+        _table(CAT_HEADERS, category_rows(a)),
         _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
         "<h2>Embodied impacts by GPU component</h2>",
         _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
@@ -180,18 +200,27 @@ def _section_html(s: Section) -> str:
         _fig(s.figures.get("materials"), "Element ranges are estimates from a generic PCB composition."),
     ]
     if "power" in s.figures or "mfu" in s.figures:
-        parts += ["<h2>Measured run</h2>", _fig(s.figures.get("power"), "Power samples per device."),
-                  _fig(s.figures.get("mfu"), "Steady-state MFU per step.")]
+        parts += [
+            "<h2>Measured run</h2>",
+            _fig(s.figures.get("power"), "Power samples per device."),
+            _fig(s.figures.get("mfu"), "Steady-state MFU per step."),
+        ]
     if s.kernels:
         k = s.kernels
-        parts += ["<h2>Kernel analysis</h2>", _fig(s.figures.get("kernels"), "From the profiler trace."),
-                  f'<p class="sub">Device {html.escape(str((k.get("device") or {}).get("name")))}; busy '
-                  f'{num(k.get("busy_time_us"))} µs of {num(k.get("total_time_us"))} µs.</p>']
-    parts += ["<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
-              "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{html.escape(w)}</li>" for w in a.warnings)
-              + "</ul>",
-              "<h2>Sources and licences</h2>" + _table(["Source", "Licence", "Link"], [
-                  [src["title"], src.get("licence") or "", src.get("url") or ""] for src in a.sources])]
+        parts += [
+            "<h2>Kernel analysis</h2>",
+            _fig(s.figures.get("kernels"), "From the profiler trace."),
+            f'<p class="sub">Device {html.escape(str((k.get("device") or {}).get("name")))}; busy '
+            f"{num(k.get('busy_time_us'))} µs of {num(k.get('total_time_us'))} µs.</p>",
+        ]
+    parts += [
+        "<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
+        "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{html.escape(w)}</li>" for w in a.warnings) + "</ul>",
+        "<h2>Sources and licences</h2>"
+        + _table(
+            ["Source", "Licence", "Link"], [[src["title"], src.get("licence") or "", src.get("url") or ""] for src in a.sources]
+        ),
+    ]
     return "\n".join(parts)
 
 
@@ -201,14 +230,27 @@ def _compare_html(sections: list[Section]) -> str:
     names = [s.assessment.workload.name for s in sections]
     rows = []
     for c in cat.categories():
-        rows.append([c.name, display_unit(c.unit)] + [f"{num(s.assessment.impacts[c.key].total)} "
-                                                       f"({pct(s.assessment.impacts[c.key].share('use'))} use)"
-                                                       for s in sections])
+        rows.append(
+            [c.name, display_unit(c.unit)]
+            + [
+                f"{num(s.assessment.impacts[c.key].total)} ({pct(s.assessment.impacts[c.key].share('use'))} use)"
+                for s in sections
+            ]
+        )
     facts = [summary_facts(s.assessment) for s in sections]
     summary = [[label] + [f[label] for f in facts] for label in facts[0]]
-    return "\n".join(["<h2>Comparison</h2>", '<div class="cmp">', _table([""] + names, summary), "</div>",
-                      _fig(figures.compare_headline([s.assessment for s in sections]), "Headline categories."),
-                      '<div class="cmp">', _table(["Category", "Unit"] + names, rows), "</div>"])
+    return "\n".join(
+        [
+            "<h2>Comparison</h2>",
+            '<div class="cmp">',
+            _table([""] + names, summary),
+            "</div>",
+            _fig(figures.compare_headline([s.assessment for s in sections]), "Headline categories."),
+            '<div class="cmp">',
+            _table(["Category", "Unit"] + names, rows),
+            "</div>",
+        ]
+    )
 
 
 def to_html(sections: list[Section]) -> str:
@@ -218,20 +260,26 @@ def to_html(sections: list[Section]) -> str:
         body.append(_compare_html(sections))
     body += [_section_html(s) for s in sections]
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
-            f"content='width=device-width,initial-scale=1'><title>{html.escape(title)} — footprint report</title>"
-            f"<style>{CSS}</style></head><body><h1>Environmental footprint: {html.escape(title)}</h1>"
-            f"<p class='sub'>16 EU Environmental Footprint 3.1 categories across the GPU's life. footprint "
-            f"{__version__}, {stamp}.</p>{''.join(body)}</body></html>\n")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+        f"content='width=device-width,initial-scale=1'><title>{html.escape(title)} — footprint report</title>"
+        f"<style>{CSS}</style></head><body><h1>Environmental footprint: {html.escape(title)}</h1>"
+        f"<p class='sub'>16 EU Environmental Footprint 3.1 categories across the GPU's life. footprint "
+        f"{__version__}, {stamp}.</p>{''.join(body)}</body></html>\n"
+    )
 
 
 # ---- Markdown -----------------------------------------------------------------------------------
 
+
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
     def esc(x: str) -> str:
         return str(x).replace("|", "\\|")
-    return "\n".join(["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
-                     + ["| " + " | ".join(map(esc, r)) + " |" for r in rows])
+
+    return "\n".join(
+        ["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
+        + ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
+    )
 
 
 def to_markdown(sections: list[Section], out: Path) -> str:
@@ -245,24 +293,52 @@ def to_markdown(sections: list[Section], out: Path) -> str:
         path.write_text(svg)
         return f"![{caption}]({fig_dir.name}/{path.name})\n\n*{caption}*\n"
 
-    lines = [f"# Environmental footprint: {' vs '.join(s.assessment.workload.name for s in sections)}", "",
-             f"16 EU Environmental Footprint 3.1 categories across the GPU's life (footprint {__version__}).", ""]
+    lines = [
+        f"# Environmental footprint: {' vs '.join(s.assessment.workload.name for s in sections)}",
+        "",
+        f"16 EU Environmental Footprint 3.1 categories across the GPU's life (footprint {__version__}).",
+        "",
+    ]
     if len(sections) > 1:
         names = [s.assessment.workload.name for s in sections]
-        lines += ["## Comparison", "", _md_table(["Category", "Unit", *names], [
-            [c.name, display_unit(c.unit)] + [num(s.assessment.impacts[c.key].total) for s in sections]
-            for c in cat.categories()]), ""]
+        lines += [
+            "## Comparison",
+            "",
+            _md_table(
+                ["Category", "Unit", *names],
+                [
+                    [c.name, display_unit(c.unit)] + [num(s.assessment.impacts[c.key].total) for s in sections]
+                    for c in cat.categories()
+                ],
+            ),
+            "",
+        ]
     for i, s in enumerate(sections):
         a = s.assessment
-        lines += [f"## Summary — {a.workload.name}", "", _md_table(["", ""], [list(r) for r in summary_rows(a)]), "",
-                  "## All 16 EF 3.1 categories", "", _md_table(CAT_HEADERS, category_rows(a)), "",
-                  fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
-                  "## Embodied impacts by GPU component", "",
-                  fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
-                  "## Material footprint", "", fig("materials", s.figures.get("materials"), "Material footprint", i)]
+        lines += [
+            f"## Summary — {a.workload.name}",
+            "",
+            _md_table(["", ""], [list(r) for r in summary_rows(a)]),
+            "",
+            "## All 16 EF 3.1 categories",
+            "",
+            _md_table(CAT_HEADERS, category_rows(a)),
+            "",
+            fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
+            "## Embodied impacts by GPU component",
+            "",
+            fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
+            "## Material footprint",
+            "",
+            fig("materials", s.figures.get("materials"), "Material footprint", i),
+        ]
         if "power" in s.figures:
-            lines += ["## Measured run", "", fig("power", s.figures.get("power"), "Power per device", i),
-                      fig("mfu", s.figures.get("mfu"), "MFU per step", i)]
+            lines += [
+                "## Measured run",
+                "",
+                fig("power", s.figures.get("power"), "Power per device", i),
+                fig("mfu", s.figures.get("mfu"), "MFU per step", i),
+            ]
         if s.kernels:
             lines += ["## Kernel analysis", "", fig("kernels", s.figures.get("kernels"), "GPU time by kernel category", i)]
         lines += ["## Methods", ""] + [f"- {m}" for m in methods_text(a)] + ["", "## Warnings", ""]
@@ -274,6 +350,7 @@ def to_markdown(sections: list[Section], out: Path) -> str:
 
 # ---- BoAmps-style export ------------------------------------------------------------------------
 
+
 def to_boamps(a: Assessment) -> dict[str, Any]:
     """A BoAmps-style report (Boavizta's AI energy reporting format, github.com/Boavizta/BoAmps): header,
     task, measures, infrastructure, environment; the 16 EF categories ride in an extension block."""
@@ -281,50 +358,98 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
     measured = w.energy_method.startswith("measured")
     return {
         "$schema": "https://raw.githubusercontent.com/Boavizta/BoAmps/main/model/report_schema.json",
-        "header": {"formatVersion": "1.1.0", "reportId": str(uuid.uuid4()), "reportStatus": "draft",
-                   "reportDatetime": datetime.now(UTC).isoformat(timespec="seconds"),
-                   "licensing": "CC BY-SA 4.0 (ADEME-derived embodied data)",
-                   "publisher": {"name": "footprint", "confidentialityLevel": "public"}},
-        "task": {"taskStage": "training", "taskFamily": "text generation" if w.model else None,
-                 "algorithms": [{"algorithmName": w.name,
-                                 "parametersNumber": w.model.get("parameters") if w.model else None}],
-                 "dataset": [{"dataType": "token", "items": w.model.get("tokens")}] if w.model.get("tokens") else []},
-        "measures": [{"measurementMethod": "footprint tracker (NVML/RAPL)" if measured else "modelled (footprint scenario)",
-                      "unit": "kWh", "powerConsumption": w.it_energy_kwh,
-                      "measurementDuration": w.gpu_hours * 3600 / max(w.count, 1),
-                      "averageUtilizationGpu": w.mfu}],
-        "infrastructure": {"infraType": "onPremise" if measured else "$other",
-                           "components": [{"componentName": w.gpu.name, "componentType": "gpu", "nbComponent": w.count,
-                                           "memorySize": w.gpu.memory_gb, "manufacturer": w.gpu.vendor}]},
-        "environment": {"country": w.grid, "powerSourceCarbonIntensity":
-                        (w.carbon_intensity or a.zone.factors["climate_change"].value) * 1000},
-        "footprintExtension": {"pue": w.pue, "facilityEnergyKwh": a.facility_energy_kwh, "gpuHours": w.gpu_hours,
-                               "gpuEquivalents": w.gpu_equivalents, "waterL": a.water_l,
-                               "impacts": {k: {"unit": r.unit, "total": r.total, "low": r.low, "high": r.high}
-                                           for k, r in a.impacts.items() if k in cat.keys()}},
+        "header": {
+            "formatVersion": "1.1.0",
+            "reportId": str(uuid.uuid4()),
+            "reportStatus": "draft",
+            "reportDatetime": datetime.now(UTC).isoformat(timespec="seconds"),
+            "licensing": "CC BY-SA 4.0 (ADEME-derived embodied data)",
+            "publisher": {"name": "footprint", "confidentialityLevel": "public"},
+        },
+        "task": {
+            "taskStage": "training",
+            "taskFamily": "text generation" if w.model else None,
+            "algorithms": [{"algorithmName": w.name, "parametersNumber": w.model.get("parameters") if w.model else None}],
+            "dataset": [{"dataType": "token", "items": w.model.get("tokens")}] if w.model.get("tokens") else [],
+        },
+        "measures": [
+            {
+                "measurementMethod": "footprint tracker (NVML/RAPL)" if measured else "modelled (footprint scenario)",
+                "unit": "kWh",
+                "powerConsumption": w.it_energy_kwh,
+                "measurementDuration": w.gpu_hours * 3600 / max(w.count, 1),
+                "averageUtilizationGpu": w.mfu,
+            }
+        ],
+        "infrastructure": {
+            "infraType": "onPremise" if measured else "$other",
+            "components": [
+                {
+                    "componentName": w.gpu.name,
+                    "componentType": "gpu",
+                    "nbComponent": w.count,
+                    "memorySize": w.gpu.memory_gb,
+                    "manufacturer": w.gpu.vendor,
+                }
+            ],
+        },
+        "environment": {
+            "country": w.grid,
+            "powerSourceCarbonIntensity": (w.carbon_intensity or a.zone.factors["climate_change"].value) * 1000,
+        },
+        "footprintExtension": {
+            "pue": w.pue,
+            "facilityEnergyKwh": a.facility_energy_kwh,
+            "gpuHours": w.gpu_hours,
+            "gpuEquivalents": w.gpu_equivalents,
+            "waterL": a.water_l,
+            "impacts": {
+                k: {"unit": r.unit, "total": r.total, "low": r.low, "high": r.high}
+                for k, r in a.impacts.items()
+                if k in cat.keys()
+            },
+        },
     }
 
 
 # ---- PDF ----------------------------------------------------------------------------------------
 
+
 def html_to_pdf(html_text: str, out: Path) -> None:
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if not browser:
-        raise FootprintError("PDF output needs Chromium (Debian package chromium); write .html and print it instead",
-                             str(out))
+        raise FootprintError("PDF output needs Chromium (Debian package chromium); write .html and print it instead", str(out))
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "report.html"
         src.write_text(html_text)
-        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp}/profile",
-               "--no-pdf-header-footer", f"--print-to-pdf={out.resolve()}", src.as_uri()]
+        cmd = [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp}/profile",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={out.resolve()}",
+            src.as_uri(),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0 or not out.exists():
             raise FootprintError(f"Chromium could not print the PDF: {proc.stderr.strip()[-300:]}", str(out))
 
 
-def write_report(targets: list[str], output: str, fmt: str | None = None, sets: list[str] | None = None,
-                 samples: int = 2000, trace: str | None = None, quiet: bool = False) -> Path:
+def write_report(
+    targets: list[str],
+    output: str,
+    fmt: str | None = None,
+    sets: list[str] | None = None,
+    samples: int = 2000,
+    trace: str | None = None,
+    quiet: bool = False,
+) -> Path:
     """Assess each target and write the report; returns the path written."""
     fmt = infer_format(output, fmt)
     out = Path(output)
@@ -342,8 +467,7 @@ def write_report(targets: list[str], output: str, fmt: str | None = None, sets: 
                 assessments.append(assess(to_workload(t, sets), samples=samples))
                 bar.advance(task)
             if fmt == "json":
-                data: Any = assessments[0].to_dict() if len(assessments) == 1 else {
-                    "reports": [x.to_dict() for x in assessments]}
+                data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}
                 text = json.dumps(data, indent=2, default=str)
             elif fmt == "boamps":
                 b = [to_boamps(x) for x in assessments]

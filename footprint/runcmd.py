@@ -37,8 +37,9 @@ def run_command(args: argparse.Namespace) -> int:
         raise FootprintError(f"--period must be > 0, got {args.period}", key="--period")
     from footprint.tracker import Tracker
 
-    tracker = Tracker(name=args.name, output_dir=args.output_dir, site=_site(args.grid, args.pue),
-                      period_s=args.period, handle_sigterm=False)
+    tracker = Tracker(
+        name=args.name, output_dir=args.output_dir, site=_site(args.grid, args.pue), period_s=args.period, handle_sigterm=False
+    )
     tracker.start()
     try:
         proc = subprocess.Popen(cmd)
@@ -56,8 +57,11 @@ def run_command(args: argparse.Namespace) -> int:
         run = tracker.stop()
     if run:
         e = run["energy"]
-        print(f"footprint: {tracker.run_dir}/run.json: {run['duration_s']:.1f} s, GPU "
-              f"{_kwh(e['gpu_j'])}, total {_kwh(e['total_j'])} (exit code {code})", file=sys.stderr)
+        print(
+            f"footprint: {tracker.run_dir}/run.json: {run['duration_s']:.1f} s, GPU "
+            f"{_kwh(e['gpu_j'])}, total {_kwh(e['total_j'])} (exit code {code})",
+            file=sys.stderr,
+        )
     return code
 
 
@@ -74,13 +78,11 @@ def import_log(args: argparse.Namespace) -> int:
     record["name"] = record.get("name") or out.name
     runrecord.write_json(out / "run.json", record)
     e = record["energy"]
-    print(f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, "
-          f"GPU energy {_kwh(e['gpu_j'])}")
+    print(f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, GPU energy {_kwh(e['gpu_j'])}")
     return 0
 
 
-def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | None,
-                    gpu: str | None = None) -> dict[str, Any]:
+def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None) -> dict[str, Any]:
     from meters.importers import integrate_energy, read_nvidia_smi_csv
 
     if not path.is_file():
@@ -98,18 +100,38 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
     names = df.groupby("device")["name"].first().to_dict() if "name" in df else {}
     uuids = df.groupby("device")["uuid"].first().to_dict() if "uuid" in df else {}
     for dev, r in per_device.items():
-        devices.append({
-            "index": int(dev) if str(dev).isdigit() else None, "name": str(gpu or names.get(dev) or "unknown GPU"),
-            "uuid": str(uuids.get(dev) or f"nvidia-smi:{dev}"), "component": "gpu",
-            "method": f"nvidia-smi {r['method']}", "measured": True, "energy_j": r["energy_j"],
-            "duration_s": r["duration_s"], "reliable": r.get("reliable", True), "notes": list(r.get("notes", [])),
-        })
+        devices.append(
+            {
+                "index": int(dev) if str(dev).isdigit() else None,
+                "name": str(gpu or names.get(dev) or "unknown GPU"),
+                "uuid": str(uuids.get(dev) or f"nvidia-smi:{dev}"),
+                "component": "gpu",
+                "method": f"nvidia-smi {r['method']}",
+                "measured": True,
+                "energy_j": r["energy_j"],
+                "duration_s": r["duration_s"],
+                "reliable": r.get("reliable", True),
+                "notes": list(r.get("notes", [])),
+            }
+        )
         notes += [f"device {dev}: {n}" for n in r.get("notes", [])]
     duration = max((d["duration_s"] for d in devices), default=0.0)
-    return {"format": runrecord.FORMAT, "version": runrecord.VERSION, "name": None, "source_file": str(path),
-            "imported_from": "nvidia-smi", "duration_s": duration, "steps": 0, "tokens": 0, "devices": devices,
-            "energy": runrecord.energy_summary(devices), "ranks": [], "hosts": [], "site": site,
-            "notes": ["imported from an nvidia-smi log: GPU board power only (no CPU/RAM)", *notes]}
+    return {
+        "format": runrecord.FORMAT,
+        "version": runrecord.VERSION,
+        "name": None,
+        "source_file": str(path),
+        "imported_from": "nvidia-smi",
+        "duration_s": duration,
+        "steps": 0,
+        "tokens": 0,
+        "devices": devices,
+        "energy": runrecord.energy_summary(devices),
+        "ranks": [],
+        "hosts": [],
+        "site": site,
+        "notes": ["imported from an nvidia-smi log: GPU board power only (no CPU/RAM)", *notes],
+    }
 
 
 def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
@@ -132,17 +154,47 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
 
         card = db().find_gpu(gpu, str(path), "--gpu")
         per = (float(row.get("gpu_energy_j", 0.0) or 0.0)) / max(count, 1)
-        devices += [{"index": i, "name": card.name, "uuid": f"codecarbon:gpu{i}", "component": "gpu",
-                     "method": "codecarbon", "measured": True, "energy_j": per} for i in range(count)]
+        devices += [
+            {
+                "index": i,
+                "name": card.name,
+                "uuid": f"codecarbon:gpu{i}",
+                "component": "gpu",
+                "method": "codecarbon",
+                "measured": True,
+                "energy_j": per,
+            }
+            for i in range(count)
+        ]
     for comp, col in (("cpu", "cpu_energy_j"), ("ram", "ram_energy_j")):
         if col in row and row[col] == row[col]:
-            devices.append({"name": f"host {comp}", "uuid": f"codecarbon:{comp}", "component": comp,
-                            "method": "codecarbon", "measured": False, "energy_j": float(row[col])})
+            devices.append(
+                {
+                    "name": f"host {comp}",
+                    "uuid": f"codecarbon:{comp}",
+                    "component": comp,
+                    "method": "codecarbon",
+                    "measured": False,
+                    "energy_j": float(row[col]),
+                }
+            )
     site = {"grid": str(row["country_iso_code"])} if "country_iso_code" in row and row["country_iso_code"] else None
     notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
     if not gpu:
         notes.append("no GPU in this codecarbon log: give --gpu (and --gpu-count) to assess embodied impacts")
-    return {"format": runrecord.FORMAT, "version": runrecord.VERSION, "name": str(row.get("project_name") or "") or None,
-            "source_file": str(path), "imported_from": "codecarbon", "duration_s": float(row.get("duration_s", 0.0) or 0.0),
-            "steps": 0, "tokens": 0, "devices": devices, "energy": runrecord.energy_summary(devices), "ranks": [],
-            "hosts": [], "site": site, "notes": notes}
+    return {
+        "format": runrecord.FORMAT,
+        "version": runrecord.VERSION,
+        "name": str(row.get("project_name") or "") or None,
+        "source_file": str(path),
+        "imported_from": "codecarbon",
+        "duration_s": float(row.get("duration_s", 0.0) or 0.0),
+        "steps": 0,
+        "tokens": 0,
+        "devices": devices,
+        "energy": runrecord.energy_summary(devices),
+        "ranks": [],
+        "hosts": [],
+        "site": site,
+        "notes": notes,
+    }

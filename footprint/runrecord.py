@@ -64,8 +64,15 @@ def energy_summary(devices: Iterable[dict[str, Any]]) -> dict[str, float | None]
     sums: dict[str, float | None] = {"gpu_j": None, "cpu_j": None, "ram_j": None}
     for d in devices:
         comp = d.get("component", "gpu")
-        key = "gpu_j" if comp in GPU_COMPONENTS else "cpu_j" if comp in CPU_COMPONENTS else \
-            "ram_j" if comp in RAM_COMPONENTS else None
+        key = (
+            "gpu_j"
+            if comp in GPU_COMPONENTS
+            else "cpu_j"
+            if comp in CPU_COMPONENTS
+            else "ram_j"
+            if comp in RAM_COMPONENTS
+            else None
+        )
         if key is None or d.get("energy_j") is None:
             continue
         sums[key] = (sums[key] or 0.0) + float(d["energy_j"])
@@ -83,8 +90,9 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         for d in rec.get("devices", []):
             key = (d["uuid"], "" if d.get("component", "gpu") == "gpu" else rec.get("host", ""))
             if key in seen:
-                notes.append(f"device {d['uuid']} was measured by more than one rank; counted once (rank "
-                             f"{rec.get('rank')} dropped)")
+                notes.append(
+                    f"device {d['uuid']} was measured by more than one rank; counted once (rank {rec.get('rank')} dropped)"
+                )
                 continue
             seen.add(key)
             devices.append({**d, "rank": rec.get("rank"), "host": rec.get("host")})
@@ -94,8 +102,7 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         d.setdefault("job_index", i)
     starts = [r["start_unix"] for r in records if r.get("start_unix") is not None]
     ends = [r["end_unix"] for r in records if r.get("end_unix") is not None]
-    duration = (max(ends) - min(starts)) if starts and ends else max((r.get("duration_s", 0) for r in records),
-                                                                        default=0.0)
+    duration = (max(ends) - min(starts)) if starts and ends else max((r.get("duration_s", 0) for r in records), default=0.0)
     hosts: dict[str, dict[str, Any]] = {}
     for rec in records:
         h = hosts.setdefault(rec.get("host", "?"), {"host": rec.get("host", "?"), "ranks": [], "gpus": []})
@@ -112,38 +119,57 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
     first = records[0] if records else {}
     hw = sum(r.get("hardware_flops", 0) or 0 for r in records)
     return {
-        "format": FORMAT, "version": VERSION, "name": name,
-        "start_utc": utc_iso(min(starts)) if starts else None, "end_utc": utc_iso(max(ends)) if ends else None,
-        "duration_s": duration, "steps": steps, "tokens": tokens, "flops": flops or None,
-        "hardware_flops": hw or None, "flops_method": first.get("flops_method"),
+        "format": FORMAT,
+        "version": VERSION,
+        "name": name,
+        "start_utc": utc_iso(min(starts)) if starts else None,
+        "end_utc": utc_iso(max(ends)) if ends else None,
+        "duration_s": duration,
+        "steps": steps,
+        "tokens": tokens,
+        "flops": flops or None,
+        "hardware_flops": hw or None,
+        "flops_method": first.get("flops_method"),
         "mfu": job_mfu(records, gpus, flops, hw, duration),
         "devices": gpus + [d for d in devices if d.get("component", "gpu") != "gpu"],
         "energy": energy_summary(devices),
-        "ranks": [{k: r.get(k) for k in ("rank", "local_rank", "host", "pid", "complete", "recovered")}
-                  for r in records],
-        "world_size": world, "hosts": list(hosts.values()), "site": site if site is not None else first.get("site"),
-        "slurm": first.get("slurm"), "windows": [w for r in records for w in r.get("windows", [])],
-        "step_times": first.get("step_times"), "notes": list(dict.fromkeys(notes)),
+        "ranks": [{k: r.get(k) for k in ("rank", "local_rank", "host", "pid", "complete", "recovered")} for r in records],
+        "world_size": world,
+        "hosts": list(hosts.values()),
+        "site": site if site is not None else first.get("site"),
+        "slurm": first.get("slurm"),
+        "windows": [w for r in records for w in r.get("windows", [])],
+        "step_times": first.get("step_times"),
+        "notes": list(dict.fromkeys(notes)),
     }
 
 
-def job_mfu(records: list[dict[str, Any]], gpus: list[dict[str, Any]], flops: float, hw: float,
-            duration: float) -> dict[str, Any] | None:
+def job_mfu(
+    records: list[dict[str, Any]], gpus: list[dict[str, Any]], flops: float, hw: float, duration: float
+) -> dict[str, Any] | None:
     """Run MFU = the job's FLOPs over all its GPU-hours (stalls and restarts included), beside the steady state."""
     ranks = [r["mfu"] for r in records if isinstance(r.get("mfu"), dict) and r["mfu"].get("peak_tflops")]
     if not flops or not ranks or not gpus or duration <= 0:
         return None
-    peak = ranks[0]["peak_tflops"] * 1e12 / max(1, len([d for d in records[0].get("devices", [])
-                                                           if d.get("component", "gpu") == "gpu"]))
+    peak = (
+        ranks[0]["peak_tflops"]
+        * 1e12
+        / max(1, len([d for d in records[0].get("devices", []) if d.get("component", "gpu") == "gpu"]))
+    )
     gpu_seconds = duration * len(gpus)
     steady = [r["steady_state_mfu"] for r in ranks if r.get("steady_state_mfu") is not None]
     steady_h = [r["steady_state_hfu"] for r in ranks if r.get("steady_state_hfu") is not None]
-    return {"dtype": ranks[0].get("dtype"), "peak_tflops_per_gpu": peak / 1e12, "method": ranks[0].get("method"),
-            "run_mfu": flops / (gpu_seconds * peak), "run_hfu": (hw or flops) / (gpu_seconds * peak),
-            "steady_state_mfu": sum(steady) / len(steady) if steady else None,
-            "steady_state_hfu": sum(steady_h) / len(steady_h) if steady_h else None,
-            "definition": "run: job FLOPs / (all GPU-hours x dense peak), stalls included; steady state: median "
-                          "over steps (first 10 % skipped) of step FLOPs / (step time x peak), mean over ranks"}
+    return {
+        "dtype": ranks[0].get("dtype"),
+        "peak_tflops_per_gpu": peak / 1e12,
+        "method": ranks[0].get("method"),
+        "run_mfu": flops / (gpu_seconds * peak),
+        "run_hfu": (hw or flops) / (gpu_seconds * peak),
+        "steady_state_mfu": sum(steady) / len(steady) if steady else None,
+        "steady_state_hfu": sum(steady_h) / len(steady_h) if steady_h else None,
+        "definition": "run: job FLOPs / (all GPU-hours x dense peak), stalls included; steady state: median "
+        "over steps (first 10 % skipped) of step FLOPs / (step time x peak), mean over ranks",
+    }
 
 
 def rank_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -182,8 +208,7 @@ def merge(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
     run_dir = Path(run_dir)
     records = rank_records(run_dir)
     if not records:
-        raise FootprintError(f"no per-rank records in {RANKS_DIR}/ (run `footprint recover` for a killed run)",
-                             str(run_dir))
+        raise FootprintError(f"no per-rank records in {RANKS_DIR}/ (run `footprint recover` for a killed run)", str(run_dir))
     record = merge_ranks(records, name or records[0].get("name") or run_dir.name)
     write_json(run_dir / "run.json", record)
     write_samples(run_dir)
@@ -219,15 +244,28 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
             devices.append(d)
         start_unix = h.get("start_unix")
         rec = {
-            "rank": h.get("rank", 0), "local_rank": h.get("local_rank", 0), "world_size": h.get("world_size", 1),
-            "host": h.get("host"), "pid": h.get("pid"), "name": h.get("name"), "site": h.get("site"),
-            "slurm": h.get("slurm"), "start_unix": start_unix,
-            "end_unix": (start_unix + duration) if start_unix is not None else None, "duration_s": duration,
-            "steps": last.get("steps", 0), "tokens": last.get("tokens", 0), "flops": last.get("flops", 0),
-            "devices": devices, "complete": False, "recovered": True,
-            "notes": [f"recovered from the journal: samples up to {duration:.1f} s after start; anything after "
-                      f"the last flush (at most ~1 s) is lost"] + (["journal ended with a torn line"] if j.torn_tail
-                                                                  else []),
+            "rank": h.get("rank", 0),
+            "local_rank": h.get("local_rank", 0),
+            "world_size": h.get("world_size", 1),
+            "host": h.get("host"),
+            "pid": h.get("pid"),
+            "name": h.get("name"),
+            "site": h.get("site"),
+            "slurm": h.get("slurm"),
+            "start_unix": start_unix,
+            "end_unix": (start_unix + duration) if start_unix is not None else None,
+            "duration_s": duration,
+            "steps": last.get("steps", 0),
+            "tokens": last.get("tokens", 0),
+            "flops": last.get("flops", 0),
+            "devices": devices,
+            "complete": False,
+            "recovered": True,
+            "notes": [
+                f"recovered from the journal: samples up to {duration:.1f} s after start; anything after "
+                f"the last flush (at most ~1 s) is lost"
+            ]
+            + (["journal ended with a torn line"] if j.torn_tail else []),
         }
         write_json(rec_path, rec)
     return merge(run_dir)
@@ -238,7 +276,15 @@ def host_info() -> dict[str, Any]:
 
 
 def slurm_info() -> dict[str, str] | None:
-    keys = ("SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_JOB_NODELIST", "SLURM_NTASKS", "SLURM_PROCID",
-            "SLURM_LOCALID", "SLURM_CLUSTER_NAME", "SLURM_JOB_PARTITION")
+    keys = (
+        "SLURM_JOB_ID",
+        "SLURM_JOB_NAME",
+        "SLURM_JOB_NODELIST",
+        "SLURM_NTASKS",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_CLUSTER_NAME",
+        "SLURM_JOB_PARTITION",
+    )
     found = {k.removeprefix("SLURM_").lower(): os.environ[k] for k in keys if k in os.environ}
     return found or None

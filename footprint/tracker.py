@@ -88,10 +88,19 @@ def gpus_for_rank(d: DistInfo, gpus: Any = None) -> list[int | str] | None:
 class Tracker:
     """Measures energy per device and per step; see the module docstring. Never raises."""
 
-    def __init__(self, name: str | None = None, output_dir: str | os.PathLike[str] = "runs",
-                 site: dict[str, Any] | str | None = None, gpus: Any = None, period_s: float = 0.1,
-                 host: bool = True, nvml: Any = None, handle_sigterm: bool = True,
-                 model: dict[str, Any] | None = None, dtype: str = "bf16") -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        output_dir: str | os.PathLike[str] = "runs",
+        site: dict[str, Any] | str | None = None,
+        gpus: Any = None,
+        period_s: float = 0.1,
+        host: bool = True,
+        nvml: Any = None,
+        handle_sigterm: bool = True,
+        model: dict[str, Any] | None = None,
+        dtype: str = "bf16",
+    ) -> None:
         self.dist = dist_info()
         self.name = name or _default_name(self.dist)
         self.run_dir = Path(output_dir) / self.name
@@ -155,11 +164,18 @@ class Tracker:
         self._record_path, journal = runrecord.rank_paths(self.run_dir, d.rank)
         self._t0 = time.monotonic()
         self._start_unix = time.time()
-        meta = {"rank": d.rank, "local_rank": d.local_rank, "world_size": d.world_size, "name": self.name,
-                "t0": self._t0, "start_unix": self._start_unix, "site": self.site, "slurm": runrecord.slurm_info(),
-                **runrecord.host_info()}
-        self._sampler = Sampler(meters, period_s=self.period_s, journal_path=journal, meta=meta,
-                                progress=self._progress)
+        meta = {
+            "rank": d.rank,
+            "local_rank": d.local_rank,
+            "world_size": d.world_size,
+            "name": self.name,
+            "t0": self._t0,
+            "start_unix": self._start_unix,
+            "site": self.site,
+            "slurm": runrecord.slurm_info(),
+            **runrecord.host_info(),
+        }
+        self._sampler = Sampler(meters, period_s=self.period_s, journal_path=journal, meta=meta, progress=self._progress)
         self._sampler.start()
         atexit.register(self._at_exit)
         if self._handle_sigterm and threading.current_thread() is threading.main_thread():
@@ -202,6 +218,7 @@ class Tracker:
     def watch(self, model: Any) -> None:
         """Measure the FLOPs of the next training step of ``model`` (torch FlopCounterMode) and reuse them."""
         try:
+
             def pre_hook(module: Any, args: Any) -> None:
                 if self._watch_state.get("mode") is None and not self._watched:
                     from torch.utils.flop_counter import FlopCounterMode
@@ -249,11 +266,12 @@ class Tracker:
     def _add_window(self, name: str, start: tuple[float, dict[str, float]], end: tuple[float, dict[str, float]]) -> None:
         dur = end[0] - start[0]
         energy = {u: end[1][u] - start[1].get(u, 0.0) for u in end[1]}
-        w = {"name": name, "start_s": start[0] - self._t0, "duration_s": dur, "energy_j": energy,
-             "rank": self.dist.rank}
+        w = {"name": name, "start_s": start[0] - self._t0, "duration_s": dur, "energy_j": energy, "rank": self.dist.rank}
         if dur < SHORT_WINDOW_S:
-            w["note"] = ("shorter than 1 s: NVML energy over such windows is unreliable (the sensor averages ~25 ms "
-                         "of every 100 ms on A100/H100)")
+            w["note"] = (
+                "shorter than 1 s: NVML energy over such windows is unreliable (the sensor averages ~25 ms "
+                "of every 100 ms on A100/H100)"
+            )
         with self._lock:
             self.windows.append(w)
 
@@ -286,14 +304,28 @@ class Tracker:
         stats = self._sampler.tick_stats()
         d = self.dist
         self.record = {
-            "rank": d.rank, "local_rank": d.local_rank, "world_size": d.world_size, "name": self.name,
-            "site": self.site, "slurm": runrecord.slurm_info(), **runrecord.host_info(),
-            "start_unix": self._start_unix, "end_unix": end_unix, "duration_s": end_unix - self._start_unix,
-            "steps": self.steps, "tokens": self.tokens, "flops": self.flops or None,
-            "hardware_flops": self.hardware_flops or None, "flops_method": self.flops_method,
-            "mfu": self._mfu(devices), "devices": devices,
-            "windows": self.windows, "step_times": _step_stats(self.step_times), "complete": True,
-            "sampler": {"period_s": self.period_s, **stats}, "notes": list(self.notes) + list(self._sampler.error_log),
+            "rank": d.rank,
+            "local_rank": d.local_rank,
+            "world_size": d.world_size,
+            "name": self.name,
+            "site": self.site,
+            "slurm": runrecord.slurm_info(),
+            **runrecord.host_info(),
+            "start_unix": self._start_unix,
+            "end_unix": end_unix,
+            "duration_s": end_unix - self._start_unix,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "flops": self.flops or None,
+            "hardware_flops": self.hardware_flops or None,
+            "flops_method": self.flops_method,
+            "mfu": self._mfu(devices),
+            "devices": devices,
+            "windows": self.windows,
+            "step_times": _step_stats(self.step_times),
+            "complete": True,
+            "sampler": {"period_s": self.period_s, **stats},
+            "notes": list(self.notes) + list(self._sampler.error_log),
         }
         runrecord.write_json(self._record_path, self.record)
         self.run = self._finalise_job()
@@ -314,15 +346,22 @@ class Tracker:
             return {"note": f"no dense {self.dtype} peak for {gpus[0]['name']}: {exc}"}
         times = list(self.step_times)
         by_t = {t: (f, h) for t, f, h in self.step_flops}
-        rates = [(by_t[b][0] / (b - a), by_t[b][1] / (b - a)) for a, b in zip(times[:-1], times[1:], strict=False)
-                 if b in by_t and b > a]
-        steady = rates[len(rates) // 10:] or rates  # skip warm-up steps
+        rates = [
+            (by_t[b][0] / (b - a), by_t[b][1] / (b - a))
+            for a, b in zip(times[:-1], times[1:], strict=False)
+            if b in by_t and b > a
+        ]
+        steady = rates[len(rates) // 10 :] or rates  # skip warm-up steps
         mfu = sorted(r[0] for r in steady)
         hfu = sorted(r[1] for r in steady)
-        return {"dtype": self.dtype, "peak_tflops": peak / 1e12, "method": self.flops_method,
-                "steady_state_mfu": mfu[len(mfu) // 2] / peak if mfu else None,
-                "steady_state_hfu": hfu[len(hfu) // 2] / peak if hfu else None,
-                "per_step_mfu": [r[0] / peak for r in rates[-200:]]}
+        return {
+            "dtype": self.dtype,
+            "peak_tflops": peak / 1e12,
+            "method": self.flops_method,
+            "steady_state_mfu": mfu[len(mfu) // 2] / peak if mfu else None,
+            "steady_state_hfu": hfu[len(hfu) // 2] / peak if hfu else None,
+            "per_step_mfu": [r[0] / peak for r in rates[-200:]],
+        }
 
     def _finalise_job(self) -> dict[str, Any] | None:
         """Rank 0 writes the job record: gathered over the process group, or directly when alone."""
@@ -336,8 +375,10 @@ class Tracker:
             if d.rank != 0:
                 return None
         elif d.world_size > 1:
-            self._note("no torch.distributed process group: per-rank records written; run `footprint merge "
-                       f"{self.run_dir}` when all ranks have finished")
+            self._note(
+                "no torch.distributed process group: per-rank records written; run `footprint merge "
+                f"{self.run_dir}` when all ranks have finished"
+            )
             return None
         record = runrecord.merge_ranks(records, self.name, self.site)
         record["run_dir"] = str(self.run_dir)
@@ -388,10 +429,15 @@ class Tracker:
 def _per_token(model: dict[str, Any]) -> tuple[float, float]:
     from footprint.flops import transformer_flops
 
-    r = transformer_flops(float(model.get("params") or model.get("parameters")), 1.0,
-                          active_params=model.get("active_params") or model.get("active_parameters"),
-                          layers=model.get("layers"), hidden=model.get("hidden"), seq_len=model.get("seq_len"),
-                          recompute=model.get("recompute", "none"))
+    r = transformer_flops(
+        float(model.get("params") or model.get("parameters")),
+        1.0,
+        active_params=model.get("active_params") or model.get("active_parameters"),
+        layers=model.get("layers"),
+        hidden=model.get("hidden"),
+        seq_len=model.get("seq_len"),
+        recompute=model.get("recompute", "none"),
+    )
     return r.flops_per_token, r.hardware_flops_per_token
 
 
@@ -420,7 +466,13 @@ def _step_stats(times: deque[float]) -> dict[str, float] | None:
     return {"count": len(gaps), "median_s": gaps[len(gaps) // 2], "p90_s": gaps[int(0.9 * (len(gaps) - 1))]}
 
 
-def track(name: str | None = None, output_dir: str | os.PathLike[str] = "runs", site: Any = None, gpus: Any = None,
-          period_s: float = 0.1, **kwargs: Any) -> Tracker:
+def track(
+    name: str | None = None,
+    output_dir: str | os.PathLike[str] = "runs",
+    site: Any = None,
+    gpus: Any = None,
+    period_s: float = 0.1,
+    **kwargs: Any,
+) -> Tracker:
     """A Tracker: use as `with track(...) as t:`, as a decorator `@track(...)`, or `t.start()` / `t.stop()`."""
     return Tracker(name=name, output_dir=output_dir, site=site, gpus=gpus, period_s=period_s, **kwargs)

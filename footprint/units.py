@@ -147,8 +147,7 @@ def to(q: pint.Quantity, unit: str, original: Any = None) -> pint.Quantity:
     except Exception:
         shown = original if original is not None else f"{q:~}"
         raise UnitParseError(
-            f"{shown!r} is not a {display_unit(unit)} quantity (expected something convertible to "
-            f"{display_unit(unit)})"
+            f"{shown!r} is not a {display_unit(unit)} quantity (expected something convertible to {display_unit(unit)})"
         ) from None
 
 

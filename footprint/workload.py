@@ -22,8 +22,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
     "model": ("parameters", "tokens", "active_parameters", "layers", "hidden", "heads", "seq_len", "vocab_size"),
     "hardware": ("gpu", "count", "lifetime", "utilization", "host", "embodied"),
-    "training": ("gpu_hours", "flops", "mfu", "dtype", "duration", "power_per_gpu", "power_fraction_of_tdp",
-                 "energy", "kernel_profile"),
+    "training": (
+        "gpu_hours",
+        "flops",
+        "mfu",
+        "dtype",
+        "duration",
+        "power_per_gpu",
+        "power_fraction_of_tdp",
+        "energy",
+        "kernel_profile",
+    ),
     "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity"),
     "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
 }
@@ -85,6 +94,7 @@ class Workload:
 
 
 # ---- reading ------------------------------------------------------------------------------------
+
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """safe_load a scenario; malformed YAML -> file and line."""
@@ -150,6 +160,7 @@ def load_scenario(path: str | Path, sets: list[str] | None = None) -> Workload:
 
 # ---- validation helpers -------------------------------------------------------------------------
 
+
 class _Ctx:
     def __init__(self, file: str | None) -> None:
         self.file = file
@@ -179,8 +190,9 @@ class _Ctx:
         except UnitParseError as exc:
             raise self.err(key, f"{exc}") from None
 
-    def number(self, key: str, value: Any, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, integer: bool = False) -> float:
+    def number(
+        self, key: str, value: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False, integer: bool = False
+    ) -> float:
         if isinstance(value, str):
             try:
                 value = float(value.replace("_", ""))
@@ -230,8 +242,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     if host in (None, False, "none", "None"):
         host = None
     elif host != "default" and host not in db().host["hosts"]:
-        raise ctx.err("hardware.host", f"unknown host model {host!r}; allowed: default, none, "
-                      + ", ".join(db().host["hosts"]))
+        raise ctx.err("hardware.host", f"unknown host model {host!r}; allowed: default, none, " + ", ".join(db().host["hosts"]))
     embodied = _embodied_override(ctx, hw.get("embodied"), srcs)
 
     model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in model_in.items()}
@@ -245,12 +256,17 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         ways.append("mfu")
     flops = mfu = None
     if len(ways) > 1:
-        raise ctx.err("training", f"give exactly one way to get GPU time, got {', '.join(ways)} "
-                      "(gpu_hours, or flops + mfu, or duration; or energy + a power)")
+        raise ctx.err(
+            "training",
+            f"give exactly one way to get GPU time, got {', '.join(ways)} "
+            "(gpu_hours, or flops + mfu, or duration; or energy + a power)",
+        )
     if "gpu_hours" in tr:
-        gpu_hours = ctx.quantity("training.gpu_hours", tr["gpu_hours"], "hour") \
-            if isinstance(tr["gpu_hours"], str) else ctx.number("training.gpu_hours", tr["gpu_hours"], lo=0,
-                                                                 lo_open=True)
+        gpu_hours = (
+            ctx.quantity("training.gpu_hours", tr["gpu_hours"], "hour")
+            if isinstance(tr["gpu_hours"], str)
+            else ctx.number("training.gpu_hours", tr["gpu_hours"], lo=0, lo_open=True)
+        )
         gh_method = "stated GPU-hours"
     elif "flops" in tr:
         flops = ctx.number("training.flops", tr["flops"], lo=0, lo_open=True)
@@ -271,8 +287,11 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         if not prof.is_absolute() and file:
             prof = Path(file).resolve().parent / prof
         if not model.get("parameters") or not model.get("tokens"):
-            raise ctx.err("model", "training.kernel_profile needs model.parameters and model.tokens (and the shape: "
-                          "layers, hidden, seq_len) to compose the op mix")
+            raise ctx.err(
+                "model",
+                "training.kernel_profile needs model.parameters and model.tokens (and the shape: "
+                "layers, hidden, seq_len) to compose the op mix",
+            )
         pred = predict_for_scenario(prof, model, gpu, dtype)
         flops, mfu, gpu_hours = pred.flops, pred.mfu, pred.gpu_hours
         gh_method = f"model FLOPs / (dense peak x MFU {mfu:.1%} predicted from the kernel profile {prof.name})"
@@ -295,8 +314,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         if power_w <= 0:
             raise ctx.err("training.power_per_gpu", f"must be positive, got {tr['power_per_gpu']!r}")
     elif "power_fraction_of_tdp" in tr:
-        frac = ctx.number("training.power_fraction_of_tdp", tr["power_fraction_of_tdp"], lo=0, hi=1.5,
-                          lo_open=True)
+        frac = ctx.number("training.power_fraction_of_tdp", tr["power_fraction_of_tdp"], lo=0, hi=1.5, lo_open=True)
         power_w = frac * gpu.tdp_w
         notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
         srcs.extend(gpu.sources)
@@ -307,14 +325,19 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         e_method = "stated/measured energy"
         if gpu_hours is None:
             if power_w is None:
-                raise ctx.err("training", "energy alone does not give GPU time: add gpu_hours, duration, "
-                              "or a power (power_per_gpu / power_fraction_of_tdp)")
+                raise ctx.err(
+                    "training",
+                    "energy alone does not give GPU time: add gpu_hours, duration, "
+                    "or a power (power_per_gpu / power_fraction_of_tdp)",
+                )
             gpu_hours = it_kwh * 1000 / power_w
             gh_method = "energy / power per GPU"
     else:
         if power_w is None:
-            raise ctx.err("training", "missing a power: give power_per_gpu (e.g. 400 W), "
-                          "power_fraction_of_tdp (e.g. 0.8) or energy (e.g. 433196 kWh)")
+            raise ctx.err(
+                "training",
+                "missing a power: give power_per_gpu (e.g. 400 W), power_fraction_of_tdp (e.g. 0.8) or energy (e.g. 433196 kWh)",
+            )
         if gpu_hours is None:
             raise ctx.err("training", "missing GPU time: give gpu_hours, flops + mfu, or duration")
         it_kwh = gpu_hours * power_w / 1000
@@ -360,8 +383,12 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         from footprint.flops import transformer_flops
 
         shape = {k: int(model[k]) for k in ("layers", "hidden", "seq_len") if k in model}
-        f = transformer_flops(model["parameters"], model["tokens"], active_params=model.get("active_parameters"),
-                              **(shape if len(shape) == 3 else {}))
+        f = transformer_flops(
+            model["parameters"],
+            model["tokens"],
+            active_params=model.get("active_parameters"),
+            **(shape if len(shape) == 3 else {}),
+        )
         try:
             derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype))
         except KeyError:
@@ -369,16 +396,40 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         if derived is not None and 0 < derived <= 1:
             flops, mfu, mfu_method = f.flops, derived, f"derived: {f.formula} over GPU-hours x dense {dtype} peak"
         elif derived is not None:
-            notes.append(f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, "
-                         "tokens, GPU-hours and dtype")
+            notes.append(
+                f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, "
+                "tokens, GPU-hours and dtype"
+            )
     name = str(data.get("name") or (Path(file).stem if file else "scenario"))
     return Workload(
-        name=name, gpu=gpu, count=count, lifetime_h=lifetime_h, utilization=utilization, gpu_hours=gpu_hours,
-        gpu_hours_method=gh_method, it_energy_kwh=it_kwh, energy_method=e_method, power_per_gpu_w=power_w,
-        pue=pue, grid=grid, wue_l_per_kwh=wue, ewif_l_per_kwh=ewif, carbon_intensity=ci, host=host,
-        embodied_override=embodied, flops=flops, mfu=mfu, mfu_method=mfu_method, dtype=dtype, model=model, ranges=ranges,
-        site_preset=preset_name, source=file, description=str(data.get("description") or ""),
-        notes=tuple(notes), sources=tuple(dict.fromkeys(srcs)),
+        name=name,
+        gpu=gpu,
+        count=count,
+        lifetime_h=lifetime_h,
+        utilization=utilization,
+        gpu_hours=gpu_hours,
+        gpu_hours_method=gh_method,
+        it_energy_kwh=it_kwh,
+        energy_method=e_method,
+        power_per_gpu_w=power_w,
+        pue=pue,
+        grid=grid,
+        wue_l_per_kwh=wue,
+        ewif_l_per_kwh=ewif,
+        carbon_intensity=ci,
+        host=host,
+        embodied_override=embodied,
+        flops=flops,
+        mfu=mfu,
+        mfu_method=mfu_method,
+        dtype=dtype,
+        model=model,
+        ranges=ranges,
+        site_preset=preset_name,
+        source=file,
+        description=str(data.get("description") or ""),
+        notes=tuple(notes),
+        sources=tuple(dict.fromkeys(srcs)),
     )
 
 
@@ -389,8 +440,11 @@ def _embodied_override(ctx: _Ctx, value: Any, srcs: list[str]) -> dict[str, floa
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ctx.err("hardware.embodied", "expected a mapping of category: quantity per GPU, "
-                      "e.g. {climate_change: 164 kg CO2 eq} or {vendor_pcf: nvidia-hgx-h100}")
+        raise ctx.err(
+            "hardware.embodied",
+            "expected a mapping of category: quantity per GPU, "
+            "e.g. {climate_change: 164 kg CO2 eq} or {vendor_pcf: nvidia-hgx-h100}",
+        )
     out: dict[str, float] = {}
     pcfs = db().ranges.get("vendor_pcf", {})
     for k, v in value.items():
@@ -408,8 +462,15 @@ def _embodied_override(ctx: _Ctx, value: Any, srcs: list[str]) -> dict[str, floa
 
 
 def _ranges(ctx: _Ctx, unc: dict[str, Any]) -> dict[str, tuple[float, float]]:
-    units = {"gpu_hours": None, "mfu": None, "power_per_gpu": "W", "lifetime": "hour", "utilization": None,
-             "pue": None, "carbon_intensity": "kgCO2eq/kWh"}
+    units = {
+        "gpu_hours": None,
+        "mfu": None,
+        "power_per_gpu": "W",
+        "lifetime": "hour",
+        "utilization": None,
+        "pue": None,
+        "carbon_intensity": "kgCO2eq/kWh",
+    }
     out: dict[str, tuple[float, float]] = {}
     for k, v in unc.items():
         key = f"uncertainty.{k}"
@@ -430,6 +491,7 @@ def _ranges(ctx: _Ctx, unc: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 
 # ---- measured runs ------------------------------------------------------------------------------
+
 
 def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     """The scenario a run record amounts to: its GPUs, measured energy and duration, and its site."""
@@ -464,11 +526,11 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     data = apply_overrides(run_scenario(record), sets or [], file)
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
-        raise ScenarioError("the run has no GPU device record; give one with --set hardware.gpu=NAME "
-                            "--set hardware.count=N", file, "devices")
+        raise ScenarioError(
+            "the run has no GPU device record; give one with --set hardware.gpu=NAME --set hardware.count=N", file, "devices"
+        )
     if not data["training"].get("energy"):
-        raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file,
-                            "energy")
+        raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file, "energy")
     w = workload_from_dict(data, file)
     methods = sorted({str(d.get("method")) for d in record.get("devices", [])})
     estimated = [d.get("name") for d in record.get("devices", []) if d.get("measured") is False]
@@ -478,16 +540,28 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     if len({d.get("name") for d in gpus}) > 1:
         notes.append("the run mixes GPU models; embodied impacts use the most common one")
     notes += [str(n) for n in record.get("notes", [])]
-    notes += [f"window {w.get('name')!r} ({w.get('duration_s', 0):.2f} s): {w['note']}" for w in record.get("windows", [])
-              if w.get("note")]
+    notes += [
+        f"window {w.get('name')!r} ({w.get('duration_s', 0):.2f} s): {w['note']}"
+        for w in record.get("windows", [])
+        if w.get("note")
+    ]
     if 0 < float(record.get("duration_s") or 0) < 10:
-        notes.append(f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
-                     "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)")
+        notes.append(
+            f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
+            "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)"
+        )
     mfu = record.get("mfu") or {}
     extra: dict[str, Any] = {}
     if mfu.get("run_mfu"):
-        extra = {"mfu": mfu["run_mfu"], "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state "
-                 f"{(mfu.get('steady_state_mfu') or 0):.1%}", "flops": record.get("flops"),
-                 "dtype": mfu.get("dtype", w.dtype)}
-    return w.with_(energy_method="measured energy (run record)", gpu_hours_method="measured duration x GPUs",
-                   notes=tuple(notes) + w.notes, **extra)
+        extra = {
+            "mfu": mfu["run_mfu"],
+            "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state {(mfu.get('steady_state_mfu') or 0):.1%}",
+            "flops": record.get("flops"),
+            "dtype": mfu.get("dtype", w.dtype),
+        }
+    return w.with_(
+        energy_method="measured energy (run record)",
+        gpu_hours_method="measured duration x GPUs",
+        notes=tuple(notes) + w.notes,
+        **extra,
+    )

@@ -54,8 +54,10 @@ def codecarbon_estimate(include_ram: bool = True) -> HostEstimate:
         if est.tdp_w is None:
             est.notes.append(f"CPU {tdp.model!r} not in codecarbon's TDP table")
         else:
-            est.notes.append(f"TDP {est.tdp_w:g} W for {tdp.model!r} from codecarbon's CPU table "
-                             "(or its 4 W-per-thread guess for unknown models)")
+            est.notes.append(
+                f"TDP {est.tdp_w:g} W for {tdp.model!r} from codecarbon's CPU table "
+                "(or its 4 W-per-thread guess for unknown models)"
+            )
     except Exception as exc:
         est.notes.append(f"codecarbon CPU lookup failed ({type(exc).__name__}: {exc})")
     if include_ram:
@@ -114,10 +116,16 @@ class CpuEstimateMeter:
         self._factor_integral = 0.0  # integral of the TDP fraction over time (s)
         self._factor_now = CONSTANT_FRACTION
         self.notes: list[str] = []
-        self._cpu = _Channel(DeviceInfo(uuid="estimate:cpu", name="CPU (estimated)", method=ESTIMATED,
-                                        component="cpu", power_scope="host", measured=False))
-        self._ram = _Channel(DeviceInfo(uuid="estimate:ram", name="RAM (estimated)", method=ESTIMATED,
-                                        component="ram", power_scope="host", measured=False))
+        self._cpu = _Channel(
+            DeviceInfo(
+                uuid="estimate:cpu", name="CPU (estimated)", method=ESTIMATED, component="cpu", power_scope="host", measured=False
+            )
+        )
+        self._ram = _Channel(
+            DeviceInfo(
+                uuid="estimate:ram", name="RAM (estimated)", method=ESTIMATED, component="ram", power_scope="host", measured=False
+            )
+        )
 
     @property
     def devices(self) -> list[DeviceInfo]:
@@ -145,13 +153,14 @@ class CpuEstimateMeter:
             mode = "cpu_load" if self._psutil is not None else "constant"
             self._cpu.info.note(
                 "estimated, not measured: TDP x (0.1 + 0.9 x machine CPU load^3), codecarbon's machine mode"
-                if mode == "cpu_load" else "estimated, not measured: TDP x 0.5 (codecarbon's constant mode)")
+                if mode == "cpu_load"
+                else "estimated, not measured: TDP x 0.5 (codecarbon's constant mode)"
+            )
             self._ram.info.note("estimated, not measured: constant RAM power (codecarbon's DIMM heuristic)")
         need_cpu = self.include_cpu and self._tdp_override is None
         need_ram = self.include_ram and self._ram_override is None
         if need_cpu or need_ram:
-            self._thread = threading.Thread(target=self._resolve, args=(need_ram,), name="cpu-estimate",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._resolve, args=(need_ram,), name="cpu-estimate", daemon=True)
             self._thread.start()
         else:
             self._finish_resolution(HostEstimate())
@@ -179,8 +188,7 @@ class CpuEstimateMeter:
                 est.notes.append(f"generic RAM power {GENERIC_RAM_W:g} W")
             self._estimate = est
             for note in est.notes:
-                target = self._ram.info if note.startswith(("RAM", "generic RAM", "codecarbon RAM")) else \
-                    self._cpu.info
+                target = self._ram.info if note.startswith(("RAM", "generic RAM", "codecarbon RAM")) else self._cpu.info
                 target.note(note)
             if est.cpu_model:
                 self._cpu.info.name = f"{est.cpu_model} (estimated)"

@@ -156,26 +156,23 @@ class GpuModel:
 # Names as NVML returns them (nvidia-smi -L). K80's last driver branch (470) predates the instant-power
 # field, so it is modelled without it (an assumption, used to exercise the average-power fallback).
 MODELS: dict[str, GpuModel] = {
-    "A100-SXM4-40GB": GpuModel("NVIDIA A100-SXM4-40GB", NVML_DEVICE_ARCH_AMPERE, 400, ga100=True,
-                               mig_capable=True, mig_profile="1g.5gb"),
-    "A100-SXM4-80GB": GpuModel("NVIDIA A100-SXM4-80GB", NVML_DEVICE_ARCH_AMPERE, 400, ga100=True,
-                               mig_capable=True),
-    "A100-PCIE-40GB": GpuModel("NVIDIA A100-PCIE-40GB", NVML_DEVICE_ARCH_AMPERE, 250, ga100=True,
-                               mig_capable=True, mig_profile="1g.5gb"),
-    "A100-PCIE-80GB": GpuModel("NVIDIA A100 80GB PCIe", NVML_DEVICE_ARCH_AMPERE, 300, ga100=True,
-                               mig_capable=True),
+    "A100-SXM4-40GB": GpuModel(
+        "NVIDIA A100-SXM4-40GB", NVML_DEVICE_ARCH_AMPERE, 400, ga100=True, mig_capable=True, mig_profile="1g.5gb"
+    ),
+    "A100-SXM4-80GB": GpuModel("NVIDIA A100-SXM4-80GB", NVML_DEVICE_ARCH_AMPERE, 400, ga100=True, mig_capable=True),
+    "A100-PCIE-40GB": GpuModel(
+        "NVIDIA A100-PCIE-40GB", NVML_DEVICE_ARCH_AMPERE, 250, ga100=True, mig_capable=True, mig_profile="1g.5gb"
+    ),
+    "A100-PCIE-80GB": GpuModel("NVIDIA A100 80GB PCIe", NVML_DEVICE_ARCH_AMPERE, 300, ga100=True, mig_capable=True),
     "A10G": GpuModel("NVIDIA A10G", NVML_DEVICE_ARCH_AMPERE, 300),
     "A40": GpuModel("NVIDIA A40", NVML_DEVICE_ARCH_AMPERE, 300),
     "RTX-3090": GpuModel("NVIDIA GeForce RTX 3090", NVML_DEVICE_ARCH_AMPERE, 350),
     "L4": GpuModel("NVIDIA L4", NVML_DEVICE_ARCH_ADA, 72),
     "H100-SXM5-80GB": GpuModel("NVIDIA H100 80GB HBM3", NVML_DEVICE_ARCH_HOPPER, 700, mig_capable=True),
     "H100-PCIE-80GB": GpuModel("NVIDIA H100 PCIe", NVML_DEVICE_ARCH_HOPPER, 350, mig_capable=True),
-    "H200-SXM-141GB": GpuModel("NVIDIA H200", NVML_DEVICE_ARCH_HOPPER, 700, mig_capable=True,
-                               mig_profile="1g.18gb"),
-    "GH200-480GB": GpuModel("NVIDIA GH200 480GB", NVML_DEVICE_ARCH_HOPPER, 900, module_scope_only=True,
-                            mig_capable=True),
-    "B200": GpuModel("NVIDIA B200", NVML_DEVICE_ARCH_BLACKWELL, 1000, mig_capable=True,
-                     mig_profile="1g.23gb"),
+    "H200-SXM-141GB": GpuModel("NVIDIA H200", NVML_DEVICE_ARCH_HOPPER, 700, mig_capable=True, mig_profile="1g.18gb"),
+    "GH200-480GB": GpuModel("NVIDIA GH200 480GB", NVML_DEVICE_ARCH_HOPPER, 900, module_scope_only=True, mig_capable=True),
+    "B200": GpuModel("NVIDIA B200", NVML_DEVICE_ARCH_BLACKWELL, 1000, mig_capable=True, mig_profile="1g.23gb"),
     "T4": GpuModel("Tesla T4", NVML_DEVICE_ARCH_TURING, 70),
     "V100-SXM2-16GB": GpuModel("Tesla V100-SXM2-16GB", NVML_DEVICE_ARCH_VOLTA, 300),
     "V100-SXM2-32GB": GpuModel("Tesla V100-SXM2-32GB", NVML_DEVICE_ARCH_VOLTA, 300),
@@ -189,7 +186,7 @@ def _model_key(text: str) -> str:
     key = text.strip().upper().replace(" ", "-").replace("_", "-")
     for prefix in ("NVIDIA-", "TESLA-"):
         if key.startswith(prefix):
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
     return key
 
 
@@ -197,7 +194,7 @@ _SPEC_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX]\s*)?([A-Za-z0-9_\- ]+?)\s*(?:@\s*(
 
 
 def parse_spec(spec: str) -> list[tuple[str, float | None]]:
-    """"2xA100-SXM4-40GB,1xV100-SXM2-32GB@250W" -> [(model key, watts or None), ...], one per GPU."""
+    """ "2xA100-SXM4-40GB,1xV100-SXM2-32GB@250W" -> [(model key, watts or None), ...], one per GPU."""
     out: list[tuple[str, float | None]] = []
     for item in spec.split(","):
         if not item.strip():
@@ -356,12 +353,17 @@ class FakeNVML:
             initial = f.initial_energy_mj
             if initial is None:  # as if the driver had been loaded for a while
                 initial = 10**9 + 7_654_321 * (i + 1)
-            dev = _Device(index=i, key=key, model=model, uuid=uid, power=p, faults=f,
-                          energy_mj=float(initial), rng=random.Random(seed * 1000 + i))
-            dev.mig_uuids = [
-                "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_URL, f"{uid}/mig/{m}"))
-                for m in range(f.mig_instances)
-            ]
+            dev = _Device(
+                index=i,
+                key=key,
+                model=model,
+                uuid=uid,
+                power=p,
+                faults=f,
+                energy_mj=float(initial),
+                rng=random.Random(seed * 1000 + i),
+            )
+            dev.mig_uuids = ["MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_URL, f"{uid}/mig/{m}")) for m in range(f.mig_instances)]
             self._devices.append(dev)
 
     @classmethod
@@ -554,8 +556,7 @@ class FakeNVML:
         with self._lock:
             self._enter("nvmlDeviceGetTotalEnergyConsumption")
             dev = self._device(handle, reading=True)
-            if (handle.mig is not None or dev.faults.no_energy_counter
-                    or dev.model.arch < NVML_DEVICE_ARCH_VOLTA):
+            if handle.mig is not None or dev.faults.no_energy_counter or dev.model.arch < NVML_DEVICE_ARCH_VOLTA:
                 _raise(NVML_ERROR_NOT_SUPPORTED)
             self._advance(dev, self.elapsed())
             value = int(dev.energy_mj)
@@ -589,10 +590,9 @@ class FakeNVML:
             stamp = int((self._wall0 + t) * 1e6)
             out: list[FieldValue] = []
             for item in fieldIds:
-                fid, scope = (item if isinstance(item, tuple) else (item, NVML_POWER_SCOPE_GPU))
+                fid, scope = item if isinstance(item, tuple) else (item, NVML_POWER_SCOPE_GPU)
                 fv = FieldValue(fieldId=fid, scopeId=scope, timestamp=stamp, latencyUsec=0)
-                scope_ok = (scope == NVML_POWER_SCOPE_MODULE) if dev.model.module_scope_only else (
-                    scope == NVML_POWER_SCOPE_GPU)
+                scope_ok = (scope == NVML_POWER_SCOPE_MODULE) if dev.model.module_scope_only else (scope == NVML_POWER_SCOPE_GPU)
                 if handle.mig is not None or not scope_ok:
                     fv.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
                 elif fid == NVML_FI_DEV_POWER_INSTANT:

@@ -27,11 +27,35 @@ if TYPE_CHECKING:
 
 PathLike = str | os.PathLike[str]
 
-_MISSING = {"", "[n/a]", "n/a", "[not supported]", "[unknown error]", "[gpu is lost]", "nan",
-            "[insufficient permissions]", "[unknown]", "unknown error"}
-_STRING_FIELDS = {"timestamp", "name", "uuid", "pstate", "pci.bus_id", "driver_version", "serial",
-                  "vbios_version", "compute_mode", "gpu_name", "gpu_uuid", "gpu_bus_id", "persistence_mode",
-                  "mig.mode.current", "display_mode"}
+_MISSING = {
+    "",
+    "[n/a]",
+    "n/a",
+    "[not supported]",
+    "[unknown error]",
+    "[gpu is lost]",
+    "nan",
+    "[insufficient permissions]",
+    "[unknown]",
+    "unknown error",
+}
+_STRING_FIELDS = {
+    "timestamp",
+    "name",
+    "uuid",
+    "pstate",
+    "pci.bus_id",
+    "driver_version",
+    "serial",
+    "vbios_version",
+    "compute_mode",
+    "gpu_name",
+    "gpu_uuid",
+    "gpu_bus_id",
+    "persistence_mode",
+    "mig.mode.current",
+    "display_mode",
+}
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
 _HEADER_UNIT = re.compile(r"^(.*?)\s*\[([^\]]*)\]\s*$")
 NVIDIA_SMI_TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
@@ -39,16 +63,15 @@ NVIDIA_SMI_TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
 # Preferred power column when integrating: the instantaneous reading first (power.draw is a 1 s
 # average on Ampere (except GA100) and newer drivers/boards).
 POWER_COLUMNS = ("power_draw_instant_w", "power_draw_w", "power_draw_average_w")
-_METHOD_OF = {"power_draw_instant_w": "instant_power", "power_draw_w": "power_draw",
-              "power_draw_average_w": "average_power"}
+_METHOD_OF = {"power_draw_instant_w": "instant_power", "power_draw_w": "power_draw", "power_draw_average_w": "average_power"}
 
 
 def _tidy_name(query_field: str, unit: str | None) -> str:
     base = re.sub(r"[^0-9a-z]+", "_", query_field.lower()).strip("_")
     if unit:
-        suffix = {"%": "pct", "w": "w", "mhz": "mhz", "mib": "mib", "c": "c"}.get(unit.lower(),
-                                                                                  re.sub(r"[^0-9a-z]+", "",
-                                                                                         unit.lower()))
+        suffix = {"%": "pct", "w": "w", "mhz": "mhz", "mib": "mib", "c": "c"}.get(
+            unit.lower(), re.sub(r"[^0-9a-z]+", "", unit.lower())
+        )
         if suffix and not base.endswith("_" + suffix):
             base = f"{base}_{suffix}"
     return base
@@ -202,8 +225,11 @@ def integrate_energy(
     """
     import numpy as np
 
-    col = power_column or df.attrs.get("power_column") or (
-        "power_w" if "power_w" in df else next((c for c in POWER_COLUMNS if c in df), None))
+    col = (
+        power_column
+        or df.attrs.get("power_column")
+        or ("power_w" if "power_w" in df else next((c for c in POWER_COLUMNS if c in df), None))
+    )
     if col is None or col not in df:
         raise ValueError("no power column to integrate")
     method = _METHOD_OF.get(col, df.attrs.get("method", "power"))
@@ -228,9 +254,16 @@ def integrate_energy(
             keep = np.concatenate([t[1:] != t[:-1], [True]])
             t, p = t[keep], p[keep]
         if len(t) < 2:
-            out[device] = {"energy_j": math.nan, "duration_s": 0.0, "mean_power_w": math.nan,
-                           "samples": int(len(t)), "method": method, "reliable": False, "stuck_s": 0.0,
-                           "notes": notes + ["fewer than two readings: no energy"]}
+            out[device] = {
+                "energy_j": math.nan,
+                "duration_s": 0.0,
+                "mean_power_w": math.nan,
+                "samples": int(len(t)),
+                "method": method,
+                "reliable": False,
+                "stuck_s": 0.0,
+                "notes": notes + ["fewer than two readings: no energy"],
+            }
             continue
         a = float(t[0]) if t_start is None else t_start
         b = float(t[-1]) if t_end is None else t_end
@@ -238,9 +271,16 @@ def integrate_energy(
             notes.append("window extends beyond the log; clipped to the logged span")
             a, b = max(a, float(t[0])), min(b, float(t[-1]))
         if b <= a:
-            out[device] = {"energy_j": math.nan, "duration_s": 0.0, "mean_power_w": math.nan,
-                           "samples": 0, "method": method, "reliable": False, "stuck_s": 0.0,
-                           "notes": notes + ["window does not overlap the log"]}
+            out[device] = {
+                "energy_j": math.nan,
+                "duration_s": 0.0,
+                "mean_power_w": math.nan,
+                "samples": 0,
+                "method": method,
+                "reliable": False,
+                "stuck_s": 0.0,
+                "notes": notes + ["window does not overlap the log"],
+            }
             continue
         energy = _trapezoid_window(t, p, a, b)
         duration = b - a
@@ -250,32 +290,56 @@ def integrate_energy(
         stuck_s, i0, i1 = _longest_constant_run(tw, pw)
         if stuck_s >= stuck_after_s and (i1 - i0 + 1) >= 10:
             reliable = False
-            notes.append(f"sensor looks stuck: constant {pw[i0]:g} W for {stuck_s:.0f} s "
-                         f"({i1 - i0 + 1} readings); energy over that stretch is not trustworthy")
+            notes.append(
+                f"sensor looks stuck: constant {pw[i0]:g} W for {stuck_s:.0f} s "
+                f"({i1 - i0 + 1} readings); energy over that stretch is not trustworthy"
+            )
         if duration < short_window_s:
             reliable = False
-            notes.append(f"window of {duration:.3f} s is shorter than ~{short_window_s:g} s: on A100/H100 the "
-                         "sensor averages ~25 ms of every 100 ms, so this energy is unreliable")
+            notes.append(
+                f"window of {duration:.3f} s is shorter than ~{short_window_s:g} s: on A100/H100 the "
+                "sensor averages ~25 ms of every 100 ms, so this energy is unreliable"
+            )
         if len(tw) > 1:
             gap = float(np.max(np.diff(tw)))
             if gap > max_gap_s:
                 notes.append(f"largest gap between readings {gap:.1f} s: power interpolated across it")
         if method == "power_draw":
-            notes.append("power.draw integrated: a 1 s average on Ampere (except GA100) and newer boards, "
-                         "which smears the window edges; log power.draw.instant where available")
+            notes.append(
+                "power.draw integrated: a 1 s average on Ampere (except GA100) and newer boards, "
+                "which smears the window edges; log power.draw.instant where available"
+            )
         elif method == "average_power":
             notes.append("power.draw.average integrated: a 1 s average that smears the window edges")
-        out[device] = {"energy_j": energy, "duration_s": duration, "mean_power_w": energy / duration,
-                       "samples": int(len(tw)), "method": method, "reliable": reliable,
-                       "stuck_s": stuck_s, "notes": notes}
+        out[device] = {
+            "energy_j": energy,
+            "duration_s": duration,
+            "mean_power_w": energy / duration,
+            "samples": int(len(tw)),
+            "method": method,
+            "reliable": reliable,
+            "stuck_s": stuck_s,
+            "notes": notes,
+        }
     return out
 
 
-_CODECARBON_KWH = {"energy_consumed": "energy_j", "cpu_energy": "cpu_energy_j", "gpu_energy": "gpu_energy_j",
-                   "ram_energy": "ram_energy_j"}
-_CODECARBON_RENAME = {"duration": "duration_s", "emissions": "emissions_kg", "emissions_rate": "emissions_rate_kg_s",
-                      "cpu_power": "cpu_power_w", "gpu_power": "gpu_power_w", "ram_power": "ram_power_w",
-                      "ram_total_size": "ram_total_size_gb", "water_consumed": "water_consumed_l"}
+_CODECARBON_KWH = {
+    "energy_consumed": "energy_j",
+    "cpu_energy": "cpu_energy_j",
+    "gpu_energy": "gpu_energy_j",
+    "ram_energy": "ram_energy_j",
+}
+_CODECARBON_RENAME = {
+    "duration": "duration_s",
+    "emissions": "emissions_kg",
+    "emissions_rate": "emissions_rate_kg_s",
+    "cpu_power": "cpu_power_w",
+    "gpu_power": "gpu_power_w",
+    "ram_power": "ram_power_w",
+    "ram_total_size": "ram_total_size_gb",
+    "water_consumed": "water_consumed_l",
+}
 KWH_TO_J = 3.6e6
 
 

@@ -64,8 +64,14 @@ class JournalWriter:
         self._last_flush = clock()
         self._last_fsync = self._last_flush
         self.lines = 0
-        header = {"type": "header", "format": FORMAT, "version": VERSION, "pid": os.getpid(),
-                  "wall_time": time.time(), "t_monotonic": clock()}
+        header = {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "pid": os.getpid(),
+            "wall_time": time.time(),
+            "t_monotonic": clock(),
+        }
         header.update(meta or {})
         self._write(json.dumps(header, default=str))
         self.flush(force=True)
@@ -85,8 +91,7 @@ class JournalWriter:
         infos = list(devices)
         keys = list(dict.fromkeys([*self._keys, *(d.uuid for d in infos)]))
         self._keys, self._index = keys, {k: i for i, k in enumerate(keys)}
-        self._write(json.dumps({"type": "devices", "t": t, "keys": keys,
-                                "devices": [d.to_dict() for d in infos]}, default=str))
+        self._write(json.dumps({"type": "devices", "t": t, "keys": keys, "devices": [d.to_dict() for d in infos]}, default=str))
 
     def write_samples(self, t: float, samples: Iterable[DeviceSample]) -> None:
         """One line per tick; devices missing from this tick are written as null."""
@@ -163,10 +168,13 @@ class Journal:
         import pandas as pd
 
         return pd.DataFrame(
-            {"uuid": [s.uuid for s in self.samples],
-             "t_monotonic": [s.t_monotonic for s in self.samples],
-             "energy_j_cumulative": [s.energy_j_cumulative for s in self.samples],
-             "power_w": [s.power_w for s in self.samples]})
+            {
+                "uuid": [s.uuid for s in self.samples],
+                "t_monotonic": [s.t_monotonic for s in self.samples],
+                "energy_j_cumulative": [s.energy_j_cumulative for s in self.samples],
+                "power_w": [s.power_w for s in self.samples],
+            }
+        )
 
 
 def read_journal(path: str | os.PathLike[str]) -> Journal:
@@ -198,8 +206,7 @@ def read_journal(path: str | os.PathLike[str]) -> Journal:
                 if k >= len(value) or value[k] is None:
                     continue
                 power = value[k + 1] if k + 1 < len(value) else None
-                j.samples.append(DeviceSample(key, t, float(value[k]),
-                                              float(power) if power is not None else None))
+                j.samples.append(DeviceSample(key, t, float(value[k]), float(power) if power is not None else None))
         elif isinstance(value, dict):
             kind = value.get("type")
             if kind == "header":

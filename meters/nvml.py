@@ -52,8 +52,16 @@ _FI_POWER_INSTANT = 186
 _SCOPE_GPU = 0
 _SCOPE_MODULE = 1
 _ARCH_NAMES = {
-    2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere", 8: "Ada",
-    9: "Hopper", 10: "Blackwell", 13: "Rubin",
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada",
+    9: "Hopper",
+    10: "Blackwell",
+    13: "Rubin",
 }
 _WRAP_MODULI = (2**32, 2**64)  # counter widths we can recognise a wrap-around for
 _PROBE_TRIES = 3
@@ -94,12 +102,12 @@ def _text(value: Any) -> str:
 def _field_number(fv: Any) -> float:
     """Read a c_nvmlFieldValue_t value according to its valueType."""
     attr = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
-        int(getattr(fv, "valueType", 1)), "uiVal")
+        int(getattr(fv, "valueType", 1)), "uiVal"
+    )
     return float(getattr(fv.value, attr))
 
 
-def counter_delta_mj(last_mj: int, new_mj: int, dt_s: float, p_max_w: float,
-                     p_last_w: float | None) -> tuple[float, str | None]:
+def counter_delta_mj(last_mj: int, new_mj: int, dt_s: float, p_max_w: float, p_last_w: float | None) -> tuple[float, str | None]:
     """Energy (mJ) between two counter readings, and what happened: None, "wrap", "reset" or "jump".
 
     A decrease is a wrap-around if completing the cycle of a 32- or 64-bit counter gives a plausible
@@ -274,8 +282,7 @@ class NvmlMeter:
         except Exception as exc:
             code = _code(exc)
             if code == _ERR_LIBRARY_NOT_FOUND:
-                self.notes.append("NVML library not found (no NVIDIA driver on this machine?): "
-                                  "no GPU energy measured")
+                self.notes.append("NVML library not found (no NVIDIA driver on this machine?): no GPU energy measured")
             elif code == _ERR_DRIVER_NOT_LOADED:
                 self.notes.append("NVIDIA driver not loaded: no GPU energy measured")
             else:
@@ -307,8 +314,12 @@ class NvmlMeter:
                 handle, mig_uuid = self._resolve(spec)
                 uuid = _text(nvml.nvmlDeviceGetUUID(handle))
             except Exception as exc:
-                info = DeviceInfo(uuid=str(spec), name="unknown", index=spec if isinstance(spec, int) else None,
-                                  driver_version=self.driver_version)
+                info = DeviceInfo(
+                    uuid=str(spec),
+                    name="unknown",
+                    index=spec if isinstance(spec, int) else None,
+                    driver_version=self.driver_version,
+                )
                 info.note(f"could not open GPU {spec!r}: {type(exc).__name__}: {exc}")
                 self._failed.append(info)
                 continue
@@ -320,7 +331,8 @@ class NvmlMeter:
             if mig_uuid is not None:
                 gpu.info.note(
                     f"MIG instance {mig_uuid} selected: NVML cannot measure MIG slices, so its parent GPU "
-                    "is measured (once); that energy is shared by every instance on the GPU")
+                    "is measured (once); that energy is shared by every instance on the GPU"
+                )
 
     def _resolve(self, spec: int | str) -> tuple[Any, str | None]:
         """Handle of the physical GPU behind `spec`, and the MIG UUID if `spec` named a MIG instance."""
@@ -379,15 +391,20 @@ class NvmlMeter:
             if err is not None and _code(err) == _ERR_GPU_IS_LOST:
                 break
         if info.power_scope == "module":
-            info.note("GPU-scope power is not supported on this board (e.g. Grace Hopper): readings cover "
-                      "the whole module (GPU + Grace CPU + memory)")
+            info.note(
+                "GPU-scope power is not supported on this board (e.g. Grace Hopper): readings cover "
+                "the whole module (GPU + Grace CPU + memory)"
+            )
 
         # 1. the energy counter
         counter, err = None, None
         for _ in range(_PROBE_TRIES):
             counter, err = self._call("nvmlDeviceGetTotalEnergyConsumption", handle)
-            if err is None or _code(err) in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND, _ERR_GPU_IS_LOST) \
-                    or isinstance(err, AttributeError):
+            if (
+                err is None
+                or _code(err) in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND, _ERR_GPU_IS_LOST)
+                or isinstance(err, AttributeError)
+            ):
                 break
         if err is not None and _code(err) == _ERR_GPU_IS_LOST:
             info.method = UNAVAILABLE
@@ -422,14 +439,18 @@ class NvmlMeter:
                 info.method = AVERAGE_POWER
                 info.power_scope = "board"
                 self._set_poll_notes(info)
-                info.note("fallback: integrating nvmlDeviceGetPowerUsage (instantaneous on pre-Ampere boards "
-                          "per NVML docs, but refreshed at the sensor's own rate); less accurate than a counter")
+                info.note(
+                    "fallback: integrating nvmlDeviceGetPowerUsage (instantaneous on pre-Ampere boards "
+                    "per NVML docs, but refreshed at the sensor's own rate); less accurate than a counter"
+                )
                 self._read_power(gpu)
                 return gpu
             info.note(f"nvmlDeviceGetPowerUsage unavailable ({_describe(err)})")
         else:
-            info.note("not integrating nvmlDeviceGetPowerUsage: on Ampere (except GA100) and newer, or an "
-                      "unknown architecture, it is a 1 s average")
+            info.note(
+                "not integrating nvmlDeviceGetPowerUsage: on Ampere (except GA100) and newer, or an "
+                "unknown architecture, it is a 1 s average"
+            )
         info.method = UNAVAILABLE
         info.note("no usable power or energy reading: this GPU's energy is not measured")
         return gpu
@@ -441,16 +462,14 @@ class NvmlMeter:
             if err is None:
                 ret = int(getattr(values[0], "nvmlReturn", _SUCCESS))
                 return ret == _SUCCESS, None
-            if _code(err) in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND, _ERR_GPU_IS_LOST) or isinstance(
-                    err, AttributeError):
+            if _code(err) in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND, _ERR_GPU_IS_LOST) or isinstance(err, AttributeError):
                 break
         return False, err
 
     def _set_poll_notes(self, info: DeviceInfo) -> None:
         info.poll_period_s = self.poll_period_s
         if self.poll_period_s > 0.1:
-            info.note(f"poll period {self.poll_period_s:g} s is longer than 100 ms: the integral misses "
-                      "short power changes")
+            info.note(f"poll period {self.poll_period_s:g} s is longer than 100 ms: the integral misses short power changes")
         if not self.background_poll:
             info.note("no background polling: energy is integrated between the caller's samples")
 
@@ -520,11 +539,14 @@ class NvmlMeter:
         if event == "wrap":
             gpu.info.note("energy counter wrapped around; handled (the cycle was completed)")
         elif event == "reset":
-            gpu.info.note(f"energy counter reset (driver reload?) near {since:.1f} s; the interval was "
-                          f"estimated at {delta_mj / 1000:.1f} J from the power before it")
+            gpu.info.note(
+                f"energy counter reset (driver reload?) near {since:.1f} s; the interval was "
+                f"estimated at {delta_mj / 1000:.1f} J from the power before it"
+            )
         else:
-            gpu.info.note(f"implausible energy counter jump near {since:.1f} s ignored; the interval was "
-                          "estimated from the previous power")
+            gpu.info.note(
+                f"implausible energy counter jump near {since:.1f} s ignored; the interval was estimated from the previous power"
+            )
 
     def _read_power_w(self, gpu: _Gpu) -> float:
         if gpu.info.method == AVERAGE_POWER:
@@ -581,12 +603,13 @@ class NvmlMeter:
                 gpu.power_w = None
                 ok = gpu.last_t is not None and self._t_start is not None
                 last = (gpu.last_t - self._t_start) if ok else 0.0  # type: ignore[operator]
-                gpu.info.note(f"GPU lost (NVML_ERROR_GPU_IS_LOST) {since:.1f} s after start: energy after "
-                              f"the last good reading ({last:.1f} s) is not counted")
+                gpu.info.note(
+                    f"GPU lost (NVML_ERROR_GPU_IS_LOST) {since:.1f} s after start: energy after "
+                    f"the last good reading ({last:.1f} s) is not counted"
+                )
             return
         gpu.info.errors += 1
-        gpu.info.note(f"transient read errors ({type(exc).__name__}: {exc}) were skipped; the next good "
-                      "reading covers the gap")
+        gpu.info.note(f"transient read errors ({type(exc).__name__}: {exc}) were skipped; the next good reading covers the gap")
 
     def _summarise(self, gpu: _Gpu) -> None:
         info = gpu.info
@@ -594,11 +617,15 @@ class NvmlMeter:
             info.note(f"{info.errors} failed readings in total")
         if self.cross_check and info.method == ENERGY_COUNTER and gpu.cross_energy_j > 0:
             gap = (gpu.cross_energy_j - gpu.energy_j) / gpu.energy_j * 100 if gpu.energy_j else float("nan")
-            info.note(f"cross-check: integrated instant power {gpu.cross_energy_j:.1f} J vs energy counter "
-                      f"{gpu.energy_j:.1f} J ({gap:+.1f} %)")
+            info.note(
+                f"cross-check: integrated instant power {gpu.cross_energy_j:.1f} J vs energy counter "
+                f"{gpu.energy_j:.1f} J ({gap:+.1f} %)"
+            )
         if self._needs_polling(gpu) and info.max_gap_s is not None and info.max_gap_s > 3 * self.poll_period_s:
-            info.note(f"longest gap between power readings {info.max_gap_s:.2f} s (target "
-                      f"{self.poll_period_s:g} s): short power changes in it are missed")
+            info.note(
+                f"longest gap between power readings {info.max_gap_s:.2f} s (target "
+                f"{self.poll_period_s:g} s): short power changes in it are missed"
+            )
 
 
 def _describe(err: BaseException | None) -> str:

@@ -126,8 +126,7 @@ class RaplMeter:
             if name.startswith("package"):
                 key, component, scope = name, "cpu", "package"
             elif name == "dram":
-                socket = parent_name.split("-")[-1] if parent_name and parent_name.startswith("package") \
-                    else m.group(2)
+                socket = parent_name.split("-")[-1] if parent_name and parent_name.startswith("package") else m.group(2)
                 key, component, scope = f"dram-{socket}", "dram", "dram"
             elif name == "psys":
                 key, component, scope = "psys", "platform", "psys"
@@ -135,8 +134,7 @@ class RaplMeter:
                 skipped.add(name)
                 continue
             index = int(key.split("-")[-1]) if key.split("-")[-1].isdigit() else None
-            info = DeviceInfo(uuid=f"rapl:{key}", name=key, index=index, method=RAPL, component=component,
-                              power_scope=scope)
+            info = DeviceInfo(uuid=f"rapl:{key}", name=key, index=index, method=RAPL, component=component, power_scope=scope)
             candidates.setdefault(key, []).append(_Domain(key, os.path.join(zones[zone_id]), interface, info))
         if skipped:
             self.notes.append(f"RAPL subdomains {sorted(skipped)} are inside their package and not added again")
@@ -159,16 +157,14 @@ class RaplMeter:
             if chosen is None:
                 chosen = options[0]
             if len(options) > 1:
-                chosen.info.note(f"both MSR and MMIO interfaces expose {key}; counted once via "
-                                 f"{chosen.interface}")
+                chosen.info.note(f"both MSR and MMIO interfaces expose {key}; counted once via {chosen.interface}")
             self._domains.append(chosen)
 
     def _probe(self, dom: _Domain) -> bool:
         try:
             dom.max_range_uj = _read_int(os.path.join(dom.zone_dir, "max_energy_range_uj"))
         except (OSError, ValueError) as exc:
-            dom.info.note(f"max_energy_range_uj unreadable ({type(exc).__name__}); wrap-around cannot be "
-                          "corrected")
+            dom.info.note(f"max_energy_range_uj unreadable ({type(exc).__name__}); wrap-around cannot be corrected")
         try:
             _read_int(os.path.join(dom.zone_dir, "energy_uj"))
         except PermissionError:

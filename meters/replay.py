@@ -110,8 +110,9 @@ class ReplayMeter:
         self._wall0: float | None = None
         self._traces: list[_Trace] = []
         for index, device in enumerate(dict.fromkeys(str(d) for d in devices)):
-            rows = sorted((float(t_all[i] - t0), float(p_all[i])) for i in range(len(df))
-                          if finite[i] and str(devices[i]) == device)
+            rows = sorted(
+                (float(t_all[i] - t0), float(p_all[i])) for i in range(len(df)) if finite[i] and str(devices[i]) == device
+            )
             dedup: dict[float, float] = {}
             for t, p in rows:
                 dedup[t] = p  # keep the last reading at a repeated timestamp
@@ -125,8 +126,14 @@ class ReplayMeter:
             name = device
             if names is not None:
                 name = next((str(names[i]) for i in range(len(df)) if str(devices[i]) == device), device)
-            info = DeviceInfo(uuid=device, name=name, index=index, method=method, component=component,
-                              power_scope="board" if component == "gpu" else None)
+            info = DeviceInfo(
+                uuid=device,
+                name=name,
+                index=index,
+                method=method,
+                component=component,
+                power_scope="board" if component == "gpu" else None,
+            )
             info.note(f"replayed from {source} at {speed:g}x" + (" (looping)" if loop else ""))
             self._traces.append(_Trace(info, t, p, cum))
         if not self._traces:
@@ -151,8 +158,7 @@ class ReplayMeter:
     @property
     def finished(self) -> bool:
         """True once a non-looping replay has passed the end of the log."""
-        return (not self.loop and self._wall0 is not None
-                and (self._clock() - self._wall0) * self.speed >= self.duration_s)
+        return not self.loop and self._wall0 is not None and (self._clock() - self._wall0) * self.speed >= self.duration_s
 
     def total_energy_j(self) -> dict[str, float]:
         """Energy of each whole trace (what a full replay reports at its end)."""

@@ -99,8 +99,7 @@ class Sampler:
         self._progress = progress
         self.progress_interval_s = progress_interval_s
         self._last_progress_t = float("-inf")
-        self._recent: deque[tuple[float, list[DeviceSample]]] = deque(
-            maxlen=max(1, int(history_s / self.period_s)))
+        self._recent: deque[tuple[float, list[DeviceSample]]] = deque(maxlen=max(1, int(history_s / self.period_s)))
         self._series = _Series(max_points, self.period_s)
         self._last: dict[str, DeviceSample] = {}
         self._counts: dict[str, int] = {}
@@ -132,11 +131,18 @@ class Sampler:
         self._t_start = self._clock()
         if self.journal_path is not None:
             try:
-                meta = {"period_s": self.period_s, "meters": [getattr(m, "name", type(m).__name__)
-                                                              for m in self.meters], **self.meta}
-                self._journal = JournalWriter(self.journal_path, meta=meta, clock=self._clock,
-                                              flush_interval_s=self.flush_interval_s,
-                                              fsync_interval_s=self.fsync_interval_s)
+                meta = {
+                    "period_s": self.period_s,
+                    "meters": [getattr(m, "name", type(m).__name__) for m in self.meters],
+                    **self.meta,
+                }
+                self._journal = JournalWriter(
+                    self.journal_path,
+                    meta=meta,
+                    clock=self._clock,
+                    flush_interval_s=self.flush_interval_s,
+                    fsync_interval_s=self.fsync_interval_s,
+                )
             except Exception as exc:
                 self._error("journal", exc)
         if self.start_meters:
@@ -334,10 +340,17 @@ class Sampler:
                 duration = max(t_end - t_start, 0.0)
                 energy = last.energy_j_cumulative if last else None
                 out[uuid] = DeviceTotal(
-                    uuid=uuid, name=info.name, component=info.component, method=info.method,
-                    measured=info.measured, energy_j=energy, duration_s=duration,
+                    uuid=uuid,
+                    name=info.name,
+                    component=info.component,
+                    method=info.method,
+                    measured=info.measured,
+                    energy_j=energy,
+                    duration_s=duration,
                     mean_power_w=(energy / duration) if (energy is not None and duration > 0) else None,
-                    samples=self._counts.get(uuid, 0), last_t=last.t_monotonic if last else None)
+                    samples=self._counts.get(uuid, 0),
+                    last_t=last.t_monotonic if last else None,
+                )
             return out
 
     def tick_stats(self) -> dict[str, float]:
@@ -346,9 +359,15 @@ class Sampler:
         if not costs:
             return {"ticks": 0}
         n = len(costs)
-        return {"ticks": float(self.ticks), "missed_ticks": float(self.missed_ticks),
-                "mean_s": sum(costs) / n, "median_s": costs[n // 2],
-                "p99_s": costs[min(n - 1, int(0.99 * n))], "max_s": costs[-1], "errors": float(self.errors)}
+        return {
+            "ticks": float(self.ticks),
+            "missed_ticks": float(self.missed_ticks),
+            "mean_s": sum(costs) / n,
+            "median_s": costs[n // 2],
+            "p99_s": costs[min(n - 1, int(0.99 * n))],
+            "max_s": costs[-1],
+            "errors": float(self.errors),
+        }
 
     def flush(self) -> None:
         """Force the journal to the OS now."""

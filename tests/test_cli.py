@@ -24,8 +24,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_seven_scenarios_shipped() -> None:
     names = {p.stem for p in SHIPPED}
-    assert {"bloom-176b", "gpt-4-falk", "llama-3.1-405b", "llama-2-70b", "olmo-2-7b", "gpt-3-v100",
-            "finetune-small"} <= names
+    assert {"bloom-176b", "gpt-4-falk", "llama-3.1-405b", "llama-2-70b", "olmo-2-7b", "gpt-3-v100", "finetune-small"} <= names
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
@@ -33,8 +32,18 @@ def test_every_shipped_scenario_assesses_to_the_json_contract(path: Path, capsys
     code, out, err = run(capsys, "assess", str(path), "--format", "json", "--samples", "500")
     assert code == 0, err
     d = json.loads(out)
-    for key in ("name", "energy_kwh", "facility_energy_kwh", "gpu_hours", "gpu_equivalents", "impacts",
-                "materials", "water_l", "sources", "warnings"):
+    for key in (
+        "name",
+        "energy_kwh",
+        "facility_energy_kwh",
+        "gpu_hours",
+        "gpu_equivalents",
+        "impacts",
+        "materials",
+        "water_l",
+        "sources",
+        "warnings",
+    ):
         assert key in d
     assert list(d["impacts"]) == list(cat.keys())
     for k, v in d["impacts"].items():
@@ -64,11 +73,24 @@ def test_text_formats(fmt: str, capsys) -> None:
 
 
 def test_set_overrides_answer_what_ifs(capsys) -> None:
-    base = json.loads(run(capsys, "assess", str(SCENARIOS / "gpt-4-falk.yaml"), "--format", "json",
-                          "--samples", "0")[1])
-    what_if = json.loads(run(capsys, "assess", str(SCENARIOS / "gpt-4-falk.yaml"), "--format", "json",
-                             "--samples", "0", "--set", "training.mfu=0.5", "--set", "hardware.lifetime=5 years",
-                             "--set", "site.grid=POL")[1])
+    base = json.loads(run(capsys, "assess", str(SCENARIOS / "gpt-4-falk.yaml"), "--format", "json", "--samples", "0")[1])
+    what_if = json.loads(
+        run(
+            capsys,
+            "assess",
+            str(SCENARIOS / "gpt-4-falk.yaml"),
+            "--format",
+            "json",
+            "--samples",
+            "0",
+            "--set",
+            "training.mfu=0.5",
+            "--set",
+            "hardware.lifetime=5 years",
+            "--set",
+            "site.grid=POL",
+        )[1]
+    )
     assert what_if["gpu_equivalents"] < base["gpu_equivalents"]
     assert what_if["site"]["grid"] == "POL"
 
@@ -92,21 +114,35 @@ def test_data_sources_lists_licences(capsys) -> None:
 
 
 BAD = {
-    "unknown_gpu": ("hardware:\n  gpu: A100-SXM9\n  count: 8\ntraining: {gpu_hours: 10, power_per_gpu: 400 W}\n",
-                    r"hardware.gpu: unknown GPU 'A100-SXM9'; closest known"),
+    "unknown_gpu": (
+        "hardware:\n  gpu: A100-SXM9\n  count: 8\ntraining: {gpu_hours: 10, power_per_gpu: 400 W}\n",
+        r"hardware.gpu: unknown GPU 'A100-SXM9'; closest known",
+    ),
     "malformed": ("hardware:\n  gpu: [A100\ntraining: {}\n", r"line \d+"),
-    "wrong_dimension": ("hardware: {gpu: A100-SXM4-40GB}\ntraining: {gpu_hours: 10, power_per_gpu: 400 kg}\n",
-                        r"training.power_per_gpu: '400 kg' is not a W quantity"),
-    "negative_count": ("hardware: {gpu: A100-SXM4-40GB, count: -3}\ntraining: {gpu_hours: 10, power_per_gpu: 1 W}\n",
-                       r"hardware.count: must be > 0"),
-    "mfu_above_one": ("hardware: {gpu: A100-SXM4-40GB}\ntraining: {flops: 1e20, mfu: 1.4, power_per_gpu: 1 W}\n",
-                      r"training.mfu: must be in \(0, 1\]"),
-    "unknown_key": ("hardware: {gpu: A100-SXM4-40GB, colour: red}\ntraining: {gpu_hours: 1, power_per_gpu: 1 W}\n",
-                    r"hardware.colour: unknown key; allowed: gpu, count"),
-    "two_time_sources": ("hardware: {gpu: L4}\ntraining: {gpu_hours: 1, flops: 1e20, mfu: 0.3, power_per_gpu: 1 W}\n",
-                         r"training: give exactly one way"),
-    "unknown_zone": ("hardware: {gpu: L4}\ntraining: {gpu_hours: 1, power_per_gpu: 1 W}\nsite: {grid: Polnd}\n",
-                     r"site.grid: unknown grid zone 'Polnd'.*POL"),
+    "wrong_dimension": (
+        "hardware: {gpu: A100-SXM4-40GB}\ntraining: {gpu_hours: 10, power_per_gpu: 400 kg}\n",
+        r"training.power_per_gpu: '400 kg' is not a W quantity",
+    ),
+    "negative_count": (
+        "hardware: {gpu: A100-SXM4-40GB, count: -3}\ntraining: {gpu_hours: 10, power_per_gpu: 1 W}\n",
+        r"hardware.count: must be > 0",
+    ),
+    "mfu_above_one": (
+        "hardware: {gpu: A100-SXM4-40GB}\ntraining: {flops: 1e20, mfu: 1.4, power_per_gpu: 1 W}\n",
+        r"training.mfu: must be in \(0, 1\]",
+    ),
+    "unknown_key": (
+        "hardware: {gpu: A100-SXM4-40GB, colour: red}\ntraining: {gpu_hours: 1, power_per_gpu: 1 W}\n",
+        r"hardware.colour: unknown key; allowed: gpu, count",
+    ),
+    "two_time_sources": (
+        "hardware: {gpu: L4}\ntraining: {gpu_hours: 1, flops: 1e20, mfu: 0.3, power_per_gpu: 1 W}\n",
+        r"training: give exactly one way",
+    ),
+    "unknown_zone": (
+        "hardware: {gpu: L4}\ntraining: {gpu_hours: 1, power_per_gpu: 1 W}\nsite: {grid: Polnd}\n",
+        r"site.grid: unknown grid zone 'Polnd'.*POL",
+    ),
     "not_a_mapping": ("- just\n- a list\n", r"expected a mapping"),
 }
 
@@ -117,8 +153,12 @@ def test_bad_input_exit_2_names_file_and_key_no_traceback(case: str, tmp_path: P
     path = tmp_path / f"{case}.yaml"
     path.write_text(text)
     out_file = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "assess", str(path), "-o", str(out_file)],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "assess", str(path), "-o", str(out_file)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert str(path) in proc.stderr
@@ -128,13 +168,16 @@ def test_bad_input_exit_2_names_file_and_key_no_traceback(case: str, tmp_path: P
     assert not out_file.exists()
 
 
-@pytest.mark.parametrize("args, pattern", [
-    (["assess", "missing.yaml"], "no such scenario file"),
-    (["assess", "scenarios/bloom-176b.yaml", "--set", "nonsense"], "expected key=value"),
-    (["assess", "scenarios/bloom-176b.yaml", "--samples", "-1"], "--samples must be >= 0"),
-    (["assess", "scenarios/bloom-176b.yaml", "--format", "pdf"], "invalid choice"),
-    (["gpus", "show", "Voodoo 3"], "unknown GPU"),
-])
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["assess", "missing.yaml"], "no such scenario file"),
+        (["assess", "scenarios/bloom-176b.yaml", "--set", "nonsense"], "expected key=value"),
+        (["assess", "scenarios/bloom-176b.yaml", "--samples", "-1"], "--samples must be >= 0"),
+        (["assess", "scenarios/bloom-176b.yaml", "--format", "pdf"], "invalid choice"),
+        (["gpus", "show", "Voodoo 3"], "unknown GPU"),
+    ],
+)
 def test_bad_arguments(args: list[str], pattern: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "footprint.cli", *args], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr

@@ -75,6 +75,7 @@ def _same_totals(shown: dict[str, float], a: footprint.Assessment) -> None:
 
 # ---- Scenario explorer ------------------------------------------------------------------------
 
+
 def test_explorer_base_scenario_matches_assess() -> None:
     at = _app()
     _ok(at)
@@ -136,8 +137,15 @@ def test_every_control_reaches_the_assessment() -> None:
     sets = res["sets"]
     assert sets[0].startswith("site=") and "carbon_intensity" not in sets[0] and "grid: DEU" in sets[0]
     assert sets[1].startswith("training=") and "gpu_hours" not in sets[1] and "mfu: 0.5" in sets[1]
-    assert sets[2:] == ["hardware.gpu=h100-sxm5-80gb", "hardware.count=512", "hardware.lifetime=4 years",
-                        "hardware.utilization=0.6", "site.pue=1.35", "site.wue=1.5 L/kWh", "site.ewif=2.5 L/kWh"]
+    assert sets[2:] == [
+        "hardware.gpu=h100-sxm5-80gb",
+        "hardware.count=512",
+        "hardware.lifetime=4 years",
+        "hardware.utilization=0.6",
+        "site.pue=1.35",
+        "site.wue=1.5 L/kWh",
+        "site.ewif=2.5 L/kWh",
+    ]
     w = workload_from_dict(apply_overrides(data, sets))
     a = footprint.assess(w, samples=SAMPLES)
     _same_totals(res["totals"], a)
@@ -166,10 +174,14 @@ def test_bad_uploads_get_the_clis_one_line_errors() -> None:
     _ok(at)
     cases = [
         (b"name: x\nhardware: [unclosed\n", "bad.yaml: line 3, column 1: malformed YAML"),
-        (b"name: x\nhardware: {gpu: A100-SXM9}\ntraining: {gpu_hours: 10, power_per_gpu: 400 W}\n",
-         "bad.yaml: hardware.gpu: unknown GPU 'A100-SXM9'"),
-        (b"hardware: {gpu: A100-SXM4-40GB}\ntraining: {gpu_hours: 10, power_per_gpu: 400 kg}\n",
-         "bad.yaml: training.power_per_gpu: '400 kg' is not a W quantity"),
+        (
+            b"name: x\nhardware: {gpu: A100-SXM9}\ntraining: {gpu_hours: 10, power_per_gpu: 400 W}\n",
+            "bad.yaml: hardware.gpu: unknown GPU 'A100-SXM9'",
+        ),
+        (
+            b"hardware: {gpu: A100-SXM4-40GB}\ntraining: {gpu_hours: 10, power_per_gpu: 400 kg}\n",
+            "bad.yaml: training.power_per_gpu: '400 kg' is not a W quantity",
+        ),
         (b"- just\n- a list\n", "bad.yaml: expected a mapping"),
         (b"1: one\nname: x\n", "bad.yaml: 1: unknown section"),
         (b"\xff\xfe\x00binary", "bad.yaml: not a UTF-8 text file"),
@@ -212,8 +224,7 @@ def test_more_monte_carlo_samples_toggle() -> None:
 
 def test_a_link_opens_a_what_if() -> None:
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"scenario": "gpt-4-falk.yaml", "mfu": "0.5", "lifetime_years": "5", "grid": "pol",
-                            "pue": "9"})
+    at.query_params.update({"scenario": "gpt-4-falk.yaml", "mfu": "0.5", "lifetime_years": "5", "grid": "pol", "pue": "9"})
     at.run()
     assert not at.exception
     assert at.session_state["ex_result"]["sets"] == ["training.mfu=0.5", "hardware.lifetime=5 years", "site.grid=POL"]
@@ -226,6 +237,7 @@ def test_a_link_opens_a_what_if() -> None:
 
 
 # ---- Compare ----------------------------------------------------------------------------------
+
 
 def test_compare_scenarios_and_a_what_if() -> None:
     at = _scenario(_app(), "gpt-4-falk.yaml")
@@ -242,10 +254,15 @@ def test_compare_scenarios_and_a_what_if() -> None:
     assert len(res) == 3
     names = list(res)
     sets = ["training.mfu=0.5", "hardware.lifetime=5 years", "site.grid=POL"]
-    for name, a in zip(names, [footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml"), samples=SAMPLES),
-                               footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml", sets), samples=SAMPLES),
-                               footprint.assess(load_scenario(SCENARIOS / "olmo-2-7b.yaml"), samples=SAMPLES)],
-                         strict=True):
+    for name, a in zip(
+        names,
+        [
+            footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml"), samples=SAMPLES),
+            footprint.assess(load_scenario(SCENARIOS / "gpt-4-falk.yaml", sets), samples=SAMPLES),
+            footprint.assess(load_scenario(SCENARIOS / "olmo-2-7b.yaml"), samples=SAMPLES),
+        ],
+        strict=True,
+    ):
         _same_totals(res[name], a)
     table = at.dataframe[0].value
     assert list(table.columns) == ["", "Unit", *names] and len(table) == 5 + 16
@@ -258,14 +275,16 @@ def test_compare_scenarios_and_a_what_if() -> None:
 
 # ---- Runs -------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     old = os.environ.get("FOOTPRINT_FAKE_NVML")
     os.environ["FOOTPRINT_FAKE_NVML"] = "2xA100-SXM4-40GB"
     try:
-        with footprint.track(name="demo", output_dir=root, site={"grid": "FRA", "pue": 1.1}, host=False,
-                             period_s=0.05, model={"params": 1e9}) as t:
+        with footprint.track(
+            name="demo", output_dir=root, site={"grid": "FRA", "pue": 1.1}, host=False, period_s=0.05, model={"params": 1e9}
+        ) as t:
             for _ in range(25):
                 time.sleep(0.02)
                 t.step(tokens=256)
@@ -324,6 +343,7 @@ def test_runs_page_bad_inputs(tmp_path: Path) -> None:
 
 # ---- Hardware ---------------------------------------------------------------------------------
 
+
 def test_hardware_page_components_and_sources() -> None:
     from footprint.cli import gpu_card
     from footprint.database import db
@@ -347,6 +367,7 @@ def test_hardware_page_components_and_sources() -> None:
 
 
 # ---- Kernels ----------------------------------------------------------------------------------
+
 
 def test_kernels_page_says_when_the_analysis_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "footprint.kernels.trace", None)  # import fails
@@ -381,6 +402,7 @@ def test_kernels_page_analyses_a_real_trace() -> None:
 
 # ---- the real server and a browser --------------------------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -403,10 +425,28 @@ def test_real_server_renders_in_headless_chromium(tmp_path: Path) -> None:
     pytest.importorskip("PIL")
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.scriptHealthCheckEnabled", "true"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            APP,
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.scriptHealthCheckEnabled",
+            "true",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     png = tmp_path / "dashboard.png"
     try:
         deadline = time.monotonic() + 60
@@ -431,11 +471,26 @@ def test_real_server_renders_in_headless_chromium(tmp_path: Path) -> None:
         for attempt in range(6):
             png.unlink(missing_ok=True)
             subprocess.run(
-                [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / f'profile{attempt}'}", "--window-size=1400,1000",
-                 "--virtual-time-budget=15000", f"--screenshot={png}", f"http://127.0.0.1:{port}"],
-                capture_output=True, timeout=90, check=False)
+                [
+                    CHROMIUM,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    f"--user-data-dir={tmp_path / f'profile{attempt}'}",
+                    "--window-size=1400,1000",
+                    "--virtual-time-budget=15000",
+                    f"--screenshot={png}",
+                    f"http://127.0.0.1:{port}",
+                ],
+                capture_output=True,
+                timeout=90,
+                check=False,
+            )
             if png.is_file():
                 ink = _ink(png)
                 if ink > 0.05:
@@ -453,4 +508,3 @@ def test_real_server_renders_in_headless_chromium(tmp_path: Path) -> None:
         if server.stdout:
             server.stdout.close()
     assert server.poll() is not None
-

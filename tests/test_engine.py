@@ -38,8 +38,9 @@ def test_linear_in_gpu_hours(hours: float, factor: float) -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.floats(min_value=1, max_value=1e7), st.sampled_from(["A100-SXM4-40GB", "H100-SXM5-80GB", "L4", "MI300X"]))
 def test_stages_and_components_sum_to_total(hours: float, gpu: str) -> None:
-    w = workload_from_dict({**BASE, "hardware": {**BASE["hardware"], "gpu": gpu},
-                            "training": {"gpu_hours": hours, "power_per_gpu": "300 W"}})
+    w = workload_from_dict(
+        {**BASE, "hardware": {**BASE["hardware"], "gpu": gpu}, "training": {"gpu_hours": hours, "power_per_gpu": "300 W"}}
+    )
     a = assess(w, samples=0)
     for k in cat.keys():
         r = a[k]

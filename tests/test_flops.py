@@ -18,12 +18,15 @@ from footprint.flops import compute_mfu, measure_flops, transformer_flops
 PY = sys.executable
 
 
-@pytest.mark.parametrize("achieved, gpu, dtype, expected", [
-    (225, "A100-SXM4-40GB", "bf16", 0.72),   # FlashAttention-2
-    (740, "H100-SXM5-80GB", "fp16", 0.75),   # FlashAttention-3
-    (502e3 / 3072, "A100-SXM4-80GB", "fp16", 0.52),  # Megatron-LM 2021, 502 PFLOP/s on 3,072 A100
-    (25e3 / 512, "V100-SXM2-32GB", "fp16", 0.39),    # ZeRO-Infinity, 25 PFLOP/s on 512 V100 ("40 %")
-])
+@pytest.mark.parametrize(
+    "achieved, gpu, dtype, expected",
+    [
+        (225, "A100-SXM4-40GB", "bf16", 0.72),  # FlashAttention-2
+        (740, "H100-SXM5-80GB", "fp16", 0.75),  # FlashAttention-3
+        (502e3 / 3072, "A100-SXM4-80GB", "fp16", 0.52),  # Megatron-LM 2021, 502 PFLOP/s on 3,072 A100
+        (25e3 / 512, "V100-SXM2-32GB", "fp16", 0.39),  # ZeRO-Infinity, 25 PFLOP/s on 512 V100 ("40 %")
+    ],
+)
 def test_published_mfu_cases(achieved: float, gpu: str, dtype: str, expected: float) -> None:
     assert compute_mfu(gpu, dtype, achieved_tflops=achieved).mfu == pytest.approx(expected, abs=0.01)
 
@@ -128,11 +131,20 @@ def _resnet50():
             super().__init__()
             out = width * 4
             self.body = nn.Sequential(
-                nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-                nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-                nn.Conv2d(width, out, 1, bias=False), nn.BatchNorm2d(out))
-            self.down = (nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
-                         if stride != 1 or cin != out else nn.Identity())
+                nn.Conv2d(cin, width, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(),
+                nn.Conv2d(width, width, 3, stride, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(),
+                nn.Conv2d(width, out, 1, bias=False),
+                nn.BatchNorm2d(out),
+            )
+            self.down = (
+                nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+                if stride != 1 or cin != out
+                else nn.Identity()
+            )
 
         def forward(self, x):
             return torch.relu(self.body(x) + self.down(x))
@@ -158,18 +170,62 @@ def test_resnet50_forward_matches_published_count(shared: Path) -> None:
 
 
 def test_cli_flops_and_mfu() -> None:
-    out = subprocess.run([PY, "-m", "footprint.cli", "flops", "transformer", "--params", "7e9", "--tokens", "2e12",
-                          "--layers", "32", "--hidden", "4096", "--seq-len", "4096", "--recompute", "full",
-                          "--format", "json"], capture_output=True, text=True, cwd=REPO)
+    out = subprocess.run(
+        [
+            PY,
+            "-m",
+            "footprint.cli",
+            "flops",
+            "transformer",
+            "--params",
+            "7e9",
+            "--tokens",
+            "2e12",
+            "--layers",
+            "32",
+            "--hidden",
+            "4096",
+            "--seq-len",
+            "4096",
+            "--recompute",
+            "full",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     d = json.loads(out.stdout)
     assert set(d) >= {"flops", "flops_per_token", "hardware_flops", "formula"}
     assert d["hardware_flops"] > d["flops"]
-    out = subprocess.run([PY, "-m", "footprint.cli", "mfu", "--flops", "1.2e21", "--gpu-hours", "2000", "--gpu",
-                          "A100-SXM4-40GB", "--format", "json"], capture_output=True, text=True, cwd=REPO)
+    out = subprocess.run(
+        [
+            PY,
+            "-m",
+            "footprint.cli",
+            "mfu",
+            "--flops",
+            "1.2e21",
+            "--gpu-hours",
+            "2000",
+            "--gpu",
+            "A100-SXM4-40GB",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     d = json.loads(out.stdout)
     assert d["mfu"] == pytest.approx(1.2e21 / (2000 * 3600 * 312e12)) and d["peak_tflops"] == 312
-    bad = subprocess.run([PY, "-m", "footprint.cli", "mfu", "--achieved-tflops", "700", "--gpu", "A100-SXM4-40GB"],
-                         capture_output=True, text=True, cwd=REPO)
+    bad = subprocess.run(
+        [PY, "-m", "footprint.cli", "mfu", "--achieved-tflops", "700", "--gpu", "A100-SXM4-40GB"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert bad.returncode == 2 and "sparse peak" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -202,8 +258,9 @@ def test_tracker_per_step_mfu_on_a_cpu_training_loop(tmp_path: Path) -> None:
     assert run["flops_method"].startswith("measured") and run["flops"] > 0
     assert 0 < m["steady_state_mfu"] < 0.01 and 0 < m["run_mfu"] <= m["steady_state_mfu"] * 1.5
     assert m["peak_tflops_per_gpu"] == pytest.approx(989.4, rel=0.01)
-    analytical = footprint.track(name="mfu2", output_dir=tmp_path, nvml=FakeNVML("1xH100-SXM5-80GB"), host=False,
-                                 model={"params": 1e6}).start()
+    analytical = footprint.track(
+        name="mfu2", output_dir=tmp_path, nvml=FakeNVML("1xH100-SXM5-80GB"), host=False, model={"params": 1e6}
+    ).start()
     analytical.step(tokens=100)
     analytical.step(tokens=100)
     assert analytical.stop()["flops"] == pytest.approx(2 * 6e6 * 100)

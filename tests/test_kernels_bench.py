@@ -37,8 +37,13 @@ MODEL = {"parameters": 7.0e9, "tokens": 1.0e12, "layers": 32, "hidden": 4096, "h
 def cpu_profile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("bench") / "profile.yaml"
-    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "kernels", "bench", "--device", "cpu", "--quick",
-                           "-o", str(out)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "kernels", "bench", "--device", "cpu", "--quick", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     return out, proc
 
 
@@ -89,16 +94,21 @@ def fast_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
     from footprint.kernels import bench
     from meters import cpu_estimate
 
-    monkeypatch.setattr(cpu_estimate, "codecarbon_estimate",
-                        lambda include_ram=True: cpu_estimate.HostEstimate(cpu_model="test CPU", tdp_w=10.0))
-    small = {"gemm": [{"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 256, "K": 64}],
-             "attention": [{"b": 1, "h": 2, "s": 64, "d": 32, "causal": True}], "elementwise": [{"n": 4096}]}
+    monkeypatch.setattr(
+        cpu_estimate, "codecarbon_estimate", lambda include_ram=True: cpu_estimate.HostEstimate(cpu_model="test CPU", tdp_w=10.0)
+    )
+    small = {
+        "gemm": [{"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 256, "K": 64}],
+        "attention": [{"b": 1, "h": 2, "s": 64, "d": 32, "causal": True}],
+        "elementwise": [{"n": 4096}],
+    }
     monkeypatch.setattr(bench, "sweep", lambda device, quick: small)
     return bench
 
 
-def test_verification_gate_catches_a_wrong_matmul(fast_bench: Any, monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verification_gate_catches_a_wrong_matmul(
+    fast_bench: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import torch
 
     def wrong(a: Any, b: Any) -> Any:
@@ -132,8 +142,12 @@ def test_correct_small_bench_in_process_and_causal_attention(fast_bench: Any, tm
 
 
 def test_bad_bench_arguments_exit_2_with_one_line() -> None:
-    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "kernels", "bench", "--dtypes", "bf16,int4", "-o",
-                           "never.yaml"], capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "kernels", "bench", "--dtypes", "bf16,int4", "-o", "never.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--dtypes: unknown dtype 'int4'" in proc.stderr
     assert not (REPO / "never.yaml").exists()
@@ -156,21 +170,36 @@ def test_bad_bench_arguments_in_process() -> None:
 # ---- the composition, on profiles of known numbers ---------------------------------------------------
 
 
-def _gemm(m: int, n: int, k: int, pct: float, dtype: str = "bf16", peak: float = H100_BF16,
-          verified: bool = True) -> dict[str, Any]:
-    return {"op": "gemm", "shape": {"M": m, "N": n, "K": k}, "dtype": dtype, "verified": verified,
-            "achieved_tflops": peak * pct / 100}
+def _gemm(
+    m: int, n: int, k: int, pct: float, dtype: str = "bf16", peak: float = H100_BF16, verified: bool = True
+) -> dict[str, Any]:
+    return {
+        "op": "gemm",
+        "shape": {"M": m, "N": n, "K": k},
+        "dtype": dtype,
+        "verified": verified,
+        "achieved_tflops": peak * pct / 100,
+    }
 
 
 def _attn(pass_: str, s: int, pct: float, causal: bool = False, peak: float = H100_BF16) -> dict[str, Any]:
-    return {"op": "attention", "pass": pass_, "shape": {"b": 16384 // s, "h": 16, "s": s, "d": 128, "causal": causal},
-            "dtype": "bf16", "verified": True, "achieved_tflops": peak * pct / 100}
+    return {
+        "op": "attention",
+        "pass": pass_,
+        "shape": {"b": 16384 // s, "h": 16, "s": s, "d": 128, "causal": causal},
+        "dtype": "bf16",
+        "verified": True,
+        "achieved_tflops": peak * pct / 100,
+    }
 
 
-def _profile(results: list[dict[str, Any]], name: str = "NVIDIA H100 80GB HBM3",
-             peak: float = H100_BF16) -> dict[str, Any]:
-    return {"footprint_profile": 1, "device": {"name": name, "kind": "cuda", "peak_tflops": {"bf16": peak}},
-            "meter": {"method": "energy_counter", "measured": True}, "results": results}
+def _profile(results: list[dict[str, Any]], name: str = "NVIDIA H100 80GB HBM3", peak: float = H100_BF16) -> dict[str, Any]:
+    return {
+        "footprint_profile": 1,
+        "device": {"name": name, "kind": "cuda", "peak_tflops": {"bf16": peak}},
+        "meter": {"method": "energy_counter", "measured": True},
+        "results": results,
+    }
 
 
 def _known(causal: bool = False, gemm_pct: float = 50.0, attn_pct: float = 25.0) -> dict[str, Any]:
@@ -215,8 +244,7 @@ def test_causal_attention_executes_half_the_model_flops() -> None:
 def test_non_matmul_remainder_uses_the_measured_bandwidth() -> None:
     data = _known()
     gbs = 2000.0
-    data["results"].append({"op": "elementwise", "shape": {"n": 1 << 26}, "dtype": "bf16", "verified": True,
-                            "achieved_gbs": gbs})
+    data["results"].append({"op": "elementwise", "shape": {"n": 1 << 26}, "dtype": "bf16", "verified": True, "achieved_gbs": gbs})
     model = dict(MODEL, vocab_size=32000)
     pred = predict(profile_from_dict(data), model, db().find_gpu(H100), "bf16")
     n, L, h, s, V = 7.0e9, 32, 4096, 4096, 32000
@@ -239,16 +267,18 @@ def test_interpolation_in_log_arithmetic_intensity() -> None:
     assert interpolate([(10.0, 0.2, "x"), (10.0, 0.4, "y")], 10.0).value == pytest.approx(0.3)
     # a GEMM op lands between two measured shapes: 50 % and 70 % around it
     data = _profile([_gemm(256, 256, 256, 50.0), _gemm(16384, 16384, 16384, 70.0)])
-    pred = predict(profile_from_dict(data), {"parameters": 7e9, "tokens": 1e12, "layers": 32, "hidden": 4096},
-                   db().find_gpu(H100), "bf16")
+    pred = predict(
+        profile_from_dict(data), {"parameters": 7e9, "tokens": 1e12, "layers": 32, "hidden": 4096}, db().find_gpu(H100), "bf16"
+    )
     effs = {o.efficiency for o in pred.ops}
     assert all(0.5 < e < 0.7 for e in effs)
     assert any("seq_len not given" in x for x in pred.notes)
 
 
 def test_failed_results_are_never_used() -> None:
-    data = _profile([_gemm(n, n, n, 50.0) for n in (256, 4096, 16384)]
-                    + [_gemm(n, n, n, 99.0, verified=False) for n in (256, 4096, 16384)])
+    data = _profile(
+        [_gemm(n, n, n, 50.0) for n in (256, 4096, 16384)] + [_gemm(n, n, n, 99.0, verified=False) for n in (256, 4096, 16384)]
+    )
     pred = predict(profile_from_dict(data), MODEL, db().find_gpu(H100), "bf16")
     assert pred.efficiency_by_kind["gemm"] == pytest.approx(0.5)
     only_bad = _profile([_gemm(4096, 4096, 4096, 99.0, verified=False)])
@@ -314,26 +344,28 @@ def test_scenario_with_kernel_profile_assesses_end_to_end(tmp_path: Path) -> Non
     a = assess(w, samples=0)
     assert a["climate_change"].total > 0
     assert any("kernel-level prediction" in x for x in a.warnings)
-    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "assess", str(sc)], capture_output=True, text=True,
-                          cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "assess", str(sc)], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert f"MFU: {mfu:.1%}" in proc.stdout and "kernel profile" in proc.stdout
 
 
-@pytest.mark.parametrize("mutate, key, pattern", [
-    (lambda d: d.pop("results"), "results", "missing or empty"),
-    (lambda d: d["device"].update(kind="tpu"), "device.kind", "must be one of cuda, cpu"),
-    (lambda d: d["results"][0].update(op="conv"), "results[0].op", "must be one of gemm"),
-    (lambda d: d["results"][1]["shape"].update(M=-4), "results[1].shape.M", "positive integer"),
-    (lambda d: d["results"][2]["shape"].pop("K"), "results[2].shape.K", "missing"),
-    (lambda d: d["results"][0].pop("verified"), "results[0].verified", "true or false"),
-    (lambda d: d["results"][0].update(dtype="bf17"), "results[0].dtype", "unknown dtype"),
-    (lambda d: d["results"][0].update(achieved_tflops="fast"), "results[0].achieved_tflops", "must be a number"),
-    (lambda d: d["results"][0].update(pct_of_peak=80.0), "results[0].pct_of_peak", "disagrees"),
-    (lambda d: d["results"][0].update(achieved_tflops=1978.9), "results[0].pct_of_peak", "above 100 %"),
-    (lambda d: d["results"][-1].update({"pass": "both"}), "results[12].pass", "fwd or bwd"),
-    (lambda d: d.update(footprint_profile=7), "footprint_profile", "unsupported profile format"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, pattern",
+    [
+        (lambda d: d.pop("results"), "results", "missing or empty"),
+        (lambda d: d["device"].update(kind="tpu"), "device.kind", "must be one of cuda, cpu"),
+        (lambda d: d["results"][0].update(op="conv"), "results[0].op", "must be one of gemm"),
+        (lambda d: d["results"][1]["shape"].update(M=-4), "results[1].shape.M", "positive integer"),
+        (lambda d: d["results"][2]["shape"].pop("K"), "results[2].shape.K", "missing"),
+        (lambda d: d["results"][0].pop("verified"), "results[0].verified", "true or false"),
+        (lambda d: d["results"][0].update(dtype="bf17"), "results[0].dtype", "unknown dtype"),
+        (lambda d: d["results"][0].update(achieved_tflops="fast"), "results[0].achieved_tflops", "must be a number"),
+        (lambda d: d["results"][0].update(pct_of_peak=80.0), "results[0].pct_of_peak", "disagrees"),
+        (lambda d: d["results"][0].update(achieved_tflops=1978.9), "results[0].pct_of_peak", "above 100 %"),
+        (lambda d: d["results"][-1].update({"pass": "both"}), "results[12].pass", "fwd or bwd"),
+        (lambda d: d.update(footprint_profile=7), "footprint_profile", "unsupported profile format"),
+    ],
+)
 def test_bad_profiles_name_the_file_and_key(tmp_path: Path, mutate: Any, key: str, pattern: str) -> None:
     data = _known()
     mutate(data)
@@ -345,11 +377,14 @@ def test_bad_profiles_name_the_file_and_key(tmp_path: Path, mutate: Any, key: st
     assert str(exc.value).startswith(f"{p}: {key}: ")
 
 
-@pytest.mark.parametrize("text, pattern", [
-    ("results: [unclosed", "not valid YAML at line"),
-    ("", "empty file"),
-    ("- just\n- a list\n", "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        ("results: [unclosed", "not valid YAML at line"),
+        ("", "empty file"),
+        ("- just\n- a list\n", "must be a mapping"),
+    ],
+)
 def test_unreadable_profiles(tmp_path: Path, text: str, pattern: str) -> None:
     p = tmp_path / "bad.yaml"
     p.write_text(text)
@@ -362,8 +397,7 @@ def test_scenario_errors_are_one_line_exit_2(tmp_path: Path) -> None:
 
     sc = _write_scenario(tmp_path, _known())
     (tmp_path / "profiles" / "h100.yaml").unlink()
-    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "assess", str(sc)], capture_output=True, text=True,
-                          cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "footprint.cli", "assess", str(sc)], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "h100.yaml: training.kernel_profile: no such kernel profile file" in proc.stderr
@@ -380,8 +414,7 @@ def test_scenario_errors_are_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_mfu_above_one_is_refused() -> None:
     # causal attention at 100 % of peak on half the FLOPs reads as 200 % in model FLOPs
-    data = _profile([_gemm(n, n, n, 100.0) for n in (256, 16384)]
-                    + [_attn(p, 4096, 100.0, causal=True) for p in ("fwd", "bwd")])
+    data = _profile([_gemm(n, n, n, 100.0) for n in (256, 16384)] + [_attn(p, 4096, 100.0, causal=True) for p in ("fwd", "bwd")])
     with pytest.raises(FootprintError, match="outside"):
         predict(profile_from_dict(data), MODEL, db().find_gpu(H100), "bf16")
     assert math.isfinite(predict(profile_from_dict(_known()), MODEL, db().find_gpu(H100), "bf16").mfu)
@@ -397,11 +430,14 @@ def test_prediction_is_bounded_by_the_kernel_efficiencies() -> None:
     pct = st.floats(min_value=1.0, max_value=100.0)
 
     @settings(max_examples=40, deadline=None)
-    @given(st.lists(pct, min_size=3, max_size=3), st.lists(pct, min_size=2, max_size=2),
-           st.integers(min_value=512, max_value=32768))
+    @given(
+        st.lists(pct, min_size=3, max_size=3), st.lists(pct, min_size=2, max_size=2), st.integers(min_value=512, max_value=32768)
+    )
     def check(gemm_pcts: list[float], attn_pcts: list[float], seq: int) -> None:
-        data = _profile([_gemm(n, n, n, p) for n, p in zip((128, 2048, 32768), gemm_pcts, strict=True)]
-                        + [_attn(ps, 4096, p) for ps, p in zip(("fwd", "bwd"), attn_pcts, strict=True)])
+        data = _profile(
+            [_gemm(n, n, n, p) for n, p in zip((128, 2048, 32768), gemm_pcts, strict=True)]
+            + [_attn(ps, 4096, p) for ps, p in zip(("fwd", "bwd"), attn_pcts, strict=True)]
+        )
         pred = predict(profile_from_dict(data), dict(MODEL, seq_len=seq), gpu, "bf16")
         effs = [p / 100 for p in gemm_pcts + attn_pcts]
         assert min(effs) * (1 - 1e-9) <= pred.mfu <= max(effs) * (1 + 1e-9)

@@ -26,8 +26,11 @@ from footprint.errors import FootprintError
 from footprint.kernels import trace as T
 from footprint.kernels.trace import CATEGORIES, analyze_trace, render_table, to_json
 
-H100 = ["gaunernst_bert-small-uncased__1016001", "Falconsai_nsfw_image_detection__1016002",
-        "facebook_timesformer-base-finetuned-k400__1016002"]
+H100 = [
+    "gaunernst_bert-small-uncased__1016001",
+    "Falconsai_nsfw_image_detection__1016002",
+    "facebook_timesformer-base-finetuned-k400__1016002",
+]
 OTHERS = [
     "hta/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
     "hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
@@ -107,8 +110,7 @@ def test_gemm_rows_agree_with_tracelens(analysed: dict[str, dict[str, Any]], sha
     path, csvs = _h100(shared, name)
     r = analysed[str(path)]
     ref = pd.read_csv(csvs / "GEMM.csv")
-    ref["key"] = list(zip(ref["name"], ref["param: M"], ref["param: N"], ref["param: K"], ref["param: B"],
-                          strict=True))
+    ref["key"] = list(zip(ref["name"], ref["param: M"], ref["param: N"], ref["param: K"], ref["param: B"], strict=True))
     ours: dict[tuple[Any, ...], list[float]] = {}
     for o in r["ops"]:
         if o["category"] == "gemm" and o["params"]:
@@ -134,8 +136,9 @@ def test_gemm_rows_agree_with_tracelens(analysed: dict[str, dict[str, Any]], sha
 
 
 @pytest.mark.parametrize("name", H100)
-def test_attention_and_convolution_rows_agree_with_tracelens(analysed: dict[str, dict[str, Any]], shared: Path,
-                                                             name: str) -> None:
+def test_attention_and_convolution_rows_agree_with_tracelens(
+    analysed: dict[str, dict[str, Any]], shared: Path, name: str
+) -> None:
     path, csvs = _h100(shared, name)
     r = analysed[str(path)]
     checked = 0
@@ -211,8 +214,17 @@ def test_legacy_and_archive_formats(analysed: dict[str, dict[str, Any]], shared:
 BF16 = "c10::BFloat16"
 
 
-def _op(name: str, ts: float, dur: float, dims: list[Any] | None = None, types: list[Any] | None = None,
-        conc: list[Any] | None = None, ext: int = 0, tid: int = 1, cat: str = "cpu_op") -> dict[str, Any]:
+def _op(
+    name: str,
+    ts: float,
+    dur: float,
+    dims: list[Any] | None = None,
+    types: list[Any] | None = None,
+    conc: list[Any] | None = None,
+    ext: int = 0,
+    tid: int = 1,
+    cat: str = "cpu_op",
+) -> dict[str, Any]:
     args: dict[str, Any] = {"External id": ext}
     if dims is not None:
         args["Input Dims"] = dims
@@ -223,12 +235,28 @@ def _op(name: str, ts: float, dur: float, dims: list[Any] | None = None, types: 
 
 
 def _launch(ts: float, corr: int, tid: int = 1, dur: float = 2.0, cat: str = "cuda_runtime") -> dict[str, Any]:
-    return {"ph": "X", "cat": cat, "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": ts, "dur": dur,
-            "args": {"correlation": corr}}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": corr},
+    }
 
 
-def _kernel(name: str, ts: float, dur: float, corr: int | None, device: int = 0, cat: str = "kernel",
-            ext: int | None = None, ext_key: str = "External id") -> dict[str, Any]:
+def _kernel(
+    name: str,
+    ts: float,
+    dur: float,
+    corr: int | None,
+    device: int = 0,
+    cat: str = "kernel",
+    ext: int | None = None,
+    ext_key: str = "External id",
+) -> dict[str, Any]:
     args: dict[str, Any] = {"device": device, "stream": 7}
     if corr is not None:
         args["correlation"] = corr
@@ -240,8 +268,15 @@ def _kernel(name: str, ts: float, dur: float, corr: int | None, device: int = 0,
 H100_PROPS = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132}]
 
 
-def _write(path: Path, events: list[dict[str, Any]], props: list[dict[str, Any]] | None = None, *,
-           indent: int | None = None, tail: bool = False, extra: dict[str, Any] | None = None) -> Path:
+def _write(
+    path: Path,
+    events: list[dict[str, Any]],
+    props: list[dict[str, Any]] | None = None,
+    *,
+    indent: int | None = None,
+    tail: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> Path:
     meta = {"schemaVersion": 1, "deviceProperties": H100_PROPS if props is None else props, **(extra or {})}
     doc = {**({} if tail else meta), "traceEvents": events, **(meta if tail else {})}
     text = json.dumps(doc, indent=indent)
@@ -268,8 +303,10 @@ def test_gemm_formulas_and_each_gemm_counted_once(tmp_path: Path) -> None:
     events += _one(_op("aten::bmm", 100, 20, [[4, 64, 32], [4, 32, 16]]))
     events += _one(_op("aten::baddbmm", 200, 20, [[4, 64, 16], [4, 64, 32], [4, 32, 16], [], []]))
     # aten::linear -> aten::addmm: the leaf (addmm) is counted, linear is not counted again
-    events += _one(_op("aten::linear", 300, 30, [[64, 32], [16, 32], [16]]),
-                   children=[_op("aten::addmm", 300.5, 25, [[16], [64, 32], [32, 16], [], []])])
+    events += _one(
+        _op("aten::linear", 300, 30, [[64, 32], [16, 32], [16]]),
+        children=[_op("aten::addmm", 300.5, 25, [[16], [64, 32], [32, 16], [], []])],
+    )
     # aten::matmul launching its kernel itself (a leaf): counted with the matmul formula (batch broadcast)
     events += _one(_op("aten::matmul", 400, 20, [[2, 3, 64, 32], [32, 16]]))
     r = analyze_trace(_write(tmp_path / "g.json", events), top=100)
@@ -283,8 +320,7 @@ def test_gemm_formulas_and_each_gemm_counted_once(tmp_path: Path) -> None:
     assert ops["aten::matmul"]["flops"] == 6 * 2 * 64 * 16 * 32
     g = r["by_category"]["gemm"]
     assert g["count"] == 5 and g["kernel_time_us"] == pytest.approx(50.0)
-    assert g["flops"] == sum(ops[n]["flops"] for n in ("aten::mm", "aten::bmm", "aten::baddbmm", "aten::addmm",
-                                                       "aten::matmul"))
+    assert g["flops"] == sum(ops[n]["flops"] for n in ("aten::mm", "aten::bmm", "aten::baddbmm", "aten::addmm", "aten::matmul"))
     assert g["flops_without_bias"] == g["flops"] - 64 * 16 - 4 * 64 * 16
     assert ops["aten::mm"]["bytes"] == (64 * 32 + 32 * 16 + 64 * 16) * 2
     assert ops["aten::mm"]["tflops_per_s"] == pytest.approx(2 * 64 * 16 * 32 / 10e-6 / 1e12)
@@ -300,23 +336,47 @@ def test_linear_leaf_is_counted(tmp_path: Path) -> None:
 
 
 def test_convolution_and_attention_formulas(tmp_path: Path) -> None:
-    conv = _op("aten::convolution", 0, 50, [[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []],
-               conc=["", "", "", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"])
-    inner = _op("aten::cudnn_convolution", 1, 40, [[4, 3, 224, 224], [768, 3, 16, 16], [], [], [], []],
-                conc=["", "", "[0, 0]", "[16, 16]", "[1, 1]", "1"])
+    conv = _op(
+        "aten::convolution",
+        0,
+        50,
+        [[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []],
+        conc=["", "", "", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"],
+    )
+    inner = _op(
+        "aten::cudnn_convolution",
+        1,
+        40,
+        [[4, 3, 224, 224], [768, 3, 16, 16], [], [], [], []],
+        conc=["", "", "[0, 0]", "[16, 16]", "[1, 1]", "1"],
+    )
     events = _one(conv, kernel="cutlass_tensorop_bf16_s16816fprop_optimized", children=[inner])
-    grad = _op("aten::convolution_backward", 100, 50,
-               [[4, 768, 14, 14], [4, 3, 224, 224], [768, 3, 16, 16], [], [], [], [], [], [], [], []],
-               conc=["", "", "", "[768]", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1",
-                     "[False, True, True]"])
+    grad = _op(
+        "aten::convolution_backward",
+        100,
+        50,
+        [[4, 768, 14, 14], [4, 3, 224, 224], [768, 3, 16, 16], [], [], [], [], [], [], [], []],
+        conc=["", "", "", "[768]", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1", "[False, True, True]"],
+    )
     events += _one(grad, kernel="sm90_xmma_wgrad_implicit_gemm")
     q = [2, 8, 1024, 64]
-    fwd = _op("aten::_scaled_dot_product_flash_attention", 200, 30, [q, q, q, [], [], [], []],
-              conc=["", "", "", "0.", "True", "False", ""])
-    events += _one(fwd, kernel="flash_fwd_kernel",
-                   children=[_op("aten::_flash_attention_forward", 201, 25, [[2, 1024, 8, 64]] * 3)])
-    bwd = _op("aten::_scaled_dot_product_flash_attention_backward", 300, 30, [q, q, q, q, q, [2, 8, 1024]] + [[]] * 9,
-              conc=[""] * 11 + ["True"] + [""] * 3)
+    fwd = _op(
+        "aten::_scaled_dot_product_flash_attention",
+        200,
+        30,
+        [q, q, q, [], [], [], []],
+        conc=["", "", "", "0.", "True", "False", ""],
+    )
+    events += _one(
+        fwd, kernel="flash_fwd_kernel", children=[_op("aten::_flash_attention_forward", 201, 25, [[2, 1024, 8, 64]] * 3)]
+    )
+    bwd = _op(
+        "aten::_scaled_dot_product_flash_attention_backward",
+        300,
+        30,
+        [q, q, q, q, q, [2, 8, 1024]] + [[]] * 9,
+        conc=[""] * 11 + ["True"] + [""] * 3,
+    )
     events += _one(bwd, kernel="flash_bwd_dq_dk_dv_loop_kernel")
     r = analyze_trace(_write(tmp_path / "c.json", events), top=100)
     ops = _ops_by_name(r)
@@ -338,14 +398,18 @@ def test_convolution_and_attention_formulas(tmp_path: Path) -> None:
 
 def test_categories_and_estimates(tmp_path: Path) -> None:
     events = []
-    events += _one(_op("aten::add", 0, 10, [[4, 1024], [1, 1024], []], [BF16, BF16, "Scalar"]),
-                   kernel="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add>")
+    events += _one(
+        _op("aten::add", 0, 10, [[4, 1024], [1, 1024], []], [BF16, BF16, "Scalar"]),
+        kernel="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add>",
+    )
     events += _one(_op("aten::sum", 100, 10, [[4, 1024], []], [BF16, ""]), kernel="void at::native::reduce_kernel<512>")
     events += _one(_op("nccl:all_reduce", 200, 10, cat="user_annotation"), kernel="ncclDevKernel_AllReduce_Sum_f32")
-    events += _one(_op("aten::index_select", 300, 10, [[10, 4], [3]], [BF16, "long int"]),
-                   kernel="indexSelectLargeIndex")
-    events += [_op("aten::copy_", 400, 10), _launch(401, 999), _kernel("Memcpy HtoD (Pageable -> Device)", 405, 4.0,
-                                                                       999, cat="gpu_memcpy")]
+    events += _one(_op("aten::index_select", 300, 10, [[10, 4], [3]], [BF16, "long int"]), kernel="indexSelectLargeIndex")
+    events += [
+        _op("aten::copy_", 400, 10),
+        _launch(401, 999),
+        _kernel("Memcpy HtoD (Pageable -> Device)", 405, 4.0, 999, cat="gpu_memcpy"),
+    ]
     events[-1]["args"]["bytes"] = 4_000_000
     r = analyze_trace(_write(tmp_path / "e.json", events), top=100)
     cats = {c: v["count"] for c, v in r["by_category"].items() if v["count"]}
@@ -363,8 +427,11 @@ def test_launch_overhead(tmp_path: Path) -> None:
     events = []
     for i in range(5):  # 5 kernels of 3 us, each launched by a 6 us call: launch-bound and short
         ts = 100.0 * i
-        events += [_op("aten::relu", ts, 20, [[8]]), _launch(ts + 1, 10 + i, dur=6.0),
-                   _kernel("vectorized_elementwise_kernel", ts + 10, 3.0, 10 + i)]
+        events += [
+            _op("aten::relu", ts, 20, [[8]]),
+            _launch(ts + 1, 10 + i, dur=6.0),
+            _kernel("vectorized_elementwise_kernel", ts + 10, 3.0, 10 + i),
+        ]
     lo = analyze_trace(_write(tmp_path / "k.json", events))["launch_overhead"]
     assert lo["kernels"] == 5 and lo["launches_linked"] == 5 and lo["launch_bound_kernels"] == 5
     assert lo["short_kernels"] == 5 and lo["cpu_launch_time_us"] == pytest.approx(30.0)
@@ -374,9 +441,11 @@ def test_launch_overhead(tmp_path: Path) -> None:
 
 def test_legacy_names_fallback_and_device_choice(tmp_path: Path) -> None:
     # 2021 format: Operator / Runtime / Kernel, lower-case 'external id'; string tids
-    legacy = [_op("aten::mm", 0, 20, [[64, 32], [32, 16]], ["float", "float"], cat="Operator", ext=5),
-              _launch(1, 77, cat="Runtime"), _kernel("volta_sgemm_128x64_nn", 5, 10.0, 77, cat="Kernel", ext=5,
-                                                     ext_key="external id")]
+    legacy = [
+        _op("aten::mm", 0, 20, [[64, 32], [32, 16]], ["float", "float"], cat="Operator", ext=5),
+        _launch(1, 77, cat="Runtime"),
+        _kernel("volta_sgemm_128x64_nn", 5, 10.0, 77, cat="Kernel", ext=5, ext_key="external id"),
+    ]
     for e in legacy[:2]:
         e["tid"] = "1"
     r = analyze_trace(_write(tmp_path / "legacy.json.gz", legacy, [{"id": 0, "name": "Tesla V100-SXM2-16GB"}]))
@@ -400,8 +469,10 @@ def test_metadata_after_events_chunks_and_bare_arrays(tmp_path: Path, monkeypatc
     base = {"baseTimeNanoseconds": 1_751_410_836_000_000_000}
     want = analyze_trace(_write(tmp_path / "a.json", events, extra=base))
     monkeypatch.setattr(T, "_CHUNK", 7)  # every value straddles buffer refills
-    for path in (_write(tmp_path / "b.json", events, extra=base, tail=True, indent=2),
-                 _write(tmp_path / "c.json.gz", events, extra=base, tail=True)):
+    for path in (
+        _write(tmp_path / "b.json", events, extra=base, tail=True, indent=2),
+        _write(tmp_path / "c.json.gz", events, extra=base, tail=True),
+    ):
         got = analyze_trace(path)
         assert got["trace"]["base_time_ns"] == base["baseTimeNanoseconds"]
         assert got["device"]["catalogue_id"] == "h100-sxm5-80gb"
@@ -413,15 +484,28 @@ def test_metadata_after_events_chunks_and_bare_arrays(tmp_path: Path, monkeypatc
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.dictionaries(st.sampled_from(["ph", "cat", "name", "ts", "x"]),
-                                st.one_of(st.integers(-10**18, 10**18), st.floats(allow_nan=False),
-                                          st.text(max_size=8), st.lists(st.integers(), max_size=3)),
-                                max_size=5), max_size=12),
-       st.dictionaries(st.text(min_size=1, max_size=5).filter(lambda k: k != "traceEvents"),
-                       st.integers(), max_size=3),
-       st.sampled_from([None, 0, 3]), st.integers(1, 40), st.booleans())
-def test_reader_streams_any_layout(events: list[dict[str, Any]], meta: dict[str, Any], indent: int | None,
-                                   chunk: int, tail: bool) -> None:
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["ph", "cat", "name", "ts", "x"]),
+            st.one_of(
+                st.integers(-(10**18), 10**18),
+                st.floats(allow_nan=False),
+                st.text(max_size=8),
+                st.lists(st.integers(), max_size=3),
+            ),
+            max_size=5,
+        ),
+        max_size=12,
+    ),
+    st.dictionaries(st.text(min_size=1, max_size=5).filter(lambda k: k != "traceEvents"), st.integers(), max_size=3),
+    st.sampled_from([None, 0, 3]),
+    st.integers(1, 40),
+    st.booleans(),
+)
+def test_reader_streams_any_layout(
+    events: list[dict[str, Any]], meta: dict[str, Any], indent: int | None, chunk: int, tail: bool
+) -> None:
     import io
 
     doc = {**({} if tail else meta), "traceEvents": events, **(meta if tail else {})}
@@ -465,16 +549,31 @@ def _run_dir(tmp: Path, r: dict[str, Any], period: float, watts: float = 300.0, 
     while start + t < w1 + 0.25 + offset_s:
         e = nvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1000
         e0 = e if e0 is None else e0
-        rows.append({"rank": 0, "host": "node", "uuid": uuid, "component": "gpu", "t_s": t, "energy_j": e - e0,
-                     "power_w": nvml.nvmlDeviceGetPowerUsage(h) / 1000})
+        rows.append(
+            {
+                "rank": 0,
+                "host": "node",
+                "uuid": uuid,
+                "component": "gpu",
+                "t_s": t,
+                "energy_j": e - e0,
+                "power_w": nvml.nvmlDeviceGetPowerUsage(h) / 1000,
+            }
+        )
         clock.advance(period)
         t += period
     (tmp / "ranks").mkdir(parents=True)
     pd.DataFrame(rows).to_parquet(tmp / "samples.parquet", index=False)
     (tmp / "ranks" / "rank-00000.json").write_text(json.dumps({"rank": 0, "start_unix": start}))
-    (tmp / "run.json").write_text(json.dumps({"devices": [{"index": 0, "uuid": uuid, "component": "gpu",
-                                                           "name": "NVIDIA H100 80GB HBM3",
-                                                           "method": "energy_counter"}]}))
+    (tmp / "run.json").write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {"index": 0, "uuid": uuid, "component": "gpu", "name": "NVIDIA H100 80GB HBM3", "method": "energy_counter"}
+                ]
+            }
+        )
+    )
     return tmp
 
 
@@ -487,8 +586,7 @@ def test_energy_attribution(analysed: dict[str, dict[str, Any]], shared: Path, t
     assert p["energy_in_trace_window_j"] == pytest.approx(300 * span, rel=1e-3)
     assert p["idle_j"] == pytest.approx(300 * r0["idle_time_us"] / 1e6, rel=0.01)
     for c in CATEGORIES:  # constant power: energy follows kernel time
-        assert p["by_category_j"][c] == pytest.approx(300 * r0["by_category"][c]["kernel_time_us"] / 1e6,
-                                                      rel=1e-3, abs=1e-4)
+        assert p["by_category_j"][c] == pytest.approx(300 * r0["by_category"][c]["kernel_time_us"] / 1e6, rel=1e-3, abs=1e-4)
         assert fine["by_category"][c]["energy_j"] == p["by_category_j"][c]
     assert fine["by_category"]["gemm"]["gflops_per_j"] > 0
     assert p["sample_period_s"] == pytest.approx(0.001, rel=1e-3) and p["sample_period_over_median_kernel"] > 10

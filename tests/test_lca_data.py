@@ -16,9 +16,29 @@ from lca_data.loader import LcaDataError
 from lca_data.tools.convert_ademe import COMPONENTS, EXCLUDED_CARDS, convert
 
 REQUIRED_CARDS = [
-    "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-40GB", "A100-PCIe-80GB", "H100-SXM5-80GB", "H100 PCIe",
-    "H200", "B200", "GH200", "L4", "T4", "V100-SXM2-32GB", "V100-SXM2-16GB", "V100-PCIe-16GB", "V100-PCIe-32GB", "P100", "A40",
-    "RTX 4090", "RTX A4500", "TITAN RTX", "GTX 1080 Ti", "MI250X", "MI300X",
+    "A100-SXM4-40GB",
+    "A100-SXM4-80GB",
+    "A100-PCIe-40GB",
+    "A100-PCIe-80GB",
+    "H100-SXM5-80GB",
+    "H100 PCIe",
+    "H200",
+    "B200",
+    "GH200",
+    "L4",
+    "T4",
+    "V100-SXM2-32GB",
+    "V100-SXM2-16GB",
+    "V100-PCIe-16GB",
+    "V100-PCIe-32GB",
+    "P100",
+    "A40",
+    "RTX 4090",
+    "RTX A4500",
+    "TITAN RTX",
+    "GTX 1080 Ti",
+    "MI250X",
+    "MI300X",
 ]
 
 
@@ -30,11 +50,17 @@ def test_required_cards_present_with_specs(name: str) -> None:
     assert g.die_area_mm2 and g.process_node and g.memory_gb
 
 
-@pytest.mark.parametrize("alias, gid", [
-    ("A100-SXM4-40GB", "a100-sxm4-40gb"), ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"),
-    ("a100 sxm4 40gb", "a100-sxm4-40gb"), ("H100-SXM5-80GB", "h100-sxm5-80gb"),
-    ("V100-SXM2-32GB", "v100-sxm2-32gb"), ("NVIDIA H100 80GB HBM3", "h100-sxm5-80gb"),
-])
+@pytest.mark.parametrize(
+    "alias, gid",
+    [
+        ("A100-SXM4-40GB", "a100-sxm4-40gb"),
+        ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"),
+        ("a100 sxm4 40gb", "a100-sxm4-40gb"),
+        ("H100-SXM5-80GB", "h100-sxm5-80gb"),
+        ("V100-SXM2-32GB", "v100-sxm2-32gb"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm5-80gb"),
+    ],
+)
 def test_lenient_names(alias: str, gid: str) -> None:
     assert db().find_gpu(alias).id == gid
 
@@ -61,14 +87,17 @@ def test_every_source_has_a_licence_and_every_value_a_source() -> None:
         entries = list(loader.iter_values(tree))
         assert entries, name
         assert all(e["source"] in srcs for _, e in entries)
-    for rows in (loader.load_ademe_components(), loader.load_parametric_factors(),
-                 loader.load_distribution_factors(), loader.load_electricity_technologies()):
+    for rows in (
+        loader.load_ademe_components(),
+        loader.load_parametric_factors(),
+        loader.load_distribution_factors(),
+        loader.load_electricity_technologies(),
+    ):
         assert rows and all(r["source"] in srcs for r in rows)
 
 
 def test_ademe_figures_carried_over_exactly(ademe_dir: Path) -> None:
-    ours = {(r["card"], r["component"], r["stage"], r["category"]): float(r["value"])
-            for r in loader.load_ademe_components()}
+    ours = {(r["card"], r["component"], r["stage"], r["category"]): float(r["value"]) for r in loader.load_ademe_components()}
     cats = {c["ademe"]: c["key"] for c in loader.load_categories()["categories"]}
     n = 0
     with (ademe_dir / "gpus_impact_factors.csv").open() as fh:

@@ -23,8 +23,12 @@ BLOOM = str(SCENARIOS / "bloom-176b.yaml")
 
 def report(tmp_path: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path / name
-    proc = subprocess.run([PY, "-m", "footprint.cli", "report", *args, "-o", str(out), "--samples", "300", "--quiet"],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [PY, "-m", "footprint.cli", "report", *args, "-o", str(out), "--samples", "300", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     return proc, out
 
 
@@ -37,8 +41,15 @@ def bloom_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_html_has_every_section_and_category(bloom_html: Path) -> None:
     text = bloom_html.read_text()
-    for heading in ("Summary", "All 16 EF 3.1 categories", "Embodied impacts by GPU component", "Material footprint",
-                    "Methods", "Warnings", "Sources and licences"):
+    for heading in (
+        "Summary",
+        "All 16 EF 3.1 categories",
+        "Embodied impacts by GPU component",
+        "Material footprint",
+        "Methods",
+        "Warnings",
+        "Sources and licences",
+    ):
         assert heading in text
     for c in cat.categories():
         assert c.name.replace(",", ",") in text
@@ -55,10 +66,25 @@ def test_html_is_self_contained(bloom_html: Path) -> None:
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (.ci/run installs it)")
 def test_html_renders_in_headless_chromium(bloom_html: Path, tmp_path: Path) -> None:
     png = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1600", f"--screenshot={png}",
-                    bloom_html.as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,1600",
+            f"--screenshot={png}",
+            bloom_html.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 30_000  # a blank page compresses to a few kB
     try:
@@ -123,11 +149,14 @@ def test_pdf(tmp_path: Path) -> None:
     assert out.read_bytes()[:4] == b"%PDF" and out.stat().st_size > 20_000
 
 
-@pytest.mark.parametrize("args, pattern", [
-    (["missing.yaml", "-o", "x.html"], "no such scenario file"),
-    ([BLOOM, "-o", "x.docx"], "cannot tell the format"),
-    ([BLOOM, "--compare", "nope.yaml", "-o", "x.html"], "nope.yaml"),
-])
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["missing.yaml", "-o", "x.html"], "no such scenario file"),
+        ([BLOOM, "-o", "x.docx"], "cannot tell the format"),
+        ([BLOOM, "--compare", "nope.yaml", "-o", "x.html"], "nope.yaml"),
+    ],
+)
 def test_bad_arguments(args: list[str], pattern: str, tmp_path: Path) -> None:
     proc = subprocess.run([PY, "-m", "footprint.cli", "report", *args], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr

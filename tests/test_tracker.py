@@ -76,13 +76,16 @@ def test_decorator_and_start_stop_return_the_same_run(tmp_path: Path) -> None:
     assert tracker.stop() is tracker.run and tracker.run["steps"] == 1
 
 
-@pytest.mark.parametrize("faults, expect", [
-    (Faults(no_energy_counter=True), "instant_power"),
-    (Faults(no_energy_counter=True, no_instant_power=True), "average_power"),
-    (Faults(lost_after_s=0.2), "lost"),
-    (Faults(error_rate=0.5), "energy_counter"),
-    (Faults(wrap_at_mj=2000), "energy_counter"),
-])
+@pytest.mark.parametrize(
+    "faults, expect",
+    [
+        (Faults(no_energy_counter=True), "instant_power"),
+        (Faults(no_energy_counter=True, no_instant_power=True), "average_power"),
+        (Faults(lost_after_s=0.2), "lost"),
+        (Faults(error_rate=0.5), "energy_counter"),
+        (Faults(wrap_at_mj=2000), "energy_counter"),
+    ],
+)
 def test_faults_complete_the_run_and_say_what_is_missing(tmp_path: Path, faults: Faults, expect: str) -> None:
     nvml = FakeNVML("1xV100-SXM2-32GB" if faults.no_instant_power else "1xA100-SXM4-40GB", faults=faults)
     t = footprint.track(name="fault", output_dir=tmp_path, nvml=nvml, host=False, period_s=0.02).start()
@@ -96,8 +99,9 @@ def test_faults_complete_the_run_and_say_what_is_missing(tmp_path: Path, faults:
 
 
 def test_library_missing_still_writes_a_run(tmp_path: Path) -> None:
-    t = footprint.track(name="nolib", output_dir=tmp_path, nvml=FakeNVML("1xA100-SXM4-40GB", library_missing=True),
-                        host=False).start()
+    t = footprint.track(
+        name="nolib", output_dir=tmp_path, nvml=FakeNVML("1xA100-SXM4-40GB", library_missing=True), host=False
+    ).start()
     t.step()
     run = t.stop()
     assert run["energy"]["gpu_j"] is None  # not available, never zero
@@ -122,8 +126,7 @@ def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> N
     proc.wait()
     run_dir = tmp_path / "killed"
     assert not (run_dir / "run.json").exists()
-    out = subprocess.run([PY, "-m", "footprint.cli", "recover", str(run_dir)], capture_output=True, text=True,
-                         cwd=REPO)
+    out = subprocess.run([PY, "-m", "footprint.cli", "recover", str(run_dir)], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     run = json.loads((run_dir / "run.json").read_text())
     assert run["ranks"][0]["recovered"] is True
@@ -131,8 +134,12 @@ def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> N
     assert run["energy"]["gpu_j"] > 0 and run["steps"] > 0
     assert run["duration_s"] > 0.5  # samples up to about a second before the kill
     assert (run_dir / "samples.parquet").is_file()
-    assert subprocess.run([PY, "-m", "footprint.cli", "assess", str(run_dir), "--samples", "0"],
-                          capture_output=True, cwd=REPO).returncode == 0
+    assert (
+        subprocess.run(
+            [PY, "-m", "footprint.cli", "assess", str(run_dir), "--samples", "0"], capture_output=True, cwd=REPO
+        ).returncode
+        == 0
+    )
 
 
 def test_sigterm_finalises_the_run(tmp_path: Path) -> None:
@@ -156,10 +163,21 @@ RANK = textwrap.dedent("""
 
 
 def test_ranks_without_process_group_then_merge(tmp_path: Path) -> None:
-    procs = [subprocess.Popen([PY, "-c", RANK, str(tmp_path)], cwd=REPO,
-                              env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB", RANK=str(r), LOCAL_RANK=str(r),
-                                       WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", SLURM_JOB_ID="4242"))
-             for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [PY, "-c", RANK, str(tmp_path)],
+            cwd=REPO,
+            env=_env(
+                FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB",
+                RANK=str(r),
+                LOCAL_RANK=str(r),
+                WORLD_SIZE="2",
+                LOCAL_WORLD_SIZE="2",
+                SLURM_JOB_ID="4242",
+            ),
+        )
+        for r in range(2)
+    ]
     assert all(p.wait(timeout=60) == 0 for p in procs)
     run_dir = tmp_path / "job-4242"
     assert len(list((run_dir / "ranks").glob("rank-*.json"))) == 2 and not (run_dir / "run.json").exists()
@@ -189,9 +207,14 @@ def test_torchrun_two_cpu_ranks_count_each_gpu_once(tmp_path: Path) -> None:
     pytest.importorskip("torch.distributed")
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN)
-    proc = subprocess.run([PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29533",
-                           str(script), str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=180,
-                          env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB"))
+    proc = subprocess.run(
+        [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29533", str(script), str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB"),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     runs = list(tmp_path.glob("*/run.json"))
     assert len(runs) == 1
@@ -216,25 +239,48 @@ def test_rank_to_gpu_mapping(monkeypatch) -> None:
 
 
 def test_footprint_run_wraps_a_command(tmp_path: Path) -> None:
-    proc = subprocess.run([PY, "-m", "footprint.cli", "run", "--name", "wrapped", "--output-dir", str(tmp_path),
-                           "--grid", "FRA", "--", PY, "-c", "import time; time.sleep(0.5); raise SystemExit(3)"],
-                          cwd=REPO, capture_output=True, text=True, env=_env(FOOTPRINT_FAKE_NVML="1xL4"))
+    proc = subprocess.run(
+        [
+            PY,
+            "-m",
+            "footprint.cli",
+            "run",
+            "--name",
+            "wrapped",
+            "--output-dir",
+            str(tmp_path),
+            "--grid",
+            "FRA",
+            "--",
+            PY,
+            "-c",
+            "import time; time.sleep(0.5); raise SystemExit(3)",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=_env(FOOTPRINT_FAKE_NVML="1xL4"),
+    )
     assert proc.returncode == 3  # the command's exit code
     run = json.loads((tmp_path / "wrapped" / "run.json").read_text())
     assert run["energy"]["gpu_j"] > 0 and run["site"] == {"grid": "FRA"} and run["duration_s"] >= 0.5
 
 
-@pytest.mark.parametrize("args, pattern", [
-    (["run", "--name", "x"], "no command given"),
-    (["run", "--grid", "Atlantis", "--", "true"], "unknown grid zone"),
-    (["run", "--", "definitely-not-a-program-xyz"], "cannot start"),
-    (["recover", "/nonexistent/run"], "no journal found"),
-    (["merge", "/nonexistent/run"], "no per-rank records"),
-    (["import", "nvidia-smi", "/nonexistent.csv", "-o", "/tmp/x"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["run", "--name", "x"], "no command given"),
+        (["run", "--grid", "Atlantis", "--", "true"], "unknown grid zone"),
+        (["run", "--", "definitely-not-a-program-xyz"], "cannot start"),
+        (["recover", "/nonexistent/run"], "no journal found"),
+        (["merge", "/nonexistent/run"], "no per-rank records"),
+        (["import", "nvidia-smi", "/nonexistent.csv", "-o", "/tmp/x"], "no such file"),
+    ],
+)
 def test_bad_arguments_get_clear_errors(args: list[str], pattern: str, tmp_path: Path) -> None:
-    proc = subprocess.run([PY, "-m", "footprint.cli", *args], cwd=tmp_path, capture_output=True, text=True,
-                          env=_env(FOOTPRINT_FAKE_NVML="1xL4"))
+    proc = subprocess.run(
+        [PY, "-m", "footprint.cli", *args], cwd=tmp_path, capture_output=True, text=True, env=_env(FOOTPRINT_FAKE_NVML="1xL4")
+    )
     assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -243,9 +289,27 @@ def test_import_nvidia_smi_real_log_and_reproject(shared: Path, tmp_path: Path) 
 
     log = shared / "power" / "gpu-power-benchmark" / "plotting" / "data" / "5050" / "A100" / "gpudata.csv"
     out = tmp_path / "imported"
-    proc = subprocess.run([PY, "-m", "footprint.cli", "import", "nvidia-smi", str(log), "-o", str(out),
-                           "--utc-offset", "+1", "--gpu", "A100-PCIe-40GB", "--grid", "FRA"],
-                          cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            PY,
+            "-m",
+            "footprint.cli",
+            "import",
+            "nvidia-smi",
+            str(log),
+            "-o",
+            str(out),
+            "--utc-offset",
+            "+1",
+            "--gpu",
+            "A100-PCIe-40GB",
+            "--grid",
+            "FRA",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     run = json.loads((out / "run.json").read_text())
     expected = integrate_energy(read_nvidia_smi_csv(log, utc_offset=1))["0"]["energy_j"]
@@ -260,17 +324,36 @@ def test_import_nvidia_smi_real_log_and_reproject(shared: Path, tmp_path: Path) 
 
 def test_import_codecarbon(tmp_path: Path) -> None:
     src = REPO / "tests" / "meters" / "data" / "codecarbon_emissions.csv"
-    proc = subprocess.run([PY, "-m", "footprint.cli", "import", "codecarbon", str(src), "-o", str(tmp_path / "cc"),
-                           "--gpu", "H100-SXM5-80GB", "--gpu-count", "2"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            PY,
+            "-m",
+            "footprint.cli",
+            "import",
+            "codecarbon",
+            str(src),
+            "-o",
+            str(tmp_path / "cc"),
+            "--gpu",
+            "H100-SXM5-80GB",
+            "--gpu-count",
+            "2",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     run = json.loads((tmp_path / "cc" / "run.json").read_text())
     assert run["energy"]["cpu_j"] > 0 and len([d for d in run["devices"] if d["component"] == "gpu"]) == 2
 
 
 def test_interpreter_exit_without_stop_finalises(tmp_path: Path) -> None:
-    code = ("import sys, time, footprint\n"
-            "t = footprint.track(name='atexit', output_dir=sys.argv[1], host=False).start()\n"
-            "t.step(); time.sleep(0.3)\n")
+    code = (
+        "import sys, time, footprint\n"
+        "t = footprint.track(name='atexit', output_dir=sys.argv[1], host=False).start()\n"
+        "t.step(); time.sleep(0.3)\n"
+    )
     proc = subprocess.run([PY, "-c", code, str(tmp_path)], cwd=REPO, env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"))
     assert proc.returncode == 0
     run = json.loads((tmp_path / "atexit" / "run.json").read_text())

@@ -8,20 +8,38 @@ from hypothesis import strategies as st
 
 from footprint.units import Q, UnitParseError, display_unit, fmt
 
-EF_UNITS = ["kg CO2 eq", "kg CFC11 eq", "CTUh", "CTUe", "disease incidence", "kBq U235 eq", "kg NMVOC eq",
-            "mol H+ eq", "mol N eq", "kg P eq", "kg N eq", "Pt", "m3 world eq", "MJ", "kg Sb eq"]
+EF_UNITS = [
+    "kg CO2 eq",
+    "kg CFC11 eq",
+    "CTUh",
+    "CTUe",
+    "disease incidence",
+    "kBq U235 eq",
+    "kg NMVOC eq",
+    "mol H+ eq",
+    "mol N eq",
+    "kg P eq",
+    "kg N eq",
+    "Pt",
+    "m3 world eq",
+    "MJ",
+    "kg Sb eq",
+]
 
 
-@pytest.mark.parametrize("text, unit, expected", [
-    ("400 W", "kW", 0.4),
-    ("3 years", "day", 3 * 365.25),
-    ("57 g/kWh", "kg/MWh", 57.0),
-    ("1.8 L/kWh", "L/MWh", 1800.0),
-    ("113.5 kg CO2 eq", "t CO2 eq", 0.1135),
-    ("57 g CO2 eq/kWh", "kg CO2 eq/kWh", 0.057),
-    ("826 mm2", "cm**2", 8.26),
-    ("312 TFLOP/s", "FLOP/s", 312e12),
-])
+@pytest.mark.parametrize(
+    "text, unit, expected",
+    [
+        ("400 W", "kW", 0.4),
+        ("3 years", "day", 3 * 365.25),
+        ("57 g/kWh", "kg/MWh", 57.0),
+        ("1.8 L/kWh", "L/MWh", 1800.0),
+        ("113.5 kg CO2 eq", "t CO2 eq", 0.1135),
+        ("57 g CO2 eq/kWh", "kg CO2 eq/kWh", 0.057),
+        ("826 mm2", "cm**2", 8.26),
+        ("312 TFLOP/s", "FLOP/s", 312e12),
+    ],
+)
 def test_parses_user_strings(text: str, unit: str, expected: float) -> None:
     assert Q(text, unit).magnitude == pytest.approx(expected)
 

@@ -18,12 +18,15 @@ def _emb(gpu: str):
     return d.embodied(d.find_gpu(gpu).id)
 
 
-@pytest.mark.parametrize("category, expected, rel", [
-    ("climate_change", 113.5, 0.005),
-    ("human_toxicity_cancer", 3.78e-5, 0.005),
-    ("resource_use_minerals_metals", 8.07e-3, 0.005),
-    ("resource_use_fossils", 1.49e3, 0.01),
-])
+@pytest.mark.parametrize(
+    "category, expected, rel",
+    [
+        ("climate_change", 113.5, 0.005),
+        ("human_toxicity_cancer", 3.78e-5, 0.005),
+        ("resource_use_minerals_metals", 8.07e-3, 0.005),
+        ("resource_use_fossils", 1.49e3, 0.01),
+    ],
+)
 def test_ademe_a100_sxm4_card_totals(category: str, expected: float, rel: float) -> None:
     emb = _emb(A100)
     assert emb.method.startswith("ADEME per-card LCA (full")
@@ -93,12 +96,19 @@ def _stage_shares(path: str) -> dict[str, dict[str, float]]:
 
 # Published in "More than Carbon" (abstract): which stage dominates, and its share.
 PAPER = {
-    "bloom-176b.yaml": {"use_dominates": 11, "climate_change": ("use", 0.96),
-                        "human_toxicity_cancer": ("manufacturing", 0.99),
-                        "resource_use_minerals_metals": ("manufacturing", 0.85)},
-    "gpt-4-falk.yaml": {"use_dominates": 10, "climate_change": ("use", 0.96), "resource_use_fossils": ("use", 0.96),
-                        "human_toxicity_cancer": ("manufacturing", 0.94),
-                        "eutrophication_freshwater": ("manufacturing", 0.81)},
+    "bloom-176b.yaml": {
+        "use_dominates": 11,
+        "climate_change": ("use", 0.96),
+        "human_toxicity_cancer": ("manufacturing", 0.99),
+        "resource_use_minerals_metals": ("manufacturing", 0.85),
+    },
+    "gpt-4-falk.yaml": {
+        "use_dominates": 10,
+        "climate_change": ("use", 0.96),
+        "resource_use_fossils": ("use", 0.96),
+        "human_toxicity_cancer": ("manufacturing", 0.94),
+        "eutrophication_freshwater": ("manufacturing", 0.81),
+    },
 }
 
 

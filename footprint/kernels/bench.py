@@ -103,14 +103,14 @@ def sweep(device: str, quick: bool) -> dict[str, list[dict[str, Any]]]:
     else:
         squares, llm = [256, 512, 1024, 2048, 4096, 8192], [(8192, h) for h in (1024, 2048, 4096, 8192)]
         # FlashAttention-style sweep: 16k tokens per batch, head dim 128, causal and not.
-        attn = [dict(b=16384 // s, h=16, s=s, d=128, causal=c) for c in (True, False)
-                for s in (512, 1024, 2048, 4096, 8192, 16384)]
+        attn = [
+            dict(b=16384 // s, h=16, s=s, d=128, causal=c) for c in (True, False) for s in (512, 1024, 2048, 4096, 8192, 16384)
+        ]
         elem = [1 << 22, 1 << 26, 1 << 28]
     gemms: list[tuple[int, int, int]] = [(n, n, n) for n in squares]
     for t, h in llm:
         gemms += [s for s in llm_gemm_shapes(t, h) if s not in gemms]
-    return {"gemm": [dict(M=m, N=n, K=k) for m, n, k in gemms], "attention": attn,
-            "elementwise": [dict(n=n) for n in elem]}
+    return {"gemm": [dict(M=m, N=n, K=k) for m, n, k in gemms], "attention": attn, "elementwise": [dict(n=n) for n in elem]}
 
 
 # ---- the kernels under test (module-level so tests can substitute a wrong one) ----------------------
@@ -152,8 +152,11 @@ def resolve_device(device: str | None) -> str:
     if device not in ("cuda", "cpu"):
         raise FootprintError(f"unknown device {device!r}; allowed: cuda, cpu", key="--device")
     if device == "cuda" and not torch.cuda.is_available():
-        raise FootprintError("cuda requested but torch sees no CUDA GPU (torch "
-                             f"{torch.__version__}; CPU-only build or no driver); use --device cpu", key="--device")
+        raise FootprintError(
+            "cuda requested but torch sees no CUDA GPU (torch "
+            f"{torch.__version__}; CPU-only build or no driver); use --device cpu",
+            key="--device",
+        )
     return device
 
 
@@ -198,16 +201,27 @@ def describe_device(device: str) -> dict[str, Any]:
     """Name, kind and dense catalogue peaks (TFLOP/s per dtype) of the bench device."""
     torch = _torch()
     if device == "cpu":
-        return {"name": _cpu_name(), "kind": "cpu", "threads": int(torch.get_num_threads()),
-                "catalogue_id": None, "peak_tflops": {},
-                "peak_note": "not available: the catalogue has no CPU peaks, so % of peak is null"}
+        return {
+            "name": _cpu_name(),
+            "kind": "cpu",
+            "threads": int(torch.get_num_threads()),
+            "catalogue_id": None,
+            "peak_tflops": {},
+            "peak_note": "not available: the catalogue has no CPU peaks, so % of peak is null",
+        }
     idx = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(idx)
     name = torch.cuda.get_device_name(idx)
-    out: dict[str, Any] = {"name": name, "kind": "cuda", "index": idx,
-                           "capability": f"{props.major}.{props.minor}",
-                           "memory_gb": round(props.total_memory / 1e9, 1),
-                           "cuda": torch.version.cuda, "catalogue_id": None, "peak_tflops": {}}
+    out: dict[str, Any] = {
+        "name": name,
+        "kind": "cuda",
+        "index": idx,
+        "capability": f"{props.major}.{props.minor}",
+        "memory_gb": round(props.total_memory / 1e9, 1),
+        "cuda": torch.version.cuda,
+        "catalogue_id": None,
+        "peak_tflops": {},
+    }
     from footprint.database import db
     from footprint.errors import UnknownGpuError
 
@@ -263,16 +277,26 @@ class _EnergyMeter:
             notes += list(m.notes) + [n for d in m.devices for n in d.notes]
             m.stop()
         else:
-            self.info = {"name": "nvml", "method": "unavailable", "measured": False,
-                         "notes": list(dict.fromkeys(notes)) or ["NVML could not measure this GPU"]}
+            self.info = {
+                "name": "nvml",
+                "method": "unavailable",
+                "measured": False,
+                "notes": list(dict.fromkeys(notes)) or ["NVML could not measure this GPU"],
+            }
             return
         self.meter = m
         self.uuids = [d.uuid for d in devs]
         d = devs[0]
         fake = any("FakeNVML" in n for n in m.notes)
-        self.info = {"name": "nvml", "method": d.method, "measured": not fake, "device": d.name,
-                     "power_scope": d.power_scope, "driver": d.driver_version,
-                     "notes": list(dict.fromkeys(list(m.notes) + list(d.notes)))}
+        self.info = {
+            "name": "nvml",
+            "method": d.method,
+            "measured": not fake,
+            "device": d.name,
+            "power_scope": d.power_scope,
+            "driver": d.driver_version,
+            "notes": list(dict.fromkeys(list(m.notes) + list(d.notes))),
+        }
 
     def _start_host(self) -> None:
         from meters.cpu_estimate import host_meters
@@ -283,18 +307,28 @@ class _EnergyMeter:
         if m.name == "rapl":
             devs = [d for d in m.devices if d.method == "rapl"]
             self.uuids = [d.uuid for d in devs]
-            self.info = {"name": "rapl", "method": "rapl", "measured": True,
-                         "domains": [d.name for d in devs], "scope": "whole CPU package(s) and DRAM, "
-                         "other processes included", "notes": list(m.notes)}
+            self.info = {
+                "name": "rapl",
+                "method": "rapl",
+                "measured": True,
+                "domains": [d.name for d in devs],
+                "scope": "whole CPU package(s) and DRAM, other processes included",
+                "notes": list(m.notes),
+            }
         else:
             m.wait_resolved(timeout=20.0)
             m.sample()
             cpu = m.devices[0]
             self.uuids = [cpu.uuid]
-            self.info = {"name": "cpu_estimate", "method": "estimated", "measured": False,
-                         "tdp_w": cpu.power_limit_w, "scope": "whole CPU package (codecarbon's TDP for the "
-                         "model, or 4 W per thread when unknown) x (0.1 + 0.9 x machine load^3)",
-                         "notes": list(dict.fromkeys(cpu.notes))}
+            self.info = {
+                "name": "cpu_estimate",
+                "method": "estimated",
+                "measured": False,
+                "tdp_w": cpu.power_limit_w,
+                "scope": "whole CPU package (codecarbon's TDP for the "
+                "model, or 4 W per thread when unknown) x (0.1 + 0.9 x machine load^3)",
+                "notes": list(dict.fromkeys(cpu.notes)),
+            }
 
     def read(self) -> float | None:
         if self.meter is None or not self.uuids:
@@ -313,8 +347,7 @@ class _EnergyMeter:
                 self.info.setdefault("notes", []).append(f"meter stop failed: {exc}")
 
 
-def _time_loop(fn: Callable[[], Any], device: str, budget: tuple[float, float, int, int],
-               meter: _EnergyMeter) -> dict[str, Any]:
+def _time_loop(fn: Callable[[], Any], device: str, budget: tuple[float, float, int, int], meter: _EnergyMeter) -> dict[str, Any]:
     """Warm up, then time `fn` repeatedly; per-call times and the energy over the timed loop."""
     torch = _torch()
     warm_s, target_s, min_reps, max_reps = budget
@@ -352,8 +385,7 @@ def _time_loop(fn: Callable[[], Any], device: str, budget: tuple[float, float, i
     e1 = meter.read()
     q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
     energy = (e1 - e0) / reps if e0 is not None and e1 is not None and e1 >= e0 else None
-    return {"reps": reps, "median_s": statistics.median(times), "iqr_s": q[2] - q[0], "window_s": window,
-            "energy_j": energy}
+    return {"reps": reps, "median_s": statistics.median(times), "iqr_s": q[2] - q[0], "window_s": window, "energy_j": energy}
 
 
 def _rows(n: int, limit: int = VERIFY_ROWS) -> list[int]:
@@ -375,8 +407,7 @@ def _rel_err(out: Any, ref: Any) -> float:
 # ---- one configuration per op --------------------------------------------------------------------
 
 
-def _bench_gemm(shape: dict[str, int], dtype: str, device: str, budget: Any, meter: _EnergyMeter,
-                gen: Any) -> dict[str, Any]:
+def _bench_gemm(shape: dict[str, int], dtype: str, device: str, budget: Any, meter: _EnergyMeter, gen: Any) -> dict[str, Any]:
     torch = _torch()
     m, n, k = shape["M"], shape["N"], shape["K"]
     td = _torch_dtype(torch, dtype)
@@ -390,9 +421,17 @@ def _bench_gemm(shape: dict[str, int], dtype: str, device: str, budget: Any, met
     del out, ref  # free device memory before timing
     timing = _time_loop(lambda: _matmul(a, b), device, budget, meter)
     el = DTYPE_BYTES[dtype]
-    return {"op": "gemm", "shape": dict(shape), "dtype": dtype, "verified": bool(err <= tol),
-            "max_rel_error": _num(err), "tolerance": _num(tol), "flops": gemm_flops(m, n, k),
-            "arithmetic_intensity": round(gemm_intensity(m, n, k, el), 2), **timing}
+    return {
+        "op": "gemm",
+        "shape": dict(shape),
+        "dtype": dtype,
+        "verified": bool(err <= tol),
+        "max_rel_error": _num(err),
+        "tolerance": _num(tol),
+        "flops": gemm_flops(m, n, k),
+        "arithmetic_intensity": round(gemm_intensity(m, n, k, el), 2),
+        **timing,
+    }
 
 
 def _attn_reference(q: Any, k: Any, v: Any, dout: Any, rows: Any, causal: bool) -> tuple[Any, Any]:
@@ -415,8 +454,9 @@ def _attn_reference(q: Any, k: Any, v: Any, dout: Any, rows: Any, causal: bool) 
     return o, dq
 
 
-def _bench_attention(shape: dict[str, Any], dtype: str, device: str, budget: Any, meter: _EnergyMeter,
-                     gen: Any) -> list[dict[str, Any]]:
+def _bench_attention(
+    shape: dict[str, Any], dtype: str, device: str, budget: Any, meter: _EnergyMeter, gen: Any
+) -> list[dict[str, Any]]:
     torch = _torch()
     b, h, s, d = shape["b"], shape["h"], shape["s"], shape["d"]
     causal = bool(shape.get("causal", False))
@@ -440,20 +480,43 @@ def _bench_attention(shape: dict[str, Any], dtype: str, device: str, budget: Any
     with torch.no_grad():
         t_fwd = _time_loop(lambda: _sdpa(q, k, v, causal), device, budget, meter)
     fl = attention_flops(b, h, s, d, causal)
-    results.append({"op": "attention", "pass": "fwd", "shape": {**shape, "causal": causal}, "dtype": dtype,
-                    "verified": bool(err_f <= tol_f), "max_rel_error": _num(err_f), "tolerance": _num(tol_f),
-                    "flops": fl, "arithmetic_intensity": round(attention_intensity(s, el, causal), 2), **t_fwd})
+    results.append(
+        {
+            "op": "attention",
+            "pass": "fwd",
+            "shape": {**shape, "causal": causal},
+            "dtype": dtype,
+            "verified": bool(err_f <= tol_f),
+            "max_rel_error": _num(err_f),
+            "tolerance": _num(tol_f),
+            "flops": fl,
+            "arithmetic_intensity": round(attention_intensity(s, el, causal), 2),
+            **t_fwd,
+        }
+    )
     t_bwd = _time_loop(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), device, budget, meter)
     fl = attention_flops(b, h, s, d, causal, backward=True)
-    results.append({"op": "attention", "pass": "bwd", "shape": {**shape, "causal": causal}, "dtype": dtype,
-                    "verified": bool(err_f <= tol_f and err_b <= tol_b), "max_rel_error": _num(max(err_f, err_b)),
-                    "tolerance": _num(tol_b), "verification": "dQ on a subset of query rows (and the forward)",
-                    "flops": fl, "arithmetic_intensity": round(attention_intensity(s, el, causal), 2), **t_bwd})
+    results.append(
+        {
+            "op": "attention",
+            "pass": "bwd",
+            "shape": {**shape, "causal": causal},
+            "dtype": dtype,
+            "verified": bool(err_f <= tol_f and err_b <= tol_b),
+            "max_rel_error": _num(max(err_f, err_b)),
+            "tolerance": _num(tol_b),
+            "verification": "dQ on a subset of query rows (and the forward)",
+            "flops": fl,
+            "arithmetic_intensity": round(attention_intensity(s, el, causal), 2),
+            **t_bwd,
+        }
+    )
     return results
 
 
-def _bench_elementwise(shape: dict[str, int], dtype: str, device: str, budget: Any, meter: _EnergyMeter,
-                       gen: Any) -> dict[str, Any]:
+def _bench_elementwise(
+    shape: dict[str, int], dtype: str, device: str, budget: Any, meter: _EnergyMeter, gen: Any
+) -> dict[str, Any]:
     torch = _torch()
     n = shape["n"]
     td = _torch_dtype(torch, dtype)
@@ -464,10 +527,19 @@ def _bench_elementwise(shape: dict[str, int], dtype: str, device: str, budget: A
     tol = tolerance(dtype, 1)
     timing = _time_loop(lambda: _add(x, y), device, budget, meter)
     nbytes = 3 * n * DTYPE_BYTES[dtype]
-    return {"op": "elementwise", "kernel": "add", "shape": dict(shape), "dtype": dtype, "verified": bool(err <= tol),
-            "max_rel_error": _num(err), "tolerance": _num(tol), "flops": float(n), "bytes": nbytes,
-            "achieved_gbs": round(nbytes / timing["median_s"] / 1e9, 3) if timing["median_s"] > 0 else None,
-            **timing}
+    return {
+        "op": "elementwise",
+        "kernel": "add",
+        "shape": dict(shape),
+        "dtype": dtype,
+        "verified": bool(err <= tol),
+        "max_rel_error": _num(err),
+        "tolerance": _num(tol),
+        "flops": float(n),
+        "bytes": nbytes,
+        "achieved_gbs": round(nbytes / timing["median_s"] / 1e9, 3) if timing["median_s"] > 0 else None,
+        **timing,
+    }
 
 
 def _num(x: float, digits: int = 4) -> float | None:
@@ -496,16 +568,22 @@ def _finish(r: dict[str, Any], peaks: dict[str, float]) -> dict[str, Any]:
     if e is not None and window < ENERGY_MIN_WINDOW_S:
         r["energy_note"] = f"timed window {window:.3g} s < {ENERGY_MIN_WINDOW_S:g} s: energy per call is unreliable"
     if med > 0 and r["iqr_s"] > NOISY_IQR * med:
-        r["timing_note"] = (f"noisy: IQR {r['iqr_s'] / med:.0%} of the median (a busy machine, or "
-                            "frequency changes); re-run on an idle device")
+        r["timing_note"] = (
+            f"noisy: IQR {r['iqr_s'] / med:.0%} of the median (a busy machine, or frequency changes); re-run on an idle device"
+        )
     for key in ("median_s", "iqr_s"):
         r[key] = _num(r[key])
     r["flops"] = float(r["flops"])
     return r
 
 
-def run_bench(device: str | None = None, quick: bool = False, dtypes: str | Sequence[str] | None = None,
-              progress: Callable[[dict[str, Any]], None] | None = None, seed: int = 0) -> dict[str, Any]:
+def run_bench(
+    device: str | None = None,
+    quick: bool = False,
+    dtypes: str | Sequence[str] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Run the sweep; return the profile mapping (see the module docstring). Raises FootprintError on
     bad arguments before anything runs."""
     torch = _torch()
@@ -537,12 +615,15 @@ def run_bench(device: str | None = None, quick: bool = False, dtypes: str | Sequ
     finally:
         torch.set_float32_matmul_precision(prec)
         meter.stop()
-    notes = ["GEMM inputs are reused call after call (warm caches), as in vendor benchmarks",
-             "correctness: fp64 reference on a subset of up to 64 rows; verified: false results are never used "
-             "for prediction"]
+    notes = [
+        "GEMM inputs are reused call after call (warm caches), as in vendor benchmarks",
+        "correctness: fp64 reference on a subset of up to 64 rows; verified: false results are never used for prediction",
+    ]
     if not meter.info.get("measured"):
-        notes.append(f"energy {meter.info.get('method')}: not measured" +
-                     (" (estimated, codecarbon-style)" if meter.info.get("method") == "estimated" else ""))
+        notes.append(
+            f"energy {meter.info.get('method')}: not measured"
+            + (" (estimated, codecarbon-style)" if meter.info.get("method") == "estimated" else "")
+        )
     try:
         from importlib.metadata import version
 
@@ -557,9 +638,17 @@ def run_bench(device: str | None = None, quick: bool = False, dtypes: str | Sequ
         "python": platform.python_version(),
         "device": info,
         "meter": meter.info,
-        "settings": {"quick": quick, "dtypes": dts, "timing": "CUDA events" if dev == "cuda" else "time.perf_counter",
-                     "warmup_s": budget[0], "target_window_s": budget[1], "min_reps": budget[2],
-                     "max_reps": budget[3], "seed": seed, "duration_s": round(time.perf_counter() - t_start, 2)},
+        "settings": {
+            "quick": quick,
+            "dtypes": dts,
+            "timing": "CUDA events" if dev == "cuda" else "time.perf_counter",
+            "warmup_s": budget[0],
+            "target_window_s": budget[1],
+            "min_reps": budget[2],
+            "max_reps": budget[3],
+            "seed": seed,
+            "duration_s": round(time.perf_counter() - t_start, 2),
+        },
         "notes": notes,
         "results": results,
     }
@@ -583,15 +672,16 @@ def _fmt(x: float | None, spec: str) -> str:
 
 def format_row(r: dict[str, Any]) -> str:
     op = r["op"]
-    rate = f"{_fmt(r.get('achieved_gbs'), '.1f')} GB/s" if op == "elementwise" else \
-        f"{_fmt(r['achieved_tflops'], '.4g')} TFLOP/s"
+    rate = f"{_fmt(r.get('achieved_gbs'), '.1f')} GB/s" if op == "elementwise" else f"{_fmt(r['achieved_tflops'], '.4g')} TFLOP/s"
     pct = "n/a" if r["pct_of_peak"] is None else f"{r['pct_of_peak']:.1f}%"
     jpt = r.get("j_per_gb") if op == "elementwise" else r["j_per_tflop"]
     unit = "J/GB" if op == "elementwise" else "J/TFLOP"
     ok = ("ok" if r["verified"] else "FAILED") + ("~" if r.get("timing_note") else "")
-    return (f"{op:<11} {_shape_text(r):<30} {r['dtype']:<5} {ok:<6} err {_fmt(r['max_rel_error'], '.1e'):>7}  "
-            f"{r['median_s'] * 1e3:9.3f} ms +/- {r['iqr_s'] * 1e3:.3f}  {rate:>16}  peak {pct:>6}  "
-            f"{_fmt(r['j_per_tflop'] if op != 'elementwise' else jpt, '.4g')} {unit}")
+    return (
+        f"{op:<11} {_shape_text(r):<30} {r['dtype']:<5} {ok:<6} err {_fmt(r['max_rel_error'], '.1e'):>7}  "
+        f"{r['median_s'] * 1e3:9.3f} ms +/- {r['iqr_s'] * 1e3:.3f}  {rate:>16}  peak {pct:>6}  "
+        f"{_fmt(r['j_per_tflop'] if op != 'elementwise' else jpt, '.4g')} {unit}"
+    )
 
 
 def main_bench(args: Any) -> int:
@@ -615,20 +705,32 @@ def main_bench(args: Any) -> int:
     print(f"device: {info['name']} ({dev}); dense peak TFLOP/s: {peaks}; dtypes: {', '.join(dts)}")
     prof = run_bench(dev, bool(getattr(args, "quick", False)), dts, progress=lambda r: print(format_row(r), flush=True))
     m = prof["meter"]
-    print(f"energy: {m['method']} ({'measured' if m.get('measured') else 'not measured'}"
-          + (f", TDP {m['tdp_w']:g} W" if m.get("tdp_w") else "") + ")")
-    out.write_text("# footprint kernel efficiency profile (footprint kernels bench); see README "
-                   "'Kernel benchmarks and predicted MFU'\n" + yaml.safe_dump(prof, sort_keys=False))
+    print(
+        f"energy: {m['method']} ({'measured' if m.get('measured') else 'not measured'}"
+        + (f", TDP {m['tdp_w']:g} W" if m.get("tdp_w") else "")
+        + ")"
+    )
+    out.write_text(
+        "# footprint kernel efficiency profile (footprint kernels bench); see README "
+        "'Kernel benchmarks and predicted MFU'\n" + yaml.safe_dump(prof, sort_keys=False)
+    )
     noisy = [r for r in prof["results"] if r.get("timing_note")]
     if noisy:
-        print(f"footprint: warning: {len(noisy)} timing(s) noisy (marked ~: IQR > {NOISY_IQR:.0%} of the median); "
-              "is the machine busy?", file=sys.stderr)
+        print(
+            f"footprint: warning: {len(noisy)} timing(s) noisy (marked ~: IQR > {NOISY_IQR:.0%} of the median); "
+            "is the machine busy?",
+            file=sys.stderr,
+        )
     bad = [r for r in prof["results"] if not r["verified"]]
-    print(f"wrote {out}: {len(prof['results'])} results, {len(prof['results']) - len(bad)} verified, "
-          f"{prof['settings']['duration_s']:.1f} s")
+    print(
+        f"wrote {out}: {len(prof['results'])} results, {len(prof['results']) - len(bad)} verified, "
+        f"{prof['settings']['duration_s']:.1f} s"
+    )
     if bad:
-        print(f"footprint: warning: {len(bad)} result(s) failed verification (kept as verified: false, never used "
-              "for prediction): " + "; ".join(f"{r['op']} {_shape_text(r)} {r['dtype']}" for r in bad[:5]),
-              file=sys.stderr)
+        print(
+            f"footprint: warning: {len(bad)} result(s) failed verification (kept as verified: false, never used "
+            "for prediction): " + "; ".join(f"{r['op']} {_shape_text(r)} {r['dtype']}" for r in bad[:5]),
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -168,8 +168,9 @@ class _V:
             raise self.err(key, f"must be a mapping, got {type(value).__name__}")
         return value
 
-    def number(self, key: str, value: Any, *, positive: bool = False, optional: bool = False,
-               hi: float | None = None) -> float | None:
+    def number(
+        self, key: str, value: Any, *, positive: bool = False, optional: bool = False, hi: float | None = None
+    ) -> float | None:
         if value is None:
             if optional:
                 return None
@@ -220,9 +221,14 @@ def profile_from_dict(data: Any, file: str | None = None) -> Profile:
     if not isinstance(rows, list) or not rows:
         raise v.err("results", "missing or empty: a list of measured kernels is required")
     results = tuple(_result(v, i, r, peaks, DTYPES) for i, r in enumerate(rows))
-    return Profile(Path(file) if file else None, dev, dict(meter), results,
-                   str(data["created"]) if data.get("created") is not None else None,
-                   str(data["torch"]) if data.get("torch") is not None else None)
+    return Profile(
+        Path(file) if file else None,
+        dev,
+        dict(meter),
+        results,
+        str(data["created"]) if data.get("created") is not None else None,
+        str(data["torch"]) if data.get("torch") is not None else None,
+    )
 
 
 def _result(v: _V, i: int, r: Any, peaks: dict[str, float | None], dtypes: tuple[str, ...]) -> KernelResult:
@@ -262,13 +268,32 @@ def _result(v: _V, i: int, r: Any, peaks: dict[str, float | None], dtypes: tuple
             if pct is None:
                 pct = implied
             elif abs(pct - implied) > PCT_CONSISTENCY * implied + 0.05:
-                raise v.err(f"{key}.pct_of_peak", f"{pct:g} % disagrees with achieved_tflops {tflops:g} / "
-                            f"device.peak_tflops.{dtype} {peak:g} = {implied:.4g} %")
+                raise v.err(
+                    f"{key}.pct_of_peak",
+                    f"{pct:g} % disagrees with achieved_tflops {tflops:g} / "
+                    f"device.peak_tflops.{dtype} {peak:g} = {implied:.4g} %",
+                )
         if pct is not None and pct > 100.0 and verified:
-            raise v.err(f"{key}.pct_of_peak", f"{pct:.4g} % is above 100 % of the dense {dtype} peak: a sparse "
-                        "(2x) peak, a wrong FLOP count or the wrong dtype")
-    return KernelResult(i, op, shape, dtype, verified, pass_ if op == "attention" else "fwd", causal,
-                        tflops, pct, gbs, opt["median_s"], opt["energy_j"], opt["j_per_tflop"])
+            raise v.err(
+                f"{key}.pct_of_peak",
+                f"{pct:.4g} % is above 100 % of the dense {dtype} peak: a sparse "
+                "(2x) peak, a wrong FLOP count or the wrong dtype",
+            )
+    return KernelResult(
+        i,
+        op,
+        shape,
+        dtype,
+        verified,
+        pass_ if op == "attention" else "fwd",
+        causal,
+        tflops,
+        pct,
+        gbs,
+        opt["median_s"],
+        opt["energy_j"],
+        opt["j_per_tflop"],
+    )
 
 
 def load_profile(path: str | Path, key: str | None = None) -> Profile:
@@ -348,9 +373,18 @@ class OpTime:
     executed: float = 1.0  # executed FLOPs per model FLOP: 0.5 for a causal attention kernel
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "group": self.group, "kind": self.kind, "shape": self.shape,
-                "flops": self.flops, "executed_flops": self.flops * self.executed, "efficiency": self.efficiency,
-                "time_s": self.time_s, "basis": self.basis, "extrapolated": self.extrapolated}
+        return {
+            "name": self.name,
+            "group": self.group,
+            "kind": self.kind,
+            "shape": self.shape,
+            "flops": self.flops,
+            "executed_flops": self.flops * self.executed,
+            "efficiency": self.efficiency,
+            "time_s": self.time_s,
+            "basis": self.basis,
+            "extrapolated": self.extrapolated,
+        }
 
 
 @dataclass
@@ -374,11 +408,23 @@ class Prediction:
     profile: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mfu": self.mfu, "flops": self.flops, "gpu_hours": self.gpu_hours, "method": self.method,
-                "notes": list(self.notes), "step_time_s": self.step_time_s, "tokens_per_step": self.tokens_per_step,
-                "time_by_op": dict(self.time_by_op), "limiting": list(self.limiting),
-                "efficiency_by_kind": dict(self.efficiency_by_kind), "gpu": self.gpu, "dtype": self.dtype,
-                "peak_tflops": self.peak_tflops, "profile": self.profile, "ops": [o.to_dict() for o in self.ops]}
+        return {
+            "mfu": self.mfu,
+            "flops": self.flops,
+            "gpu_hours": self.gpu_hours,
+            "method": self.method,
+            "notes": list(self.notes),
+            "step_time_s": self.step_time_s,
+            "tokens_per_step": self.tokens_per_step,
+            "time_by_op": dict(self.time_by_op),
+            "limiting": list(self.limiting),
+            "efficiency_by_kind": dict(self.efficiency_by_kind),
+            "gpu": self.gpu,
+            "dtype": self.dtype,
+            "peak_tflops": self.peak_tflops,
+            "profile": self.profile,
+            "ops": [o.to_dict() for o in self.ops],
+        }
 
 
 def _shape_of_model(model: dict[str, float], notes: list[str]) -> dict[str, Any]:
@@ -394,8 +440,10 @@ def _shape_of_model(model: dict[str, float], notes: list[str]) -> dict[str, Any]
             hidden = max(64, int(round(math.sqrt(n / (12 * layers)) / 64)) * 64)
         else:
             hidden = max(64, int(round((HIDDEN_PER_LAYER * n / 12) ** (1 / 3) / 64)) * 64)
-        notes.append(f"model.hidden not given: GEMM shapes use hidden {hidden} inferred from the parameters "
-                     f"(12 L h^2 = N{'' if layers else f', h / L = {HIDDEN_PER_LAYER}'})")
+        notes.append(
+            f"model.hidden not given: GEMM shapes use hidden {hidden} inferred from the parameters "
+            f"(12 L h^2 = N{'' if layers else f', h / L = {HIDDEN_PER_LAYER}'})"
+        )
     if layers is None:
         layers = max(1, int(round(n / (12 * hidden * hidden))))
         notes.append(f"model.layers not given: {layers} inferred from the parameters (12 L h^2 = N)")
@@ -403,15 +451,28 @@ def _shape_of_model(model: dict[str, float], notes: list[str]) -> dict[str, Any]
     if heads is None or hidden % heads:
         head_dim = DEFAULT_HEAD_DIM if hidden % DEFAULT_HEAD_DIM == 0 else 64
         if attention:
-            notes.append(f"model.heads {'not given' if heads is None else 'does not divide hidden'}: "
-                         f"head dim {head_dim} assumed for attention")
+            notes.append(
+                f"model.heads {'not given' if heads is None else 'does not divide hidden'}: "
+                f"head dim {head_dim} assumed for attention"
+            )
         heads = max(1, hidden // head_dim)
     tokens = seq or DEFAULT_TOKENS_PER_STEP
     if seq is None:
-        notes.append(f"model.seq_len not given: a step of {tokens} tokens (the GEMMs' M) assumed"
-                     + ("" if attention else "; no attention term (as in the FLOP formula)"))
-    return {"n": n, "layers": layers, "hidden": hidden, "seq": seq, "vocab": vocab, "heads": heads,
-            "head_dim": hidden // heads, "tokens": tokens, "attention": attention}
+        notes.append(
+            f"model.seq_len not given: a step of {tokens} tokens (the GEMMs' M) assumed"
+            + ("" if attention else "; no attention term (as in the FLOP formula)")
+        )
+    return {
+        "n": n,
+        "layers": layers,
+        "hidden": hidden,
+        "seq": seq,
+        "vocab": vocab,
+        "heads": heads,
+        "head_dim": hidden // heads,
+        "tokens": tokens,
+        "attention": attention,
+    }
 
 
 def _check_target(profile: Profile, gpu: Any, dtype: str, notes: list[str]) -> tuple[float, float]:
@@ -421,7 +482,10 @@ def _check_target(profile: Profile, gpu: Any, dtype: str, notes: list[str]) -> t
         raise FootprintError(
             f"measured on a CPU ({profile.name}): CPUs have no dense peak in the catalogue, so the profile has no "
             f"% of peak to carry over to {gpu.name}; run `footprint kernels bench --device cuda` on a GPU "
-            "(a CPU profile is a plumbing check only)", file, "device.kind")
+            "(a CPU profile is a plumbing check only)",
+            file,
+            "device.kind",
+        )
     try:
         peak = gpu.peak_flops(dtype)
     except KeyError as exc:
@@ -429,11 +493,19 @@ def _check_target(profile: Profile, gpu: Any, dtype: str, notes: list[str]) -> t
     dev_peak = profile.peak_tflops.get(dtype)
     have = sorted({r.dtype for r in profile.results if r.verified})
     if dtype not in have:
-        raise FootprintError(f"no verified result in {dtype}; the profile has {', '.join(have) or 'none'} "
-                             "(set training.dtype, or bench that dtype)", file, "results")
+        raise FootprintError(
+            f"no verified result in {dtype}; the profile has {', '.join(have) or 'none'} "
+            "(set training.dtype, or bench that dtype)",
+            file,
+            "results",
+        )
     if not dev_peak and not any(r.efficiency for r in profile.usable("gemm", dtype)):
-        raise FootprintError(f"no dense {dtype} peak for the profile device {profile.name!r} (device.peak_tflops), "
-                             "so no % of peak: add it, or bench on a catalogue GPU", file, "device.peak_tflops")
+        raise FootprintError(
+            f"no dense {dtype} peak for the profile device {profile.name!r} (device.peak_tflops), "
+            "so no % of peak: add it, or bench on a catalogue GPU",
+            file,
+            "device.peak_tflops",
+        )
     from footprint.database import db
     from footprint.errors import UnknownGpuError
 
@@ -445,9 +517,11 @@ def _check_target(profile: Profile, gpu: Any, dtype: str, notes: list[str]) -> t
             dev_id = None
     if dev_id != gpu.id:
         ratio = f"{peak / 1e12 / dev_peak:.3g}x ({peak / 1e12:g} / {dev_peak:g} TFLOP/s)" if dev_peak else "unknown"
-        notes.append(f"kernel profile measured on {profile.name}, applied to {gpu.name}: efficiencies (fractions "
-                     f"of each card's dense {dtype} peak) carried over, i.e. achieved TFLOP/s scaled by the ratio "
-                     f"of dense peaks {ratio}; attainable efficiency differs between architectures")
+        notes.append(
+            f"kernel profile measured on {profile.name}, applied to {gpu.name}: efficiencies (fractions "
+            f"of each card's dense {dtype} peak) carried over, i.e. achieved TFLOP/s scaled by the ratio "
+            f"of dense peaks {ratio}; attainable efficiency differs between architectures"
+        )
     return peak, (dev_peak or 0.0) * 1e12
 
 
@@ -458,8 +532,7 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
     file = str(profile.path) if profile.path else None
     dtype = dtype.lower()
     if not model.get("parameters") or not model.get("tokens"):
-        raise FootprintError("model.parameters and model.tokens are needed to predict from a kernel profile",
-                             None, "model")
+        raise FootprintError("model.parameters and model.tokens are needed to predict from a kernel profile", None, "model")
     notes: list[str] = []
     peak, _ = _check_target(profile, gpu, dtype, notes)
     sh = _shape_of_model(model, notes)
@@ -468,8 +541,9 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
 
     gemm_pts = [(r.intensity, r.efficiency, r.label()) for r in profile.usable("gemm", dtype)]
     if not gemm_pts:
-        raise FootprintError(f"no verified GEMM result in {dtype} (results that failed verification are never "
-                             "used)", file, "results")
+        raise FootprintError(
+            f"no verified GEMM result in {dtype} (results that failed verification are never used)", file, "results"
+        )
     ops: list[OpTime] = []
     extrapolated: list[str] = []
 
@@ -478,8 +552,9 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
         if match.extrapolated:
             extrapolated.append(f"{group} {pass_} ({m}x{n}x{k})")
         f = 2.0 * m * n * k * count
-        ops.append(OpTime(f"{group} {pass_}", group, "gemm", f"{m}x{n}x{k}", f, match.value, 0.0, match.basis,
-                          match.extrapolated))
+        ops.append(
+            OpTime(f"{group} {pass_}", group, "gemm", f"{m}x{n}x{k}", f, match.value, 0.0, match.basis, match.extrapolated)
+        )
 
     def linear(group: str, n_out: int, k_in: int, count: float) -> None:
         gemm_op(group, "fwd", T, n_out, k_in, count)
@@ -497,9 +572,11 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
     target = 6.0 * sh["n"] * T
     scale = target / n_gemm
     if abs(scale - 1) > 0.1:
-        notes.append(f"the GEMM shapes (12 L h^2{' + V h' if V else ''} = {n_gemm / 6 / T:.3g} parameters) differ "
-                     f"from the {'active ' if model.get('active_parameters') else ''}parameters {sh['n']:.3g} by "
-                     f"{scale - 1:+.0%}: GEMM FLOPs scaled to 6 N per token, shapes kept")
+        notes.append(
+            f"the GEMM shapes (12 L h^2{' + V h' if V else ''} = {n_gemm / 6 / T:.3g} parameters) differ "
+            f"from the {'active ' if model.get('active_parameters') else ''}parameters {sh['n']:.3g} by "
+            f"{scale - 1:+.0%}: GEMM FLOPs scaled to 6 N per token, shapes kept"
+        )
     ops = [replace(o, flops=o.flops * scale) for o in ops]
 
     if sh["attention"]:
@@ -510,19 +587,29 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
     if rem is not None:
         ops.append(rem)
     if extrapolated:
-        notes.append("outside the measured range (nearest measured efficiency used): " + ", ".join(extrapolated[:6])
-                     + (f" and {len(extrapolated) - 6} more" if len(extrapolated) > 6 else ""))
+        notes.append(
+            "outside the measured range (nearest measured efficiency used): "
+            + ", ".join(extrapolated[:6])
+            + (f" and {len(extrapolated) - 6} more" if len(extrapolated) > 6 else "")
+        )
 
-    fl = transformer_flops(model["parameters"], model["tokens"], active_params=model.get("active_parameters"),
-                           **({"layers": L, "hidden": h, "seq_len": sh["seq"]} if sh["attention"] else {}))
+    fl = transformer_flops(
+        model["parameters"],
+        model["tokens"],
+        active_params=model.get("active_parameters"),
+        **({"layers": L, "hidden": h, "seq_len": sh["seq"]} if sh["attention"] else {}),
+    )
     step_flops = fl.flops_per_token * T
     step_time = sum(o.time_s for o in ops)
     mfu = step_flops / (step_time * peak)
     if 1 < mfu <= 1 + 1e-9:
         mfu = 1.0
     if not 0 < mfu <= 1:
-        raise FootprintError(f"predicted MFU {mfu:.0%} is outside (0, 100 %]: check the profile's pct_of_peak "
-                             "and FLOP conventions", file, "results")
+        raise FootprintError(
+            f"predicted MFU {mfu:.0%} is outside (0, 100 %]: check the profile's pct_of_peak and FLOP conventions",
+            file,
+            "results",
+        )
     time_by_op: dict[str, float] = {}
     for o in ops:
         time_by_op[o.group] = time_by_op.get(o.group, 0.0) + o.time_s
@@ -532,30 +619,54 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
         f = sum(o.flops for o in members)
         eff = _kernel_efficiency(members)
         worst = min((o for o in members if o.efficiency), key=lambda o: o.efficiency, default=None)
-        limiting.append({"op": group, "time_share": t / step_time, "time_s": t,
-                         "flop_share": f / step_flops, "efficiency": eff,
-                         "slowest": f"{worst.name} {worst.shape} at {worst.efficiency:.0%} ({worst.basis})"
-                         if worst else members[0].basis})
+        limiting.append(
+            {
+                "op": group,
+                "time_share": t / step_time,
+                "time_s": t,
+                "flop_share": f / step_flops,
+                "efficiency": eff,
+                "slowest": f"{worst.name} {worst.shape} at {worst.efficiency:.0%} ({worst.basis})" if worst else members[0].basis,
+            }
+        )
     eff_kind: dict[str, float] = {}
     for kind in ("gemm", "attention"):
         members = [o for o in ops if o.kind == kind and o.flops > 0]
         if members:
             eff_kind[kind] = _kernel_efficiency(members)
     rem_share = time_by_op.get("non_matmul", 0.0) / step_time
-    kernels = f"GEMM {eff_kind['gemm']:.0%} of peak" + (f", attention {eff_kind['attention']:.0%}"
-                                                       if "attention" in eff_kind else "")
+    kernels = f"GEMM {eff_kind['gemm']:.0%} of peak" + (
+        f", attention {eff_kind['attention']:.0%}" if "attention" in eff_kind else ""
+    )
     rest = f"non-matmul {rem_share:.0%} of step time" if rem is not None else "non-matmul not counted"
     top = ", ".join(f"{x['op']} {x['time_share']:.0%}" for x in limiting[:3])
-    method = (f"predicted from kernel profile {profile.label} ({profile.name}, {dtype}): {kernels} "
-              f"(FLOP-weighted), {rest}; time by op: {top}")
-    notes.append("kernel-level prediction: an upper bound that leaves out communication, pipeline bubbles, data "
-                 "loading, checkpointing, stragglers and restarts (real MFU is lower); GEMM shapes are the "
-                 f"whole layer's on one GPU (no tensor-parallel sharding), {T} tokens per step")
+    method = (
+        f"predicted from kernel profile {profile.label} ({profile.name}, {dtype}): {kernels} "
+        f"(FLOP-weighted), {rest}; time by op: {top}"
+    )
+    notes.append(
+        "kernel-level prediction: an upper bound that leaves out communication, pipeline bubbles, data "
+        "loading, checkpointing, stragglers and restarts (real MFU is lower); GEMM shapes are the "
+        f"whole layer's on one GPU (no tensor-parallel sharding), {T} tokens per step"
+    )
     gpu_hours = fl.flops / (peak * mfu) / 3600
-    return Prediction(mfu=mfu, flops=fl.flops, gpu_hours=gpu_hours, method=method, notes=notes,
-                      step_time_s=step_time, tokens_per_step=T, time_by_op=time_by_op, limiting=limiting, ops=ops,
-                      efficiency_by_kind=eff_kind, gpu=gpu.name, dtype=dtype, peak_tflops=peak / 1e12,
-                      profile=str(profile.path) if profile.path else "")
+    return Prediction(
+        mfu=mfu,
+        flops=fl.flops,
+        gpu_hours=gpu_hours,
+        method=method,
+        notes=notes,
+        step_time_s=step_time,
+        tokens_per_step=T,
+        time_by_op=time_by_op,
+        limiting=limiting,
+        ops=ops,
+        efficiency_by_kind=eff_kind,
+        gpu=gpu.name,
+        dtype=dtype,
+        peak_tflops=peak / 1e12,
+        profile=str(profile.path) if profile.path else "",
+    )
 
 
 def _kernel_efficiency(ops: list[OpTime]) -> float | None:
@@ -566,8 +677,15 @@ def _kernel_efficiency(ops: list[OpTime]) -> float | None:
     return sum(o.flops * o.executed for o in ops) / sum(o.flops * o.executed / o.efficiency for o in ops)  # type: ignore[operator]
 
 
-def _attention_ops(profile: Profile, dtype: str, sh: dict[str, Any], el: float,
-                   gemm_pts: list[tuple[float, float, str]], notes: list[str], extrapolated: list[str]) -> list[OpTime]:
+def _attention_ops(
+    profile: Profile,
+    dtype: str,
+    sh: dict[str, Any],
+    el: float,
+    gemm_pts: list[tuple[float, float, str]],
+    notes: list[str],
+    extrapolated: list[str],
+) -> list[OpTime]:
     L, h, s, d = sh["layers"], sh["hidden"], sh["seq"], sh["head_dim"]
     T = sh["tokens"]
     fwd_flops = 4.0 * L * h * s * T  # QK^T and AV, per step of T tokens (PaLM's 4 L h s per token)
@@ -575,57 +693,93 @@ def _attention_ops(profile: Profile, dtype: str, sh: dict[str, Any], el: float,
     have = profile.usable("attention", dtype)
     if not have:
         # Unfused: the two batched GEMMs per head, QK^T (s x s x d) and AV (s x d x s), at GEMM efficiency.
-        notes.append(f"no verified attention result in {dtype}: attention modelled as its batched GEMMs QK^T "
-                     f"({s}x{s}x{d}) and AV ({s}x{d}x{s}) at the GEMM efficiencies (unfused attention)")
+        notes.append(
+            f"no verified attention result in {dtype}: attention modelled as its batched GEMMs QK^T "
+            f"({s}x{s}x{d}) and AV ({s}x{d}x{s}) at the GEMM efficiencies (unfused attention)"
+        )
         m1 = interpolate(gemm_pts, gemm_intensity(s, s, d, el))
         m2 = interpolate(gemm_pts, gemm_intensity(s, d, s, el))
         eff = 2.0 / (1.0 / m1.value + 1.0 / m2.value)
         basis = f"QK^T {m1.basis}; AV {m2.basis}"
         if m1.extrapolated or m2.extrapolated:
             extrapolated.append("attention (as GEMMs)")
-        return [OpTime("attention fwd", "attention", "gemm", shape, fwd_flops, eff, 0.0, basis),
-                OpTime("attention bwd", "attention", "gemm", shape, 2 * fwd_flops, eff, 0.0, basis)]
+        return [
+            OpTime("attention fwd", "attention", "gemm", shape, fwd_flops, eff, 0.0, basis),
+            OpTime("attention bwd", "attention", "gemm", shape, 2 * fwd_flops, eff, 0.0, basis),
+        ]
     causal = [r for r in have if r.causal]
     pool = causal or have
     if causal:
-        notes.append("attention from the causal SDPA results (decoder training); model FLOPs count the full "
-                     "12 L h s (PaLM), the causal kernel executes half")
+        notes.append(
+            "attention from the causal SDPA results (decoder training); model FLOPs count the full "
+            "12 L h s (PaLM), the causal kernel executes half"
+        )
     else:
-        notes.append("attention from non-causal SDPA results only: timed as full attention (conservative for a "
-                     "causal decoder, whose kernel skips the masked half)")
+        notes.append(
+            "attention from non-causal SDPA results only: timed as full attention (conservative for a "
+            "causal decoder, whose kernel skips the masked half)"
+        )
     out = []
     for pass_, mult in (("fwd", 1.0), ("bwd", 2.0)):
         pts = [r for r in pool if r.pass_ == pass_]
         if not pts:
             pts = [r for r in pool if r.pass_ == "fwd"]
             notes.append(f"no attention {pass_} result: the forward efficiency is used for the backward pass")
-        match = interpolate([(attention_intensity(r.shape["s"], el, r.causal), r.efficiency, r.label())
-                             for r in pts], attention_intensity(s, el, bool(causal)))
+        match = interpolate(
+            [(attention_intensity(r.shape["s"], el, r.causal), r.efficiency, r.label()) for r in pts],
+            attention_intensity(s, el, bool(causal)),
+        )
         if match.extrapolated:
             extrapolated.append(f"attention {pass_} (s {s})")
-        out.append(OpTime(f"attention {pass_}", "attention", "attention", shape + (" causal" if causal else ""),
-                          mult * fwd_flops, match.value, 0.0, match.basis, match.extrapolated,
-                          0.5 if causal else 1.0))
+        out.append(
+            OpTime(
+                f"attention {pass_}",
+                "attention",
+                "attention",
+                shape + (" causal" if causal else ""),
+                mult * fwd_flops,
+                match.value,
+                0.0,
+                match.basis,
+                match.extrapolated,
+                0.5 if causal else 1.0,
+            )
+        )
     return out
 
 
 def _remainder(profile: Profile, dtype: str, sh: dict[str, Any], el: float, notes: list[str]) -> OpTime | None:
     pool = profile.usable("elementwise", dtype) or [r for d in DTYPE_BYTES for r in profile.usable("elementwise", d)]
-    elements = (REMAINDER_ELEMENTS_PER_LAYER * sh["hidden"] * sh["layers"]
-                + (REMAINDER_ELEMENTS_PER_VOCAB * sh["vocab"] if sh["vocab"] else 0)) * sh["tokens"]
+    elements = (
+        REMAINDER_ELEMENTS_PER_LAYER * sh["hidden"] * sh["layers"]
+        + (REMAINDER_ELEMENTS_PER_VOCAB * sh["vocab"] if sh["vocab"] else 0)
+    ) * sh["tokens"]
     nbytes = elements * el
     if not pool:
-        notes.append("no verified elementwise result: the non-matmul remainder (norms, activations, residuals) is "
-                     "not counted, so the predicted MFU is optimistic")
+        notes.append(
+            "no verified elementwise result: the non-matmul remainder (norms, activations, residuals) is "
+            "not counted, so the predicted MFU is optimistic"
+        )
         return None
-    match = interpolate([(float(r.shape["n"]), float(r.achieved_gbs or 0), r.label()) for r in pool],
-                        float(sh["tokens"] * sh["hidden"]))
-    notes.append(f"non-matmul remainder: {REMAINDER_ELEMENTS_PER_LAYER} h elements per token per layer"
-                 + (f" + {REMAINDER_ELEMENTS_PER_VOCAB} V" if sh["vocab"] else "")
-                 + f" moved at the measured elementwise bandwidth {match.value:.4g} GB/s (an estimate; the "
-                 "bandwidth is the profile device's, not scaled to another GPU)")
-    return OpTime("non_matmul", "non_matmul", "elementwise", f"{nbytes / 1e9:.3g} GB per step", 0.0, None,
-                  nbytes / (match.value * 1e9), match.basis)
+    match = interpolate(
+        [(float(r.shape["n"]), float(r.achieved_gbs or 0), r.label()) for r in pool], float(sh["tokens"] * sh["hidden"])
+    )
+    notes.append(
+        f"non-matmul remainder: {REMAINDER_ELEMENTS_PER_LAYER} h elements per token per layer"
+        + (f" + {REMAINDER_ELEMENTS_PER_VOCAB} V" if sh["vocab"] else "")
+        + f" moved at the measured elementwise bandwidth {match.value:.4g} GB/s (an estimate; the "
+        "bandwidth is the profile device's, not scaled to another GPU)"
+    )
+    return OpTime(
+        "non_matmul",
+        "non_matmul",
+        "elementwise",
+        f"{nbytes / 1e9:.3g} GB per step",
+        0.0,
+        None,
+        nbytes / (match.value * 1e9),
+        match.basis,
+    )
 
 
 def predict_for_scenario(profile_path: Path, model: dict[str, float], gpu: Any, dtype: str) -> Prediction:

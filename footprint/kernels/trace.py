@@ -62,32 +62,63 @@ _NUM = (int, float)
 
 # ---- dtypes ------------------------------------------------------------------------------------------
 _DTYPES: dict[str, tuple[str, int]] = {
-    "c10::BFloat16": ("bf16", 2), "BFloat16": ("bf16", 2), "c10::Half": ("fp16", 2), "Half": ("fp16", 2),
-    "float": ("fp32", 4), "double": ("fp64", 8), "c10::Float8_e4m3fn": ("fp8", 1), "c10::Float8_e5m2": ("fp8", 1),
-    "c10::Float8_e4m3fnuz": ("fp8", 1), "c10::Float8_e5m2fnuz": ("fp8", 1), "c10::Float8_e8m0fnu": ("fp8", 1),
-    "signed char": ("int8", 1), "unsigned char": ("uint8", 1), "bool": ("bool", 1), "short int": ("int16", 2),
-    "int": ("int32", 4), "long int": ("int64", 8), "long": ("int64", 8),
-    "c10::complex<float>": ("complex64", 8), "c10::complex<double>": ("complex128", 16),
+    "c10::BFloat16": ("bf16", 2),
+    "BFloat16": ("bf16", 2),
+    "c10::Half": ("fp16", 2),
+    "Half": ("fp16", 2),
+    "float": ("fp32", 4),
+    "double": ("fp64", 8),
+    "c10::Float8_e4m3fn": ("fp8", 1),
+    "c10::Float8_e5m2": ("fp8", 1),
+    "c10::Float8_e4m3fnuz": ("fp8", 1),
+    "c10::Float8_e5m2fnuz": ("fp8", 1),
+    "c10::Float8_e8m0fnu": ("fp8", 1),
+    "signed char": ("int8", 1),
+    "unsigned char": ("uint8", 1),
+    "bool": ("bool", 1),
+    "short int": ("int16", 2),
+    "int": ("int32", 4),
+    "long int": ("int64", 8),
+    "long": ("int64", 8),
+    "c10::complex<float>": ("complex64", 8),
+    "c10::complex<double>": ("complex128", 16),
     "c10::complex<c10::Half>": ("complex32", 4),
 }
 
 # ---- event kinds ------------------------------------------------------------------------------------
 _OP, _RT, _KERNEL, _MEMCPY, _MEMSET = 1, 2, 3, 4, 5
-_CAT_KIND = {"cpu_op": _OP, "operator": _OP, "cuda_runtime": _RT, "runtime": _RT, "cuda_driver": _RT,
-             "hip_runtime": _RT, "kernel": _KERNEL, "gpu_memcpy": _MEMCPY, "memcpy": _MEMCPY,
-             "gpu_memset": _MEMSET, "memset": _MEMSET}
+_CAT_KIND = {
+    "cpu_op": _OP,
+    "operator": _OP,
+    "cuda_runtime": _RT,
+    "runtime": _RT,
+    "cuda_driver": _RT,
+    "hip_runtime": _RT,
+    "kernel": _KERNEL,
+    "gpu_memcpy": _MEMCPY,
+    "memcpy": _MEMCPY,
+    "gpu_memset": _MEMSET,
+    "memset": _MEMSET,
+}
 
 # ---- the ops with a FLOP model: name -> (family, rank, leaf_only) -------------------------------------
 # Walking up from the op that launched a kernel, the outermost family wins (so a GEMM inside a
 # convolution counts once, as the convolution), and within it the lowest rank (the op whose arguments
 # the formulas read, as TraceLens: aten::convolution, aten::_scaled_dot_product_flash_attention).
 _MODEL_OPS: dict[str, tuple[str, int, bool]] = {
-    "aten::mm": ("gemm", 0, False), "aten::addmm": ("gemm", 0, False), "aten::bmm": ("gemm", 0, False),
-    "aten::baddbmm": ("gemm", 0, False), "aten::_scaled_mm": ("gemm", 0, False),
-    "aten::linear": ("gemm", 1, True), "aten::matmul": ("gemm", 1, True),
-    "aten::convolution": ("convolution", 0, False), "aten::_convolution": ("convolution", 1, False),
-    "aten::cudnn_convolution": ("convolution", 2, False), "aten::conv2d": ("convolution", 3, False),
-    "aten::conv1d": ("convolution", 3, False), "aten::conv3d": ("convolution", 3, False),
+    "aten::mm": ("gemm", 0, False),
+    "aten::addmm": ("gemm", 0, False),
+    "aten::bmm": ("gemm", 0, False),
+    "aten::baddbmm": ("gemm", 0, False),
+    "aten::_scaled_mm": ("gemm", 0, False),
+    "aten::linear": ("gemm", 1, True),
+    "aten::matmul": ("gemm", 1, True),
+    "aten::convolution": ("convolution", 0, False),
+    "aten::_convolution": ("convolution", 1, False),
+    "aten::cudnn_convolution": ("convolution", 2, False),
+    "aten::conv2d": ("convolution", 3, False),
+    "aten::conv1d": ("convolution", 3, False),
+    "aten::conv3d": ("convolution", 3, False),
     "aten::convolution_backward": ("convolution", 0, False),
     "aten::_scaled_dot_product_flash_attention": ("attention", 0, False),
     "aten::_scaled_dot_product_efficient_attention": ("attention", 0, False),
@@ -110,20 +141,62 @@ _K_ATTN = re.compile(r"flash|fmha|attention|attn|sdpa", re.I)
 _K_NORM = re.compile(r"norm(?!al)|softmax|bn_fw|bn_bw", re.I)
 _K_CONV = re.compile(r"conv|scudnn|cudnn|implicit_?gemm|dgrad|wgrad|fprop|miopen|winograd|igemm", re.I)
 _K_GEMM = re.compile(r"gemm|cutlass|cublas|xmma|wgmma|Cijk_|matmul|triton_tem|splitk|sgemm|hgemm", re.I)
-_K_RED = re.compile(r"reduce|reduction|triton_red|triton_per|sum_|mean|argmax|argmin|cross_entropy|nll_loss|"
-                    r"scan|cub::|topk|sort|max_|min_", re.I)
-_K_EW = re.compile(r"elementwise|vectorized|unrolled|pointwise|triton_poi|fill|copy|catarray|where|clamp|gelu|"
-                   r"relu|silu|sigmoid|tanh|dropout|distribution|add|mul|div", re.I)
+_K_RED = re.compile(
+    r"reduce|reduction|triton_red|triton_per|sum_|mean|argmax|argmin|cross_entropy|nll_loss|"
+    r"scan|cub::|topk|sort|max_|min_",
+    re.I,
+)
+_K_EW = re.compile(
+    r"elementwise|vectorized|unrolled|pointwise|triton_poi|fill|copy|catarray|where|clamp|gelu|"
+    r"relu|silu|sigmoid|tanh|dropout|distribution|add|mul|div",
+    re.I,
+)
 # Views, allocations and bookkeeping: they launch no kernel, so their shapes are not kept.
-_NO_SHAPE_OPS = frozenset({
-    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::as_strided", "aten::view", "aten::_unsafe_view",
-    "aten::reshape", "aten::t", "aten::transpose", "aten::permute", "aten::expand", "aten::expand_as",
-    "aten::squeeze", "aten::unsqueeze", "aten::slice", "aten::select", "aten::narrow", "aten::unbind",
-    "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::detach", "aten::detach_", "aten::alias",
-    "aten::lift_fresh", "aten::resize_", "aten::record_stream", "aten::size", "aten::stride", "aten::numel",
-    "aten::result_type", "aten::set_", "aten::is_nonzero", "aten::item", "aten::flatten", "aten::view_as",
-    "aten::unflatten", "aten::_reshape_alias", "aten::movedim", "aten::pin_memory", "detach",
-})
+_NO_SHAPE_OPS = frozenset(
+    {
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::as_strided",
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::reshape",
+        "aten::t",
+        "aten::transpose",
+        "aten::permute",
+        "aten::expand",
+        "aten::expand_as",
+        "aten::squeeze",
+        "aten::unsqueeze",
+        "aten::slice",
+        "aten::select",
+        "aten::narrow",
+        "aten::unbind",
+        "aten::split",
+        "aten::split_with_sizes",
+        "aten::chunk",
+        "aten::detach",
+        "aten::detach_",
+        "aten::alias",
+        "aten::lift_fresh",
+        "aten::resize_",
+        "aten::record_stream",
+        "aten::size",
+        "aten::stride",
+        "aten::numel",
+        "aten::result_type",
+        "aten::set_",
+        "aten::is_nonzero",
+        "aten::item",
+        "aten::flatten",
+        "aten::view_as",
+        "aten::unflatten",
+        "aten::_reshape_alias",
+        "aten::movedim",
+        "aten::pin_memory",
+        "detach",
+    }
+)
 
 
 # Runtime calls that can start GPU work (kernels, copies, sets, graphs); the others (stream queries,
@@ -132,13 +205,34 @@ _LAUNCH = re.compile(r"launch|memcpy|memset|prefetch", re.I)
 
 
 def _wants_shapes(name: str) -> bool:
-    return name not in _NO_SHAPE_OPS and not name.startswith("autograd::") and not name.endswith(
-        ("Backward0", "Backward1", "AccumulateGrad"))
+    return (
+        name not in _NO_SHAPE_OPS
+        and not name.startswith("autograd::")
+        and not name.endswith(("Backward0", "Backward1", "AccumulateGrad"))
+    )
 
 
-_COPY_OPS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::to", "aten::_to_copy", "aten::cat",
-                       "aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full", "aten::index_select",
-                       "aten::embedding", "aten::gather", "aten::scatter", "aten::index", "aten::index_put_"})
+_COPY_OPS = frozenset(
+    {
+        "aten::copy_",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::cat",
+        "aten::fill_",
+        "aten::zero_",
+        "aten::zeros",
+        "aten::ones",
+        "aten::full",
+        "aten::index_select",
+        "aten::embedding",
+        "aten::gather",
+        "aten::scatter",
+        "aten::index",
+        "aten::index_put_",
+    }
+)
 
 
 def _kernel_class(name: str) -> str:
@@ -201,7 +295,7 @@ class _Reader:
         if not b:
             self.eof = True
         self.consumed += self.pos
-        self.buf = self.buf[self.pos:] + self.dec.decode(b, final=not b)
+        self.buf = self.buf[self.pos :] + self.dec.decode(b, final=not b)
         self.pos = 0
         return bool(b)
 
@@ -229,9 +323,12 @@ class _Reader:
                 return obj
             # Only a value cut by the end of the buffer is worth more data; anything else is invalid.
             where = self.consumed + err.pos
-            rest = self.buf[err.pos:err.pos + 64]
-            cut = (len(rest) <= 16 or err.msg.startswith("Unterminated string")
-                   or (not rest.strip() and err.pos + 64 >= len(self.buf)))
+            rest = self.buf[err.pos : err.pos + 64]
+            cut = (
+                len(rest) <= 16
+                or err.msg.startswith("Unterminated string")
+                or (not rest.strip() and err.pos + 64 >= len(self.buf))
+            )
             if cut and len(self.buf) - self.pos < _MAX_VALUE and self._fill():
                 continue
             raise _BadJSON(err.msg, where)
@@ -311,8 +408,7 @@ def _open_source(path: Path, member: str | None) -> tuple[Any, str, list[str]]:
     except FileNotFoundError:
         raise FootprintError("not found", str(path)) from None
     except IsADirectoryError:
-        raise FootprintError("is a directory, expected a trace file (.json, .json.gz or a tar archive)",
-                             str(path)) from None
+        raise FootprintError("is a directory, expected a trace file (.json, .json.gz or a tar archive)", str(path)) from None
     magic = fh.read(262)
     fh.seek(0)
     is_gz = magic[:2] == b"\x1f\x8b"
@@ -329,21 +425,22 @@ def _open_source(path: Path, member: str | None) -> tuple[Any, str, list[str]]:
             tf = tarfile.open(path, "r:*")  # noqa: SIM115
         except (tarfile.TarError, OSError) as exc:
             raise FootprintError(f"cannot read the archive ({exc})", str(path)) from None
-        traces = sorted((m for m in tf.getmembers() if m.isfile() and re.search(r"\.json(\.gz)?$", m.name)),
-                        key=lambda m: m.name)
+        traces = sorted((m for m in tf.getmembers() if m.isfile() and re.search(r"\.json(\.gz)?$", m.name)), key=lambda m: m.name)
         if member is not None:
             chosen = [m for m in traces if m.name == member or m.name.endswith("/" + member)]
             if not chosen:
-                raise FootprintError(f"no trace named {member!r} in the archive (it holds: "
-                                     f"{', '.join(m.name for m in traces[:8]) or 'no .json files'})", str(path))
+                raise FootprintError(
+                    f"no trace named {member!r} in the archive (it holds: "
+                    f"{', '.join(m.name for m in traces[:8]) or 'no .json files'})",
+                    str(path),
+                )
             pick = chosen[0]
         else:
             if not traces:
                 raise FootprintError("the archive holds no .json trace", str(path))
             pick = traces[0]
             if len(traces) > 1:
-                notes.append(f"the archive holds {len(traces)} traces; analysed {pick.name} (pick another with "
-                             f"ARCHIVE::MEMBER)")
+                notes.append(f"the archive holds {len(traces)} traces; analysed {pick.name} (pick another with ARCHIVE::MEMBER)")
         stream = tf.extractfile(pick)
         assert stream is not None
         if pick.name.endswith(".gz"):
@@ -468,8 +565,7 @@ def _scan(stream: Any, file: str) -> _Scan:
                 ext = args.get("External id")
                 if ext is None:
                     ext = args.get("external id")
-                gpu.append((ts, dur, dev, kind, name, args.get("correlation"), ext, args.get("bytes"),
-                            args.get("stream")))
+                gpu.append((ts, dur, dev, kind, name, args.get("correlation"), ext, args.get("bytes"), args.get("stream")))
     except _BadJSON as exc:
         if n == 0 and not reader.saw_events:
             raise FootprintError(f"not valid JSON ({exc})", file) from None
@@ -482,8 +578,7 @@ def _scan(stream: Any, file: str) -> _Scan:
     s.bytes = reader.nbytes
     s.seconds = time.perf_counter() - t0
     if s.truncated:
-        s.notes.append(f"the trace ends early or is damaged ({s.truncated}): analysed the {n:,} events read before "
-                       f"that")
+        s.notes.append(f"the trace ends early or is damaged ({s.truncated}): analysed the {n:,} events read before that")
     elif not reader.saw_events:
         raise FootprintError("no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", file, "traceEvents")
     s.meta = {k: v for k, v in reader.meta.items() if k != "metadata"}
@@ -587,12 +682,26 @@ def _gemm(name: str, dims: list[Any], types: Any) -> dict[str, Any] | None:
     nbytes = None
     if size:
         nbytes = batch * (m * k * size + k * n * size + m * n * out_size + (n * size if bias else 0))
-    return {"params": {"B": batch, "M": m, "N": n, "K": k, "bias": bias}, "flops": flops, "matmul_flops": matmul,
-            "bytes": nbytes, "dtype": dt, "model": "gemm"}
+    return {
+        "params": {"B": batch, "M": m, "N": n, "K": k, "bias": bias},
+        "flops": flops,
+        "matmul_flops": matmul,
+        "bytes": nbytes,
+        "dtype": dt,
+        "model": "gemm",
+    }
 
 
-def _conv_out(x: list[int], w: list[int], stride: list[int], pad: list[int], dil: list[int], transposed: bool,
-              out_pad: list[int], groups: int) -> list[int]:
+def _conv_out(
+    x: list[int],
+    w: list[int],
+    stride: list[int],
+    pad: list[int],
+    dil: list[int],
+    transposed: bool,
+    out_pad: list[int],
+    groups: int,
+) -> list[int]:
     spatial = []
     for i in range(len(x) - 2):
         if transposed:
@@ -624,8 +733,11 @@ def _conv(name: str, dims: list[Any], types: Any, conc: Any) -> dict[str, Any] |
         stride, pad, dil = arg(b, 1), arg(b + 1, 0), arg(b + 2, 1)
         transposed = _conc(conc, b + 3) == "True"
         out_pad, g = arg(b + 4, 0), _conc(conc, b + 5)
-        bias = (len(dims) > 2 + off and bool(dims[2 + off])) if not backward else \
-            (_conc(conc, 10) or "").replace(" ", "").endswith("True]")
+        bias = (
+            (len(dims) > 2 + off and bool(dims[2 + off]))
+            if not backward
+            else (_conc(conc, 10) or "").replace(" ", "").endswith("True]")
+        )
     elif name == "aten::cudnn_convolution":  # (self, weight, padding, stride, dilation, groups, ...)
         pad, stride, dil = arg(2, 0), arg(3, 1), arg(4, 1)
         transposed, out_pad, g, bias = False, [0] * nd, _conc(conc, 5), False
@@ -656,17 +768,32 @@ def _conv(name: str, dims: list[Any], types: Any, conc: Any) -> dict[str, Any] |
     out_n, x_n, w_n = _numel(out) or 0, _numel(x) or 0, _numel(w) or 0
     if backward:
         flops = conv * (int(mask[0]) + int(mask[1])) + (out_n if mask[2] else 0)
-        nbytes = (out_n + x_n + w_n + (x_n if mask[0] else 0) + (w_n if mask[1] else 0)
-                  + (out[1] if mask[2] else 0)) * size if size else None
+        nbytes = (
+            (out_n + x_n + w_n + (x_n if mask[0] else 0) + (w_n if mask[1] else 0) + (out[1] if mask[2] else 0)) * size
+            if size
+            else None
+        )
     else:
         flops = conv + (out_n if bias else 0)
         nbytes = (x_n + w_n + out_n + (out[1] if bias else 0)) * size if size else None
-    params = {"input": x, "weight": w, "output": out, "groups": groups, "bias": bool(bias),
-              "direction": "backward" if backward else "forward"}
+    params = {
+        "input": x,
+        "weight": w,
+        "output": out,
+        "groups": groups,
+        "bias": bool(bias),
+        "direction": "backward" if backward else "forward",
+    }
     if not backward:
         params.update(stride=stride, padding=pad, dilation=dil, transposed=transposed)
-    return {"params": params, "flops": flops, "matmul_flops": conv * (2 if backward and mask[0] and mask[1] else 1),
-            "bytes": nbytes, "dtype": dt, "model": "convolution"}
+    return {
+        "params": params,
+        "flops": flops,
+        "matmul_flops": conv * (2 if backward and mask[0] and mask[1] else 1),
+        "bytes": nbytes,
+        "dtype": dt,
+        "model": "convolution",
+    }
 
 
 # name -> (index of q in Input Dims (k, v follow), layout, index of is_causal in Concrete Inputs, backward)
@@ -709,9 +836,24 @@ def _sdpa(name: str, dims: list[Any], types: Any, conc: Any) -> dict[str, Any] |
     nbytes = None
     if size:
         nbytes = (q_n + kv_n + o_n) * size if not backward else (2 * q_n + 2 * kv_n + o_n) * size
-    return {"params": {"B": b, "H_Q": hq, "H_KV": hkv, "N_Q": sq, "N_KV": skv, "d_qk": d, "d_v": dv,
-                       "causal": causal, "direction": "backward" if backward else "forward"},
-            "flops": flops, "matmul_flops": flops, "bytes": nbytes, "dtype": dt, "model": "attention"}
+    return {
+        "params": {
+            "B": b,
+            "H_Q": hq,
+            "H_KV": hkv,
+            "N_Q": sq,
+            "N_KV": skv,
+            "d_qk": d,
+            "d_v": dv,
+            "causal": causal,
+            "direction": "backward" if backward else "forward",
+        },
+        "flops": flops,
+        "matmul_flops": flops,
+        "bytes": nbytes,
+        "dtype": dt,
+        "model": "attention",
+    }
 
 
 def _model(name: str, dims: Any, types: Any, conc: Any) -> dict[str, Any] | None:
@@ -768,7 +910,7 @@ def _union(intervals: Iterable[tuple[float, float]], presorted: bool = False) ->
     """Merged, sorted intervals (`presorted`: the input is already sorted by start)."""
     out: list[tuple[float, float]] = []
     cs = ce = None
-    for st, en in (intervals if presorted else sorted(intervals)):
+    for st, en in intervals if presorted else sorted(intervals):
         if ce is not None and st <= ce:
             if en > ce:
                 ce = en
@@ -822,8 +964,10 @@ class _Device:
             try:
                 self.card = db().find_gpu(self.trace_name)
             except FootprintError:
-                warnings.append(f"{self.trace_name!r} is not in the GPU catalogue: peaks are not available, "
-                                f"pct_of_peak and the roofline class are null")
+                warnings.append(
+                    f"{self.trace_name!r} is not in the GPU catalogue: peaks are not available, "
+                    f"pct_of_peak and the roofline class are null"
+                )
         if self.card is not None:
             self.peaks = {k: v * 1e12 for k, v in self.card.peak_tflops.items()}
             bw = self.card.raw.get("memory_bandwidth")
@@ -832,8 +976,10 @@ class _Device:
 
                 self.bandwidth = float(ureg.Quantity(str(bw["value"])).to("byte/s").magnitude)
             else:
-                warnings.append(f"{self.card.name}: memory bandwidth is not in lca_data, so the roofline class "
-                                f"(compute- or memory-bound) is not available")
+                warnings.append(
+                    f"{self.card.name}: memory bandwidth is not in lca_data, so the roofline class "
+                    f"(compute- or memory-bound) is not available"
+                )
 
     def peak(self, dtype: str | None) -> float | None:
         return self.peaks.get(dtype) if dtype else None
@@ -860,6 +1006,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def _shape_text(dims: Any) -> str:
     """The tensor inputs' shapes, "(141, 512) x (512, 30522)"; a tensor list as "[(1, 768), (8, 768)]"."""
+
     def one(d: Any) -> str:
         if any(isinstance(x, list) for x in d):
             return "[" + ", ".join(one(x) for x in d if isinstance(x, list)) + "]"
@@ -892,22 +1039,25 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         dev_time[g[2]] += g[1]
     props_list = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
     if not dev_time:
-        warnings.append("the trace has no GPU kernels, memcpy or memset events (a CPU-only profile?): nothing to "
-                        "time on a GPU")
+        warnings.append("the trace has no GPU kernels, memcpy or memset events (a CPU-only profile?): nothing to time on a GPU")
         device_index = None
     else:
         device_index = max(dev_time, key=lambda d: dev_time[d])
         others = {d: t for d, t in dev_time.items() if d != device_index}
         if others:
             n_other = sum(1 for g in s.gpu if g[2] != device_index)
-            warnings.append(f"{n_other:,} GPU events on other devices ({', '.join(map(str, sorted(others, key=str)))}) "
-                            f"are left out: device {device_index} is analysed (analyse one device at a time)")
+            warnings.append(
+                f"{n_other:,} GPU events on other devices ({', '.join(map(str, sorted(others, key=str)))}) "
+                f"are left out: device {device_index} is analysed (analyse one device at a time)"
+            )
     props = next((p for p in props_list if isinstance(p, dict) and p.get("id") == device_index), None)
     if props is None and device_index is not None:
-        warnings.append("the trace has no deviceProperties entry for the kernels' device: the GPU model is unknown, "
-                        "peaks are not available" if not props_list else
-                        f"no deviceProperties entry has id {device_index} (the kernels' device): the GPU model is "
-                        f"unknown, peaks are not available")
+        warnings.append(
+            "the trace has no deviceProperties entry for the kernels' device: the GPU model is unknown, peaks are not available"
+            if not props_list
+            else f"no deviceProperties entry has id {device_index} (the kernels' device): the GPU model is "
+            f"unknown, peaks are not available"
+        )
     device = _Device(device_index, props, warnings)
     gpu = [g for g in s.gpu if g[2] == device_index]
     gpu.sort(key=lambda g: g[0])
@@ -1107,10 +1257,20 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         rk = (name, sig, dtype, cat)
         row = rows.get(rk)
         if row is None:
-            row = rows[rk] = {"name": name, "category": cat, "shapes": shape or None,
-                              "params": (info or {}).get("params") or None, "dtype": dtype, "count": 0,
-                              "kernel_time_us": 0.0, "flops": None, "matmul_flops": None, "bytes": None,
-                              "flops_model": (info or {}).get("model"), "_kernels": defaultdict(float)}
+            row = rows[rk] = {
+                "name": name,
+                "category": cat,
+                "shapes": shape or None,
+                "params": (info or {}).get("params") or None,
+                "dtype": dtype,
+                "count": 0,
+                "kernel_time_us": 0.0,
+                "flops": None,
+                "matmul_flops": None,
+                "bytes": None,
+                "flops_model": (info or {}).get("model"),
+                "_kernels": defaultdict(float),
+            }
         row["count"] += 1
         row["kernel_time_us"] += t
         row_of[key] = row
@@ -1152,8 +1312,7 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         row["pct_of_peak"] = (100 * f / (t * 1e-6) / pk) if f is not None and pk and t > 0 else None
         row["arithmetic_intensity"] = f / b if f is not None and b else None
         row["tbytes_per_s"] = b / t / 1e6 if b and t > 0 else None
-        row["pct_of_bandwidth"] = (100 * b / (t * 1e-6) / device.bandwidth) if b and t > 0 and device.bandwidth \
-            else None
+        row["pct_of_bandwidth"] = (100 * b / (t * 1e-6) / device.bandwidth) if b and t > 0 and device.bandwidth else None
         ridge = device.ridge(row["dtype"], vector=not matrix) if row["dtype"] else None
         ai = row["arithmetic_intensity"]
         row["ridge_point"] = ridge
@@ -1186,14 +1345,19 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         by_category[cat] = entry
 
     if no_shapes:
-        warnings.append("FLOPs not available for " + ", ".join(f"{n:,} {k}" for k, n in sorted(no_shapes.items()))
-                        + " (no recorded shapes: profile with record_shapes=True; convolutions also need the "
-                          "'Concrete Inputs' of PyTorch >= 2.1)")
+        warnings.append(
+            "FLOPs not available for "
+            + ", ".join(f"{n:,} {k}" for k, n in sorted(no_shapes.items()))
+            + " (no recorded shapes: profile with record_shapes=True; convolutions also need the "
+            "'Concrete Inputs' of PyTorch >= 2.1)"
+        )
     n_unlinked = sum(1 for j in range(len(gpu)) if leaf[j] < 0 and gpu[j][3] == _KERNEL)
     n_kernels = sum(1 for g in gpu if g[3] == _KERNEL)
     if n_kernels and n_unlinked:
-        warnings.append(f"{n_unlinked:,} of {n_kernels:,} kernels could not be linked to a CPU op (no launch event or "
-                        f"enclosing op): they are listed by kernel name")
+        warnings.append(
+            f"{n_unlinked:,} of {n_kernels:,} kernels could not be linked to a CPU op (no launch event or "
+            f"enclosing op): they are listed by kernel name"
+        )
 
     # ---- summary and device -------------------------------------------------------------------------------
     main_dtype = max(flops_by_dtype, key=lambda d: flops_by_dtype[d]) if flops_by_dtype else None
@@ -1213,7 +1377,8 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         "memory_gb": (props or {}).get("totalGlobalMem", 0) / 1e9 if props and props.get("totalGlobalMem") else None,
         "sms": (props or {}).get("numSms"),
         "compute_capability": f"{props['computeMajor']}.{props['computeMinor']}"
-        if props and "computeMajor" in props and "computeMinor" in props else None,
+        if props and "computeMajor" in props and "computeMinor" in props
+        else None,
         "peaks_note": "dense peaks from lca_data" if device.peaks else "not available (card not in the catalogue)",
     }
     matrix_time = sum(cat_flops_time.get(c, 0.0) for c in MATRIX_CATEGORIES)
@@ -1223,8 +1388,9 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         "matrix_tflops_per_s": total_flops / matrix_time / 1e6 if matrix_time > 0 else None,
         "tflops_per_s_over_busy": total_flops / busy / 1e6 if busy > 0 and total_flops else None,
         "tflops_per_s_over_total": total_flops / total / 1e6 if total > 0 and total_flops else None,
-        "pct_of_peak_over_total": (100 * total_flops / (total * 1e-6) / peak_main) if total > 0 and peak_main
-        and total_flops else None,
+        "pct_of_peak_over_total": (100 * total_flops / (total * 1e-6) / peak_main)
+        if total > 0 and peak_main and total_flops
+        else None,
         "flops_by_dtype": dict(flops_by_dtype) or None,
     }
 
@@ -1249,34 +1415,44 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
         "idle_gaps": len(gaps),
         "median_idle_gap_us": _median(gaps),
         "note": "launch_bound_kernels: kernels whose launch call took at least as long as the kernel ran; many of "
-                "them, with a mostly idle GPU, mean the CPU cannot feed the GPU (CUDA graphs, fusion, larger batches)",
+        "them, with a mostly idle GPU, mean the CPU cannot feed the GPU (CUDA graphs, fusion, larger batches)",
     }
 
     base_ns = meta.get("baseTimeNanoseconds")
     result: dict[str, Any] = {
         "trace": {
-            "path": file, "source": label, "events": s.events, "json_bytes": s.bytes,
+            "path": file,
+            "source": label,
+            "events": s.events,
+            "json_bytes": s.bytes,
             "parse_seconds": round(s.seconds, 4),
             "parse_mb_per_s": round(s.bytes / 1e6 / s.seconds, 1) if s.seconds > 0 else None,
-            "schema_version": meta.get("schemaVersion"), "base_time_ns": base_ns,
-            "distributed": meta.get("distributedInfo"), "cpu_ops": n_ops, "gpu_events": len(gpu),
-            "start_us": all_iv[0][0] if all_iv else None, "end_us": all_iv[-1][1] if all_iv else None,
+            "schema_version": meta.get("schemaVersion"),
+            "base_time_ns": base_ns,
+            "distributed": meta.get("distributedInfo"),
+            "cpu_ops": n_ops,
+            "gpu_events": len(gpu),
+            "start_us": all_iv[0][0] if all_iv else None,
+            "end_us": all_iv[-1][1] if all_iv else None,
         },
         "device": dev_out,
         "busy_time_us": busy,
         "idle_time_us": total - busy,
         "total_time_us": total,
         "timeline": {
-            "computation_us": _length(comp_iv), "exposed_communication_us": exposed_comm,
-            "exposed_memcpy_us": exposed_mem, "total_communication_us": _length(comm_iv),
-            "total_memcpy_us": _length(mem_iv), "busy_share": busy / total if total > 0 else None,
+            "computation_us": _length(comp_iv),
+            "exposed_communication_us": exposed_comm,
+            "exposed_memcpy_us": exposed_mem,
+            "total_communication_us": _length(comm_iv),
+            "total_memcpy_us": _length(mem_iv),
+            "busy_share": busy / total if total > 0 else None,
             "definition": "busy = union of kernel, memcpy and memset intervals on the device; total = first start to "
-                          "last end; idle = total - busy (TraceLens' gpu_timeline); computation = non-NCCL kernels "
-                          "and memsets; exposed = not overlapped by computation (or communication, for memcpy)",
+            "last end; idle = total - busy (TraceLens' gpu_timeline); computation = non-NCCL kernels "
+            "and memsets; exposed = not overlapped by computation (or communication, for memcpy)",
         },
         "summary": summary,
         "by_category": by_category,
-        "ops": ops[:max(0, int(top))],
+        "ops": ops[: max(0, int(top))],
         "ops_total": len(ops),
         "launch_overhead": launch_overhead,
         "conventions": CONVENTIONS,
@@ -1289,18 +1465,18 @@ def analyze_trace(path: str | Path, power: str | Path | None = None, top: int = 
 
 CONVENTIONS = {
     "flops": "2 FLOPs per multiply-accumulate, from recorded shapes (TraceLens' formulas). GEMM 2MNK per matrix "
-             "(x batch) plus MN for the bias of addmm/baddbmm/linear; `matmul_flops` / gemm.flops_without_bias "
-             "leave the bias out. Convolution 2 x output elements x prod(weight[1:]) (+ output for the bias); "
-             "backward: input and weight gradients (2x) + bias. Attention 4 B H Sq Skv d, halved when causal; "
-             "backward 2.5x (flash recomputation). Elementwise 1 per output element, reductions 1 per input "
-             "element (estimates).",
+    "(x batch) plus MN for the bias of addmm/baddbmm/linear; `matmul_flops` / gemm.flops_without_bias "
+    "leave the bias out. Convolution 2 x output elements x prod(weight[1:]) (+ output for the bias); "
+    "backward: input and weight gradients (2x) + bias. Attention 4 B H Sq Skv d, halved when causal; "
+    "backward 2.5x (flash recomputation). Elementwise 1 per output element, reductions 1 per input "
+    "element (estimates).",
     "bytes": "each tensor read or written once: GEMM A + B + C (+ bias N); convolution input + weight + output "
-             "(+ bias); attention Q, K, V, O (backward adds dO, dQ, dK, dV); elementwise inputs + output",
+    "(+ bias); attention Q, K, V, O (backward adds dO, dQ, dK, dV); elementwise inputs + output",
     "time": "microseconds; an op's kernel time is the union of its kernels' intervals",
     "peaks": "dense per-dtype peaks from lca_data; pct_of_peak of a category = its FLOPs / sum(op time x the "
-             "peak of the op's dtype); null where the card or dtype has no peak (never 0)",
+    "peak of the op's dtype); null where the card or dtype has no peak (never 0)",
     "roofline": "arithmetic intensity = FLOPs / bytes; ridge point = dense peak of the op's dtype (fp32 vector "
-                "peak for elementwise and reduction ops) / DRAM bandwidth",
+    "peak for elementwise and reduction ops) / DRAM bandwidth",
 }
 
 
@@ -1326,8 +1502,9 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
         raise FootprintError("not a run directory (expected run.json, samples.parquet and ranks/)", str(run_dir))
     samples_path = run_dir / "samples.parquet"
     if not samples_path.exists():
-        raise FootprintError("no samples.parquet: not a footprint run directory (run `footprint recover` for a "
-                             "killed run)", str(run_dir))
+        raise FootprintError(
+            "no samples.parquet: not a footprint run directory (run `footprint recover` for a killed run)", str(run_dir)
+        )
     run = {}
     if (run_dir / "run.json").exists():
         from footprint.runrecord import read_json
@@ -1348,8 +1525,10 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
             starts[0] = datetime.fromisoformat(run["start_utc"]).timestamp()
             notes.append("no per-rank start_unix: samples aligned with run.json start_utc (1 s resolution)")
         else:
-            raise FootprintError("no start time (ranks/rank-*.json start_unix or run.json start_utc): cannot place "
-                                 "the power samples in time", str(run_dir))
+            raise FootprintError(
+                "no start time (ranks/rank-*.json start_unix or run.json start_utc): cannot place the power samples in time",
+                str(run_dir),
+            )
     try:
         df = pd.read_parquet(samples_path)
     except Exception as exc:  # noqa: BLE001 - any unreadable parquet is a user-facing error
@@ -1371,8 +1550,9 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
             notes.append(f"the run has {len(uuids)} GPUs: used {uuid} (index {device_index}, the trace's device)")
         else:
             uuid = df["uuid"].value_counts().index[0]
-            notes.append(f"the run has {len(uuids)} GPUs and none has the trace's device index {device_index}: used "
-                         f"{uuid} (most samples)")
+            notes.append(
+                f"the run has {len(uuids)} GPUs and none has the trace's device index {device_index}: used {uuid} (most samples)"
+            )
     df = df[df["uuid"] == uuid].copy()
     rank = df["rank"] if "rank" in df.columns else 0
     offset = rank.map(lambda r: starts.get(int(r), starts.get(min(starts)))) if "rank" in df.columns else starts[min(starts)]
@@ -1382,8 +1562,9 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
     return df, {"uuid": uuid, "name": dev.get("name"), "method": dev.get("method")}, notes
 
 
-def attribute_energy(run_dir: str | Path, result: dict[str, Any], gpu: list[tuple[Any, ...]], cats: list[str],
-                     base_ns: Any, file: str) -> dict[str, Any]:
+def attribute_energy(
+    run_dir: str | Path, result: dict[str, Any], gpu: list[tuple[Any, ...]], cats: list[str], base_ns: Any, file: str
+) -> dict[str, Any]:
     """Split the run's GPU energy over kernel categories by time overlap with the kernel timeline."""
     import numpy as np
 
@@ -1396,8 +1577,11 @@ def attribute_energy(run_dir: str | Path, result: dict[str, Any], gpu: list[tupl
         t0 = float(base_ns) / 1e9
         basis = "baseTimeNanoseconds + ts"
     else:
-        raise FootprintError("the trace's timestamps are relative and it has no baseTimeNanoseconds: it cannot be "
-                             "aligned with power samples", file, "baseTimeNanoseconds")
+        raise FootprintError(
+            "the trace's timestamps are relative and it has no baseTimeNanoseconds: it cannot be aligned with power samples",
+            file,
+            "baseTimeNanoseconds",
+        )
     df, dev, more = _run_samples(run_dir, result["device"]["index"], file)
     notes += more
     if not gpu:
@@ -1430,8 +1614,11 @@ def attribute_energy(run_dir: str | Path, result: dict[str, Any], gpu: list[tupl
     sel = (b > w0) & (a < w1) & (b > a)
     if not sel.any():
         run_span = (float(t[0]), float(t[-1])) if len(t) else (None, None)
-        raise FootprintError(f"the run's power samples ({_iso(run_span[0])} to {_iso(run_span[1])}) do not overlap "
-                             f"the trace ({_iso(w0)} to {_iso(w1)}): is this the run that was profiled?", str(run_dir))
+        raise FootprintError(
+            f"the run's power samples ({_iso(run_span[0])} to {_iso(run_span[1])}) do not overlap "
+            f"the trace ({_iso(w0)} to {_iso(w1)}): is this the run that was profiled?",
+            str(run_dir),
+        )
     a, b, de = a[sel], b[sel], de[sel]
     length = b - a
 
@@ -1458,27 +1645,42 @@ def attribute_energy(run_dir: str | Path, result: dict[str, Any], gpu: list[tupl
     med_kernel = result["launch_overhead"]["median_kernel_us"]
     ratio = (period * 1e6 / med_kernel) if period and med_kernel else None
     span = w1 - w0
-    coarse = (f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median kernel lasts "
-              f"{med_kernel:.3g} us ({ratio:,.0f}x shorter) and the trace spans {span * 1e3:.3g} ms"
-              if period and med_kernel and ratio else "sample period or kernel durations unknown")
+    coarse = (
+        f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median kernel lasts "
+        f"{med_kernel:.3g} us ({ratio:,.0f}x shorter) and the trace spans {span * 1e3:.3g} ms"
+        if period and med_kernel and ratio
+        else "sample period or kernel durations unknown"
+    )
     if period and span < period:
         coarse += ": one reading covers the whole trace, so categories share its energy by time only"
-    coarse += ("; per-category energy is an attribution by time overlap within each sample interval (a GPU's power "
-               "differs between kernel types), not a measurement; A100/H100 sensors also average only ~25 ms of "
-               "every 100 ms")
+    coarse += (
+        "; per-category energy is an attribution by time overlap within each sample interval (a GPU's power "
+        "differs between kernel types), not a measurement; A100/H100 sensors also average only ~25 ms of "
+        "every 100 ms"
+    )
     for c in CATEGORIES:
         entry = result["by_category"][c]
         ej = by_cat.get(c, 0.0)
         entry["energy_j"] = ej
         entry["gflops_per_j"] = entry["flops"] / ej / 1e9 if entry.get("flops") and ej > 0 else None
     return {
-        "run_dir": str(run_dir), "device_uuid": dev["uuid"], "device_name": dev["name"], "meter_method": dev["method"],
-        "energy_method": energy_method, "alignment": basis,
-        "trace_window_unix": [w0, w1], "run_window_unix": [float(t[0]), float(t[-1])],
-        "sample_intervals_used": int(sel.sum()), "sample_period_s": period, "median_kernel_us": med_kernel,
-        "sample_period_over_median_kernel": ratio, "coarseness": coarse,
-        "energy_j": float(np.sum(de)), "energy_in_trace_window_j": in_window,
-        "by_category_j": {c: by_cat.get(c, 0.0) for c in CATEGORIES}, "idle_j": idle_j,
+        "run_dir": str(run_dir),
+        "device_uuid": dev["uuid"],
+        "device_name": dev["name"],
+        "meter_method": dev["method"],
+        "energy_method": energy_method,
+        "alignment": basis,
+        "trace_window_unix": [w0, w1],
+        "run_window_unix": [float(t[0]), float(t[-1])],
+        "sample_intervals_used": int(sel.sum()),
+        "sample_period_s": period,
+        "median_kernel_us": med_kernel,
+        "sample_period_over_median_kernel": ratio,
+        "coarseness": coarse,
+        "energy_j": float(np.sum(de)),
+        "energy_in_trace_window_j": in_window,
+        "by_category_j": {c: by_cat.get(c, 0.0) for c in CATEGORIES},
+        "idle_j": idle_j,
         "outside_trace_j": outside_j,
         "mean_power_in_window_w": in_window / span if span > 0 else None,
         "notes": notes,
@@ -1531,36 +1733,46 @@ def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0
 
 
 def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def render_table(r: dict[str, Any]) -> str:
     d, tr, tl = r["device"], r["trace"], r["timeline"]
-    out = [f"Trace: {tr['source']}  ({tr['events']:,} events, {tr['json_bytes'] / 1e6:,.1f} MB of JSON read in "
-           f"{tr['parse_seconds']:.2f} s)"]
+    out = [
+        f"Trace: {tr['source']}  ({tr['events']:,} events, {tr['json_bytes'] / 1e6:,.1f} MB of JSON read in "
+        f"{tr['parse_seconds']:.2f} s)"
+    ]
     if d["name"] or d["index"] is not None:
         gpu = f"GPU: {d['name'] or 'unknown model'} (device {d['index']})"
         if d["catalogue_name"]:
             gpu += f" = {d['catalogue_name']}: dense {d['peak_dtype']} peak {fmt_count(d['peak_tflops'])} TFLOP/s"
             if d["memory_bandwidth_tbytes_per_s"]:
-                gpu += (f", {fmt_count(d['memory_bandwidth_tbytes_per_s'])} TB/s, ridge point "
-                        f"{fmt_count(d['ridge_point_flops_per_byte'])} FLOP/byte")
+                gpu += (
+                    f", {fmt_count(d['memory_bandwidth_tbytes_per_s'])} TB/s, ridge point "
+                    f"{fmt_count(d['ridge_point_flops_per_byte'])} FLOP/byte"
+                )
         else:
             gpu += ": not in the catalogue, peaks not available"
         out.append(gpu)
     total = r["total_time_us"]
     share = tl["busy_share"]
-    out.append(f"GPU time: total {format_us(total)}  |  busy {format_us(r['busy_time_us'])}"
-               + (f" ({share:.1%})" if share is not None else "")
-               + f"  |  idle {format_us(r['idle_time_us'])}"
-               + (f" ({1 - share:.1%})" if share is not None else ""))
-    out.append(f"  computation {format_us(tl['computation_us'])}, exposed communication "
-               f"{format_us(tl['exposed_communication_us'])}, exposed memcpy {format_us(tl['exposed_memcpy_us'])}")
+    out.append(
+        f"GPU time: total {format_us(total)}  |  busy {format_us(r['busy_time_us'])}"
+        + (f" ({share:.1%})" if share is not None else "")
+        + f"  |  idle {format_us(r['idle_time_us'])}"
+        + (f" ({1 - share:.1%})" if share is not None else "")
+    )
+    out.append(
+        f"  computation {format_us(tl['computation_us'])}, exposed communication "
+        f"{format_us(tl['exposed_communication_us'])}, exposed memcpy {format_us(tl['exposed_memcpy_us'])}"
+    )
     sm = r["summary"]
     if sm["matrix_flops"]:
-        line = (f"Matrix FLOPs (GEMM, attention, convolution): {sm['matrix_flops'] / 1e9:,.4g} GFLOP; "
-                f"{fmt_count(sm['matrix_tflops_per_s'])} TFLOP/s in their kernels, {fmt_count(sm['tflops_per_s_over_total'])} "
-                f"TFLOP/s over the whole trace")
+        line = (
+            f"Matrix FLOPs (GEMM, attention, convolution): {sm['matrix_flops'] / 1e9:,.4g} GFLOP; "
+            f"{fmt_count(sm['matrix_tflops_per_s'])} TFLOP/s in their kernels, {fmt_count(sm['tflops_per_s_over_total'])} "
+            f"TFLOP/s over the whole trace"
+        )
         if sm["pct_of_peak_over_total"] is not None:
             line += f" ({sm['pct_of_peak_over_total']:.2f} % of peak)"
         out.append(line)
@@ -1573,39 +1785,60 @@ def render_table(r: dict[str, Any]) -> str:
         e = r["by_category"][c]
         if not e["count"]:
             continue
-        row = [c, f"{e['count']:,}", format_us(e["kernel_time_us"]),
-               f"{e['share_of_busy']:.1%}" if e["share_of_busy"] is not None else "n/a",
-               fmt_count(e["flops"] / 1e9) if e["flops"] is not None else "n/a", fmt_count(e["tflops_per_s"]),
-               f"{e['pct_of_peak']:.1f}" if e["pct_of_peak"] is not None else "n/a", fmt_count(e["tbytes_per_s"])]
+        row = [
+            c,
+            f"{e['count']:,}",
+            format_us(e["kernel_time_us"]),
+            f"{e['share_of_busy']:.1%}" if e["share_of_busy"] is not None else "n/a",
+            fmt_count(e["flops"] / 1e9) if e["flops"] is not None else "n/a",
+            fmt_count(e["tflops_per_s"]),
+            f"{e['pct_of_peak']:.1f}" if e["pct_of_peak"] is not None else "n/a",
+            fmt_count(e["tbytes_per_s"]),
+        ]
         if power:
             row += [fmt_count(e.get("energy_j")), fmt_count(e.get("gflops_per_j"))]
         rows.append(row)
     out += [""] + _table(heads, rows)
     if r["ops"]:
-        heads = ["Top ops (by kernel time)", "Shape", "dtype", "Calls", "Time", "GFLOP", "TFLOP/s", "% peak",
-                 "FLOP/B", "Bound"]
+        heads = ["Top ops (by kernel time)", "Shape", "dtype", "Calls", "Time", "GFLOP", "TFLOP/s", "% peak", "FLOP/B", "Bound"]
         rows = []
         for o in r["ops"]:
-            rows.append([_short(o["name"], 48), _short(o["shapes"] or "", 40), o["dtype"] or "", f"{o['count']:,}",
-                         format_us(o["kernel_time_us"]), fmt_count(o["flops"] / 1e9) if o["flops"] is not None else "n/a",
-                         fmt_count(o["tflops_per_s"]), f"{o['pct_of_peak']:.1f}" if o["pct_of_peak"] is not None else "n/a",
-                         fmt_count(o["arithmetic_intensity"]), o["roofline"] or "n/a"])
+            rows.append(
+                [
+                    _short(o["name"], 48),
+                    _short(o["shapes"] or "", 40),
+                    o["dtype"] or "",
+                    f"{o['count']:,}",
+                    format_us(o["kernel_time_us"]),
+                    fmt_count(o["flops"] / 1e9) if o["flops"] is not None else "n/a",
+                    fmt_count(o["tflops_per_s"]),
+                    f"{o['pct_of_peak']:.1f}" if o["pct_of_peak"] is not None else "n/a",
+                    fmt_count(o["arithmetic_intensity"]),
+                    o["roofline"] or "n/a",
+                ]
+            )
         out += [""] + _table(heads, rows, left=(0, 1, 2, 9))
         if r["ops_total"] > len(r["ops"]):
             out.append(f"({r['ops_total'] - len(r['ops'])} more ops; --top N shows more)")
     lo = r["launch_overhead"]
     if lo["kernels"]:
-        out += ["", f"Launch overhead: {lo['kernels']:,} kernels, median {fmt_count(lo['median_kernel_us'])} us; CPU launch "
-                    f"calls {format_us(lo['cpu_launch_time_us'])} for {format_us(lo['gpu_kernel_time_us'])} of kernels "
-                    f"(ratio {fmt_count(lo['launch_to_kernel_time_ratio'])}); {lo['short_kernels']:,} kernels under "
-                    f"{lo['short_kernel_threshold_us']:g} us; {lo['launch_bound_kernels'] or 0:,} launch-bound; "
-                    f"{lo['idle_gaps']:,} idle gaps (median {fmt_count(lo['median_idle_gap_us'])} us)"]
+        out += [
+            "",
+            f"Launch overhead: {lo['kernels']:,} kernels, median {fmt_count(lo['median_kernel_us'])} us; CPU launch "
+            f"calls {format_us(lo['cpu_launch_time_us'])} for {format_us(lo['gpu_kernel_time_us'])} of kernels "
+            f"(ratio {fmt_count(lo['launch_to_kernel_time_ratio'])}); {lo['short_kernels']:,} kernels under "
+            f"{lo['short_kernel_threshold_us']:g} us; {lo['launch_bound_kernels'] or 0:,} launch-bound; "
+            f"{lo['idle_gaps']:,} idle gaps (median {fmt_count(lo['median_idle_gap_us'])} us)",
+        ]
     if power:
-        out += ["", f"Energy ({power['device_uuid']}, {power['energy_method']}): "
-                    f"{fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
-                    f"({fmt_count(power['mean_power_in_window_w'])} W mean), of which idle {fmt_count(power['idle_j'])} J; "
-                    f"{fmt_count(power['outside_trace_j'])} J of the same samples fall outside the trace",
-                f"  {power['coarseness']}"]
+        out += [
+            "",
+            f"Energy ({power['device_uuid']}, {power['energy_method']}): "
+            f"{fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
+            f"({fmt_count(power['mean_power_in_window_w'])} W mean), of which idle {fmt_count(power['idle_j'])} J; "
+            f"{fmt_count(power['outside_trace_j'])} J of the same samples fall outside the trace",
+            f"  {power['coarseness']}",
+        ]
         out += [f"  - {n}" for n in power["notes"]]
     if r["warnings"]:
         out += ["", "Warnings:"] + [f"  - {w}" for w in r["warnings"]]

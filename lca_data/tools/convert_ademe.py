@@ -89,12 +89,24 @@ def convert(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
                         raw = raw.replace(",", ".")
                     if raw in ("", None) or float(raw) == 0.0:
                         continue
-                    rows.append({
-                        "card": card, "component": COMPONENTS[comp], "stage": stage, "category": key,
-                        "value": raw, "unit": unit, "source": SOURCE, "licence": LICENCE, "note": note,
-                    })
-    _write(dest / "ademe_gpu_components.csv",
-           ["card", "component", "stage", "category", "value", "unit", "source", "licence", "note"], rows)
+                    rows.append(
+                        {
+                            "card": card,
+                            "component": COMPONENTS[comp],
+                            "stage": stage,
+                            "category": key,
+                            "value": raw,
+                            "unit": unit,
+                            "source": SOURCE,
+                            "licence": LICENCE,
+                            "note": note,
+                        }
+                    )
+    _write(
+        dest / "ademe_gpu_components.csv",
+        ["card", "component", "stage", "category", "value", "unit", "source", "licence", "note"],
+        rows,
+    )
     counts["ademe_gpu_components.csv"] = len(rows)
 
     avg = json.loads((src / "average_model.json").read_text())["components"]
@@ -103,12 +115,18 @@ def convert(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
         stage = "end_of_life" if ours == "end_of_life" else "manufacturing"
         for key, acr, unit in indicators:
             value = avg[comp][f"{stage}_{acr}"]
-            rows.append({
-                "component": ours, "stage": stage, "category": key, "value": repr(float(value)),
-                "unit": f"{unit} / {BASIS[ours]}", "source": SOURCE, "licence": LICENCE,
-            })
-    _write(dest / "ademe_parametric_factors.csv",
-           ["component", "stage", "category", "value", "unit", "source", "licence"], rows)
+            rows.append(
+                {
+                    "component": ours,
+                    "stage": stage,
+                    "category": key,
+                    "value": repr(float(value)),
+                    "unit": f"{unit} / {BASIS[ours]}",
+                    "source": SOURCE,
+                    "licence": LICENCE,
+                }
+            )
+    _write(dest / "ademe_parametric_factors.csv", ["component", "stage", "category", "value", "unit", "source", "licence"], rows)
     counts["ademe_parametric_factors.csv"] = len(rows)
 
     rows = []
@@ -116,12 +134,17 @@ def convert(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
         for rec in csv.DictReader(fh):
             mode = rec["transport_mode"].removeprefix("transport_")
             for key, acr, unit in indicators:
-                rows.append({
-                    "mode": mode, "category": key, "value": rec[acr], "unit": f"{unit} / (kg * km)",
-                    "source": SOURCE, "licence": LICENCE,
-                })
-    _write(dest / "ademe_distribution_factors.csv",
-           ["mode", "category", "value", "unit", "source", "licence"], rows)
+                rows.append(
+                    {
+                        "mode": mode,
+                        "category": key,
+                        "value": rec[acr],
+                        "unit": f"{unit} / (kg * km)",
+                        "source": SOURCE,
+                        "licence": LICENCE,
+                    }
+                )
+    _write(dest / "ademe_distribution_factors.csv", ["mode", "category", "value", "unit", "source", "licence"], rows)
     counts["ademe_distribution_factors.csv"] = len(rows)
     return counts
 

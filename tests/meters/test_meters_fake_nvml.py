@@ -22,8 +22,7 @@ from meters.fake_nvml import (
 
 
 def test_spec_parsing_names_and_deterministic_uuids() -> None:
-    assert [k for k, _ in parse_spec("8xH100-SXM5-80GB,1xV100-SXM2-32GB")] == ["H100-SXM5-80GB"] * 8 + [
-        "V100-SXM2-32GB"]
+    assert [k for k, _ in parse_spec("8xH100-SXM5-80GB,1xV100-SXM2-32GB")] == ["H100-SXM5-80GB"] * 8 + ["V100-SXM2-32GB"]
     assert parse_spec("2x a100-sxm4-40gb @ 250W") == [("A100-SXM4-40GB", 250.0)] * 2
     with pytest.raises(ValueError, match="unknown fake GPU model"):
         parse_spec("1xZ9000")
@@ -72,8 +71,7 @@ def test_power_usage_is_averaged_on_ampere_but_instant_on_ga100_and_volta() -> N
     assert fake.nvmlDeviceGetPowerUsage(hs[0]) == pytest.approx(200_000, rel=0.01)  # 1 s average
     assert fake.nvmlDeviceGetPowerUsage(hs[1]) == 300_000  # GA100: instantaneous
     assert fake.nvmlDeviceGetPowerUsage(hs[2]) == 300_000
-    inst = fake.nvmlDeviceGetFieldValues(hs[0], [(NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_GPU),
-                                                 NVML_FI_DEV_POWER_AVERAGE])
+    inst = fake.nvmlDeviceGetFieldValues(hs[0], [(NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_GPU), NVML_FI_DEV_POWER_AVERAGE])
     assert inst[0].nvmlReturn == NVML_SUCCESS and inst[0].value.uiVal == 300_000
     assert inst[1].value.uiVal == pytest.approx(200_000, rel=0.01)
     assert inst[0].timestamp > 1.6e15  # microseconds since 1970
@@ -82,7 +80,8 @@ def test_power_usage_is_averaged_on_ampere_but_instant_on_ga100_and_volta() -> N
 def test_faults_unsupported_scope_lost_and_intermittent() -> None:
     clock = ManualClock()
     fake = FakeNVML(
-        "1xP100-PCIE-16GB,1xA100-SXM4-40GB,1xGH200-480GB,1xH100-SXM5-80GB", clock=clock,
+        "1xP100-PCIE-16GB,1xA100-SXM4-40GB,1xGH200-480GB,1xH100-SXM5-80GB",
+        clock=clock,
         faults={1: Faults(no_instant_power=True, lost_after_s=1.0), 3: Faults(error_rate=0.5, error_code=10)},
     )
     fake.nvmlInit()
@@ -91,7 +90,8 @@ def test_faults_unsupported_scope_lost_and_intermittent() -> None:
         fake.nvmlDeviceGetTotalEnergyConsumption(p100)  # pre-Volta
     assert fake.nvmlDeviceGetFieldValues(a100, [(NVML_FI_DEV_POWER_INSTANT, 0)])[0].nvmlReturn == 3
     gpu_scope, module_scope = fake.nvmlDeviceGetFieldValues(
-        gh, [(NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_GPU), (NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_MODULE)])
+        gh, [(NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_GPU), (NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_MODULE)]
+    )
     assert gpu_scope.nvmlReturn == 3 and module_scope.nvmlReturn == 0
     clock.advance(1.5)
     with pytest.raises(fake.NVMLError_GpuIsLost):
@@ -108,8 +108,12 @@ def test_faults_unsupported_scope_lost_and_intermittent() -> None:
 
 def test_counter_reset_and_wrap() -> None:
     clock = ManualClock()
-    fake = FakeNVML("2xA100-SXM4-40GB", power=200.0, clock=clock, faults={
-        0: Faults(reset_at_s=1.0), 1: Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 100_000)})
+    fake = FakeNVML(
+        "2xA100-SXM4-40GB",
+        power=200.0,
+        clock=clock,
+        faults={0: Faults(reset_at_s=1.0), 1: Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 100_000)},
+    )
     fake.nvmlInit()
     h0, h1 = fake.nvmlDeviceGetHandleByIndex(0), fake.nvmlDeviceGetHandleByIndex(1)
     before = fake.nvmlDeviceGetTotalEnergyConsumption(h0)
@@ -128,8 +132,7 @@ def test_mig_handles_map_to_parent_and_have_no_power() -> None:
     assert fake.nvmlDeviceIsMigDeviceHandle(mig) and not fake.nvmlDeviceIsMigDeviceHandle(parent)
     assert fake.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig) == parent
     assert fake.nvmlDeviceGetUUID(mig).startswith("MIG-") and fake.nvmlDeviceGetName(mig).endswith("MIG 1g.5gb")
-    assert fake.nvmlDeviceGetHandleByUUID(fake.mig_uuids_of(0)[1]) == fake.nvmlDeviceGetMigDeviceHandleByIndex(
-        parent, 1)
+    assert fake.nvmlDeviceGetHandleByUUID(fake.mig_uuids_of(0)[1]) == fake.nvmlDeviceGetMigDeviceHandleByIndex(parent, 1)
     with pytest.raises(fake.NVMLError_NotSupported):
         fake.nvmlDeviceGetTotalEnergyConsumption(mig)
 

@@ -62,8 +62,7 @@ def test_units_na_repeated_header_torn_line_and_multi_gpu(tmp_path: Path) -> Non
 
 def test_nounits_unknown_values_utc_offset_and_windows(tmp_path: Path) -> None:
     df = read_nvidia_smi_csv(write(tmp_path, NOUNITS_LOG), utc_offset="+01:00")
-    assert list(df.columns[:5]) == ["timestamp", "index", "power_draw_w", "clocks_current_sm_mhz",
-                                    "utilization_gpu_pct"]
+    assert list(df.columns[:5]) == ["timestamp", "index", "power_draw_w", "clocks_current_sm_mhz", "utilization_gpu_pct"]
     assert math.isnan(df["clocks_current_sm_mhz"][1]) and math.isnan(df["utilization_gpu_pct"][2])
     assert df["timestamp"][0] == pd.Timestamp("2024-01-02 09:00:00", tz="UTC")
     assert df["t_s"][0] == pd.Timestamp("2024-01-02 09:00:00", tz="UTC").timestamp()
@@ -107,8 +106,10 @@ def test_nvidia_smi_energy_matches_external_meter(power_data: Path, run: str) ->
     gpu = integrate_energy(smi, start=start, end=end)["0"]
     meter = integrate_energy(pmd, start=start, end=end)["pmd"]
     ratio = gpu["energy_j"] / meter["energy_j"]
-    print(f"{run}: nvidia-smi {gpu['energy_j']:.1f} J / PMD {meter['energy_j']:.1f} J = {ratio:.4f} "
-          f"over {gpu['duration_s']:.2f} s ({gpu['method']})")
+    print(
+        f"{run}: nvidia-smi {gpu['energy_j']:.1f} J / PMD {meter['energy_j']:.1f} J = {ratio:.4f} "
+        f"over {gpu['duration_s']:.2f} s ({gpu['method']})"
+    )
     assert gpu["method"] == "instant_power" and gpu["reliable"]
     assert 0.94 <= ratio <= 1.03
 

@@ -32,8 +32,12 @@ def by_index(meter: NvmlMeter) -> dict[int | None, object]:
 def test_method_per_architecture_and_energy_matches_truth() -> None:
     clock = ManualClock()
     load = lambda t: 150.0 + 50.0 * ((t * 3) % 1.0)  # noqa: E731  (sawtooth, 3 Hz)
-    fake = FakeNVML("1xA100-SXM4-40GB,1xV100-SXM2-32GB,1xP100-PCIE-16GB,1xK80,1xH100-SXM5-80GB",
-                    power=load, clock=clock, faults={4: Faults(no_energy_counter=True, no_instant_power=True)})
+    fake = FakeNVML(
+        "1xA100-SXM4-40GB,1xV100-SXM2-32GB,1xP100-PCIE-16GB,1xK80,1xH100-SXM5-80GB",
+        power=load,
+        clock=clock,
+        faults={4: Faults(no_energy_counter=True, no_instant_power=True)},
+    )
     meter = NvmlMeter(fake, background_poll=False, clock=clock)
     meter.start()
     t0 = clock()
@@ -42,8 +46,7 @@ def test_method_per_architecture_and_energy_matches_truth() -> None:
         samples = meter.sample()
     meter.stop()
     devs = by_index(meter)
-    assert [devs[i].method for i in range(5)] == [ENERGY_COUNTER, ENERGY_COUNTER, INSTANT_POWER, AVERAGE_POWER,
-                                                  UNAVAILABLE]
+    assert [devs[i].method for i in range(5)] == [ENERGY_COUNTER, ENERGY_COUNTER, INSTANT_POWER, AVERAGE_POWER, UNAVAILABLE]
     truth = fake.true_energy_between_j(0, t0, clock())
     energy = {s.uuid: s.energy_j_cumulative for s in samples}
     for i in range(4):
@@ -62,8 +65,7 @@ def test_method_per_architecture_and_energy_matches_truth() -> None:
 
 def test_power_usage_never_integrated_on_ampere_or_newer() -> None:
     clock = ManualClock()
-    fake = FakeNVML("1xA10G,1xH100-SXM5-80GB,1xB200", clock=clock,
-                    faults=Faults(no_energy_counter=True, no_instant_power=True))
+    fake = FakeNVML("1xA10G,1xH100-SXM5-80GB,1xB200", clock=clock, faults=Faults(no_energy_counter=True, no_instant_power=True))
     meter = run(fake, clock, 1.0)
     assert all(d.method == UNAVAILABLE for d in meter.devices)
     assert fake.calls["nvmlDeviceGetPowerUsage"] == 0
@@ -71,8 +73,7 @@ def test_power_usage_never_integrated_on_ampere_or_newer() -> None:
 
 def test_instant_power_used_without_counter_on_ampere() -> None:
     clock = ManualClock()
-    fake = FakeNVML("1xA10G", clock=clock, power=lambda t: 100 + 100 * (t % 1.0 < 0.5),
-                    faults=Faults(no_energy_counter=True))
+    fake = FakeNVML("1xA10G", clock=clock, power=lambda t: 100 + 100 * (t % 1.0 < 0.5), faults=Faults(no_energy_counter=True))
     t0 = clock()
     meter = run(fake, clock, 4.0, step=0.02)
     (dev,) = meter.devices
@@ -95,10 +96,16 @@ def test_grace_hopper_module_scope() -> None:
 
 def test_counter_wrap_and_reset_are_handled() -> None:
     clock = ManualClock()
-    fake = FakeNVML("3xA100-SXM4-40GB", power=250.0, clock=clock, faults={
-        0: Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 150_000),
-        1: Faults(reset_at_s=1.05),
-        2: Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 1_000, reset_at_s=2.0)})
+    fake = FakeNVML(
+        "3xA100-SXM4-40GB",
+        power=250.0,
+        clock=clock,
+        faults={
+            0: Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 150_000),
+            1: Faults(reset_at_s=1.05),
+            2: Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 1_000, reset_at_s=2.0),
+        },
+    )
     t0 = clock()
     meter = run(fake, clock, 3.0)
     truth = 250.0 * (clock() - t0)
@@ -131,8 +138,12 @@ def test_counter_delta_reset_and_jump() -> None:
 
 def test_gpu_lost_mid_run_keeps_energy_so_far() -> None:
     clock = ManualClock()
-    fake = FakeNVML("2xH100-SXM5-80GB,1xP100-PCIE-16GB", power=500.0, clock=clock,
-                    faults={1: Faults(lost_after_s=1.0), 2: Faults(lost_after_s=1.0)})
+    fake = FakeNVML(
+        "2xH100-SXM5-80GB,1xP100-PCIE-16GB",
+        power=500.0,
+        clock=clock,
+        faults={1: Faults(lost_after_s=1.0), 2: Faults(lost_after_s=1.0)},
+    )
     t0 = clock()
     meter = run(fake, clock, 3.0)
     devs = by_index(meter)
@@ -153,8 +164,7 @@ def test_gpu_lost_before_start() -> None:
 
 def test_intermittent_errors_are_skipped_not_raised() -> None:
     clock = ManualClock()
-    fake = FakeNVML("1xH100-SXM5-80GB,1xP100-PCIE-16GB", power=300.0, clock=clock, seed=3,
-                    faults=Faults(error_rate=0.3))
+    fake = FakeNVML("1xH100-SXM5-80GB,1xP100-PCIE-16GB", power=300.0, clock=clock, seed=3, faults=Faults(error_rate=0.3))
     t0 = clock()
     meter = run(fake, clock, 5.0)
     for i, dev in enumerate(d for d in meter.devices):
@@ -194,11 +204,9 @@ def test_env_var_selects_fake(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_selection_by_index_uuid_and_mig_counts_parent_once() -> None:
     clock = ManualClock()
-    fake = FakeNVML("2xA100-SXM4-40GB,1xH100-SXM5-80GB", power=200.0, clock=clock,
-                    faults={0: Faults(mig_instances=3)})
+    fake = FakeNVML("2xA100-SXM4-40GB,1xH100-SXM5-80GB", power=200.0, clock=clock, faults={0: Faults(mig_instances=3)})
     mig = fake.mig_uuids_of(0)
-    meter = NvmlMeter(fake, [mig[0], mig[2], 2, fake.uuid_of(0), "GPU-not-there", 7],
-                      background_poll=False, clock=clock)
+    meter = NvmlMeter(fake, [mig[0], mig[2], 2, fake.uuid_of(0), "GPU-not-there", 7], background_poll=False, clock=clock)
     meter.start()
     clock.advance(1.0)
     samples = meter.sample()

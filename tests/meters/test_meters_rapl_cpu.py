@@ -78,8 +78,7 @@ def test_domains_counted_once_and_wrap_handled(server_tree: dict[str, Path]) -> 
 
 def test_prefer_psys_and_exclude_dram(server_tree: dict[str, Path]) -> None:
     assert [d.name for d in RaplMeter(server_tree["root"], prefer_psys=True).discover()] == ["psys"]
-    assert [d.name for d in RaplMeter(server_tree["root"], include_dram=False).discover()] == [
-        "package-0", "package-1"]
+    assert [d.name for d in RaplMeter(server_tree["root"], include_dram=False).discover()] == ["package-0", "package-1"]
 
 
 def _deny_unreadable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,8 +93,7 @@ def _deny_unreadable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rapl_mod, "_read_text", reader)
 
 
-def test_permission_denied_is_reported_not_raised(server_tree: dict[str, Path],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_permission_denied_is_reported_not_raised(server_tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     _deny_unreadable(monkeypatch)
     (server_tree["pkg1"] / "energy_uj").chmod(0)
     meter = RaplMeter(server_tree["root"])

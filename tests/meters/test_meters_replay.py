@@ -12,11 +12,13 @@ from meters.fake_nvml import ManualClock
 from meters.importers import integrate_energy
 from meters.replay import ReplayMeter
 
-TRACE = pd.DataFrame({
-    "timestamp": [0.0, 1.0, 2.0, 0.0, 2.0, 2.0],
-    "device": ["a", "a", "a", "b", "b", "b"],
-    "power_w": [100.0, 300.0, 100.0, 50.0, 50.0, 70.0],  # b: repeated timestamp, the last reading wins
-})
+TRACE = pd.DataFrame(
+    {
+        "timestamp": [0.0, 1.0, 2.0, 0.0, 2.0, 2.0],
+        "device": ["a", "a", "a", "b", "b", "b"],
+        "power_w": [100.0, 300.0, 100.0, 50.0, 50.0, 70.0],  # b: repeated timestamp, the last reading wins
+    }
+)
 
 
 def test_exact_energy_mid_segment_and_at_end() -> None:

@@ -98,13 +98,16 @@ def test_sampler_totals_journal_roundtrip_and_errors(tmp_path: Path) -> None:
 
 FAULT_CASES = {
     "no_counter": ("1xH100-SXM5-80GB", Faults(no_energy_counter=True), "instant_power", "counter unavailable"),
-    "no_counter_no_instant": ("1xH100-SXM5-80GB", Faults(no_energy_counter=True, no_instant_power=True),
-                              "unavailable", "1 s average"),
+    "no_counter_no_instant": (
+        "1xH100-SXM5-80GB",
+        Faults(no_energy_counter=True, no_instant_power=True),
+        "unavailable",
+        "1 s average",
+    ),
     "pre_volta_no_instant": ("1xP100-PCIE-16GB", Faults(no_instant_power=True), "average_power", "fallback"),
     "nothing_at_all": ("1xK80", Faults(no_power_usage=True), "unavailable", "nvmlDeviceGetPowerUsage unavailable"),
     "reset": ("1xA100-SXM4-40GB", Faults(reset_at_s=0.1), "energy_counter", "reset"),
-    "wrap": ("1xA100-SXM4-40GB", Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 20_000), "energy_counter",
-             "wrapped"),
+    "wrap": ("1xA100-SXM4-40GB", Faults(wrap_at_mj=2**32, initial_energy_mj=2**32 - 20_000), "energy_counter", "wrapped"),
     "lost": ("1xA100-SXM4-40GB", Faults(lost_after_s=0.1), "energy_counter", "GPU lost"),
     "flaky": ("1xA100-SXM4-40GB", Faults(error_rate=0.3), "energy_counter", "failed readings"),
     "mig": ("1xA100-SXM4-40GB", Faults(mig_instances=2), "energy_counter", "MIG mode"),
@@ -180,11 +183,15 @@ def test_journal_tolerates_torn_and_garbage_lines(tmp_path: Path) -> None:
     w.flush()
     with open(path, "a") as fh:
         fh.write("{not json\n")
-        fh.write('[4.0, 2.0, 1.0, 4.0, 2')  # torn: the writer died mid-line
+        fh.write("[4.0, 2.0, 1.0, 4.0, 2")  # torn: the writer died mid-line
     j = read_journal(path)
     assert j.torn_tail and j.bad_lines == 1 and not j.complete
     assert [(s.uuid, s.t_monotonic, s.energy_j_cumulative, s.power_w) for s in j.samples] == [
-        ("a", 1.0, 1.5, 10.0), ("b", 1.0, 2.5, None), ("b", 2.0, 3.5, 20.0), ("c", 3.0, 9.0, 1.0)]
+        ("a", 1.0, 1.5, 10.0),
+        ("b", 1.0, 2.5, None),
+        ("b", 2.0, 3.5, 20.0),
+        ("c", 3.0, 9.0, 1.0),
+    ]
     assert j.energy_j() == {"a": 1.5, "b": 3.5, "c": 9.0}
 
 
@@ -201,8 +208,11 @@ CHILD = textwrap.dedent("""
 def test_journal_survives_sigkill(tmp_path: Path) -> None:
     """kill -9 a process mid-run: the journal holds samples up to ~1 s before the kill."""
     path = tmp_path / "journal.jsonl"
-    env = {**os.environ, "FOOTPRINT_FAKE_NVML": "2xA100-SXM4-40GB@300W",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "FOOTPRINT_FAKE_NVML": "2xA100-SXM4-40GB@300W",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, env=env, text=True)
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
