@@ -33,8 +33,8 @@ def main() -> None:
     )
     print(f"import footprint (cumulative, -X importtime): {total_us / 1000:.1f} ms")
 
-    from footprint.lca import assess
-    from footprint.workload import load_scenario
+    from footprint.lca.engine import assess
+    from footprint.lca.workload import load_scenario
 
     cold = time.perf_counter()
     w = load_scenario(REPO / "scenarios" / "bloom-176b.yaml")
@@ -47,7 +47,7 @@ def main() -> None:
     for n in (1, 10_000):
         med, best = timed(lambda n=n: assess(w, samples=n), 20)
         print(f"assess, {n:>6} samples: median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
-    from footprint import lca
+    from footprint.lca import engine as lca
 
     d = lca.db()
     parts, _, _ = lca.embodied_parts(d, w)

@@ -31,7 +31,7 @@ DEFAULT_TRACE = (
 OURS = """
 import json, resource, sys, time, tracemalloc
 from footprint.kernels.trace import analyze_trace
-import footprint.database as d; d.db().gpus  # catalogue load is a one-time cost, not parsing
+import footprint.lca.database as d; d.db().gpus  # catalogue load is a one-time cost, not parsing
 if sys.argv[2] == "trace":
     tracemalloc.start()
 t = time.perf_counter()

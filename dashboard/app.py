@@ -1,6 +1,6 @@
 """footprint dashboard: `footprint dashboard` or `streamlit run dashboard/app.py`.
 
-A thin view: every number comes from footprint.assess and footprint.database, on the bundled data,
+A thin view: every number comes from footprint.assess and footprint.lca.database, on the bundled data,
 offline. Pages: Scenario explorer, Compare, Runs, Hardware, Kernels (sidebar).
 """
 
@@ -70,7 +70,7 @@ def main() -> None:
     side.divider()
     side.caption(
         "Offline, bundled data (lca_data/, codecarbon's energy mix). Every number comes from "
-        "footprint.assess and footprint.database."
+        "footprint.assess and footprint.lca.database."
     )
 
 

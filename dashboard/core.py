@@ -1,8 +1,8 @@
 """What the pages share: cached reads of the bundled data, what-if overrides, tables.
 
 No LCA here: every number comes from ``footprint.assess`` (through ``workload_from_dict`` /
-``workload_from_run``) or ``footprint.database``. What-ifs are ``--set`` overrides applied with
-``footprint.workload.apply_overrides``, exactly as ``footprint assess --set`` applies them.
+``workload_from_run``) or ``footprint.lca.database``. What-ifs are ``--set`` overrides applied with
+``footprint.lca.workload.apply_overrides``, exactly as ``footprint assess --set`` applies them.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from footprint import categories as cat
-from footprint.assessment import Assessment, num, pct, summary_facts
 from footprint.errors import FootprintError, ScenarioError
-from footprint.units import UnitParseError, display_unit
-from footprint.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, parse_yaml_text, workload_from_dict
+from footprint.lca import categories as cat
+from footprint.lca.assessment import Assessment, num, pct, summary_facts
+from footprint.lca.units import UnitParseError, display_unit
+from footprint.lca.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, parse_yaml_text, workload_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = REPO / "scenarios"
@@ -42,7 +42,7 @@ def user_error_message(exc: BaseException) -> str:
 
 @st.cache_resource(show_spinner=False)
 def database() -> Any:
-    from footprint.database import db
+    from footprint.lca.database import db
 
     return db()
 
@@ -56,7 +56,7 @@ def gpu_options() -> dict[str, str]:
 @st.cache_data(show_spinner=False)
 def zone_options() -> dict[str, str]:
     """codecarbon zone code -> 'CODE - Country' label (plus WORLD)."""
-    from footprint.electricity import zone, zone_codes
+    from footprint.lca.electricity import zone, zone_codes
 
     return {code: f"{code} - {zone(code).name}" for code in zone_codes()}
 
@@ -101,7 +101,7 @@ def data_key(data: dict[str, Any]) -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=512)
 def _assess_key(key: str, file: str | None, samples: int) -> Assessment:
-    from footprint.lca import assess
+    from footprint.lca.engine import assess
 
     return assess(workload_from_dict(json.loads(key), file), samples=samples, seed=0)
 
@@ -111,7 +111,7 @@ def assess_data(data: dict[str, Any], file: str | None, samples: int) -> Assessm
     try:
         key = data_key(data)
     except (TypeError, ValueError):  # keys JSON cannot sort (e.g. a number beside names): validate uncached
-        from footprint.lca import assess
+        from footprint.lca.engine import assess
 
         return assess(workload_from_dict(data, file), samples=samples, seed=0)
     return _assess_key(key, file, samples)
@@ -138,8 +138,8 @@ def assess_whatif(data: dict[str, Any], sets: list[str], file: str | None, sampl
 
 @st.cache_resource(show_spinner=False, max_entries=128)
 def _assess_run_key(run_dir: str, sets: tuple[str, ...], samples: int, mtime: float) -> Assessment:
-    from footprint.lca import assess
-    from footprint.workload import workload_from_run
+    from footprint.lca.engine import assess
+    from footprint.lca.workload import workload_from_run
 
     return assess(workload_from_run(Path(run_dir), list(sets)), samples=samples, seed=0)
 
@@ -440,7 +440,7 @@ def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
     """run.json, the power samples and the per-rank per-step MFU of a run directory (cached on mtime)."""
     import pandas as pd
 
-    from footprint.runrecord import read_json
+    from footprint.tracking.runrecord import read_json
 
     p = Path(run_dir)
     record = read_json(p / "run.json")

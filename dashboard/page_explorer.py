@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.workload import apply_overrides
+from footprint.lca.workload import apply_overrides
 
 ONE_MOVE = {"mfu": 0.5, "lifetime_years": 5.0, "grid": "POL"}
 ONE_MOVE_LABEL = "What if MFU were 50 %, the GPU lived 5 years, the grid were Poland's?"

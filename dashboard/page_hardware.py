@@ -7,15 +7,15 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint import categories as cat
-from footprint.assessment import num
-from footprint.units import display_unit
+from footprint.lca import categories as cat
+from footprint.lca.assessment import num
+from footprint.lca.units import display_unit
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def card(gpu_id: str) -> dict[str, Any]:
     """`footprint gpus show ID --format json`: specs and embodied impacts by stage and component."""
-    from footprint.cli import gpu_card
+    from footprint.lca.catalogue import gpu_card
 
     return gpu_card(gpu_id)
 

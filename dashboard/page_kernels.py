@@ -9,8 +9,8 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.assessment import num
 from footprint.kernels.trace import format_us
+from footprint.lca.assessment import num
 
 TOP = 20
 

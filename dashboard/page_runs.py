@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.assessment import num
+from footprint.lca.assessment import num
 
 RUN_CONTROLS = ("grid", "pue", "gpu", "lifetime_years")
 
@@ -112,7 +112,7 @@ def _reproject(run_dir: Path, samples: int) -> None:
     st.subheader("Re-project the measured run")
     st.caption(
         "The measured energy and duration under another grid, PUE, GPU generation or hardware lifetime: "
-        "footprint.workload.workload_from_run(run_dir, sets), as `footprint assess RUN --set ...`."
+        "footprint.lca.workload.workload_from_run(run_dir, sets), as `footprint assess RUN --set ...`."
     )
     try:
         measured = core.assess_run(run_dir, [], samples)

@@ -8,9 +8,9 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core
-from footprint import categories as cat
-from footprint.assessment import Assessment, num
-from footprint.units import display_unit
+from footprint.lca import categories as cat
+from footprint.lca.assessment import Assessment, num
+from footprint.lca.units import display_unit
 
 STAGE_ORDER = list(core.STAGE_LABELS.values())
 _VERSION = tuple(int(x) for x in re.findall(r"\d+", st.__version__)[:2])

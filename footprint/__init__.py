@@ -29,16 +29,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "load_scenario": ("footprint.workload", "load_scenario"),
-    "Workload": ("footprint.workload", "Workload"),
+    "load_scenario": ("footprint.lca.workload", "load_scenario"),
+    "Workload": ("footprint.lca.workload", "Workload"),
     "assess": ("footprint.api", "assess"),
-    "Assessment": ("footprint.assessment", "Assessment"),
+    "Assessment": ("footprint.lca.assessment", "Assessment"),
     "FootprintError": ("footprint.errors", "FootprintError"),
-    "track": ("footprint.tracker", "track"),
+    "track": ("footprint.tracking.tracker", "track"),
     "measure_flops": ("footprint.flops", "measure_flops"),
     "transformer_flops": ("footprint.flops", "transformer_flops"),
     "compute_mfu": ("footprint.flops", "compute_mfu"),
-    "Tracker": ("footprint.tracker", "Tracker"),
+    "Tracker": ("footprint.tracking.tracker", "Tracker"),
 }
 
 

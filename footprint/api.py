@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from footprint.assessment import Assessment
-from footprint.lca import DEFAULT_SAMPLES
-from footprint.lca import assess as _assess
-from footprint.workload import Workload, load_scenario, workload_from_run
+from footprint.lca.assessment import Assessment
+from footprint.lca.engine import DEFAULT_SAMPLES
+from footprint.lca.engine import assess as _assess
+from footprint.lca.workload import Workload, load_scenario, workload_from_run
 
 
 def to_workload(target: Workload | str | Path | dict[str, Any] | Any, sets: list[str] | None = None) -> Workload:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from _paths import REPO, SCENARIOS
 
-from footprint import categories as cat
 from footprint.cli import main
+from footprint.lca import categories as cat
 
 SHIPPED = sorted(SCENARIOS.glob("*.yaml"))
 

@@ -21,10 +21,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import footprint  # noqa: E402
-from footprint import categories as cat  # noqa: E402
-from footprint.assessment import num  # noqa: E402
-from footprint.units import display_unit  # noqa: E402
-from footprint.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
+from footprint.lca import categories as cat  # noqa: E402
+from footprint.lca.assessment import num  # noqa: E402
+from footprint.lca.units import display_unit  # noqa: E402
+from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
 
 APP = str(REPO / "dashboard" / "app.py")
 SAMPLES = 500  # the dashboard's default Monte Carlo samples
@@ -345,8 +345,8 @@ def test_runs_page_bad_inputs(tmp_path: Path) -> None:
 
 
 def test_hardware_page_components_and_sources() -> None:
-    from footprint.cli import gpu_card
-    from footprint.database import db
+    from footprint.lca.catalogue import gpu_card
+    from footprint.lca.database import db
 
     at = _page(_app(), "Hardware")
     _ok(at)

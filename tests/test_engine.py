@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from footprint import categories as cat
-from footprint.lca import assess
-from footprint.workload import workload_from_dict
+from footprint.lca import categories as cat
+from footprint.lca.engine import assess
+from footprint.lca.workload import workload_from_dict
 
 BASE = {
     "name": "prop",
@@ -55,7 +55,7 @@ def test_embodied_allocation_is_gpu_hours_over_lifetime_times_utilization() -> N
     assert w.gpu_lifetimes == pytest.approx(1.0)
     assert w.gpu_equivalents == 1
     a = assess(w.with_(host=None), samples=0)
-    from footprint.database import db
+    from footprint.lca.database import db
 
     d = db()
     per_card = d.embodied(w.gpu.id).total()[0] + d.distribution(w.gpu)[0]
@@ -68,7 +68,7 @@ def test_use_phase_is_facility_energy_times_grid() -> None:
     it = 1000 * 0.4
     assert a.workload.it_energy_kwh == pytest.approx(it)
     assert a.facility_energy_kwh == pytest.approx(it * 1.2)
-    from footprint.electricity import zone
+    from footprint.lca.electricity import zone
 
     assert a["climate_change"].by_stage["use"] == pytest.approx(it * 1.2 * zone("DEU").factors["climate_change"].value)
     assert a.water_l["on_site"] == pytest.approx(it * 1.8)

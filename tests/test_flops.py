@@ -230,7 +230,7 @@ def test_cli_flops_and_mfu() -> None:
 
 
 def test_scenarios_derive_mfu_from_the_model_shape() -> None:
-    from footprint.workload import load_scenario
+    from footprint.lca.workload import load_scenario
 
     w = load_scenario(SCENARIOS / "llama-3.1-405b.yaml")
     assert 0.3 < w.mfu < 0.45 and w.mfu_method.startswith("derived")  # Meta reports 38-43 % MFU

@@ -13,7 +13,6 @@ import pytest
 import yaml
 from _paths import REPO
 
-from footprint.database import db
 from footprint.errors import FootprintError
 from footprint.flops import transformer_flops
 from footprint.kernels.profile import (
@@ -24,6 +23,7 @@ from footprint.kernels.profile import (
     predict_for_scenario,
     profile_from_dict,
 )
+from footprint.lca.database import db
 
 H100 = "H100-SXM5-80GB"
 H100_BF16 = 989.4  # dense, lca_data/gpus.yaml
@@ -328,8 +328,8 @@ training:
 
 
 def test_scenario_with_kernel_profile_assesses_end_to_end(tmp_path: Path) -> None:
-    from footprint.lca import assess
-    from footprint.workload import load_scenario
+    from footprint.lca.engine import assess
+    from footprint.lca.workload import load_scenario
 
     sc = _write_scenario(tmp_path, _known())
     w = load_scenario(sc)
@@ -393,7 +393,7 @@ def test_unreadable_profiles(tmp_path: Path, text: str, pattern: str) -> None:
 
 
 def test_scenario_errors_are_one_line_exit_2(tmp_path: Path) -> None:
-    from footprint.workload import load_scenario
+    from footprint.lca.workload import load_scenario
 
     sc = _write_scenario(tmp_path, _known())
     (tmp_path / "profiles" / "h100.yaml").unlink()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from footprint.database import db
-from footprint.units import Q
+from footprint.lca.database import db
+from footprint.lca.units import Q
 from lca_data import loader
 from lca_data.loader import LcaDataError
 from lca_data.tools.convert_ademe import COMPONENTS, EXCLUDED_CARDS, convert

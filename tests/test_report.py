@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _paths import REPO, SCENARIOS
 
-from footprint import categories as cat
+from footprint.lca import categories as cat
 
 PY = sys.executable
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -165,7 +165,7 @@ def test_bad_arguments(args: list[str], pattern: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_shipped_scenario_reports(scenario: Path, tmp_path: Path) -> None:
-    from footprint.report import write_report
+    from footprint.reports.report import write_report
 
     out = write_report([str(scenario)], str(tmp_path / "r.html"), samples=200, quiet=True)
     text = out.read_text()

@@ -16,7 +16,7 @@ import pytest
 from _paths import REPO
 
 import footprint
-from footprint.tracker import DistInfo, gpus_for_rank
+from footprint.tracking.tracker import DistInfo, gpus_for_rank
 from meters.fake_nvml import FakeNVML, Faults
 
 PY = sys.executable
@@ -316,7 +316,7 @@ def test_import_nvidia_smi_real_log_and_reproject(shared: Path, tmp_path: Path) 
     assert run["energy"]["gpu_j"] == pytest.approx(expected)
     assert run["devices"][0]["method"] == "nvidia-smi instant_power"
     fra = footprint.assess(out, samples=0)
-    from footprint.workload import workload_from_run
+    from footprint.lca.workload import workload_from_run
 
     pol = footprint.assess(workload_from_run(out, ["site.grid=POL"]), samples=0)
     assert pol["climate_change"].by_stage["use"] > 5 * fra["climate_change"].by_stage["use"]

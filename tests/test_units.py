@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from footprint.units import Q, UnitParseError, display_unit, fmt
+from footprint.lca.units import Q, UnitParseError, display_unit, fmt
 
 EF_UNITS = [
     "kg CO2 eq",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from _paths import SCENARIOS
 
-from footprint import categories as cat
-from footprint.database import IDX, db
-from footprint.lca import assess, gpu_equivalents
-from footprint.workload import load_scenario
+from footprint.lca import categories as cat
+from footprint.lca.database import IDX, db
+from footprint.lca.engine import assess, gpu_equivalents
+from footprint.lca.workload import load_scenario
 
 A100 = "a100-sxm4-40gb"
 

@@ -222,8 +222,8 @@ def describe_device(device: str) -> dict[str, Any]:
         "catalogue_id": None,
         "peak_tflops": {},
     }
-    from footprint.database import db
     from footprint.errors import UnknownGpuError
+    from footprint.lca.database import db
 
     try:
         gpu = db().find_gpu(name)

@@ -194,7 +194,7 @@ class _V:
 
 def profile_from_dict(data: Any, file: str | None = None) -> Profile:
     """Validate a profile mapping (as written by `footprint kernels bench`)."""
-    from footprint.database import DTYPES
+    from footprint.lca.database import DTYPES
 
     v = _V(file)
     data = v.mapping("(top level)", data)
@@ -506,8 +506,8 @@ def _check_target(profile: Profile, gpu: Any, dtype: str, notes: list[str]) -> t
             file,
             "device.peak_tflops",
         )
-    from footprint.database import db
     from footprint.errors import UnknownGpuError
+    from footprint.lca.database import db
 
     dev_id = profile.device.get("catalogue_id")
     if not dev_id:
@@ -783,6 +783,6 @@ def _remainder(profile: Profile, dtype: str, sh: dict[str, Any], el: float, note
 
 
 def predict_for_scenario(profile_path: Path, model: dict[str, float], gpu: Any, dtype: str) -> Prediction:
-    """What a scenario's ``training.kernel_profile`` resolves to (called by footprint.workload)."""
+    """What a scenario's ``training.kernel_profile`` resolves to (called by footprint.lca.workload)."""
     profile = load_profile(profile_path, key="training.kernel_profile")
     return predict(profile, model, gpu, dtype)

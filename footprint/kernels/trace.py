@@ -959,7 +959,7 @@ class _Device:
         self.peaks: dict[str, float] = {}
         self.bandwidth: float | None = None
         if self.trace_name:
-            from footprint.database import db
+            from footprint.lca.database import db
 
             try:
                 self.card = db().find_gpu(self.trace_name)
@@ -972,7 +972,7 @@ class _Device:
             self.peaks = {k: v * 1e12 for k, v in self.card.peak_tflops.items()}
             bw = self.card.raw.get("memory_bandwidth")
             if isinstance(bw, dict) and bw.get("value"):
-                from footprint.units import ureg
+                from footprint.lca.units import ureg
 
                 self.bandwidth = float(ureg.Quantity(str(bw["value"])).to("byte/s").magnitude)
             else:
@@ -1507,7 +1507,7 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
         )
     run = {}
     if (run_dir / "run.json").exists():
-        from footprint.runrecord import read_json
+        from footprint.tracking.runrecord import read_json
 
         run = read_json(run_dir / "run.json")
     starts: dict[int, float] = {}

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from footprint import runrecord
 from footprint.errors import FootprintError
+from footprint.tracking import runrecord
 
 
 def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
     site: dict[str, Any] = {}
     if grid:
-        from footprint.electricity import resolve_zone
+        from footprint.lca.electricity import resolve_zone
 
         site["grid"] = resolve_zone(grid, key="--grid")
     if pue is not None:
@@ -35,7 +35,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise FootprintError("no command given: footprint run [--name N] -- python train.py", key="cmd")
     if args.period <= 0:
         raise FootprintError(f"--period must be > 0, got {args.period}", key="--period")
-    from footprint.tracker import Tracker
+    from footprint.tracking.tracker import Tracker
 
     tracker = Tracker(
         name=args.name, output_dir=args.output_dir, site=_site(args.grid, args.pue), period_s=args.period, handle_sigterm=False
@@ -71,7 +71,7 @@ def _kwh(j: float | None) -> str:
 
 def import_log(args: argparse.Namespace) -> int:
     out = Path(args.output)
-    if args.import_kind == "nvidia-smi":
+    if args.import_command == "nvidia-smi":
         record = from_nvidia_smi(Path(args.file), args.utc_offset, _site(args.grid), args.gpu)
     else:
         record = from_codecarbon(Path(args.file), args.gpu, args.gpu_count)
@@ -94,7 +94,7 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
         raise FootprintError(f"not an nvidia-smi CSV log this importer understands ({exc})", str(path)) from None
     devices, notes = [], []
     if gpu:
-        from footprint.database import db
+        from footprint.lca.database import db
 
         gpu = db().find_gpu(gpu, str(path), "--gpu").name
     names = df.groupby("device")["name"].first().to_dict() if "name" in df else {}
@@ -150,7 +150,7 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         gpu = recorded.split(",")[0].split(" x ")[-1].strip()
         count = int(row.get("gpu_count") or count or 1)
     if gpu:
-        from footprint.database import db
+        from footprint.lca.database import db
 
         card = db().find_gpu(gpu, str(path), "--gpu")
         per = (float(row.get("gpu_energy_j", 0.0) or 0.0)) / max(count, 1)

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from footprint import categories as cat
-from footprint import electricity
-from footprint.assessment import Assessment, CategoryResult
-from footprint.database import IDX, N_IND, Database, Embodied, db
-from footprint.units import Q
-from footprint.workload import Workload
+from footprint.lca import categories as cat
+from footprint.lca import electricity
+from footprint.lca.assessment import Assessment, CategoryResult
+from footprint.lca.database import IDX, N_IND, Database, Embodied, db
+from footprint.lca.units import Q
+from footprint.lca.workload import Workload
 
 N_CAT = 16
 DEFAULT_SAMPLES = 2000

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from footprint import categories as cat
-from footprint.database import db
 from footprint.errors import FootprintError
-from footprint.units import Q
+from footprint.lca import categories as cat
+from footprint.lca.database import db
+from footprint.lca.units import Q
 
 WORLD = "WORLD"
 CODECARBON_SOURCE = "codecarbon-energy-mix"

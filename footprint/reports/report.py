@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from footprint import __version__
-from footprint import categories as cat
-from footprint.assessment import Assessment, num, pct, summary_facts, to_csv
 from footprint.errors import FootprintError
-from footprint.units import display_unit
+from footprint.lca import categories as cat
+from footprint.lca.assessment import Assessment, num, pct, summary_facts, to_csv
+from footprint.lca.units import display_unit
 
 FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
 
@@ -59,9 +59,9 @@ def infer_format(output: str, fmt: str | None) -> str:
 def build_sections(
     targets: list[str], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None
 ) -> list[Section]:
-    from footprint import figures
     from footprint.api import to_workload
-    from footprint.lca import assess
+    from footprint.lca.engine import assess
+    from footprint.reports import figures
 
     sections = []
     for t in targets:
@@ -88,7 +88,8 @@ def build_sections(
 
 
 def _run_figures(s: Section, run_dir: Path) -> None:
-    from footprint import figures, runrecord
+    from footprint.reports import figures
+    from footprint.tracking import runrecord
 
     samples = None
     if (run_dir / "samples.parquet").is_file():
@@ -225,7 +226,7 @@ def _section_html(s: Section) -> str:
 
 
 def _compare_html(sections: list[Section]) -> str:
-    from footprint import figures
+    from footprint.reports import figures
 
     names = [s.assessment.workload.name for s in sections]
     rows = []
@@ -460,7 +461,7 @@ def write_report(
         task = bar.add_task("assessing", total=steps)
         if fmt in ("json", "csv", "boamps"):
             from footprint.api import to_workload
-            from footprint.lca import assess
+            from footprint.lca.engine import assess
 
             assessments = []
             for t in targets:

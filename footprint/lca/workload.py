@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from footprint.database import DTYPES, Gpu, db
 from footprint.errors import FootprintError, ScenarioError
-from footprint.units import Q, UnitParseError, display_unit
+from footprint.lca.database import DTYPES, Gpu, db
+from footprint.lca.units import Q, UnitParseError, display_unit
 
 ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
@@ -370,7 +370,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         raise ctx.err("site.pue", f"missing and the preset {preset_name!r} has none")
     wue = site_value("wue", "L/kWh")
     ewif = site_value("ewif", "L/kWh")
-    from footprint.electricity import WORLD, intensity_override, resolve_zone
+    from footprint.lca.electricity import WORLD, intensity_override, resolve_zone
 
     grid = resolve_zone(site.get("grid", WORLD), file)
     ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
@@ -435,7 +435,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
 
 def _embodied_override(ctx: _Ctx, value: Any, srcs: list[str]) -> dict[str, float]:
     """hardware.embodied: {category: quantity per GPU} or {vendor_pcf: name}."""
-    from footprint import categories as cat
+    from footprint.lca import categories as cat
 
     if value is None:
         return {}
@@ -479,7 +479,7 @@ def _ranges(ctx: _Ctx, unc: dict[str, Any]) -> dict[str, tuple[float, float]]:
         if units[k] is None:
             lo, hi = (ctx.number(key, x, lo=0) for x in v)
         elif k == "carbon_intensity":
-            from footprint.electricity import intensity_override
+            from footprint.lca.electricity import intensity_override
 
             lo, hi = (intensity_override(x, ctx.file) for x in v)
         else:
@@ -520,7 +520,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     else:
         path = Path(target)
         path = path / "run.json" if path.is_dir() else path
-        from footprint.runrecord import read_json
+        from footprint.tracking.runrecord import read_json
 
         record, file = read_json(path), str(path)
     data = apply_overrides(run_scenario(record), sets or [], file)

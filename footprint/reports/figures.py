@@ -10,7 +10,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from footprint.assessment import Assessment
+    from footprint.lca.assessment import Assessment
 
 STAGE_COLORS = {"manufacturing": "#4C72B0", "transport": "#DD8452", "use": "#55A868", "end_of_life": "#8172B3"}
 COMPONENT_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
@@ -36,7 +36,7 @@ def _svg(fig: Any) -> str:
 
 def stage_matrix(a: Assessment) -> str:
     """Share of each life-cycle stage per category ("which stage dominates"), n/a hatched."""
-    from footprint import categories as cat
+    from footprint.lca import categories as cat
 
     plt = _plt()
     stages = cat.stages()
@@ -66,7 +66,7 @@ def stage_matrix(a: Assessment) -> str:
 
 def components(a: Assessment) -> str:
     """Embodied impacts by component (use phase excluded), normalised per category."""
-    from footprint import categories as cat
+    from footprint.lca import categories as cat
 
     plt = _plt()
     cats = list(cat.categories())
@@ -165,7 +165,7 @@ def kernel_categories(analysis: dict[str, Any]) -> str | None:
 
 
 def compare_headline(assessments: list[Assessment]) -> str:
-    from footprint.categories import HEADLINE, by_key
+    from footprint.lca.categories import HEADLINE, by_key
 
     plt = _plt()
     fig, axes = plt.subplots(1, len(HEADLINE), figsize=(9, 3))

@@ -90,7 +90,7 @@ def _registry() -> pint.UnitRegistry:
     return reg
 
 
-def __getattr__(name: str) -> Any:  # lazy module attribute: footprint.units.ureg
+def __getattr__(name: str) -> Any:  # lazy module attribute: footprint.lca.units.ureg
     if name == "ureg":
         return _registry()
     raise AttributeError(name)

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from footprint import runrecord
+from footprint.tracking import runrecord
 
-log = logging.getLogger("footprint.tracker")
+log = logging.getLogger("footprint.tracking.tracker")
 SHORT_WINDOW_S = 1.0  # below this NVML energy is unreliable (sensor averages ~25 ms of every 100 ms)
 
 
@@ -338,7 +338,7 @@ class Tracker:
         gpus = [d for d in devices if d.get("component") == "gpu"]
         if not self.step_flops or not gpus:
             return None
-        from footprint.database import db
+        from footprint.lca.database import db
 
         try:
             peak = sum(db().find_gpu(d["name"]).peak_flops(self.dtype) for d in gpus)

@@ -15,12 +15,12 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from footprint import categories as cat
-from footprint.units import display_unit
+from footprint.lca import categories as cat
+from footprint.lca.units import display_unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from footprint.electricity import Zone
-    from footprint.workload import Workload
+    from footprint.lca.electricity import Zone
+    from footprint.lca.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Assessment:
 
     @property
     def sources(self) -> list[dict[str, Any]]:
-        from footprint.database import db
+        from footprint.lca.database import db
 
         return db().cite(self.source_ids)
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from footprint import categories as cat
-from footprint import parametric
 from footprint.errors import UnknownGpuError
-from footprint.units import Q
+from footprint.lca import categories as cat
+from footprint.lca import parametric
+from footprint.lca.units import Q
 
 # Columns of every impact vector: the 16 categories then the extras (primary energy).
 INDICATORS: tuple[str, ...] = cat.keys() + tuple(c.key for c in cat.extras())

@@ -1,0 +1,7 @@
+"""`python -m footprint.cli`: the same as the `footprint` console script."""
+
+import sys
+
+from footprint.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,76 @@
+"""`footprint flops` and `footprint mfu`: analytical FLOP counts and utilisation against a card's peak."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.app import group
+
+    _, fls = group(sub, "flops", "analytical FLOP counts")
+    tf = fls.add_parser("transformer", help="transformer training (or inference) FLOPs: 6N per token + attention")
+    tf.add_argument("--params", type=float, required=True, help="parameters N (e.g. 7e9)")
+    tf.add_argument("--tokens", type=float, required=True, help="tokens D (e.g. 2e12)")
+    tf.add_argument("--active-params", type=float, help="active parameters per token (MoE)")
+    tf.add_argument("--layers", type=int)
+    tf.add_argument("--hidden", type=int)
+    tf.add_argument("--seq-len", type=int)
+    tf.add_argument("--vocab", type=int, help="vocabulary size (Megatron-LM variant)")
+    tf.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    tf.add_argument("--variant", choices=("palm", "megatron"), default="palm")
+    tf.add_argument("--inference", action="store_true", help="forward only: 2N per token")
+    tf.add_argument("--format", choices=("table", "json"), default="table")
+    tf.set_defaults(handler=flops_transformer)
+
+    mf = sub.add_parser("mfu", help="model FLOPs utilisation against the card's dense peak")
+    mf.add_argument("--gpu", required=True)
+    mf.add_argument("--dtype", default="bf16")
+    mf.add_argument("--flops", type=float, help="total model FLOPs")
+    mf.add_argument("--gpu-hours", type=float, help="GPU-hours that did them")
+    mf.add_argument("--achieved-tflops", type=float, help="achieved TFLOP/s per GPU")
+    mf.add_argument("--format", choices=("table", "json"), default="table")
+    mf.set_defaults(handler=mfu)
+
+
+def flops_transformer(args: argparse.Namespace) -> int:
+    from footprint.flops import transformer_flops
+
+    r = transformer_flops(
+        args.params,
+        args.tokens,
+        active_params=args.active_params,
+        layers=args.layers,
+        hidden=args.hidden,
+        seq_len=args.seq_len,
+        recompute=args.recompute,
+        inference=args.inference,
+        vocab=args.vocab,
+        variant=args.variant,
+    ).to_dict()
+    if args.format == "json":
+        print(json.dumps(r, indent=2))
+    else:
+        print(
+            f"FLOPs: {r['flops']:.4g} ({r['flops_per_token']:.4g} per token); hardware FLOPs: "
+            f"{r['hardware_flops']:.4g}\nformula: {r['formula']}"
+        )
+    return 0
+
+
+def mfu(args: argparse.Namespace) -> int:
+    from footprint.errors import FootprintError
+    from footprint.flops import compute_mfu
+
+    if args.achieved_tflops is None and (args.flops is None or args.gpu_hours is None):
+        raise FootprintError("give --flops and --gpu-hours, or --achieved-tflops", key="mfu")
+    m = compute_mfu(args.gpu, args.dtype, flops=args.flops, gpu_hours=args.gpu_hours, achieved_tflops=args.achieved_tflops)
+    if args.format == "json":
+        print(json.dumps(m.to_dict(), indent=2))
+    else:
+        print(f"MFU {m.mfu:.1%}: {m.achieved_tflops:.4g} of {m.peak_tflops:g} TFLOP/s dense {m.dtype} ({m.gpu})")
+    for w in m.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0

@@ -1,0 +1,36 @@
+"""`footprint kernels analyze|bench`: kernel-level efficiency from profiler traces and benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.app import group
+
+    _, ks = group(sub, "kernels", "kernel-level efficiency: analyse profiler traces, benchmark kernels")
+    ka = ks.add_parser("analyze", help="analyse a PyTorch profiler (Kineto) trace (.json or .json.gz)")
+    ka.add_argument("trace")
+    ka.add_argument("--power", help="run directory whose power samples are aligned with the kernel timeline")
+    ka.add_argument("--top", type=int, default=20, help="top ops to list")
+    ka.add_argument("--format", choices=("table", "json"), default="table")
+    ka.add_argument("-o", "--output", help="write to this file instead of stdout")
+    ka.set_defaults(handler=analyze)
+    kb = ks.add_parser("bench", help="benchmark GEMM (and attention on GPUs) into an efficiency profile")
+    kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
+    kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
+    kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
+    kb.add_argument("-o", "--output", default="profile.yaml")
+    kb.set_defaults(handler=bench)
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from footprint.kernels.trace import main_analyze
+
+    return main_analyze(args)
+
+
+def bench(args: argparse.Namespace) -> int:
+    from footprint.kernels.bench import main_bench
+
+    return main_bench(args)

@@ -1,0 +1,64 @@
+"""`footprint run`, `recover`, `merge` and `import`: measured runs and their records."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.app import group
+
+    r = sub.add_parser("run", help="run a command under the tracker: footprint run [opts] -- python train.py")
+    r.add_argument("--name", help="run name (directory under --output-dir)")
+    r.add_argument("--output-dir", default="runs")
+    r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
+    r.add_argument("--pue", type=float, help="PUE of the site")
+    r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
+    r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
+    r.set_defaults(handler=run)
+
+    rc = sub.add_parser("recover", help="rebuild run.json and samples.parquet from the journal of a killed run")
+    rc.add_argument("run_dir")
+    rc.set_defaults(handler=recover_or_merge)
+    mg = sub.add_parser("merge", help="merge per-rank records of a distributed run into one run.json")
+    mg.add_argument("run_dir")
+    mg.set_defaults(handler=recover_or_merge)
+
+    _, ims = group(sub, "import", "turn existing power logs into a run record")
+    smi = ims.add_parser("nvidia-smi", help="an `nvidia-smi --query-gpu=... --format=csv` log")
+    smi.add_argument("file")
+    smi.add_argument("-o", "--output", required=True, help="run directory to write")
+    smi.add_argument("--utc-offset", help="offset of the log's local timestamps, e.g. +1 or +01:00")
+    smi.add_argument("--grid", help="grid zone of the site (ISO3)")
+    smi.add_argument("--gpu", help="GPU model when the log has no `name` column, e.g. A100-PCIe-40GB")
+    smi.set_defaults(handler=import_log)
+    cc = ims.add_parser("codecarbon", help="a codecarbon emissions.csv")
+    cc.add_argument("file")
+    cc.add_argument("-o", "--output", required=True, help="run directory to write")
+    cc.add_argument("--gpu", help="GPU model (codecarbon does not record it), e.g. A100-SXM4-40GB")
+    cc.add_argument("--gpu-count", type=int, default=1)
+    cc.set_defaults(handler=import_log)
+
+
+def run(args: argparse.Namespace) -> int:
+    from footprint.tracking.runcmd import run_command
+
+    return run_command(args)
+
+
+def recover_or_merge(args: argparse.Namespace) -> int:
+    from footprint.tracking import runrecord
+
+    rec = (runrecord.recover if args.command == "recover" else runrecord.merge)(args.run_dir)
+    e = rec["energy"]
+    print(
+        f"{args.run_dir}/run.json: {len(rec['devices'])} devices, {rec['duration_s']:.1f} s, "
+        f"GPU energy {e['gpu_j'] if e['gpu_j'] is not None else 'n/a'} J"
+    )
+    return 0
+
+
+def import_log(args: argparse.Namespace) -> int:
+    from footprint.tracking.runcmd import import_log
+
+    return import_log(args)

@@ -1,0 +1,8 @@
+"""Measuring a training job: the tracker, the run record on disk, and `footprint run` / `footprint import`.
+
+Owns: `footprint.track` and `Tracker` (`tracker`), the run directory format, its recovery and merging
+(`runrecord`), wrapping a command and importing existing power logs (`runcmd`).
+May import: `meters` (power and energy meters, sampler, journal), `footprint.errors`,
+`footprint.flops` (FLOPs per token, MFU), `footprint.lca` only lazily for site validation. Starting
+a tracker must stay cheap: nothing heavy (pandas, pint, torch) at import time.
+"""
