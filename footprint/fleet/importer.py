@@ -365,7 +365,7 @@ def _finish(
         "duration_s": job.duration_s,
         "gpu_count": len(gpus),
         "gpu_name": gpu_name,
-        "gpu_model": _catalogue_id(gpu_name),
+        "gpu_model": catalogue_id(gpu_name),
         "nodes": ",".join(job.gpus_by_host) or None,
         "gpu_energy_j": e["gpu_j"],
         "cpu_energy_j": e["cpu_j"],
@@ -405,7 +405,8 @@ def _slurm_block(job: Job) -> dict[str, Any]:
 _GPU_IDS: dict[str, str | None] = {}
 
 
-def _catalogue_id(name: str | None) -> str | None:
+def catalogue_id(name: str | None) -> str | None:
+    """The catalogue id of a GPU name (None when no card answers to it), cached."""
     if not name:
         return None
     if name not in _GPU_IDS:
