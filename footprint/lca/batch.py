@@ -164,6 +164,10 @@ class BatchAssessment:
     # ---- per row ----------------------------------------------------------------------------------
     def column(self, *path: str) -> np.ndarray:
         """One number for every row, e.g. ``column("impacts", "climate_change", "by_stage", "use")``; NaN = n/a."""
+        if tuple(path) not in self._col:
+            if not self.bases:
+                return np.zeros(0)
+            raise KeyError(f"no number at {'.'.join(path)} (known: impacts.<category>.total|by_stage.<s>|by_component.<c>, ...)")
         j = self._col[tuple(path)]
         idx = self.template_index
         return self.gpu_hours * self._a[idx, j] + self.it_energy_kwh * self._b[idx, j]
