@@ -426,6 +426,9 @@ def _write_index(w: FleetWriter, rows: list[dict[str, Any]]) -> None:
     from footprint.fleet.store import INDEX, INDEX_COLUMNS
 
     df = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
+    for col in ("duration_s", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # None -> NaN: not available
+    df["gpu_count"] = df["gpu_count"].astype("int64")
     for col in ("start", "end"):
         df[col] = pd.to_datetime(df[col].astype(float), unit="s", utc=True)
     df["month"] = df["start"].dt.strftime("%Y-%m")

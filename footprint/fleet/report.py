@@ -204,6 +204,8 @@ def _rows(label: str, sums: Any, g: int, jobs: int, keys: tuple[str, ...]) -> Ro
 
 def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[str] | None = None) -> FleetReport:
     """Assess every job of a fleet directory and sum them by ``by``."""
+    import pandas as pd
+
     from footprint.lca import categories as cat
 
     if by not in GROUPS:
@@ -235,7 +237,7 @@ def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[
             "gpu_hours": float(sub["gpu_hours"].iloc[i]),
             "energy_kwh": float(sub["energy_j"].iloc[i]) / 3.6e6,
             "climate_change_kg": float(cc[i]),
-            "coverage": None if sub["coverage"].iloc[i] != sub["coverage"].iloc[i] else float(sub["coverage"].iloc[i]),
+            "coverage": None if pd.isna(sub["coverage"].iloc[i]) else float(sub["coverage"].iloc[i]),
             "run_dir": sub["run_dir"].iloc[i],
         }
         for i in order.tolist()
