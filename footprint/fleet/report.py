@@ -174,32 +174,31 @@ def _group_keys(df: Any, by: str) -> Any:
     return df[col].astype(object).where(df[col].notna(), "(none)").astype(str)
 
 
-def _rows(label: str, sums: Any, g: int, jobs: int, keys: tuple[str, ...]) -> Rows:
+def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) -> list[Rows]:
+    """One Rows per group of ``sums`` (every number computed once for all groups)."""
     from footprint.lca import categories as cat
 
-    impacts, stages, partial = {}, {}, []
-    for k in keys:
-        v, part = sums.value("impacts", k, "total")
-        impacts[k] = None if np.isnan(v[g]) else float(v[g])
-        stages[k] = {}
-        for s in cat.stages():
-            sv, _ = sums.value("impacts", k, "by_stage", s)
-            stages[k][s] = None if np.isnan(sv[g]) else float(sv[g])
-        if part[g]:
-            partial.append(k)
+    def opt(x: float) -> float | None:
+        return None if np.isnan(x) else float(x)
+
+    totals = {k: sums.value("impacts", k, "total") for k in keys}
+    stages = {(k, s): sums.value("impacts", k, "by_stage", s)[0] for k in keys for s in cat.stages()}
     fac, _ = sums.value("facility_energy_kwh")
-    return Rows(
-        label,
-        jobs,
-        float(sums.gpu_hours[g]),
-        float(sums.it_energy_kwh[g]),
-        float(fac[g]),
-        float(sums.gpu_lifetimes[g]),
-        int(sums.gpu_equivalents[g]),
-        impacts,
-        stages,
-        partial,
-    )
+    return [
+        Rows(
+            label,
+            jobs[g],
+            float(sums.gpu_hours[g]),
+            float(sums.it_energy_kwh[g]),
+            float(fac[g]),
+            float(sums.gpu_lifetimes[g]),
+            int(sums.gpu_equivalents[g]),
+            {k: opt(totals[k][0][g]) for k in keys},
+            {k: {s: opt(stages[(k, s)][g]) for s in cat.stages()} for k in keys},
+            [k for k in keys if totals[k][1][g]],
+        )
+        for g, label in enumerate(labels)
+    ]
 
 
 def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[str] | None = None) -> FleetReport:
@@ -219,10 +218,10 @@ def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[
     labels = _group_keys(sub, by)
     codes, uniques = labels.factorize(sort=True)
     sums = batch.group_sums(codes, len(uniques))
-    groups = [_rows(str(u), sums, g, int(sums.rows[g]), keys) for g, u in enumerate(uniques)]
+    groups = _rows([str(u) for u in uniques], sums, [int(x) for x in sums.rows], keys)
     groups.sort(key=lambda r: -(r.impacts.get("climate_change") or 0.0))
     all_sums = batch.group_sums(np.zeros(len(sub), np.int64), 1)
-    totals = _rows("all jobs", all_sums, 0, len(sub), keys) if len(sub) else _empty_rows(keys)
+    totals = _rows(["all jobs"], all_sums, [len(sub)], keys)[0] if len(sub) else _empty_rows(keys)
     unallocated, share = _unallocated(fleet, df, sets, keys)
     cc = batch.total("climate_change") if len(sub) else np.zeros(0)
     order = np.argsort(-cc)[:top]
@@ -318,7 +317,7 @@ def _unallocated(fleet: str | Path, df: Any, sets: list[str] | None, keys: tuple
         return None, share
     batch, rows, _ = assess_index(pseudo, sets)
     sums = batch.group_sums(np.zeros(len(rows), np.int64), 1)
-    return _rows(UNALLOCATED, sums, 0, 0, keys), share
+    return _rows([UNALLOCATED], sums, [0], keys)[0], share
 
 
 # ---- rendering --------------------------------------------------------------------------------------
