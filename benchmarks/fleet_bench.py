@@ -149,13 +149,16 @@ def batch_part(n: int, repeat: int) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-IMPORT_CHILD = """
-import json, resource, sys, time
+# Peak RSS is VmHWM of the child's own address space: getrusage's ru_maxrss survives execve on Linux and
+# would report the (large) parent's size at fork.
+PEAK_RSS = "int(next(x for x in open('/proc/self/status') if x.startswith('VmHWM')).split()[1]) / 1024"
+IMPORT_CHILD = f"""
+import json, sys, time
 from footprint.cli.app import main
 t0 = time.perf_counter()
 code = main(sys.argv[1:])
 wall = time.perf_counter() - t0
-print(json.dumps({"code": code, "wall_s": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({{"code": code, "wall_s": wall, "rss_mb": {PEAK_RSS}}}))
 """
 
 
@@ -183,8 +186,7 @@ def prometheus_part(days_list: list[float], repeat: int) -> None:
     print(f"promtool tsdb create-blocks-from openmetrics: {time.perf_counter() - t0:.1f} s")
     om.unlink()
     base = subprocess.run(
-        [sys.executable, "-c", "import resource, footprint.cli.app, pandas, numpy, requests; "
-         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"],
+        [sys.executable, "-c", f"import footprint.cli.app, footprint.fleet.importer, pandas, pyarrow; print({PEAK_RSS})"],
         capture_output=True, text=True, cwd=REPO,
     )  # fmt: skip
     print(f"baseline: a Python process with footprint's CLI, pandas and requests imported: {float(base.stdout):.0f} MB RSS")

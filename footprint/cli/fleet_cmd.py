@@ -48,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp = fl.add_parser("report", help="totals and per-group footprints of a fleet directory: HTML, CSV or JSON")
     rp.add_argument("fleet", help="directory written by `footprint fleet import`")
     rp.add_argument("--by", choices=("user", "account", "partition", "gpu", "month"), default="user")
-    rp.add_argument("-o", "--output", required=True, help="fleet.html | fleet.csv | fleet.json")
-    rp.add_argument("--format", choices=("html", "csv", "json"), help="default: from -o")
+    rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
+    rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
     rp.add_argument("--top", type=int, default=10, help="how many top jobs to list (default 10)")
     rp.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="re-project, e.g. site.grid=POL")
     rp.set_defaults(handler=report)
@@ -275,5 +275,6 @@ def report(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise FootprintError(f"--top must be >= 0, got {args.top}", key="--top")
     out = write_report(args.fleet, args.output, args.by, args.format, args.top, args.sets)
-    print(f"wrote {out}", file=sys.stderr)
+    if out is not None:
+        print(f"wrote {out}", file=sys.stderr)
     return 0

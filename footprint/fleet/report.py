@@ -22,7 +22,7 @@ from footprint.errors import FootprintError
 from footprint.fleet import store
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
-FORMATS = ("html", "csv", "json")
+FORMATS = ("table", "html", "csv", "json")
 UNALLOCATED = "(unallocated)"
 
 
@@ -323,9 +323,11 @@ def _unallocated(fleet: str | Path, df: Any, sets: list[str] | None, keys: tuple
 # ---- rendering --------------------------------------------------------------------------------------
 
 
-def infer_format(output: str, fmt: str | None) -> str:
+def infer_format(output: str | None, fmt: str | None) -> str:
     if fmt:
         return fmt
+    if not output:
+        return "table"
     suffix = Path(output).suffix.lower().lstrip(".")
     if suffix in ("html", "htm"):
         return "html"
@@ -362,6 +364,67 @@ def to_csv(r: FleetReport) -> str:
     if r.unallocated:
         row("unallocated", r.unallocated)
     return buf.getvalue()
+
+
+def to_table(r: FleetReport) -> str:
+    """The report as text for a terminal: totals, groups with the headline categories, top jobs."""
+    from footprint.lca import categories as cat
+    from footprint.lca.assessment import num
+    from footprint.lca.units import display_unit
+
+    t, win = r.totals, r.meta.get("window") or {}
+    share = r.unallocated_share
+    lines = [
+        f"Fleet {r.fleet}: {win.get('start')} - {win.get('end')}",
+        f"  Jobs assessed: {t.jobs:,} of {r.jobs_total:,}  |  GPU-hours: {num(t.gpu_hours)}  |  "
+        f"GPU-equivalents: {t.gpu_equivalents:,} ({t.gpu_lifetimes:,.3f} GPU lifetimes)",
+        f"  Energy: {num(t.energy_kwh)} kWh IT, {num(t.facility_energy_kwh)} kWh facility",
+        f"  Unallocated: {_pct(share.get('gpu_time'))} of GPU time, {_pct(share.get('gpu_energy'))} of GPU energy "
+        f"(idle GPUs; assessed apart, not spread over the jobs)",
+        "",
+    ]
+    heads = [r.by, "jobs", "GPU-h", "kWh", "GPU-eq"] + [
+        f"{cat.by_key(k).name.split(',')[0]} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
+    ]
+    rows = [
+        [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), str(g.gpu_equivalents)]
+        + [num(g.impacts.get(k)) for k in cat.HEADLINE]
+        for g in [*r.groups, t, *([r.unallocated] if r.unallocated else [])]
+    ]
+    lines += _columns(heads, rows)
+    if r.top_jobs:
+        lines += ["", "Top jobs (climate change):"]
+        lines += _columns(
+            ["job", "user", "GPUs", "GPU-h", "kWh", "kg CO2 eq", "record"],
+            [
+                [
+                    j["job_id"],
+                    str(j["user"]),
+                    str(j["gpus"]),
+                    num(j["gpu_hours"]),
+                    num(j["energy_kwh"]),
+                    num(j["climate_change_kg"]),
+                    str(j["run_dir"]),
+                ]
+                for j in r.top_jobs
+            ],
+        )
+    if r.not_assessed:
+        lines += [
+            "",
+            f"Not assessed: {len(r.not_assessed)} job(s), e.g. {r.not_assessed[0]['job_id']}: {r.not_assessed[0]['reason']}",
+        ]
+    lines += ["", "All 16 categories: -o fleet.html | .csv | .json. Warnings:"] + [f"  - {w}" for w in r.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _columns(heads: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(heads)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    return [line(heads), line(["-" * w for w in widths])] + [line(x) for x in rows]
 
 
 def to_json(r: FleetReport) -> str:
@@ -483,16 +546,22 @@ def _figure(r: FleetReport) -> str | None:
         left += vals
     ax.invert_yaxis()
     ax.set_xlabel("kg CO2 eq")
-    ax.legend(fontsize=7, frameon=False, ncol=4, loc="lower right")
+    ax.legend(fontsize=7, frameon=False, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)))
     return _svg(fig)
 
 
 def write_report(
-    fleet: str | Path, output: str, by: str = "user", fmt: str | None = None, top: int = 10, sets: list[str] | None = None
-) -> Path:
+    fleet: str | Path, output: str | None, by: str = "user", fmt: str | None = None, top: int = 10, sets: list[str] | None = None
+) -> Path | None:
+    """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
     fmt = infer_format(output, fmt)
     rep = build_report(fleet, by, top, sets)
-    text = {"html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+    if not output:
+        import sys
+
+        sys.stdout.write(text)
+        return None
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")

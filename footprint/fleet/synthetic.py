@@ -320,8 +320,9 @@ def random_cluster(
     scrape_s: float = 30.0,
     seed: int = 0,
     fine_s: float = 5.0,
+    job_hours: tuple[float, float] = (1 / 3, 12.0),
 ) -> Cluster:
-    """Nodes of ``gpus_per_node`` GPUs and a seeded stream of jobs (1-8 GPUs, 20 min - 12 h) filling them ~70 %."""
+    """Nodes of ``gpus_per_node`` GPUs and a seeded stream of jobs (1-8 GPUs, ``job_hours`` long) filling them ~70 %."""
     rng = np.random.default_rng(seed)
     models = list(profiles)
     gpus = []
@@ -340,7 +341,7 @@ def random_cluster(
         t = start + float(rng.uniform(0, 1800))
         while t < end:
             k = int(rng.choice([1, 2, 4, 8][: 1 + int(math.log2(gpus_per_node))]))
-            dur = float(rng.uniform(1200, 12 * 3600))
+            dur = float(rng.uniform(job_hours[0] * 3600, job_hours[1] * 3600))
             idle = [i for i in range(gpus_per_node) if free_at[(host, i)] <= t]
             if len(idle) >= k:
                 chosen = sorted(rng.choice(idle, size=k, replace=False).tolist())
@@ -362,7 +363,7 @@ def demo_cluster() -> Cluster:
     """The README's cluster: 3 nodes x 4 GPUs over 6 hours, jobs of 4 users, one node without job labels."""
     profiles = demo_profiles()
     start = datetime(2025, 3, 3, 8, 0, tzinfo=UTC).timestamp()
-    c = random_cluster(start, 0.25, 3, 4, profiles, scrape_s=30.0, seed=7, fine_s=2.0)
+    c = random_cluster(start, 0.25, 3, 4, profiles, scrape_s=30.0, seed=7, fine_s=2.0, job_hours=(0.25, 2.5))
     c.unlabelled_hosts = {"gpu-03"}
     c.cpu_hosts = {"gpu-01", "gpu-02"}
     for j in c.jobs:
@@ -371,7 +372,9 @@ def demo_cluster() -> Cluster:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Write the demo cluster: metrics.om (OpenMetrics for promtool) and sacct.txt")
+    p = argparse.ArgumentParser(
+        description="Write the demo cluster: metrics.om (OpenMetrics for promtool), sacct.txt, prometheus.yml"
+    )
     p.add_argument("out", help="directory to write")
     args = p.parse_args(argv)
     out = Path(args.out)
