@@ -384,7 +384,7 @@ def to_table(r: FleetReport) -> str:
         "",
     ]
     heads = [r.by, "jobs", "GPU-h", "kWh", "GPU-eq"] + [
-        f"{cat.by_key(k).name.split(',')[0]} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
+        f"{cat.by_key(k).name} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
     ]
     rows = [
         [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), str(g.gpu_equivalents)]

@@ -382,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     c = demo_cluster()
     write_openmetrics(c, out / "metrics.om")
     (out / "sacct.txt").write_text(sacct_text(c))
-    print(f"wrote {out}/metrics.om and {out}/sacct.txt: {len(c.gpus)} GPUs, {len(c.jobs)} jobs, {_ts(c.start)}Z - {_ts(c.end)}Z")
+    (out / "prometheus.yml").write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")  # no target: backfilled data only
+    nodes = len({g.host for g in c.gpus})
+    print(f"wrote {out}/: metrics.om, sacct.txt, prometheus.yml; {len(c.gpus)} GPUs on {nodes} nodes, {len(c.jobs)} jobs")
     return 0
 
 
