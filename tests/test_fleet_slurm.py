@@ -254,3 +254,21 @@ def test_run_sacct_without_sacct_is_a_clear_error(tmp_path: Path) -> None:
         env={"PATH": "/nonexistent"},
     )
     assert p.returncode == 2 and "sacct is not on PATH" in p.stderr
+
+
+def test_running_jobs_end_when_sacct_ran_and_an_empty_report_still_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --end, a running job lasts until sacct ran (its last End, or a running job's Start + Elapsed), not until
+    today; without energy nothing is assessed, and the report says why for each job."""
+    from footprint.cli.app import main
+
+    f = tmp_path / "sacct.txt"
+    f.write_text(SACCT)
+    assert main(["fleet", "import", "slurm", str(f), "--tz", "UTC", "-o", str(tmp_path / "fleet"), "--quiet"]) == 0
+    idx = pd.read_parquet(tmp_path / "fleet" / "index.parquet").set_index("job_id")
+    assert idx.loc["1004", "duration_s"] == pytest.approx(3 * 3600 + 40 * 60)  # 08:20 -> 12:00, the last End in the file
+    capsys.readouterr()
+    assert main(["fleet", "report", str(tmp_path / "fleet")]) == 0
+    out = capsys.readouterr().out
+    assert "Jobs assessed: 0 of 9" in out and "no energy measured" in out

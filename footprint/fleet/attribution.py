@@ -194,6 +194,8 @@ class Plan:
             )
 
     def _claims_unlabelled(self, activity: Activity) -> None:
+        if not self.tel.devices:
+            return  # SLURM alone: no telemetry to claim
         order = sorted(range(len(self.jobs)), key=lambda j: (self.jobs[j].start, self.jobs[j].key))
         for j in order:
             job = self.jobs[j]

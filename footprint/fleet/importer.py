@@ -75,8 +75,13 @@ def _window(opts: ImportOptions, now: float) -> tuple[float, float]:
 
 
 def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None = None) -> ImportSummary:
-    """Write a fleet directory (see `footprint.fleet.store`) from the sources in ``opts``."""
-    now = opts.now if opts.now is not None else time.time()
+    """Write a fleet directory (see `footprint.fleet.store`) from the sources in ``opts``.
+
+    Running jobs (End=Unknown) last until ``opts.now``, else until sacct ran (a file's modification
+    time), else until now; and never past the window's end.
+    """
+    taken = opts.sacct.taken_at if opts.sacct is not None else None
+    now = opts.now if opts.now is not None else (taken if taken is not None else time.time())
     if opts.prom is None and opts.sacct is None:
         raise FootprintError("nothing to import: give a Prometheus --url, a sacct file, or both")
     window = _window(opts, now)

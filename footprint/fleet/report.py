@@ -144,12 +144,17 @@ def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarra
     model = df["gpu_model"].to_numpy(dtype=object)
     name = df["gpu_name"].to_numpy(dtype=object)
     ok = np.ones(len(df), bool)
-    for i in np.nonzero(~(energy > 0))[0].tolist():
-        ok[i], reasons[i] = False, "no energy measured"
-    for i in np.nonzero(~(hours > 0))[0].tolist():
-        ok[i], reasons[i] = False, "no GPU time in the window"
-    for i in np.nonzero(np.array([m is None or m != m for m in model]))[0].tolist():
-        ok[i], reasons[i] = False, f"GPU model {name[i]!r} is not in the catalogue (see `footprint gpus`)"
+
+    def leave_out(mask: np.ndarray, why: Any) -> None:
+        for i in np.nonzero(mask)[0].tolist():
+            ok[i] = False
+            text = why(i) if callable(why) else why
+            reasons[i] = text if reasons[i] is None else f"{reasons[i]}; {text}"
+
+    leave_out(~(energy > 0), "no energy measured")
+    leave_out(~(hours > 0), "no GPU time in the window")
+    unknown = np.array([m is None or m != m for m in model], bool)
+    leave_out(unknown, lambda i: f"GPU model {name[i]!r} is not in the catalogue (see `footprint gpus`, or --gpu-type at import)")
     keys = list(zip(model, df["grid"].to_numpy(dtype=object), df["pue"].to_numpy(dtype=object), strict=True))
     templates: list[Any] = []
     tkey: dict[tuple[Any, ...], int] = {}

@@ -221,6 +221,7 @@ class SacctResult:
     skipped: list[str]  # one line per job or line left out, saying why
     source: str
     fields: tuple[str, ...]
+    taken_at: float | None = None  # when sacct ran (running jobs are cut there unless the window ends before)
 
 
 def _split_gpus(total: int, nodes: list[str]) -> tuple[tuple[int, ...], str | None]:
@@ -346,7 +347,10 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
             continue
         out.append(sj)
     out.sort(key=lambda j: (j.start, j.job_id))
-    return SacctResult(out, skipped, source, tuple(header))
+    # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
+    # (and it ran after every End it prints)
+    seen = [j.start + j.elapsed_s for j in out if j.end is None and j.elapsed_s] + [j.end for j in out if j.end is not None]
+    return SacctResult(out, skipped, source, tuple(header), max(seen) if seen else None)
 
 
 def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | str | None:
@@ -415,7 +419,10 @@ def read_sacct(path: str | Path, tz: tzinfo, delimiter: str = "|") -> SacctResul
         text = p.read_text()
     except UnicodeDecodeError:
         raise FootprintError("not a text file (expected `sacct --parsable2` output)", str(p)) from None
-    return parse_sacct(text, tz, str(p), delimiter)
+    result = parse_sacct(text, tz, str(p), delimiter)
+    if result.taken_at is None:
+        result.taken_at = p.stat().st_mtime  # no running job to tell: the file was written when sacct ran
+    return result
 
 
 def sacct_command(start: float, end: float) -> list[str]:

@@ -290,6 +290,9 @@ class GroupSums:
         """(sum per group, partial) for one number; a group's sum covers the factor sets where it is
         available (NaN where none of the group's factor sets has it); ``partial`` marks groups where
         some factor set lacks it."""
+        g = len(self.gpu_lifetimes)
+        if tuple(path) not in self.batch._col and not self.batch.bases:
+            return np.full(g, np.nan), np.zeros(g, bool)
         j = self.batch._col[tuple(path)]
         a, b = self.batch._a[:, j], self.batch._b[:, j]
         avail = ~np.isnan(a)
