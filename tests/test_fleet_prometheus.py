@@ -298,9 +298,14 @@ def test_chunk_size_does_not_change_the_result(fleet: Path, prom: str, cluster: 
     opts = ImportOptions(
         cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site={"grid": "FRA", "pue": 1.2}, chunk_s=17 * MIN
     )
-    import_fleet(tmp_path / "f2", opts)
+    seen: dict[str, list[tuple[int | None, int]]] = {}
+    import_fleet(tmp_path / "f2", opts, progress=lambda phase, total, k: seen.setdefault(phase, []).append((total, k)))
     a, b = _index(fleet), _index_from(tmp_path / "f2")
     assert np.allclose(a.loc[b.index, "gpu_energy_j"], b["gpu_energy_j"], rtol=1e-9)
+    # the progress bar: one step per chunk fetched, then per chunk attributed
+    n = len(range(0, int(cluster.end - cluster.start + 600), 17 * 60))
+    assert seen["fetching"][0] == (n, 0) and sum(k for _, k in seen["fetching"]) == n
+    assert sum(k for _, k in seen["attributing"]) == n
 
 
 # ---- bad input: one clear error, nothing written -------------------------------------------------------
