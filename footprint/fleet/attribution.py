@@ -31,7 +31,8 @@ from footprint.fleet.slurm import SlurmJob
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, RAM, Chunk, Device, Telemetry
 
 UNALLOCATED, GAP, MULTI = -1, -2, -3
-BIN_S = 300.0  # resolution of the per-GPU activity used to infer which GPUs a job held
+BIN_S = 300.0  # finest resolution of the per-GPU activity used to infer which GPUs a job held
+MAX_BINS = 4000  # per GPU: long windows get coarser bins, so memory stays bounded
 
 
 @dataclass
@@ -78,11 +79,12 @@ class LabelStats:
 
 
 class Activity:
-    """Pass 1: energy per GPU per 5-minute bin, to infer which GPUs an unlabelled job held."""
+    """Pass 1: energy per GPU per bin (5 minutes, coarser beyond MAX_BINS), to infer which GPUs an unlabelled job held."""
 
     def __init__(self, start: float, end: float) -> None:
         self.t0 = start
-        self.n = int(math.ceil((end - start) / BIN_S)) + 1
+        self.bin_s = max(BIN_S, (end - start) / MAX_BINS)
+        self.n = int(math.ceil((end - start) / self.bin_s)) + 1
         self.bins: dict[int, np.ndarray] = {}
 
     def add(self, c: Chunk, gpu_devices: np.ndarray) -> None:
@@ -90,7 +92,7 @@ class Activity:
         if not m.any():
             return
         mid = 0.5 * (c.t0[m] + c.t1[m])
-        b = np.clip(((mid - self.t0) // BIN_S).astype(np.int64), 0, self.n - 1)
+        b = np.clip(((mid - self.t0) // self.bin_s).astype(np.int64), 0, self.n - 1)
         for dev in np.unique(c.dev[m]).tolist():
             sel = c.dev[m] == dev
             arr = self.bins.setdefault(dev, np.zeros(self.n))
@@ -100,8 +102,8 @@ class Activity:
         arr = self.bins.get(dev)
         if arr is None:
             return 0.0
-        a = int(np.clip((start - self.t0) // BIN_S, 0, self.n - 1))
-        b = int(np.clip((end - self.t0) // BIN_S, 0, self.n - 1))
+        a = int(np.clip((start - self.t0) // self.bin_s, 0, self.n - 1))
+        b = int(np.clip((end - self.t0) // self.bin_s, 0, self.n - 1))
         return float(arr[a : b + 1].sum())
 
 
@@ -124,6 +126,7 @@ class Plan:
         self.claims: dict[int, list[Claim]] = {}
         self.notes: list[str] = []
         self._label_arrays: LabelArrays | None = None
+        self._claim_bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         devs = tel.devices
         self.gpu_mask = np.array([d.kind in (GPU_COUNTER, GPU_GAUGE) for d in devs], bool)
         self.labelled_hosts = {d.host for d in devs if d.labelled}
@@ -244,6 +247,13 @@ class Plan:
     def _claim(self, dev: int, claim: Claim) -> None:
         self.claims.setdefault(dev, []).append(claim)
 
+    def claim_bounds(self, dev: int) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of a device's claims as arrays, to find those overlapping a chunk without a Python scan."""
+        if dev not in self._claim_bounds:
+            cl = self.claims.get(dev, [])
+            self._claim_bounds[dev] = (np.array([c.start for c in cl]), np.array([c.end for c in cl]))
+        return self._claim_bounds[dev]
+
     def label_arrays(self) -> LabelArrays:
         if self._label_arrays is None:
             n = len(self.tel.labels)
@@ -359,7 +369,10 @@ def attribute(c: Chunk, plan: Plan, totals: Totals) -> dict[str, np.ndarray]:
         pos = {int(d): np.nonzero(dev[rest] == d)[0] for d in np.unique(dev[rest]) if int(d) in plan.claims}
         for d, where in pos.items():
             a, b = lo[rest][where], hi[rest][where]
-            for cl in plan.claims[d]:
+            claims = plan.claims[d]
+            starts, ends = plan.claim_bounds(d)
+            for ci in np.nonzero((starts < b.max()) & (ends > a.min()))[0].tolist():  # claims inside this chunk
+                cl = claims[ci]
                 ov = np.minimum(b, cl.end) - np.maximum(a, cl.start)
                 hit = ov > 0
                 if not hit.any():

@@ -98,45 +98,17 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
 def _from_prometheus(
     w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
 ) -> ImportSummary:
-    import pandas as pd
-
     assert opts.prom is not None
     client = PrometheusClient(opts.prom)
     fetch = Fetcher(client, opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
     fetch.discover()
     tel = fetch.t
-    spool = w.path("spool")
-    spool.mkdir()
-    stats, activity = LabelStats(), Activity(*window)
-    n_chunks = len(fetch.chunk_bounds())
-    if progress:
-        progress("fetching", n_chunks, 0)
-    for i, c in enumerate(fetch.chunks(lambda k: progress("fetching", n_chunks, k) if progress else None)):
-        gpu = np.array([d.kind in (GPU_COUNTER, GPU_GAUGE) for d in tel.devices], bool)
-        if len(c.t0):
-            stats.add(c, gpu)
-            activity.add(c, gpu)
-            pd.DataFrame(c.__dict__).to_parquet(spool / f"{i:05d}.parquet", index=False)
+    stats, activity = _spool(w, fetch, window, progress)
     if not tel.devices:
         raise FootprintError("the series were found but hold no sample inside the window", key="--start")
     plan = Plan(tel, window)
     plan.build(opts.sacct.jobs if opts.sacct else None, stats, activity, now)
-    totals = Totals(len(tel.devices))
-    parts = sorted(spool.glob("*.parquet"))
-    if progress:
-        progress("attributing", len(parts), 0)
-    keys = np.array([j.key for j in plan.jobs] + ["(gap)", "(unallocated)"], dtype=object)
-    for p in parts:
-        df = pd.read_parquet(p)
-        c = Chunk(*(df[f].to_numpy() for f in ("dev", "t0", "t1", "energy_j", "lab0", "lab1", "gap")))
-        rows = attribute(c, plan, totals)
-        if opts.keep_series:
-            rows["job_id"] = pd.Categorical(keys[rows["job"]])
-            w.write_series(rows)
-        p.unlink()
-        if progress:
-            progress("attributing", len(parts), 1)
-    spool.rmdir()
+    totals = _attribute_spool(w, plan, opts.keep_series, progress)
     pairs = _pairs(totals)
     source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])]}
     index = [_write_job(w, j, job, plan, pairs.get(j), opts, source) for j, job in enumerate(plan.jobs)]
@@ -144,11 +116,62 @@ def _from_prometheus(
     gpus = _gpus_table(tel.devices, totals)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, client_info(client))
+    meta["telemetry"] = t = _telemetry_meta(gpus, plan)
+    w.write_meta(meta)
+    total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
+    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def _spool(w: FleetWriter, fetch: Fetcher, window: tuple[float, float], progress: Progress | None) -> tuple[LabelStats, Activity]:
+    """Pass 1: fetch chunk by chunk into spool/ (parquet), noting job labels and GPU activity on the way."""
+    import pandas as pd
+
+    spool = w.path("spool")
+    spool.mkdir()
+    stats, activity = LabelStats(), Activity(*window)
+    n = len(fetch.chunk_bounds())
+    if progress:
+        progress("fetching", n, 0)
+    for i, c in enumerate(fetch.chunks(lambda k: progress("fetching", n, k) if progress else None)):
+        gpu = np.array([d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices], bool)
+        if len(c.t0):
+            stats.add(c, gpu)
+            activity.add(c, gpu)
+            pd.DataFrame(c.__dict__).to_parquet(spool / f"{i:05d}.parquet", index=False)
+    return stats, activity
+
+
+def _attribute_spool(w: FleetWriter, plan: Plan, keep_series: bool, progress: Progress | None) -> Totals:
+    """Pass 2: every spooled chunk through the join; the series written, the spool removed."""
+    import pandas as pd
+
+    spool = w.path("spool")
+    totals = Totals(len(plan.tel.devices))
+    parts = sorted(spool.glob("*.parquet"))
+    if progress:
+        progress("attributing", len(parts), 0)
+    keys = np.array([j.key for j in plan.jobs] + ["(gap)", "(unallocated)"], dtype=object)
+    for p in parts:
+        df = pd.read_parquet(p)
+        rows = attribute(Chunk(*(df[f].to_numpy() for f in ("dev", "t0", "t1", "energy_j", "lab0", "lab1", "gap"))), plan, totals)
+        if keep_series:
+            rows["job_id"] = pd.Categorical(keys[rows["job"]])
+            w.write_series(rows)
+        p.unlink()
+        if progress:
+            progress("attributing", len(parts), 1)
+    spool.rmdir()
+    return totals
+
+
+def _telemetry_meta(gpus: Any, plan: Plan) -> dict[str, Any]:
+    """fleet.json's telemetry block: what the GPUs measured, what jobs held, the unallocated share."""
     g = gpus[gpus["component"] == "gpu"]
-    alloc, gap, total = float(g["allocated_energy_j"].sum()), float(g["gap_energy_j"].sum()), float(g["energy_j"].sum())
-    meta["telemetry"] = {
-        "queries": tel.queries,
-        "devices": len(tel.devices),
+    total, alloc, gap = (float(g[c].sum()) for c in ("energy_j", "allocated_energy_j", "gap_energy_j"))
+    seconds, alloc_s = float(g["seconds"].sum()), float(g["allocated_seconds"].sum())
+    return {
+        "queries": plan.tel.queries,
+        "devices": len(plan.tel.devices),
         "gpus": len(g),
         "labelled_nodes": sorted(plan.labelled_hosts),
         "unlabelled_nodes": sorted(set(plan.host_gpus) - plan.labelled_hosts),
@@ -156,16 +179,12 @@ def _from_prometheus(
         "allocated_energy_j": alloc,
         "gap_energy_j": gap,
         "unallocated_energy_j": total - alloc - gap,
-        "gpu_seconds": float(g["seconds"].sum()),
-        "allocated_gpu_seconds": float(g["allocated_seconds"].sum()),
+        "gpu_seconds": seconds,
+        "allocated_gpu_seconds": alloc_s,
         "unallocated_share_energy": (total - alloc) / total if total > 0 else None,
-        "unallocated_share_time": 1 - float(g["allocated_seconds"].sum()) / float(g["seconds"].sum())
-        if g["seconds"].sum() > 0
-        else None,
+        "unallocated_share_time": 1 - alloc_s / seconds if seconds > 0 else None,
         "resets": int(g["resets"].sum()),
     }
-    w.write_meta(meta)
-    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
 
 
 def client_info(client: PrometheusClient) -> dict[str, Any]:
