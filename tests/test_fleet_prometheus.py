@@ -308,6 +308,21 @@ def test_chunk_size_does_not_change_the_result(fleet: Path, prom: str, cluster: 
     assert sum(k for _, k in seen["attributing"]) == n
 
 
+def test_power_gauge_alone_when_no_gpu_has_the_counter(prom: str, cluster: Cluster, tmp_path: Path) -> None:
+    """An exporter configured without DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION: every GPU from the gauge, and said so."""
+    from footprint.fleet.telemetry import DcgmNames
+
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    names = DcgmNames(energy_metric="DCGM_FI_DEV_NOT_EXPORTED")
+    import_fleet(tmp_path / "g", ImportOptions(cluster.start, cluster.end, PromConfig(prom), names=names, sacct=sacct))
+    idx = _index_from(tmp_path / "g")
+    assert set(idx["energy_method"]) == {"dcgm_power_gauge"}
+    truth = cluster.truth()
+    assert idx.loc["1001", "gpu_energy_j"] == pytest.approx(truth["1001"], rel=0.02)
+    meta = json.loads((tmp_path / "g" / "fleet.json").read_text())
+    assert any("DCGM_FI_DEV_NOT_EXPORTED missing for GPUs on gpu-01, gpu-02, gpu-03" in n for n in meta["notes"])
+
+
 # ---- bad input: one clear error, nothing written -------------------------------------------------------
 
 

@@ -131,8 +131,8 @@ class Plan:
         self.gpu_mask = np.array([d.kind in (GPU_COUNTER, GPU_GAUGE) for d in devs], bool)
         self.labelled_hosts = {d.host for d in devs if d.labelled}
         self.host_gpus: dict[str, list[Device]] = {}
-        for d in devs:
-            if d.kind in (GPU_COUNTER, GPU_GAUGE):
+        for d in devs:  # each physical GPU once (its first meter), for GPU counts and claims
+            if d.kind in (GPU_COUNTER, GPU_GAUGE) and all(x.key != d.key for x in self.host_gpus.get(d.host, [])):
                 self.host_gpus.setdefault(d.host, []).append(d)
         labelled_dev = np.array([d.host in self.labelled_hosts for d in devs], bool)
         self.labelled_dev = labelled_dev & self.gpu_mask

@@ -1,4 +1,4 @@
-"""A small client for the Prometheus HTTP API (`/api/v1/query`, `/api/v1/query_range`, `/api/v1/series`).
+"""A small client for the Prometheus HTTP API (`/api/v1/query`, `/api/v1/query_range`, label values, build info).
 
 Thanos Query and Grafana Mimir serve the same API (Mimir under a prefix such as ``/prometheus`` and a
 tenant header ``X-Scope-OrgID``): give the base URL and ``headers``. Every request has a timeout;
@@ -142,9 +142,10 @@ class PrometheusClient:
             "/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
         )
 
-    def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
-        """Label sets of the series matching a selector in the window."""
-        return self._get("/api/v1/series", {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"}) or []
+    def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
+        """Values of a label among the series matching a selector in the window (cheap: no samples read)."""
+        params = {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        return self._get(f"/api/v1/label/{label}/values", params) or []
 
     def metric_names(self) -> list[str]:
         return self._get("/api/v1/label/__name__/values", {}) or []

@@ -152,37 +152,65 @@ class Fetcher:
         self._dev: dict[tuple[int, str], Device] = {}
         self._carry: dict[int, tuple[float, float, int]] = {}  # device -> last (t, value, label)
         self.sources: list[tuple[str, int, str]] = []  # (metric, kind, extra matcher)
-        self._with_counter: set[str] = set()
+        self._with_counter: set[str] = set()  # GPUs seen with the energy counter: their gauge is never used
+        self._gauge_mode = "none"  # none | all (no counter anywhere) | check (per chunk)
+        self._gauge_hosts: set[str] = set()
 
     # ---- discovery -----------------------------------------------------------------------------
     def discover(self) -> None:
-        """Which GPUs have the energy counter, which only the power gauge, and which host CPU source exists."""
+        """Which metrics exist in the window (cheap label-value lookups, whatever the fleet's size) and which
+        host CPU source; GPUs that have only the power gauge are found chunk by chunk (`_gauge_only`)."""
         n = self.names
-        lo = self.start - LOOKBACK_S
-        hi = self.end + LOOKBACK_S
-        counter = self.client.series(n.energy_metric + (n.matchers() or ""), lo, hi) if n.energy_metric else []
-        gauge = self.client.series(n.power_metric + (n.matchers() or ""), lo, hi) if n.power_metric else []
+        lo, hi = self.start - LOOKBACK_S, self.end + LOOKBACK_S
+        counter = self.client.label_values(n.host_label, n.energy_metric + n.matchers(), lo, hi) if n.energy_metric else []
+        gauge = self.client.label_values(n.host_label, n.power_metric + n.matchers(), lo, hi) if n.power_metric else []
         if not counter and not gauge:
             raise FootprintError(self._no_series_message(), key="--energy-metric")
-        with_counter = {self._gpu_key(s) for s in counter}
-        self._with_counter = with_counter
-        gauge_only_hosts = sorted({self._host(s) for s in gauge if self._gpu_key(s) not in with_counter})
         if counter:
             self.sources.append((n.energy_metric, GPU_COUNTER, ""))
-        if gauge_only_hosts:
-            hosts = "|".join(_re_escape(h) for h in gauge_only_hosts)
-            self.sources.append((n.power_metric, GPU_GAUGE, f'{n.host_label}=~"({hosts})(\\\\..*)?"'))
+        self._gauge_mode = "none" if not gauge else ("check" if counter else "all")
+        if self._gauge_mode == "all":
+            self.sources.append((n.power_metric, GPU_GAUGE, ""))
+            self._gauge_note(sorted({short_host(h) for h in gauge}))
+        self._discover_cpu(lo)
+
+    def _gauge_note(self, hosts: list[str]) -> None:
+        new = [h for h in hosts if h not in self._gauge_hosts]
+        if new:
+            self._gauge_hosts.update(new)
+            n = self.names
+            self.t.notes = [x for x in self.t.notes if not x.startswith(f"{n.energy_metric} missing")]
             self.t.notes.append(
-                f"{n.energy_metric} missing for GPUs on {', '.join(gauge_only_hosts)}: their energy is integrated "
+                f"{n.energy_metric} missing for GPUs on {', '.join(sorted(self._gauge_hosts))}: their energy is integrated "
                 f"from the {n.power_metric} gauge (trapezoid between scrapes; nothing across gaps over {self.max_gap_s:g} s)"
             )
-        self._discover_cpu(lo)
+
+    def _gauge_only(self, a: float, b: float) -> Chunk:
+        """The gauge of the GPUs that report it but not the energy counter in this chunk (usually none)."""
+        n = self.names
+        rng = max(int(math.ceil(b - a)), 1)
+        by = f"{n.host_label},{n.gpu_label}"
+        expr = (
+            f"group by ({by}) (last_over_time({n.power_metric}{n.matchers()}[{rng}s])) unless on ({by}) "
+            f"group by ({by}) (last_over_time({n.energy_metric}{n.matchers()}[{rng}s]))"
+        )
+        found = [r.get("metric") or {} for r in self.client.query(expr, at=b).get("result") or []]
+        keys = {self._gpu_key(m) for m in found} - self._with_counter
+        if not keys:
+            return Chunk.empty()
+        hosts = sorted({m.get(n.host_label, "") for m in found if self._gpu_key(m) in keys})
+        self._gauge_note(sorted({short_host(h) for h in hosts}))
+        extra = f'{n.host_label}=~"{"|".join(_re_escape(h) for h in hosts)}"'
+        return self._fetch(n.power_metric, GPU_GAUGE, extra, a, b, only=keys)
 
     def _discover_cpu(self, lo: float) -> None:
         n = self.names
         choices = ["rapl", "kepler"] if n.cpu_source == "auto" else ([] if n.cpu_source == "none" else [n.cpu_source])
         for name in choices:
-            found = [(m, k) for m, k in HOST_CPU_SOURCES[name] if self.client.series(m + (n.matchers() or ""), lo, self.end)]
+            hi = self.end + LOOKBACK_S
+            found = [
+                (m, k) for m, k in HOST_CPU_SOURCES[name] if self.client.label_values(n.cpu_host_label, m + n.matchers(), lo, hi)
+            ]
             if found:
                 self.sources += [(m, k, "") for m, k in found]
                 self.t.notes.append(
@@ -224,7 +252,7 @@ class Fetcher:
             host = short_host(labels.get(n.cpu_host_label) or labels.get("instance") or "?")
             rest = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("__name__", "instance", "job"))
             key = f"{host}/{metric}{{{rest}}}"
-        dk = (0 if kind in (GPU_COUNTER, GPU_GAUGE) else kind, key)
+        dk = (kind, key)  # a GPU read from its gauge in some chunks and its counter in others is two meters
         d = self._dev.get(dk)
         if d is None:
             idx = labels.get(n.gpu_label)
@@ -258,11 +286,13 @@ class Fetcher:
         """One Chunk per time chunk (all sources), in time order."""
         for a, b in self.chunk_bounds():
             parts = [self._fetch(metric, kind, extra, a, b) for metric, kind, extra in self.sources]
+            if self._gauge_mode == "check":
+                parts.append(self._gauge_only(a, b))
             yield _concat(parts)
             if progress is not None:
                 progress(1)
 
-    def _fetch(self, metric: str, kind: int, extra: str, a: float, b: float) -> Chunk:
+    def _fetch(self, metric: str, kind: int, extra: str, a: float, b: float, only: set[str] | None = None) -> Chunk:
         rng = max(int(math.ceil(b - a)), 1)
         expr = f"{metric}{self.names.matchers(extra)}[{rng}s]"
         if len(self.t.queries) < 16:
@@ -276,8 +306,12 @@ class Fetcher:
             values = s.get("values") or []
             if not values:
                 continue
-            if kind == GPU_GAUGE and self._gpu_key(labels) in self._with_counter:
-                continue  # this GPU has the energy counter: the gauge is not needed
+            if kind == GPU_GAUGE and (
+                self._gpu_key(labels) in self._with_counter or (only is not None and self._gpu_key(labels) not in only)
+            ):
+                continue  # this GPU has the energy counter: its gauge is not needed
+            if kind == GPU_COUNTER:
+                self._with_counter.add(self._gpu_key(labels))
             d = self._device(kind, labels, metric)
             lab = 0
             if kind in (GPU_COUNTER, GPU_GAUGE):
