@@ -1,4 +1,4 @@
-"""A small client for the Prometheus HTTP API (`/api/v1/query`, `/api/v1/query_range`, label values, build info).
+"""A small client for the Prometheus HTTP API (`/api/v1/query`, `/api/v1/query_range`, series, label values).
 
 Thanos Query and Grafana Mimir serve the same API (Mimir under a prefix such as ``/prometheus`` and a
 tenant header ``X-Scope-OrgID``): give the base URL and ``headers``. Every request has a timeout;
@@ -141,6 +141,10 @@ class PrometheusClient:
         return self._get(
             "/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
         )
+
+    def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
+        """Label sets of the series matching a selector in the window (reads the index, not the samples)."""
+        return self._get("/api/v1/series", {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"}) or []
 
     def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
         """Values of a label among the series matching a selector in the window (cheap: no samples read)."""

@@ -186,19 +186,14 @@ class Fetcher:
             )
 
     def _gauge_only(self, a: float, b: float) -> Chunk:
-        """The gauge of the GPUs that report it but not the energy counter in this chunk (usually none)."""
+        """The gauge of the GPUs that report it but not the energy counter in this chunk (usually none): the
+        chunk's gauge series from the index (no samples read), less the GPUs whose counter was fetched."""
         n = self.names
-        rng = max(int(math.ceil(b - a)), 1)
-        by = f"{n.host_label},{n.gpu_label}"
-        expr = (
-            f"group by ({by}) (last_over_time({n.power_metric}{n.matchers()}[{rng}s])) unless on ({by}) "
-            f"group by ({by}) (last_over_time({n.energy_metric}{n.matchers()}[{rng}s]))"
-        )
-        found = [r.get("metric") or {} for r in self.client.query(expr, at=b).get("result") or []]
-        keys = {self._gpu_key(m) for m in found} - self._with_counter
-        if not keys:
+        found = [s for s in self.client.series(n.power_metric + n.matchers(), a, b) if self._gpu_key(s) not in self._with_counter]
+        if not found:
             return Chunk.empty()
-        hosts = sorted({m.get(n.host_label, "") for m in found if self._gpu_key(m) in keys})
+        keys = {self._gpu_key(m) for m in found}
+        hosts = sorted({m.get(n.host_label, "") for m in found})
         self._gauge_note(sorted({short_host(h) for h in hosts}))
         extra = f'{n.host_label}=~"{"|".join(_re_escape(h) for h in hosts)}"'
         return self._fetch(n.power_metric, GPU_GAUGE, extra, a, b, only=keys)
