@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(sl)
     sl.set_defaults(handler=import_slurm)
 
-    rp = fl.add_parser("report", help="totals and per-group footprints of a fleet directory: HTML, CSV or JSON")
+    rp = fl.add_parser("report", help="totals and per-group footprints of a fleet directory: a table, HTML, CSV or JSON")
     rp.add_argument("fleet", help="directory written by `footprint fleet import`")
     rp.add_argument("--by", choices=("user", "account", "partition", "gpu", "month"), default="user")
     rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
