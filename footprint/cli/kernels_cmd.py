@@ -8,19 +8,27 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import group
 
-    _, ks = group(sub, "kernels", "kernel-level efficiency: analyse profiler traces, benchmark kernels")
+    _, ks = group(
+        sub,
+        "kernels",
+        "kernel-level efficiency: analyse profiler traces, benchmark kernels",
+        """
+footprint kernels analyze trace.json --top 10
+footprint kernels analyze trace.json.gz --power runs/demo --format json -o kernels.json
+footprint kernels bench --device cpu --quick -o cpu.yaml""",
+    )
     ka = ks.add_parser("analyze", help="analyse a PyTorch profiler (Kineto) trace (.json or .json.gz)")
-    ka.add_argument("trace")
+    ka.add_argument("trace", help="the trace: .json, .json.gz, or a .tar/.tar.gz holding one")
     ka.add_argument("--power", help="run directory whose power samples are aligned with the kernel timeline")
     ka.add_argument("--top", type=int, default=20, help="top ops to list")
-    ka.add_argument("--format", choices=("table", "json"), default="table")
+    ka.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     ka.add_argument("-o", "--output", help="write to this file instead of stdout")
     ka.set_defaults(handler=analyze)
     kb = ks.add_parser("bench", help="benchmark GEMM (and attention on GPUs) into an efficiency profile")
     kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
     kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
     kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
-    kb.add_argument("-o", "--output", default="profile.yaml")
+    kb.add_argument("-o", "--output", default="profile.yaml", help="the efficiency profile to write (default profile.yaml)")
     kb.set_defaults(handler=bench)
 
 
