@@ -47,6 +47,8 @@ def dashboard(args: argparse.Namespace) -> int:
         args.address,
         "--browser.gatherUsageStats",
         "false",
+        "--client.toolbarMode",
+        "minimal",
     ]
     if args.headless:
         cmd += ["--server.headless", "true"]
