@@ -11,7 +11,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     _, ks = group(sub, "kernels", "kernel-level efficiency: analyse profiler traces, benchmark kernels")
     ka = ks.add_parser("analyze", help="analyse a PyTorch profiler (Kineto) trace (.json or .json.gz)")
     ka.add_argument("trace")
-    ka.add_argument("--power", help="run directory whose power samples are aligned with the kernel timeline")
+    ka.add_argument(
+        "--steps",
+        default="steady",
+        help="which profiler steps the summary covers: steady (default: all but the first active step), all, or N (the N-th step)",
+    )
+    ka.add_argument(
+        "--power", help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline"
+    )
     ka.add_argument("--top", type=int, default=20, help="top ops to list")
     ka.add_argument("--format", choices=("table", "json"), default="table")
     ka.add_argument("-o", "--output", help="write to this file instead of stdout")
