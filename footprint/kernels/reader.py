@@ -63,15 +63,15 @@ class Event(msgspec.Struct):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: msgspec.Raw | None = None
+    args: msgspec.Raw = None
 
 
 class Args(msgspec.Struct):
     """The ``args`` the analysis reads; shapes stay raw bytes (interned by their text, decoded once)."""
 
-    dims: msgspec.Raw | None = msgspec.field(name="Input Dims", default=None)
-    types: msgspec.Raw | None = msgspec.field(name="Input type", default=None)
-    concrete: msgspec.Raw | None = msgspec.field(name="Concrete Inputs", default=None)
+    dims: msgspec.Raw = msgspec.field(name="Input Dims", default=None)
+    types: msgspec.Raw = msgspec.field(name="Input type", default=None)
+    concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=None)
     ext: Any = msgspec.field(name="External id", default=None)
     ext_legacy: Any = msgspec.field(name="external id", default=None)
     correlation: Any = None
@@ -284,7 +284,9 @@ class Reader:
                     end = p
                     continue
                 # The event array closed inside the slice (metadata follows it): decode up to its ']'.
-                q = len(text[: int(m.group(1))].rstrip()) - 1
+                q = len(text[: int(m.group(1)) + 1].rstrip(b" \t\r\n,")) - 1  # the array's ']' in text
+                if text[q : q + 1] != b"]":
+                    return None
                 try:
                     batch = self._decode(text[: q + 1])
                 except msgspec.DecodeError:
