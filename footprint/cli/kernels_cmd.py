@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
     kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
     kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
+    kb.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: the physical cores this process may run on)"
+    )
     kb.add_argument("-o", "--output", default="profile.yaml")
     kb.set_defaults(handler=bench)
 
