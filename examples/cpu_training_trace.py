@@ -20,39 +20,24 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from footprint.kernels.selfcheck import train_step
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "traces" / "cpu_training.json.gz"
-SHAPE = {"layers": 2, "hidden": 128, "heads": 4, "seq_len": 64, "batch_size": 8, "vocab_size": 1000}
+SHAPE = {"layers": 2, "hidden": 128, "heads": 4, "seq_len": 64, "batch_size": 8, "vocab_size": 1000}  # = selfcheck.EXAMPLE
 
 
 def tiny_model(seed: int = 0) -> Any:
-    """The example's model: embedding, a 2-layer pre-LN transformer encoder (SDPA inside), LM head."""
-    import torch
-    from torch import nn
+    """The example's model (footprint.kernels.selfcheck.build_model of SHAPE), the one `kernels predict --model example` times."""
+    from footprint.kernels.selfcheck import build_model
 
-    torch.manual_seed(seed)
-    h, v = SHAPE["hidden"], SHAPE["vocab_size"]
-    layer = nn.TransformerEncoderLayer(h, SHAPE["heads"], 4 * h, dropout=0.0, batch_first=True, norm_first=True)
-    return nn.Sequential(nn.Embedding(v, h), nn.TransformerEncoder(layer, SHAPE["layers"], enable_nested_tensor=False), nn.Linear(h, v))
+    return build_model(SHAPE, seed)
 
 
 def batch(seed: int = 0) -> tuple[Any, Any]:
-    import torch
+    from footprint.kernels.selfcheck import make_batch
 
-    g = torch.Generator().manual_seed(seed)
-    shape = (SHAPE["batch_size"], SHAPE["seq_len"])
-    return torch.randint(0, SHAPE["vocab_size"], shape, generator=g), torch.randint(0, SHAPE["vocab_size"], shape, generator=g)
-
-
-def train_step(model: Any, opt: Any, x: Any, y: Any) -> float:
-    import torch.nn.functional as F
-
-    opt.zero_grad(set_to_none=True)
-    logits = model(x)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-    loss.backward()
-    opt.step()
-    return float(loss)
+    return make_batch(SHAPE, seed)
 
 
 def model_flops_per_step() -> int:
@@ -106,7 +91,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: a reproducible trace)")
     a = ap.parse_args()
     path = record(a.output, a.steps, a.threads)
-    print(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB); FlopCounterMode: {model_flops_per_step() / 1e9:.4g} GFLOP per step")
+    print(
+        f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB); FlopCounterMode: {model_flops_per_step() / 1e9:.4g} GFLOP per step"
+    )
     return 0
 
 

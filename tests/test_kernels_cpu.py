@@ -73,11 +73,16 @@ def _cpu_run(tmp: Path, r: dict[str, Any], method: str = "rapl", watts: float = 
     w1 = base + (last["start_us"] + last["wall_us"]) / 1e6 + 0.01
     n = int((w1 - w0) / 1e-3) + 1
     uuid = "rapl:package-0" if method == "rapl" else "estimate:cpu"
-    rows = [{"rank": 0, "host": "h", "uuid": uuid, "component": "cpu", "t_s": i * 1e-3, "energy_j": i * 1e-3 * watts} for i in range(n)]
+    rows = [
+        {"rank": 0, "host": "h", "uuid": uuid, "component": "cpu", "t_s": i * 1e-3, "energy_j": i * 1e-3 * watts}
+        for i in range(n)
+    ]
     (tmp / "ranks").mkdir(parents=True)
     pd.DataFrame(rows).to_parquet(tmp / "samples.parquet", index=False)
     (tmp / "ranks" / "rank-00000.json").write_text(json.dumps({"rank": 0, "start_unix": w0}))
-    (tmp / "run.json").write_text(json.dumps({"devices": [{"uuid": uuid, "component": "cpu", "name": "package-0", "method": method}]}))
+    (tmp / "run.json").write_text(
+        json.dumps({"devices": [{"uuid": uuid, "component": "cpu", "name": "package-0", "method": method}]})
+    )
     return tmp
 
 

@@ -100,7 +100,9 @@ def test_spliced_steps_equal_the_restricted_whole_trace(spliced: Any, tmp_path: 
     st = r["steps"]
     assert st["detected"] == 3 and [p["name"] for p in st["per_step"]] == ["ProfilerStep#6"] * 3  # names repeat
     for p in st["per_step"]:
-        whole = analyze_trace(_write(tmp_path / f"step{p['index']}.json", _restrict(doc, p["start_us"], p["start_us"] + p["wall_us"])))
+        whole = analyze_trace(
+            _write(tmp_path / f"step{p['index']}.json", _restrict(doc, p["start_us"], p["start_us"] + p["wall_us"]))
+        )
         _check_step_equals_restriction(p, whole)
         assert p["matrix_flops"] == pytest.approx(8.199e9, rel=1e-3)  # the shared trace's one step, every copy
     # every GPU event of the copies is in a step except those launched before ProfilerStep#6 began
@@ -136,7 +138,9 @@ def test_real_multistep_trace_with_nccl(shared: Path, tmp_path: Path) -> None:
     assert any(p["communication_us"] > 0 for p in st["per_step"])  # NCCL kernels, exposed or not
     for p in st["per_step"]:
         assert p["exposed_communication_us"] <= p["communication_us"] + 1e-6
-        whole = analyze_trace(_write(tmp_path / f"s{p['index']}.json", _restrict(doc, p["start_us"], p["start_us"] + p["wall_us"])))
+        whole = analyze_trace(
+            _write(tmp_path / f"s{p['index']}.json", _restrict(doc, p["start_us"], p["start_us"] + p["wall_us"]))
+        )
         _check_step_equals_restriction(p, whole)
 
 

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="which profiler steps the summary covers: steady (default: all but the first active step), all, or N (the N-th step)",
     )
     ka.add_argument(
-        "--power", help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline"
+        "--power",
+        help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline",
     )
     ka.add_argument("--top", type=int, default=20, help="top ops to list")
     ka.add_argument("--format", choices=("table", "json"), default="table")
@@ -27,11 +28,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
     kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
     kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
-    kb.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: the physical cores this process may run on)"
-    )
+    kb.add_argument("--threads", type=int, default=None, help="CPU threads (default: the physical cores this process may run on)")
     kb.add_argument("-o", "--output", default="profile.yaml")
     kb.set_defaults(handler=bench)
+    kp = ks.add_parser("predict", help="a CPU profile predicts a training step on this CPU, checked against a measured one")
+    kp.add_argument("--profile", required=True, help="a CPU profile written by footprint kernels bench --device cpu")
+    kp.add_argument(
+        "--model", default="example", help="'example' or layers=2,hidden=128,heads=4,seq_len=64,batch_size=8,vocab_size=1000"
+    )
+    kp.add_argument("--steps", type=int, default=10, help="training steps timed (after 3 warm-up steps)")
+    kp.add_argument("--format", choices=("table", "json"), default="table")
+    kp.set_defaults(handler=predict)
 
 
 def analyze(args: argparse.Namespace) -> int:
@@ -44,3 +51,9 @@ def bench(args: argparse.Namespace) -> int:
     from footprint.kernels.bench import main_bench
 
     return main_bench(args)
+
+
+def predict(args: argparse.Namespace) -> int:
+    from footprint.kernels.selfcheck import main_predict
+
+    return main_predict(args)
