@@ -285,17 +285,23 @@ def trace_path(source: str) -> Path | None:
     """The trace file to analyse from the chosen source (an upload is size-checked and kept in a temporary file)."""
     if source == SOURCES[0]:
         if not EXAMPLE_TRACE.is_file():
-            st.error(f"footprint: error: {EXAMPLE_TRACE}: the example trace is missing (python examples/cpu_training_trace.py makes it)")
+            st.error(
+                f"footprint: error: {EXAMPLE_TRACE}: the example trace is missing (python examples/cpu_training_trace.py makes it)"
+            )
             return None
         return EXAMPLE_TRACE
     if source == SOURCES[1]:
-        up = st.file_uploader(f"Profiler trace (.json or .json.gz, at most {MAX_TRACE_UPLOAD_MB} MB)", type=["json", "gz"], key="k_upload")
+        up = st.file_uploader(
+            f"Profiler trace (.json or .json.gz, at most {MAX_TRACE_UPLOAD_MB} MB)", type=["json", "gz"], key="k_upload"
+        )
         if up is None:
             st.info("Upload a trace exported by torch.profiler (export_chrome_trace).")
             return None
         content = up.getvalue()
         if len(content) > MAX_TRACE_UPLOAD_MB * 1_000_000:
-            st.error(f"footprint: error: {up.name}: file is larger than {MAX_TRACE_UPLOAD_MB} MB ({len(content):,} bytes uploaded)")
+            st.error(
+                f"footprint: error: {up.name}: file is larger than {MAX_TRACE_UPLOAD_MB} MB ({len(content):,} bytes uploaded)"
+            )
             return None
         import hashlib
         import tempfile
