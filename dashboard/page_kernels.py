@@ -286,7 +286,8 @@ def trace_path(source: str) -> Path | None:
     if source == SOURCES[0]:
         if not EXAMPLE_TRACE.is_file():
             st.error(
-                f"footprint: error: {EXAMPLE_TRACE}: the example trace is missing (python examples/cpu_training_trace.py makes it)"
+                f"footprint: error: {EXAMPLE_TRACE}: the example trace is missing "
+                "(python examples/cpu_training_trace.py makes it)"
             )
             return None
         return EXAMPLE_TRACE

@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ka.add_argument(
         "--steps",
         default="steady",
-        help="which profiler steps the summary covers: steady (default: all but the first active step), all, or N (the N-th step)",
+        help="which profiler steps the summary covers: steady (default: all but the first active step), all, "
+        "or N (the N-th step)",
     )
     ka.add_argument(
         "--power",

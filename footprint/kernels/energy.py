@@ -207,7 +207,8 @@ def attribute(
     ratio = (period * 1e6 / med_kernel) if period and med_kernel else None
     span = w1 - w0
     coarse = (
-        f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median {'kernel' if component == 'gpu' else 'operator'} lasts "
+        f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median "
+        f"{'kernel' if component == 'gpu' else 'operator'} lasts "
         f"{med_kernel:.3g} us ({ratio:,.0f}x shorter) and the trace spans {span * 1e3:.3g} ms"
         if period and med_kernel and ratio
         else "sample period or kernel durations unknown"

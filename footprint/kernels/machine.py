@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -71,10 +72,8 @@ def load(window: float = 0.5) -> dict[str, Any]:
         me = os.getpid()
         procs = [p for p in psutil.process_iter(["pid", "name"]) if p.info["pid"] != me]
         for p in procs:
-            try:
+            with contextlib.suppress(psutil.Error, OSError):
                 p.cpu_percent(None)
-            except (psutil.Error, OSError):
-                pass
         time.sleep(window)
         for p in procs:
             try:

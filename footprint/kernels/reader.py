@@ -17,6 +17,7 @@ interned).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
@@ -354,7 +355,8 @@ def _open_member(path: Path, member: str | None, notes: list[str]) -> tuple[Any,
         chosen = [m for m in traces if m.name == member or m.name.endswith("/" + member)]
         if not chosen:
             raise FootprintError(
-                f"no trace named {member!r} in the archive (it holds: {', '.join(m.name for m in traces[:8]) or 'no .json files'})",
+                f"no trace named {member!r} in the archive "
+                f"(it holds: {', '.join(m.name for m in traces[:8]) or 'no .json files'})",
                 str(path),
             )
         pick = chosen[0]
@@ -484,10 +486,8 @@ def scan(stream: Any, file: str) -> Scan:
                     is_launch = launches[name] = LAUNCH.search(name) is not None
                 if corr is not None and is_launch:
                     th = (e.pid, e.tid)
-                    try:
+                    with contextlib.suppress(TypeError):  # an unhashable correlation is skipped
                         launch[corr] = (ts, dur, threads.setdefault(th, th), name)
-                    except TypeError:  # an unhashable correlation
-                        pass
             else:
                 dev = args.device
                 if dev is None:

@@ -317,7 +317,8 @@ def _cpu_lines(r: dict[str, Any]) -> list[str]:
                 "",
                 f"Energy ({power['device_uuid']}, CPU package, {power['energy_method']}): "
                 f"{fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
-                f"({fmt_count(power['mean_power_in_window_w'])} W mean), of which outside the matrix ops {fmt_count(power['idle_j'])} J",
+                f"({fmt_count(power['mean_power_in_window_w'])} W mean), "
+                f"of which outside the matrix ops {fmt_count(power['idle_j'])} J",
                 f"  {power['coarseness']}",
             ]
             out += [f"  - {n}" for n in power["notes"]]
