@@ -154,18 +154,28 @@ def render_table(r: dict[str, Any]) -> str:
             f"{lo['idle_gaps']:,} idle gaps (median {fmt_count(lo['median_idle_gap_us'])} us)",
         ]
     if power:
-        out += [
-            "",
-            f"Energy ({power['device_uuid']}, {power['energy_method']}): "
-            f"{fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
-            f"({fmt_count(power['mean_power_in_window_w'])} W mean), of which idle {fmt_count(power['idle_j'])} J; "
+        out += _energy_lines(
+            power,
+            power["energy_method"],
+            f"of which idle {fmt_count(power['idle_j'])} J; "
             f"{fmt_count(power['outside_trace_j'])} J of the same samples fall outside the trace",
-            f"  {power['coarseness']}",
-        ]
-        out += [f"  - {n}" for n in power["notes"]]
-    if r["warnings"]:
-        out += ["", "Warnings:"] + [f"  - {w}" for w in r["warnings"]]
-    return "\n".join(out) + "\n"
+        )
+    return "\n".join(out + _warning_lines(r)) + "\n"
+
+
+def _energy_lines(power: dict[str, Any], scope: str, tail: str) -> list[str]:
+    """The energy paragraph under a GPU or CPU table: window energy, mean power, how coarse, notes."""
+    return [
+        "",
+        f"Energy ({power['device_uuid']}, {scope}): {fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
+        f"({fmt_count(power['mean_power_in_window_w'])} W mean), {tail}",
+        f"  {power['coarseness']}",
+        *(f"  - {n}" for n in power["notes"]),
+    ]
+
+
+def _warning_lines(r: dict[str, Any]) -> list[str]:
+    return ["", "Warnings:", *(f"  - {w}" for w in r["warnings"])] if r["warnings"] else []
 
 
 def _json_default(o: Any) -> Any:
@@ -313,15 +323,9 @@ def _cpu_lines(r: dict[str, Any]) -> list[str]:
         if not with_energy:
             out += ["", f"Energy: not attributed: {power['missing']}"]
         else:
-            out += [
-                "",
-                f"Energy ({power['device_uuid']}, CPU package, {power['energy_method']}): "
-                f"{fmt_count(power['energy_in_trace_window_j'])} J in the trace window "
-                f"({fmt_count(power['mean_power_in_window_w'])} W mean), "
+            out += _energy_lines(
+                power,
+                f"CPU package, {power['energy_method']}",
                 f"of which outside the matrix ops {fmt_count(power['idle_j'])} J",
-                f"  {power['coarseness']}",
-            ]
-            out += [f"  - {n}" for n in power["notes"]]
-    if r["warnings"]:
-        out += ["", "Warnings:"] + [f"  - {w}" for w in r["warnings"]]
-    return out
+            )
+    return out + _warning_lines(r)
