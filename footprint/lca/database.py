@@ -231,14 +231,14 @@ class Database:
         """lca_data/embodied_corrections.yaml: the default variant and each correction with its reason."""
         return self._loader.load_embodied_corrections()
 
-    def _variant(self, variant: str | None) -> str:
+    def resolve_variant(self, variant: str | None) -> str:
         v = variant or self.corrections["default"]
         if v not in self.corrections["variants"]:
             raise KeyError(f"unknown embodied data variant {v!r}; known: {', '.join(self.corrections['variants'])}")
         return v
 
     def embodied_parametric(self, gpu: Gpu, variant: str | None = None) -> Embodied:
-        corrected = self._variant(variant) != "published"
+        corrected = self.resolve_variant(variant) != "published"
         parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb, all_dies=corrected)
         notes = ["ADEME parametric model (modelled, not measured)"]
         if gpu.proxy_of:
@@ -251,7 +251,7 @@ class Database:
     def embodied(self, gpu_id: str, variant: str | None = None) -> Embodied:
         """Per-card impacts: ADEME per-card rows, else the parametric model; ``variant`` is "corrected"
         (default: lca_data/embodied_corrections.yaml) or "published" (the ADEME data exactly as published)."""
-        variant = self._variant(variant)
+        variant = self.resolve_variant(variant)
         gpu = self.gpus[gpu_id]
         rows = self._ademe_rows.get(gpu.name)
         if not rows:
@@ -336,6 +336,19 @@ class Database:
     @cached_property
     def electricity_rows(self) -> list[dict[str, str]]:
         return self._loader.load_electricity_technologies()
+
+    @cached_property
+    def electricity_zone_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_zones()
+
+    @cached_property
+    def electricity_crosscheck_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_crosscheck()
+
+    @cached_property
+    def normalisation(self) -> dict[str, tuple[float, float]]:
+        """EF 3.1 category -> (normalisation factor per person per year, weight as a fraction of 1)."""
+        return {r["category"]: (float(r["normalisation"]), float(r["weight_percent"]) / 100) for r in self._loader.load_normalisation()}
 
 
 @lru_cache(maxsize=1)

@@ -154,7 +154,8 @@ WATER_ROWS = {  # technology -> (central Macknick row, alternatives), substrings
 }
 # Macknick rows ship only with their second copy (GCAM) beside them; geothermal has none, so
 # other renewables have no water factor (their share is then outside the technology-mix EWIF).
-SECOND_COPY = {"water": "cross-check GCAM", "wri": "(consistent)"}
+SECOND_COPY = {"water": "cross-check GCAM"}
+SINGLE_COPY = "single secondary source"  # WRI rows read in one copy only (Norway, Finland)
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -408,7 +409,7 @@ def zone_rows(inp: Inputs) -> tuple[list[dict], list[dict]]:
         if not m or not r["value"]:
             continue
         code = "WORLD" if m.group(1) == "WLD" else m.group(1)
-        if code != "WORLD" and SECOND_COPY["wri"] not in r["note"]:
+        if SINGLE_COPY in r["note"]:
             continue  # single secondary copy (Norway, Finland): the technology-mix EWIF applies instead
         rows.append(
             {
