@@ -194,6 +194,20 @@ def load_electricity_zones(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("electricity_zones.csv", ("zone", "quantity", "value", "unit", "source"), root)
 
 
+def load_electricity_zone_cited(root: Path | None = None) -> list[dict[str, str]]:
+    """Per-country factors quoted from other datasets, for the cross-check of the zone factors only."""
+    return load_rows("electricity_zone_cited.csv", ("zone", "category", "value", "unit", "source"), root)
+
+
+def load_electricity_cited(root: Path | None = None) -> list[dict[str, str]]:
+    """Hand-transcribed per-technology values (role factor or crosscheck), read by tools/build_electricity.py."""
+    rows = load_rows("electricity_cited.csv", ("technology", "category", "value", "unit", "source", "role"), root)
+    for i, row in enumerate(rows, start=2):
+        if row["role"] not in ("factor", "crosscheck"):
+            raise LcaDataError("electricity_cited.csv", f"row {i}, column 'role'", "expected factor or crosscheck")
+    return rows
+
+
 def load_electricity_crosscheck(root: Path | None = None) -> list[dict[str, str]]:
     """Each factor beside an independent second source (both sources registered, both values numeric)."""
     cols = ("subject", "category", "quantity", "value", "unit", "source", "second_value", "second_source", "contested")

@@ -296,10 +296,8 @@ def scope_lines(a: Assessment) -> list[str]:
     return [f"{cat.by_key(k).name}: {s}" for k, s in zip(cat.keys(), a.use_factors.scope, strict=True) if s]
 
 
-NORMALISATION_NOTE = (
-    "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1). "
-    "Weighting into one score is a value choice (EF 3.1 weights)."
-)
+PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
+NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
 
 
 def to_table(a: Assessment) -> str:

@@ -342,6 +342,10 @@ class Database:
         return self._loader.load_electricity_zones()
 
     @cached_property
+    def electricity_zone_cited_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_zone_cited()
+
+    @cached_property
     def electricity_crosscheck_rows(self) -> list[dict[str, str]]:
         return self._loader.load_electricity_crosscheck()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,6 +190,7 @@ def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str,
     """What a mixed value covers, in words, for reports (per category)."""
     present = {f: r for f, r in per.items() if shares.get(f, 0) > 0}
     direct = sorted(r["technology"] for r in present.values() if r["scope"] == "direct")
+    proxy = sorted(r["technology"] for r in present.values() if r["scope"] == "proxy")
     what = "fuel burned at the plant only (no upstream extraction or transport)" if category == "resource_use_fossils" else (
         "direct stack emissions only (no upstream fuel chain, no construction)"
     )
@@ -198,6 +199,9 @@ def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str,
         parts.append(f"{what}: lower bound")
     elif direct:
         parts.append(f"{what} for {', '.join(direct)}: lower bound")
+    if proxy:
+        share = sum(shares[f] for f, r in present.items() if r["scope"] == "proxy")
+        parts.append(f"proxy estimate for {', '.join(proxy)} ({_share(share)} of generation; no open factor)")
     names = {f: r["technology"] for rows in _tech_rows().values() for f, r in rows.items()}
     missing = sorted({names[f] for f, s in shares.items() if s > 0 and f not in per})
     cov = sum(shares[f] for f in per)
@@ -348,7 +352,37 @@ def zone(code: str) -> Zone:
     contested = _contested(code, shares, techs)
     if ewif_check and ewif_check["contested"]:
         contested.append(ewif_check)
+    contested += _zone_crosscheck(code, factors)
     return Zone(code, name, year, shares, factors, ewif, aware, tuple(contested))
+
+
+def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str, Any]]:
+    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv);
+    where they differ by more than 3x the factor's range is widened to span both, and the pair is returned."""
+    out = []
+    for r in db().electricity_zone_cited_rows:
+        f = factors.get(r["category"])
+        if r["zone"] != code or f is None or f.value is None:
+            continue
+        other = float(Q(f"{r['value']} {r['unit']}", f.unit).magnitude)
+        ratio = f.value / other if other and f.value else None
+        if ratio is not None and 1 / 3 <= ratio <= 3:
+            continue
+        factors[r["category"]] = replace(f, low=min(f.low, other), high=max(f.high, other))
+        out.append(
+            {
+                "subject": code,
+                "category": r["category"],
+                "factor": f"{code} grid mix, {cat.by_key(r['category']).name.lower()}",
+                "value": f.value,
+                "source": "footprint open factors",
+                "second_value": other,
+                "second_source": r["source"],
+                "ratio": ratio,
+                "unit": f.unit,
+            }
+        )
+    return out
 
 
 def use_factors(w: Workload) -> UseFactors:
@@ -362,8 +396,7 @@ def use_factors(w: Workload) -> UseFactors:
 
 def _from_set(fs: FactorSet) -> UseFactors:
     n = len(cat.keys())
-    scope = tuple("practitioner-supplied factor" if np.isfinite(v) else "" for v in fs.value)
-    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, scope, np.ones(n))
+    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, ("",) * n, np.ones(n))
 
 
 @lru_cache(maxsize=64)
@@ -411,6 +444,8 @@ def zone_ewif(code: str) -> ZoneQuantity | None:
 
 def intensity_override(value: str | float, file: str | None = None) -> float:
     """A user's carbon intensity ("57 g/kWh", "57 g CO2 eq/kWh") in kg CO2 eq per kWh."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise FootprintError(f"expected a carbon intensity such as '57 g/kWh', got {value!r}", file, "site.carbon_intensity")
     q = Q(value) if isinstance(value, str) else Q(float(value), "g/kWh")
     try:
         return float(q.to("kgCO2eq/kWh").magnitude)

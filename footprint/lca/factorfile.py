@@ -128,3 +128,37 @@ def _data_lines(text: str) -> list[int]:
     """1-based file line of each data row (comment lines and the header skipped), for error messages."""
     lines = [i for i, line in enumerate(text.splitlines(), start=1) if line.strip() and not line.lstrip().startswith("#")]
     return lines[1:]
+
+
+def template(zone: str = "FRA") -> str:
+    """A filled-in factor file: the open factors of ``zone`` in the file format, to replace row by row
+    with licensed data (``python -m footprint.lca.factorfile FRA > my_grid.csv``)."""
+    from footprint.lca.electricity import zone as zone_of
+    from footprint.lca.units import display_unit
+
+    z = zone_of(zone)
+    buf = io.StringIO()
+    buf.write(
+        "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
+        "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
+        "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
+        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required), note.\n"
+        f"# Filled in with footprint's open factors for {z.code} ({z.name}): replace each row with your own data and source.\n"
+    )
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["category", "value", "unit", "low", "high", "source", "note"])
+    for c in cat.categories():
+        f = z.factors[c.key]
+        unit = f"{display_unit(c.unit)}/kWh"
+        if f.value is None:
+            w.writerow([c.key, "n/a", unit, "", "", "footprint open factors: none", f.note])
+            continue
+        src = f"footprint open factors for {z.code}: " + ", ".join(f.sources)
+        w.writerow([c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.scope or f.note])
+    return buf.getvalue()
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised by tests through template()
+    import sys
+
+    sys.stdout.write(template(sys.argv[1] if len(sys.argv) > 1 else "FRA"))

@@ -232,6 +232,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         if k not in ALLOWED[""]:
             raise ctx.err(str(k), f"unknown section; allowed: {', '.join(ALLOWED[''])}")
     hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
+    site = {k: v for k, v in site.items() if v is not None}  # `--set site.key=null` unsets a key
     model_in, unc = ctx.section(data, "model"), ctx.section(data, "uncertainty")
     notes: list[str] = []
     srcs: list[str] = []

@@ -69,6 +69,7 @@ UNITS = {
     "resource_use_minerals_metals": "kg Sb eq/kWh",
     "water_consumption": "L/kWh",  # not an EF category: operational water, for the technology-mix EWIF
 }
+WATER_CATEGORY = "water_consumption"
 S_UNECE, S_D4B, S_CF, S_EMEP = "unece-2022-lca-electricity", "d4b-energy-impacts", "ef31-characterisation-factors", "emep-eea-tier1-1a1a"
 S_EFF, S_DERIVED, S_MACKNICK = "pypsa-technology-data", "footprint-electricity-derived", "macknick-2012-water"
 
@@ -151,6 +152,14 @@ WATER_ROWS = {  # technology -> (central Macknick row, alternatives), substrings
     "wind": ("Wind", ()),
     "solar": ("Solar PV (utility, panel washing)", ()),
     "bioenergy": ("Biopower steam, tower", ("Biopower steam, once-through",)),
+}
+# Technologies no open life-cycle study covers (UNECE has no oil, biomass or geothermal row) take, in the
+# categories where they have no factor at all, a proxy: the median of a family of UNECE technologies,
+# range the family's min-max. Labelled "proxy" in the scope column and in reports (an estimate).
+PROXY = {
+    "oil": ("coal", "gas"),
+    "bioenergy": ("coal", "gas", "nuclear", "hydro", "wind", "solar"),
+    "other_renewables": ("coal", "gas", "nuclear", "hydro", "wind", "solar"),
 }
 # Macknick rows ship only with their second copy (GCAM) beside them; geothermal has none, so
 # other renewables have no water factor (their share is then outside the technology-mix EWIF).
@@ -379,6 +388,7 @@ def build_factors(inp: Inputs) -> list[Factor]:
             if category not in D4B_CENTRAL:
                 note = "UNECE 2021 Europe-region value via Digital4Better: same study as the factor, not independent"
                 factors[(tech, category)].seconds.append((float(inp.d4b[row][col]), S_D4B, note))
+    _add_proxies(factors)  # last: the family's ranges include its second sources
     order = {c: i for i, c in enumerate(UNITS)}
     return sorted(factors.values(), key=lambda f: (order[f.category], list(TECHS).index(f.tech)))
 
@@ -387,6 +397,28 @@ def _require_second_copy(row: dict[str, str], kind: str) -> None:
     """SOURCES.md: a number read in a single unverified copy needs a second copy before it ships."""
     if SECOND_COPY[kind] not in row["note"]:
         raise SystemExit(f"{row['item']!r} has no second copy ({SECOND_COPY[kind]!r} missing from its note)")
+
+
+def _add_proxies(factors: dict[tuple[str, str], Factor]) -> None:
+    """Proxy factors (scope "proxy") for technologies without any factor in a category (see PROXY)."""
+    categories = [c for c in UNITS if c not in ("water_use", WATER_CATEGORY)]
+    for tech, family in PROXY.items():
+        for category in categories:
+            if (tech, category) in factors:
+                continue
+            members = [factors[(t, category)] for t in family if (t, category) in factors]
+            if len(members) < 2:
+                continue
+            vals = sorted(f.value for f in members)
+            mid = len(vals) // 2
+            median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+            note = (
+                f"proxy (estimate): no open factor for {tech}; median of the {', '.join(f.tech for f in members)} factors "
+                "(life cycle), range their min-max"
+            )
+            f = Factor(tech, category, median, S_DERIVED, "proxy", note)
+            f.variants += [m.bounds()[0] for m in members] + [m.bounds()[1] for m in members]
+            factors[(tech, category)] = f
 
 
 def _ratio(a: float, b: float) -> float | None:
