@@ -49,29 +49,29 @@ def normalise(
     partial = []
     for i, k in enumerate(cat.keys()):
         r = impacts[k]
-        pe = r.total / nf[i]
+        pe = float(r.total / nf[i])
         per[k] = {
             "person_equivalents": pe,
-            "low": r.low / nf[i],
-            "high": r.high / nf[i],
+            "low": float(r.low / nf[i]),
+            "high": float(r.high / nf[i]),
             "normalisation_factor": float(nf[i]),
             "weight_percent": float(w[i] * 100),
-            "points": pe * w[i],
+            "points": float(pe * w[i]),
         }
         for s, v in r.by_stage.items():
             if v is not None:
-                by_stage[s] += v / nf[i] * w[i]
+                by_stage[s] += float(v / nf[i] * w[i])
         if r.not_available:
             partial.append(r.name)
-    total = sum(p["points"] for p in per.values())
+    total = float(sum(p["points"] for p in per.values()))
     for p in per.values():
         p["share_of_single_score"] = p["points"] / total if total else 0.0
     low, high = score_range if score_range is not None else (total, total)
     score = {
         "value": total,
         "unit": "Pt",
-        "low": min(low, total),
-        "high": max(high, total),
+        "low": float(min(low, total)),
+        "high": float(max(high, total)),
         "by_stage": by_stage,
         "method": METHOD,
         "note": VALUE_CHOICE,
