@@ -191,7 +191,13 @@ def render(samples: int) -> None:
         )
     ui.headline(a, base if sets else None)
     t1, t5, t2, t3, t4 = st.tabs(
-        ["16 categories", "Person-equivalents and single score", "GPU-equivalents and materials", "Summary", "Warnings and sources"]
+        [
+            "16 categories",
+            "Person-equivalents and single score",
+            "GPU-equivalents and materials",
+            "Summary",
+            "Warnings and sources",
+        ]
     )
     with t1:
         ui.categories(a, base if sets else None)

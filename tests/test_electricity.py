@@ -134,7 +134,11 @@ def test_the_three_suspects_are_settled() -> None:
     assert coal_fwe["contested"] == "false"  # UNECE and ecoinvent agree per technology (0.76)
     assert by[("nuclear", "resource_use_minerals_metals", "benportner-ecoinvent-ilcd")]["contested"] == "true"
     # at zone level the ADEME Base IMPACTS values disagree with all three, and the range spans them
-    for code, category in [("FRA", "ionising_radiation"), ("POL", "eutrophication_freshwater"), ("FRA", "resource_use_minerals_metals")]:
+    for code, category in [
+        ("FRA", "ionising_radiation"),
+        ("POL", "eutrophication_freshwater"),
+        ("FRA", "resource_use_minerals_metals"),
+    ]:
         z = electricity.zone(code)
         pair = next(c for c in z.contested if c["category"] == category and c["second_source"] == "boaviztapi-ademe-base-impacts")
         f = z.factors[category]

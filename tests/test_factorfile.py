@@ -130,7 +130,15 @@ def test_scenario_errors_for_the_key(tmp_path: Path) -> None:
 def test_cli_bad_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = _broken(tmp_path, "\nland_use,", "\nland_us,")
     proc = subprocess.run(
-        [sys.executable, "-m", "footprint.cli", "assess", str(SCENARIOS / "gpt-4-falk.yaml"), "--set", f"site.electricity_factors={path}"],
+        [
+            sys.executable,
+            "-m",
+            "footprint.cli",
+            "assess",
+            str(SCENARIOS / "gpt-4-falk.yaml"),
+            "--set",
+            f"site.electricity_factors={path}",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

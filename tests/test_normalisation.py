@@ -90,11 +90,10 @@ def test_report_headline_uses_them(tmp_path: Path) -> None:
 
 def test_dashboard_explorer_shows_single_score() -> None:
     pytest.importorskip("streamlit")
+    from _paths import REPO
     from streamlit.testing.v1 import AppTest
 
     from footprint.lca.assessment import num
-
-    from _paths import REPO
 
     at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
     at.run()

@@ -282,7 +282,9 @@ def contested_lines(a: Assessment) -> list[str]:
     for factor, cs in groups.items():
         first = cs[0]
         others = "; ".join(
-            f"{num(c['second_value'])} ({c['second_source']}, " + ("one of the two is zero" if c.get("ratio") is None else f"ratio {c['ratio']:.3g}") + ")"
+            f"{num(c['second_value'])} ({c['second_source']}, "
+            + ("one of the two is zero" if c.get("ratio") is None else f"ratio {c['ratio']:.3g}")
+            + ")"
             for c in cs
         )
         out.append(f"{factor} [{first.get('unit', '')}]: {num(first['value'])} ({first['source']}) vs {others}")
@@ -370,7 +372,19 @@ def to_csv(a: Assessment) -> str:
                 ]
             )
         pe = (a.normalised.get(k) or {}).get("person_equivalents")
-        wr.writerow([k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high), "" if pe is None else repr(pe)])
+        wr.writerow(
+            [
+                k,
+                r.name,
+                display_unit(r.unit),
+                "total",
+                repr(r.total),
+                "1",
+                repr(r.low),
+                repr(r.high),
+                "" if pe is None else repr(pe),
+            ]
+        )
     return buf.getvalue()
 
 

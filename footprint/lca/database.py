@@ -352,7 +352,10 @@ class Database:
     @cached_property
     def normalisation(self) -> dict[str, tuple[float, float]]:
         """EF 3.1 category -> (normalisation factor per person per year, weight as a fraction of 1)."""
-        return {r["category"]: (float(r["normalisation"]), float(r["weight_percent"]) / 100) for r in self._loader.load_normalisation()}
+        return {
+            r["category"]: (float(r["normalisation"]), float(r["weight_percent"]) / 100)
+            for r in self._loader.load_normalisation()
+        }
 
 
 @lru_cache(maxsize=1)

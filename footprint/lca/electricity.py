@@ -191,8 +191,10 @@ def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str,
     present = {f: r for f, r in per.items() if shares.get(f, 0) > 0}
     direct = sorted(r["technology"] for r in present.values() if r["scope"] == "direct")
     proxy = sorted(r["technology"] for r in present.values() if r["scope"] == "proxy")
-    what = "fuel burned at the plant only (no upstream extraction or transport)" if category == "resource_use_fossils" else (
-        "direct stack emissions only (no upstream fuel chain, no construction)"
+    what = (
+        "fuel burned at the plant only (no upstream extraction or transport)"
+        if category == "resource_use_fossils"
+        else ("direct stack emissions only (no upstream fuel chain, no construction)")
     )
     parts = []
     if direct and len(direct) == len(present):
@@ -265,7 +267,9 @@ def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dic
             "contested": ratio is None or not 1 / 3 <= ratio <= 3,
         }
     vals = [wri, mix, mlo, mhi] if cov > 0 else [wri]
-    q = ZoneQuantity(wri, min(vals), max(vals), "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",))
+    q = ZoneQuantity(
+        wri, min(vals), max(vals), "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",)
+    )
     return q, check
 
 

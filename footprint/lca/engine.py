@@ -317,8 +317,8 @@ def _monte_carlo(
     if site_water is not None:
         totals[:, IDX["water_use"]] += it * _tri(rng, site_water[1], site_water[0], site_water[2], (n,))
     scores = normalisation.single_scores(totals)
-    lows, highs = np.percentile(totals, 2.5, axis=0), np.percentile(totals, 97.5, axis=0)
-    return lows, highs, (float(np.percentile(scores, 2.5)), float(np.percentile(scores, 97.5)))
+    q = np.percentile(np.column_stack([totals, scores]), (2.5, 97.5), axis=0)
+    return q[0, :-1], q[1, :-1], (float(q[0, -1]), float(q[1, -1]))
 
 
 def _water(w: Workload, facility: float, warnings: list[str]) -> dict[str, float | None]:

@@ -116,7 +116,11 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
         low = _number(name, f"{where}, column 'low'", row["low"]) * scale if row.get("low") else v
         high = _number(name, f"{where}, column 'high'", row["high"]) * scale if row.get("high") else v
         if not low <= v <= high:
-            raise _err(name, f"{where}, columns 'low'/'high'", f"expected low <= value <= high, got {row.get('low')} / {row['value']} / {row.get('high')}")
+            raise _err(
+                name,
+                f"{where}, columns 'low'/'high'",
+                f"expected low <= value <= high, got {row.get('low')} / {row['value']} / {row.get('high')}",
+            )
         val[j], lo[j], hi[j] = v, low, high
     absent = [k for k in keys if k not in seen]
     if absent:

@@ -198,4 +198,3 @@ def single_score(a: Assessment) -> str | None:
     ax.set_xlabel("share of the EF 3.1 single score (%)")
     ax.set_title(f"Single score {a.single_score['value']:.3g} Pt: which categories matter (weighting is a value choice)")
     return _svg(fig)
-

@@ -474,7 +474,12 @@ def _scope_and_contested_md(a: Assessment) -> list[str]:
     if scope_lines(a):
         out += ["## Scope of the use phase, per category", ""] + [f"- {x}" for x in scope_lines(a)] + [""]
     if contested_lines(a):
-        out += ["## Contested data", "", "Factors whose sources differ by more than 3x; the Monte Carlo range of each spans its sources.", ""]
+        out += [
+            "## Contested data",
+            "",
+            "Factors whose sources differ by more than 3x; the Monte Carlo range of each spans its sources.",
+            "",
+        ]
         out += [f"- {x}" for x in contested_lines(a)] + [""]
     return out
 

@@ -70,7 +70,12 @@ UNITS = {
     "water_consumption": "L/kWh",  # not an EF category: operational water, for the technology-mix EWIF
 }
 WATER_CATEGORY = "water_consumption"
-S_UNECE, S_D4B, S_CF, S_EMEP = "unece-2022-lca-electricity", "d4b-energy-impacts", "ef31-characterisation-factors", "emep-eea-tier1-1a1a"
+S_UNECE, S_D4B, S_CF, S_EMEP = (
+    "unece-2022-lca-electricity",
+    "d4b-energy-impacts",
+    "ef31-characterisation-factors",
+    "emep-eea-tier1-1a1a",
+)
 S_EFF, S_DERIVED, S_MACKNICK = "pypsa-technology-data", "footprint-electricity-derived", "macknick-2012-water"
 
 # UNECE variants (OWID transcription rows): the first is the default, the others widen the range.
@@ -213,11 +218,15 @@ class Inputs:
 
     def efficiency(self, tech: str) -> tuple[float, list[float]]:
         central, alts = EFFICIENCY[tech]
-        return self.eff.value("Net electrical efficiency", central), [self.eff.value("Net electrical efficiency", a) for a in alts]
+        return self.eff.value("Net electrical efficiency", central), [
+            self.eff.value("Net electrical efficiency", a) for a in alts
+        ]
 
     def emission(self, fuel: str, pollutant: str) -> tuple[float, float, float]:
         """(central, CI low, CI high) in g/GJ of fuel."""
-        item = f"| {fuel} | {pollutant}" if not (fuel == "Natural gas" and pollutant == "SOx") else "| Natural gas (EU Region) | SOx"
+        item = (
+            f"| {fuel} | {pollutant}" if not (fuel == "Natural gas" and pollutant == "SOx") else "| Natural gas (EU Region) | SOx"
+        )
         row = self.emep.find("EMEP/EEA Tier1 1.A.1.a", item)
         v = float(row["value"])
         lo, hi = _ci(row["note"]) or (v, v)
@@ -328,7 +337,9 @@ def build_factors(inp: Inputs) -> list[Factor]:
                 f = put(Factor(tech, category, central, S_DERIVED, "direct", note))
                 f.variants += [low, high]
             elif (tech, category) in factors:
-                factors[(tech, category)].seconds.append((central, S_DERIVED, "EMEP/EEA Tier 1 direct emissions x EF 3.1 " + note))
+                factors[(tech, category)].seconds.append(
+                    (central, S_DERIVED, "EMEP/EEA Tier 1 direct emissions x EF 3.1 " + note)
+                )
     # Technologies without combustion: no direct stack emissions; ozone depletion has none for any technology
     for tech in TECHS:
         for category in NO_COMBUSTION_ZERO:
@@ -339,13 +350,22 @@ def build_factors(inp: Inputs) -> list[Factor]:
                 if category == "ozone_depletion"
                 else "no combustion at the plant"
             )
-            put(Factor(tech, category, 0.0, S_DERIVED, "direct", f"direct emissions: none ({why}); supply chain not covered: lower bound"))
+            put(
+                Factor(
+                    tech,
+                    category,
+                    0.0,
+                    S_DERIVED,
+                    "direct",
+                    f"direct emissions: none ({why}); supply chain not covered: lower bound",
+                )
+            )
     # Fossil resources: fuel input per kWh (3.6 MJ / net efficiency); uranium at EF's 560,000 MJ/kg
     for tech in TECHS:
         if tech in ("coal", "gas", "oil", "nuclear"):
             eta, alts = inp.efficiency(tech)
             what = "uranium (EF CF 560,000 MJ/kg) counted at the reactor's thermal input" if tech == "nuclear" else "fuel burned"
-            note = f"fuel input only (no upstream extraction and transport losses), lower bound: {what} = 3.6 MJ / efficiency {eta:g}"
+            note = f"fuel input only (no upstream extraction or transport), lower bound: {what} = 3.6 MJ / efficiency {eta:g}"
             f = put(Factor(tech, "resource_use_fossils", 3.6 / eta, S_DERIVED, "direct", note))
             f.variants += [3.6 / a for a in alts]
         else:
@@ -450,7 +470,7 @@ def zone_rows(inp: Inputs) -> tuple[list[dict], list[dict]]:
                 "value": r["value"],
                 "unit": "L/kWh",
                 "source": "wri-2020-water",
-                "note": "grid water consumption at generation, hydro evaporation fully allocated to power; excludes the fuel chain",
+                "note": "grid water consumption at generation (hydro evaporation fully allocated to power; no fuel chain)",
             }
         )
     for r in inp.aware.rows:
@@ -546,7 +566,11 @@ def write(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
     _write(dest / "electricity_technologies.csv", list(tech_rows[0]), tech_rows)
     _write(dest / "electricity_zones.csv", list(zones[0]), zones)
     _write(dest / "electricity_crosscheck.csv", list(checks[0]), checks + zone_checks)
-    return {"electricity_technologies.csv": len(tech_rows), "electricity_zones.csv": len(zones), "electricity_crosscheck.csv": len(checks) + len(zone_checks)}
+    return {
+        "electricity_technologies.csv": len(tech_rows),
+        "electricity_zones.csv": len(zones),
+        "electricity_crosscheck.csv": len(checks) + len(zone_checks),
+    }
 
 
 def _write(path: Path, fields: list[str], rows: list[dict]) -> None:
