@@ -278,44 +278,35 @@ def _crosscheck() -> list[dict[str, Any]]:
     return db().electricity_crosscheck_rows
 
 
+def _pair(r: dict[str, str], subject: str, factor: str) -> dict[str, Any]:
+    """A cross-check row as a contested-data entry (the factor, its value and the disagreeing source)."""
+    return {
+        "subject": subject,
+        "category": r["category"],
+        "factor": factor,
+        "value": float(r["value"]),
+        "source": r["source"],
+        "second_value": float(r["second_value"]),
+        "second_source": r["second_source"],
+        "ratio": float(r["ratio"]) if r["ratio"] else None,
+        "unit": r["unit"],
+    }
+
+
 def _contested(code: str, shares: dict[str, float], techs: dict[str, str]) -> list[dict[str, Any]]:
-    """Contested technology factors that matter for a zone (technology share >= MIN_SHARE)."""
+    """Contested technology factors that matter for a zone (technology share >= MIN_SHARE), and the
+    zone's own contested factors (AWARE 1.2 vs 2.0)."""
     out = []
     for r in _crosscheck():
-        if r["contested"] != "true" or r["quantity"] != "factor":
+        if r["contested"] != "true":
             continue
-        share = shares.get(techs.get(r["subject"], ""), 0.0)
-        if share < MIN_SHARE:
-            continue
-        out.append(
-            {
-                "subject": r["subject"],
-                "category": r["category"],
-                "factor": f"{r['subject']} electricity, {cat.by_key(r['category']).name.lower()}",
-                "value": float(r["value"]),
-                "source": r["source"],
-                "second_value": float(r["second_value"]),
-                "second_source": r["second_source"],
-                "ratio": float(r["ratio"]) if r["ratio"] else None,
-                "share": share,
-                "unit": r["unit"],
-            }
-        )
-    for r in _crosscheck():  # zone-level (AWARE 1.2 vs 2.0)
-        if r["contested"] == "true" and r["subject"] == code and r["quantity"] != "factor":
-            out.append(
-                {
-                    "subject": code,
-                    "category": r["category"],
-                    "factor": f"AWARE water scarcity factor of {code}",
-                    "value": float(r["value"]),
-                    "source": r["source"],
-                    "second_value": float(r["second_value"]),
-                    "second_source": r["second_source"],
-                    "ratio": float(r["ratio"]) if r["ratio"] else None,
-                    "unit": r["unit"],
-                }
-            )
+        if r["quantity"] == "factor":
+            share = shares.get(techs.get(r["subject"], ""), 0.0)
+            if share >= MIN_SHARE:
+                name = f"{r['subject']} electricity, {cat.by_key(r['category']).name.lower()}"
+                out.append({**_pair(r, r["subject"], name), "share": share})
+        elif r["subject"] == code:
+            out.append(_pair(r, code, f"AWARE water scarcity factor of {code}"))
     return out
 
 

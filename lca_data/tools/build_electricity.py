@@ -30,6 +30,8 @@ import re
 import sys
 from pathlib import Path
 
+from lca_data.tools import write_csv
+
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_SRC = HERE.parent.parent / "shared" / "reference" / "electricity"
 HEADER = (
@@ -574,11 +576,7 @@ def write(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
 
 
 def _write(path: Path, fields: list[str], rows: list[dict]) -> None:
-    with path.open("w", newline="") as fh:
-        fh.write(HEADER)
-        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(path, HEADER, fields, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
