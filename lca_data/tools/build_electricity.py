@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import sys
 from pathlib import Path
@@ -161,7 +162,7 @@ WATER_ROWS = {  # technology -> (central Macknick row, alternatives), substrings
     "bioenergy": ("Biopower steam, tower", ("Biopower steam, once-through",)),
 }
 # Technologies no open life-cycle study covers (UNECE has no oil, biomass or geothermal row) take, in the
-# categories where they have no factor at all, a proxy: the median of a family of UNECE technologies,
+# categories where they have no factor at all, a proxy: the geometric mean of a family of UNECE technologies,
 # range the family's min-max. Labelled "proxy" in the scope column and in reports (an estimate).
 PROXY = {
     "oil": ("coal", "gas"),
@@ -431,14 +432,15 @@ def _add_proxies(factors: dict[tuple[str, str], Factor]) -> None:
             members = [factors[(t, category)] for t in family if (t, category) in factors]
             if len(members) < 2:
                 continue
-            vals = sorted(f.value for f in members)
-            mid = len(vals) // 2
-            median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+            vals = [f.value for f in members]
+            if min(vals) <= 0:
+                continue
+            centre = math.exp(sum(math.log(v) for v in vals) / len(vals))  # factors spread over decades
             note = (
-                f"proxy (estimate): no open factor for {tech}; median of the {', '.join(f.tech for f in members)} factors "
-                "(life cycle), range their min-max"
+                f"proxy (estimate): no open factor for {tech}; geometric mean of the {', '.join(f.tech for f in members)} "
+                "factors (life cycle), range their min-max"
             )
-            f = Factor(tech, category, median, S_DERIVED, "proxy", note)
+            f = Factor(tech, category, centre, S_DERIVED, "proxy", note)
             f.variants += [m.bounds()[0] for m in members] + [m.bounds()[1] for m in members]
             factors[(tech, category)] = f
 
