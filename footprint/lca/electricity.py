@@ -418,6 +418,8 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
         scope[i_wu] = f"off-site water set by the scenario (EWIF {ewif:g} L/kWh) x {z.aware.method}"
     label = f"open factors for {z.code} ({z.name}{', ' + str(z.year) if z.year else ''})"
     contested = tuple(c for c in z.contested if ci is None or c["category"] != "climate_change")
+    for arr in (val, lo, hi, cov):
+        arr.setflags(write=False)  # cached and shared: callers copy before changing
     return UseFactors(val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes))
 
 
