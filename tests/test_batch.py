@@ -72,6 +72,7 @@ def test_assess_many_equals_assess_workload_by_workload() -> None:
         for c in cat.categories() + cat.extras():
             assert batch.total(c.key)[i] == pytest.approx(ref[c.key].total, rel=1e-12)
         assert batch.gpu_lifetimes[i] == pytest.approx(w.gpu_lifetimes, rel=1e-12)
+        assert batch.single_score()[i] == pytest.approx(ref.single_score["value"], rel=1e-12)
         assert batch.facility_energy_kwh[i] == pytest.approx(ref.facility_energy_kwh, rel=1e-12)
 
 
@@ -95,6 +96,7 @@ def test_group_sums_equal_the_sums_of_rows() -> None:
         assert sums.value("impacts", "climate_change", "by_stage", "use")[0][g] == pytest.approx(use, rel=1e-12)
         assert sums.gpu_hours[g] == pytest.approx(sum(w.gpu_hours for w, k in zip(ws, m, strict=True) if k), rel=1e-12)
         assert sums.gpu_equivalents[g] == math.ceil(sum(w.gpu_lifetimes for w, k in zip(ws, m, strict=True) if k) - 1e-9)
+        assert sums.single_score()[g] == pytest.approx(batch.single_score()[m].sum(), rel=1e-12)
 
 
 def test_not_available_stays_not_available() -> None:

@@ -89,7 +89,7 @@ def test_explorer_base_scenario_matches_assess() -> None:
     assert shown["GPU-equivalents"][0] == f"{a.workload.gpu_equivalents:,}"
     table = at.dataframe[0].value
     assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
-    assert table.loc[0, "Manufacturing"] == "43%" and table.loc[1, "Use"] == "n/a"  # n/a, never 0
+    assert table.loc[0, "Manufacturing"] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
     assert len(at.get("vega_lite_chart")) >= 1  # the stacked stage-share chart
     labels = [s.label for s in at.sidebar.slider]
     assert any("MFU" in label for label in labels)
@@ -355,7 +355,7 @@ def test_hardware_page_components_and_sources() -> None:
     card = gpu_card("a100-sxm4-40gb")
     table = at.dataframe[0].value
     cc = table[table["Category"] == "Climate change"].iloc[0]
-    assert cc["Total"] == num(card["impacts"]["climate_change"]["total"]) == "114"
+    assert cc["Total"] == num(card["impacts"]["climate_change"]["total"]) == "210"  # corrected data (all memory dies)
     assert cc["gpu die"] == num(card["impacts"]["climate_change"]["by_component"]["gpu_die"])
     assert len(table) == 16 + len(cat.extras())
     sources = at.dataframe[-1].value
@@ -385,6 +385,7 @@ def test_kernels_page_analyses_a_real_trace() -> None:
 
     trace = min(traces, key=lambda p: p.stat().st_size)
     at = _page(_app(), "Kernels")
+    at.radio(key="k_source").set_value("Path on this machine").run()
     at.text_input(key="k_path").set_value(str(trace)).run()
     _ok(at)
     expected = analyze_trace(trace, top=20)
@@ -398,6 +399,21 @@ def test_kernels_page_analyses_a_real_trace() -> None:
     assert any(m.label == "% of peak (whole trace)" for m in at.metric)
     at.text_input(key="k_path").set_value(str(trace.parent / "missing.json.gz")).run()
     assert not at.exception and "no such trace file" in at.error[0].value
+
+
+def test_kernels_page_shows_the_example_cpu_trace() -> None:
+    """From a fresh clone: the default source is the example CPU training trace in examples/."""
+    pytest.importorskip("footprint.kernels.trace")
+    from footprint.kernels.trace import analyze_trace
+
+    at = _page(_app(), "Kernels")
+    _ok(at)
+    expected = analyze_trace(REPO / "examples" / "traces" / "cpu_training.json.gz", top=20)
+    assert at.session_state["k_result"]["cpu"]["by_category"] == expected["cpu"]["by_category"]
+    steps = at.dataframe[0].value
+    assert len(steps) == 5 and "GFLOP/s over wall" in steps.columns
+    ops = at.dataframe[1].value
+    assert list(ops["Op"]) == [o["name"] for o in expected["cpu"]["ops"]]
 
 
 # ---- the real server and a browser --------------------------------------------------------------

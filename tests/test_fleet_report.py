@@ -53,6 +53,7 @@ def test_report_sums_equal_assess_on_every_record(fleet: Path) -> None:
     for k in ("climate_change", "particulate_matter", "resource_use_minerals_metals"):
         assert rep.totals.impacts[k] == pytest.approx(sum(a[k].total for a in per_job.values()), rel=1e-9)
     assert rep.totals.gpu_hours == pytest.approx(sum(a.workload.gpu_hours for a in per_job.values()), rel=1e-12)
+    assert rep.totals.single_score_pt == pytest.approx(sum(a.single_score["value"] for a in per_job.values()), rel=1e-9)
     assert rep.totals.energy_kwh == pytest.approx(sum(a.workload.it_energy_kwh for a in per_job.values()), rel=1e-12)
     months = {g.label for g in rep.groups}
     assert months == set(assessable["month"])  # January and February 2025

@@ -40,6 +40,7 @@ class Rows:
     impacts: dict[str, float | None]
     by_stage: dict[str, dict[str, float | None]]
     partial: list[str] = field(default_factory=list)
+    single_score_pt: float | None = None  # EF 3.1 weighted single score of the summed impacts
 
     def to_dict(self, units: dict[str, str]) -> dict[str, Any]:
         return {
@@ -50,6 +51,7 @@ class Rows:
             "facility_energy_kwh": self.facility_energy_kwh,
             "gpu_lifetimes": self.gpu_lifetimes,
             "gpu_equivalents": self.gpu_equivalents,
+            "single_score_pt": self.single_score_pt,
             "impacts": {
                 k: {
                     "unit": units[k],
@@ -189,6 +191,7 @@ def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) 
     totals = {k: sums.value("impacts", k, "total") for k in keys}
     stages = {(k, s): sums.value("impacts", k, "by_stage", s)[0] for k in keys for s in cat.stages()}
     fac, _ = sums.value("facility_energy_kwh")
+    score = sums.single_score()
     return [
         Rows(
             label,
@@ -201,6 +204,7 @@ def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) 
             {k: opt(totals[k][0][g]) for k in keys},
             {k: {s: opt(stages[(k, s)][g]) for s in cat.stages()} for k in keys},
             [k for k in keys if totals[k][1][g]],
+            float(score[g]),
         )
         for g, label in enumerate(labels)
     ]
@@ -353,13 +357,14 @@ def to_csv(r: FleetReport) -> str:
     cats = cat.categories() + cat.extras()
     w.writerow(
         ["row", r.by, "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
+        + ["single_score [Pt]"]
         + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
     )
 
     def row(kind: str, x: Rows) -> None:
         w.writerow(
             [kind, x.label, x.jobs, repr(x.gpu_hours), repr(x.energy_kwh), repr(x.facility_energy_kwh), repr(x.gpu_lifetimes)]
-            + [x.gpu_equivalents]
+            + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt)]
             + ["" if x.impacts.get(c.key) is None else repr(x.impacts[c.key]) for c in cats]
         )
 
@@ -466,14 +471,19 @@ def to_html(r: FleetReport) -> str:
         f'<div class="u">{html.escape(c)}</div></div>'
         for a, b, c in cards
     )
-    head = [r.by, "Jobs", "GPU-hours", "Energy kWh", "GPU-eq."] + [
+    head = [r.by, "Jobs", "GPU-hours", "Energy kWh", "GPU-eq.", "Single score (Pt)"] + [
         f"{r_.name} ({display_unit(r_.unit)})" for r_ in (cat.by_key(k) for k in cat.HEADLINE)
     ]
 
     def line(x: Rows) -> list[str]:
-        return [x.label, f"{x.jobs:,}" if x.jobs else "", num(x.gpu_hours), num(x.energy_kwh), f"{x.gpu_equivalents:,}"] + [
-            num(x.impacts.get(k)) for k in cat.HEADLINE
-        ]
+        return [
+            x.label,
+            f"{x.jobs:,}" if x.jobs else "",
+            num(x.gpu_hours),
+            num(x.energy_kwh),
+            f"{x.gpu_equivalents:,}",
+            num(x.single_score_pt),
+        ] + [num(x.impacts.get(k)) for k in cat.HEADLINE]
 
     group_rows = [line(g) for g in r.groups] + [line(t)] + ([line(r.unallocated)] if r.unallocated else [])
     shown = r.groups[:8]

@@ -179,6 +179,14 @@ class BatchAssessment:
     def totals(self) -> dict[str, np.ndarray]:
         return {c.key: self.total(c.key) for c in cat.categories() + cat.extras()}
 
+    def single_score(self) -> np.ndarray:
+        """EF 3.1 single score (Pt) of every row, by `footprint.lca.normalisation.single_scores`."""
+        from footprint.lca import normalisation
+
+        if not len(self):
+            return np.zeros(0)
+        return normalisation.single_scores(np.column_stack([self.total(k) for k in cat.keys()]))
+
     @property
     def facility_energy_kwh(self) -> np.ndarray:
         return self.column("facility_energy_kwh")
@@ -245,6 +253,9 @@ class BatchAssessment:
                 r.not_available,
             )
         ref = basis.per_gpu_hour
+        from footprint.lca import normalisation
+
+        per, score = normalisation.normalise(impacts)  # the engine's own normalisation of these results
         return Assessment(
             workload=w,
             impacts=impacts,
@@ -256,6 +267,10 @@ class BatchAssessment:
             samples=0,
             warnings=tuple(dict.fromkeys([*w.notes, *ref.warnings])),
             source_ids=tuple(dict.fromkeys([ref.source_ids[0], *w.sources, *ref.source_ids[1:]])),
+            use_factors=ref.use_factors,  # per factor set: the same for every row
+            contested=ref.contested,
+            normalised=per,
+            single_score=score,
         )
 
 
@@ -304,6 +319,12 @@ class GroupSums:
 
     def total(self, key: str) -> np.ndarray:
         return self.value("impacts", key, "total")[0]
+
+    def single_score(self) -> np.ndarray:
+        """EF 3.1 single score (Pt) of each group's summed impacts (`normalisation.single_scores`, linear)."""
+        from footprint.lca import normalisation
+
+        return normalisation.single_scores(np.column_stack([self.total(k) for k in cat.keys()]).reshape(-1, len(cat.keys())))
 
 
 def assess_many(workloads: Sequence[Workload], progress: Callable[[int], None] | None = None) -> BatchAssessment:

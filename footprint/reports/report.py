@@ -21,7 +21,17 @@ from typing import Any
 from footprint import __version__
 from footprint.errors import FootprintError
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, num, pct, summary_facts, to_csv
+from footprint.lca.assessment import (
+    PE_NOTE,
+    Assessment,
+    contested_lines,
+    num,
+    pct,
+    scope_lines,
+    single_score_line,
+    summary_facts,
+    to_csv,
+)
 from footprint.lca.units import display_unit
 
 FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
@@ -57,7 +67,7 @@ def infer_format(output: str, fmt: str | None) -> str:
 
 
 def build_sections(
-    targets: list[str], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None
+    targets: list[str], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None, seed: int = 0
 ) -> list[Section]:
     from footprint.api import to_workload
     from footprint.lca.engine import assess
@@ -67,11 +77,14 @@ def build_sections(
     for t in targets:
         p = Path(t)
         run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
-        a = assess(to_workload(p, sets), samples=samples)
+        a = assess(to_workload(p, sets), samples=samples, seed=seed)
         s = Section(a, t, run_dir)
         s.figures["stages"] = figures.stage_matrix(a)
         s.figures["components"] = figures.components(a)
         s.figures["materials"] = figures.materials(a)
+        score_fig = figures.single_score(a)
+        if score_fig:
+            s.figures["single_score"] = score_fig
         if run_dir is not None:
             _run_figures(s, run_dir)
         sections.append(s)
@@ -112,16 +125,74 @@ def _run_figures(s: Section, run_dir: Path) -> None:
 # ---- text pieces shared by HTML and Markdown ----------------------------------------------------
 
 
+def top_categories(a: Assessment, n: int = 3) -> list[str]:
+    """The categories that weigh most in the EF 3.1 single score (the headline), else the fixed HEADLINE."""
+    if not a.normalised:
+        return list(cat.HEADLINE)
+    return sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True)[:n]
+
+
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     w = a.workload
     rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
+    if a.use_factors is not None:
+        rows.append(("Electricity factors", a.use_factors.label))
+    line = single_score_line(a)
+    if line:
+        rows.append(("EF 3.1 single score", line.removeprefix("Single score: ") + " — weighting is a value choice"))
     for key in cat.HEADLINE:
         r = a.impacts[key]
         rows.append((r.name, f"{num(r.total)} {display_unit(r.unit)} (low-high {num(r.low)} - {num(r.high)})"))
     return rows
 
 
-CAT_HEADERS = ["Category", "Total", "Unit", "Low", "High", "Manufacturing", "Transport", "Use", "End of life", "Dominant stage"]
+CAT_HEADERS = [
+    "Category",
+    "Total",
+    "Unit",
+    "Low",
+    "High",
+    "Person-eq.",
+    "Manufacturing",
+    "Transport",
+    "Use",
+    "End of life",
+    "Dominant stage",
+]
+NORM_HEADERS = ["Category", "Person-equivalents", "Low", "High", "Weight", "Points (Pt)", "Share of single score"]
+
+
+def normalised_rows(a: Assessment) -> list[list[str]]:
+    """EF 3.1 person-equivalents and weighted points, largest share of the single score first."""
+    rows = []
+    for k in top_categories(a, len(a.normalised)):
+        n = a.normalised[k]
+        rows.append(
+            [
+                a.impacts[k].name,
+                num(n["person_equivalents"]),
+                num(n["low"]),
+                num(n["high"]),
+                f"{n['weight_percent']:.2f} %",
+                num(n["points"]),
+                pct(n["share_of_single_score"]),
+            ]
+        )
+    return rows
+
+
+def _card(a: Assessment, k: str) -> str:
+    r, n = a.impacts[k], a.normalised.get(k)
+    if n is None:
+        return (
+            f'<div class="card"><div>{html.escape(r.name)}</div><div class="v">{num(r.total)}</div>'
+            f'<div class="u">{html.escape(display_unit(r.unit))} · range {num(r.low)} – {num(r.high)}</div></div>'
+        )
+    return (
+        f'<div class="card"><div>{html.escape(r.name)}</div><div class="v">{num(n["person_equivalents"])}</div>'
+        f'<div class="u">person-equivalents ({pct(n["share_of_single_score"])} of the single score) · '
+        f"{num(r.total)} {html.escape(display_unit(r.unit))}, range {num(r.low)} – {num(r.high)}</div></div>"
+    )
 
 
 def category_rows(a: Assessment) -> list[list[str]]:
@@ -135,6 +206,7 @@ def category_rows(a: Assessment) -> list[list[str]]:
                 display_unit(r.unit),
                 num(r.low),
                 num(r.high),
+                num((a.normalised.get(c.key) or {}).get("person_equivalents")),
                 *(pct(r.share(s)) for s in cat.stages()),
                 (r.dominant_stage or "n/a").replace("_", " "),
             ]
@@ -182,12 +254,13 @@ def _fig(svg: str | None, caption: str) -> str:
 
 def _section_html(s: Section) -> str:
     a = s.assessment
-    cards = "".join(
-        f'<div class="card"><div>{html.escape(a.impacts[k].name)}</div><div class="v">{num(a.impacts[k].total)}</div>'
-        f'<div class="u">{html.escape(display_unit(a.impacts[k].unit))} · range {num(a.impacts[k].low)} – '
-        f"{num(a.impacts[k].high)}</div></div>"
-        for k in cat.HEADLINE
-    )
+    cards = "".join(_card(a, k) for k in top_categories(a))
+    if a.single_score:
+        sc = a.single_score
+        cards = (
+            f'<div class="card"><div>EF 3.1 single score</div><div class="v">{num(sc["value"])} Pt</div>'
+            f'<div class="u">range {num(sc["low"])} – {num(sc["high"])} · weighting is a value choice</div></div>'
+        ) + cards
     parts = [
         f"<h2>Summary — {html.escape(a.workload.name)}</h2>",
         f'<div class="cards">{cards}</div>',
@@ -195,6 +268,8 @@ def _section_html(s: Section) -> str:
         "<h2>All 16 EF 3.1 categories</h2>",
         _table(CAT_HEADERS, category_rows(a)),
         _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
+        *_normalised_html(s),
+        *_scope_and_contested_html(a),
         "<h2>Embodied impacts by GPU component</h2>",
         _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
         "<h2>Material footprint</h2>",
@@ -223,6 +298,34 @@ def _section_html(s: Section) -> str:
         ),
     ]
     return "\n".join(parts)
+
+
+def _normalised_html(s: Section) -> list[str]:
+    a = s.assessment
+    if not a.normalised:
+        return []
+    return [
+        "<h2>Which categories matter: EF 3.1 normalisation and weighting</h2>",
+        _fig(s.figures.get("single_score"), "Share of the single score per category, with person-equivalents."),
+        _table(NORM_HEADERS, normalised_rows(a)),
+        f'<p class="sub">{html.escape(PE_NOTE)} {html.escape(a.single_score.get("note", ""))}</p>',
+    ]
+
+
+def _scope_and_contested_html(a: Assessment) -> list[str]:
+    out = []
+    scope = scope_lines(a)
+    if scope:
+        out += [
+            "<h2>Scope of the use phase, per category</h2><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in scope) + "</ul>"
+        ]
+    contested = contested_lines(a)
+    if contested:
+        out += [
+            "<h2>Contested data</h2><p class='sub'>Factors whose sources differ by more than 3x; the Monte Carlo range "
+            "of each spans its sources.</p><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in contested) + "</ul>"
+        ]
+    return out
 
 
 def _compare_html(sections: list[Section]) -> str:
@@ -326,6 +429,8 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             _md_table(CAT_HEADERS, category_rows(a)),
             "",
             fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
+            *_normalised_md(s, fig, i),
+            *_scope_and_contested_md(a),
             "## Embodied impacts by GPU component",
             "",
             fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
@@ -347,6 +452,36 @@ def to_markdown(sections: list[Section], out: Path) -> str:
         lines += [f"- {src['title']} — {src.get('licence')} {src.get('url') or ''}".rstrip() for src in a.sources]
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _normalised_md(s: Section, fig: Any, i: int) -> list[str]:
+    a = s.assessment
+    if not a.normalised:
+        return []
+    return [
+        "## Which categories matter: EF 3.1 normalisation and weighting",
+        "",
+        fig("single_score", s.figures.get("single_score"), "Share of the single score per category", i),
+        _md_table(NORM_HEADERS, normalised_rows(a)),
+        "",
+        f"{PE_NOTE} {a.single_score.get('note', '')}",
+        "",
+    ]
+
+
+def _scope_and_contested_md(a: Assessment) -> list[str]:
+    out = []
+    if scope_lines(a):
+        out += ["## Scope of the use phase, per category", ""] + [f"- {x}" for x in scope_lines(a)] + [""]
+    if contested_lines(a):
+        out += [
+            "## Contested data",
+            "",
+            "Factors whose sources differ by more than 3x; the Monte Carlo range of each spans its sources.",
+            "",
+        ]
+        out += [f"- {x}" for x in contested_lines(a)] + [""]
+    return out
 
 
 # ---- BoAmps-style export ------------------------------------------------------------------------
@@ -416,8 +551,13 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
 # ---- PDF ----------------------------------------------------------------------------------------
 
 
+def find_chromium() -> str | None:
+    """The headless browser that prints PDFs (Debian's chromium, or Chrome), if installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
 def html_to_pdf(html_text: str, out: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    browser = find_chromium()
     if not browser:
         raise FootprintError("PDF output needs Chromium (Debian package chromium); write .html and print it instead", str(out))
     with tempfile.TemporaryDirectory() as tmp:
@@ -442,6 +582,9 @@ def html_to_pdf(html_text: str, out: Path) -> None:
             raise FootprintError(f"Chromium could not print the PDF: {proc.stderr.strip()[-300:]}", str(out))
 
 
+STDOUT_FORMATS = ("html", "json", "csv", "boamps")
+
+
 def write_report(
     targets: list[str],
     output: str,
@@ -450,14 +593,35 @@ def write_report(
     samples: int = 2000,
     trace: str | None = None,
     quiet: bool = False,
-) -> Path:
-    """Assess each target and write the report; returns the path written."""
-    fmt = infer_format(output, fmt)
+    seed: int = 0,
+) -> Path | None:
+    """Assess each target and write the report; returns the path written (None for stdout, output '-')."""
+    import sys
+
+    to_stdout = output == "-"
+    if to_stdout and fmt not in STDOUT_FORMATS:
+        raise FootprintError(
+            f"-o - (stdout) needs --format {'|'.join(STDOUT_FORMATS)}; Markdown and PDF need a file", key="--output"
+        )
+    fmt = fmt if to_stdout else infer_format(output, fmt)
     out = Path(output)
+
+    def write(text: str) -> Path | None:
+        text = text if text.endswith("\n") else text + "\n"
+        if to_stdout:
+            sys.stdout.write(text)
+            return None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        return out
+
     steps = len(targets) + (1 if fmt == "pdf" else 0) + 1
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True, disable=quiet) as bar:
+    # the bar goes to stderr, and only to a terminal: redirected output stays clean
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True, disable=quiet or not console.is_terminal) as bar:
         task = bar.add_task("assessing", total=steps)
         if fmt in ("json", "csv", "boamps"):
             from footprint.api import to_workload
@@ -465,7 +629,7 @@ def write_report(
 
             assessments = []
             for t in targets:
-                assessments.append(assess(to_workload(t, sets), samples=samples))
+                assessments.append(assess(to_workload(t, sets), samples=samples, seed=seed))
                 bar.advance(task)
             if fmt == "json":
                 data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}
@@ -475,19 +639,18 @@ def write_report(
                 text = json.dumps(b[0] if len(b) == 1 else b, indent=2, default=str)
             else:  # one table; with --compare, a first column names the scenario or run
                 text = to_csv(assessments[0]) if len(assessments) == 1 else _csv_with_names(assessments)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text if text.endswith("\n") else text + "\n")
             bar.advance(task)
-            return out
-        sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task))
+            return write(text)
+        sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task), seed=seed)
         bar.update(task, description="rendering")
-        out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "md":
+            out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(to_markdown(sections, out))
         elif fmt == "html":
-            out.write_text(to_html(sections))
+            return write(to_html(sections))
         else:
             bar.update(task, description="printing PDF")
+            out.parent.mkdir(parents=True, exist_ok=True)
             html_to_pdf(to_html(sections), out)
         bar.advance(task)
     return out
