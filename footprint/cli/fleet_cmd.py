@@ -16,12 +16,39 @@ UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import group
+    from footprint.cli.app import command, group
 
-    _, fl = group(sub, "fleet", "a whole cluster: per-job records from Prometheus/DCGM and SLURM, fleet reports")
-    _, imp = group(fl, "import", "write one run record per job and a fleet index")
+    _, fl = group(
+        sub,
+        "fleet",
+        "a whole cluster: per-job records from Prometheus/DCGM and SLURM, fleet reports",
+        """
+footprint fleet import prometheus --url http://prometheus:9090 --start 2025-03-01 --end 2025-04-01 --sacct sacct.txt -o fleet
+footprint fleet import slurm sacct.txt --url http://prometheus:9090 --grid FRA --pue 1.2 -o fleet
+footprint fleet import slurm --run-sacct --start now-30d --end now -o fleet
+footprint fleet report fleet --by account
+footprint fleet report fleet --by month -o fleet.html
+footprint assess fleet/jobs/1001""",
+    )
+    _, imp = group(
+        fl,
+        "import",
+        "write one run record per job and a fleet index",
+        """
+footprint fleet import prometheus --url http://127.0.0.1:9090 --start 2025-03-03T08:00:00Z --end 2025-03-03T14:00:00Z -o fleet
+footprint fleet import slurm sacct.txt --tz Europe/Paris --gpu-type a100=A100-SXM4-80GB -o fleet""",
+    )
 
-    pr = imp.add_parser("prometheus", help="jobs from DCGM-exporter series in Prometheus (Thanos, Mimir)")
+    pr = command(
+        imp,
+        "prometheus",
+        "jobs from DCGM-exporter series in Prometheus (Thanos, Mimir)",
+        """
+footprint fleet import prometheus --url http://prometheus:9090 --start 2025-03-01 --end 2025-04-01 -o fleet
+footprint fleet import prometheus --url https://mimir/prometheus --header 'X-Scope-OrgID: hpc' --bearer-token-file tok \\
+    --start now-7d --end now --sacct sacct.txt -o fleet
+footprint fleet import prometheus --url http://prometheus:9090 --job-label namespace,pod --start now-1d --end now -o fleet""",
+    )
     _prometheus_args(pr, required=True)
     pr.add_argument("--start", required=True, help="window start: ISO 8601 (UTC unless it says), Unix seconds, or now-7d")
     pr.add_argument("--end", required=True, help="window end (same forms; 'now')")
@@ -29,7 +56,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(pr)
     pr.set_defaults(handler=import_prometheus)
 
-    sl = imp.add_parser("slurm", help="jobs from SLURM accounting (`sacct --parsable2`), joined with Prometheus if --url")
+    sl = command(
+        imp,
+        "slurm",
+        "jobs from SLURM accounting (`sacct --parsable2`), joined with Prometheus if --url",
+        """
+sacct --allusers --parsable2 --starttime 2025-03-01 --endtime 2025-04-01 \\
+    --format=JobID,JobIDRaw,JobName,User,Account,Partition,Start,End,Elapsed,AllocTRES,NodeList,State,ConsumedEnergyRaw \\
+    > sacct.txt
+footprint fleet import slurm sacct.txt --url http://prometheus:9090 -o fleet
+footprint fleet import slurm sacct.txt --slurm-energy-scope gpu --gpu-type a100=A100-SXM4-80GB -o fleet
+footprint fleet import slurm --run-sacct --start now-30d --end now -o fleet""",
+    )
     sl.add_argument("sacct", nargs="?", help="sacct output file (or --run-sacct)")
     sl.add_argument(
         "--run-sacct", action="store_true", help="run `sacct --allusers --parsable2` for the window (needs --start/--end)"
@@ -45,7 +83,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(sl)
     sl.set_defaults(handler=import_slurm)
 
-    rp = fl.add_parser("report", help="totals and per-group footprints of a fleet directory: a table, HTML, CSV or JSON")
+    rp = command(
+        fl,
+        "report",
+        "totals and per-group footprints of a fleet directory: a table, HTML, CSV or JSON",
+        """
+footprint fleet report fleet
+footprint fleet report fleet --by gpu -o fleet.html
+footprint fleet report fleet --by month -o fleet.csv
+footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json""",
+    )
     rp.add_argument("fleet", help="directory written by `footprint fleet import`")
     rp.add_argument("--by", choices=("user", "account", "partition", "gpu", "month"), default="user")
     rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
