@@ -94,7 +94,12 @@ footprint fleet report fleet --by month -o fleet.csv
 footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json""",
     )
     rp.add_argument("fleet", help="directory written by `footprint fleet import`")
-    rp.add_argument("--by", choices=("user", "account", "partition", "gpu", "month"), default="user")
+    rp.add_argument(
+        "--by",
+        choices=("user", "account", "partition", "gpu", "month"),
+        default="user",
+        help="how jobs are grouped (default user)",
+    )
     rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
     rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
     rp.add_argument("--top", type=int, default=10, help="how many top jobs to list (default 10)")
@@ -117,7 +122,7 @@ def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--retries", type=int, default=3, help="retries on connection errors and HTTP 5xx (default 3)")
     g.add_argument("--bearer-token-file", help="file holding a bearer token")
     g.add_argument("--basic-auth-user", help="basic-auth user (password from --basic-auth-password-file)")
-    g.add_argument("--basic-auth-password-file")
+    g.add_argument("--basic-auth-password-file", help="file holding the basic-auth password")
     g.add_argument("--ca-file", help="CA bundle for https")
     g.add_argument("--client-cert", help="client certificate (PEM) for mutual TLS")
     g.add_argument("--client-key", help="its key")
