@@ -21,7 +21,7 @@ from typing import Any
 from footprint import __version__
 from footprint.errors import FootprintError
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, num, pct, summary_facts, to_csv
+from footprint.lca.assessment import Assessment, num, pct, summary_facts, to_csv, training_facts
 from footprint.lca.units import display_unit
 
 FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
@@ -56,19 +56,29 @@ def infer_format(output: str, fmt: str | None) -> str:
     )
 
 
-def build_sections(
-    targets: list[str], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None
-) -> list[Section]:
+def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int) -> tuple[Assessment, Path | None]:
+    """An assessment (given, or of a scenario or run directory) and the run directory it came from, if any."""
+    if isinstance(t, Assessment):
+        src = t.workload.source
+        run_dir = Path(src).parent if src and Path(src).name == "run.json" else None
+        return t, run_dir
     from footprint.api import to_workload
     from footprint.lca.engine import assess
+
+    p = Path(t)
+    run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
+    return assess(to_workload(p, sets), samples=samples), run_dir
+
+
+def build_sections(
+    targets: list[str | Assessment], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None
+) -> list[Section]:
     from footprint.reports import figures
 
     sections = []
     for t in targets:
-        p = Path(t)
-        run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
-        a = assess(to_workload(p, sets), samples=samples)
-        s = Section(a, t, run_dir)
+        a, run_dir = _assess_target(t, sets, samples)
+        s = Section(a, a.workload.name if isinstance(t, Assessment) else t, run_dir)
         s.figures["stages"] = figures.stage_matrix(a)
         s.figures["components"] = figures.components(a)
         s.figures["materials"] = figures.materials(a)
@@ -115,6 +125,7 @@ def _run_figures(s: Section, run_dir: Path) -> None:
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     w = a.workload
     rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
+    rows += list(training_facts(a).items())  # measured runs that counted steps or tokens
     for key in cat.HEADLINE:
         r = a.impacts[key]
         rows.append((r.name, f"{num(r.total)} {display_unit(r.unit)} (low-high {num(r.low)} - {num(r.high)})"))
@@ -443,7 +454,7 @@ def html_to_pdf(html_text: str, out: Path) -> None:
 
 
 def write_report(
-    targets: list[str],
+    targets: list[str | Assessment],
     output: str,
     fmt: str | None = None,
     sets: list[str] | None = None,
@@ -460,12 +471,9 @@ def write_report(
     with Progress(transient=True, disable=quiet) as bar:
         task = bar.add_task("assessing", total=steps)
         if fmt in ("json", "csv", "boamps"):
-            from footprint.api import to_workload
-            from footprint.lca.engine import assess
-
             assessments = []
             for t in targets:
-                assessments.append(assess(to_workload(t, sets), samples=samples))
+                assessments.append(_assess_target(t, sets, samples)[0])
                 bar.advance(task)
             if fmt == "json":
                 data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}
