@@ -7,10 +7,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from footprint.cli import assess_cmd, catalogue_cmd, dashboard_cmd, flops_cmd, kernels_cmd, tracking_cmd
+from footprint.cli import assess_cmd, catalogue_cmd, dashboard_cmd, export_cmd, flops_cmd, kernels_cmd, tracking_cmd
 
 #: Command modules in the order their commands appear in `footprint --help`.
-COMMAND_MODULES = (assess_cmd, catalogue_cmd, tracking_cmd, flops_cmd, kernels_cmd, dashboard_cmd)
+COMMAND_MODULES = (assess_cmd, catalogue_cmd, tracking_cmd, export_cmd, flops_cmd, kernels_cmd, dashboard_cmd)
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -14,6 +14,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
     r.add_argument("--pue", type=float, help="PUE of the site")
     r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
+    r.add_argument(
+        "--count-steps",
+        action="store_true",
+        help="count the command's optimizer steps (torch.optim) with no code change, through a sitecustomize on its PYTHONPATH",
+    )
+    r.add_argument(
+        "--prometheus-port",
+        type=int,
+        help="serve live metrics for Prometheus on 127.0.0.1:PORT while the command runs (needs prometheus_client)",
+    )
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     r.set_defaults(handler=run)
 
