@@ -214,7 +214,9 @@ def test_mlflow_log_run_logs_all_16_categories_and_artifacts(tmp_path: Path, mlf
     got = client.get_run(rid).data
     for c in cat.categories():
         assert got.metrics[f"footprint/{c.key}"] == pytest.approx(a[c.key].total)
-    assert got.metrics["footprint/tokens"] == 3000 and got.metrics["footprint/energy_kwh"] == pytest.approx(a.workload.it_energy_kwh)
+    assert got.metrics["footprint/tokens"] == 3000 and got.metrics["footprint/energy_kwh"] == pytest.approx(
+        a.workload.it_energy_kwh
+    )
     assert got.params["footprint.gpu"] == "NVIDIA H100 SXM5 80GB"
     files = {f.path for f in client.list_artifacts(rid, "footprint")}
     assert files == {"footprint/run.json", "footprint/assessment.json", "footprint/footprint-report.html"}

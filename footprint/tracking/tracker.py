@@ -256,7 +256,7 @@ class Tracker:
                 counted, counted_tokens = self._watched
                 flops = counted * tokens / counted_tokens if tokens and counted_tokens else counted
                 self.flops_method = self.flops_method or (
-                    "measured (FlopCounterMode over one training step" + (", scaled by tokens)" if counted_tokens else ")")
+                    "measured: FlopCounterMode over one training step" + (", scaled by tokens" if counted_tokens else "")
                 )
             elif flops is not None:
                 self.flops_method = self.flops_method or "given to step()"
