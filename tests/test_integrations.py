@@ -78,6 +78,7 @@ def _check_run(run: dict, reference: dict[str, float]) -> None:
 def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
     from footprint.integrations.huggingface import FootprintCallback
 
+    monkeypatch.chdir(tmp_path)  # MLflow puts a sqlite store's artifacts under ./mlruns
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "hf")
     data = [{"input_ids": (x := torch.randint(0, 128, (S,))), "labels": x} for _ in range(STEPS * ACCUM * B)]
@@ -118,7 +119,7 @@ def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference:
     assert all(0 < v < 1 for _, v in _history(mlflow_uri, rid, "footprint/mfu"))
 
 
-def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str) -> None:
+def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
     pl = pytest.importorskip("pytorch_lightning", reason="Lightning is a test extra: pip install -e '.[integrations]'")
     from pytorch_lightning.loggers import MLFlowLogger
 
@@ -138,6 +139,7 @@ def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlf
         def configure_optimizers(self) -> torch.optim.Optimizer:
             return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
+    monkeypatch.chdir(tmp_path)
     loader = torch.utils.data.DataLoader(torch.randint(0, 128, (STEPS * ACCUM * B, S)), batch_size=B)
     logger = MLFlowLogger(experiment_name="lightning", tracking_uri=mlflow_uri)
     cb = FootprintCallback(name="pl", output_dir=tmp_path)
@@ -168,6 +170,7 @@ def test_accelerate_helper(tmp_path: Path, fake_gpu: None, reference: dict, mlfl
     accelerate = pytest.importorskip("accelerate", reason="accelerate is a test extra: pip install -e '.[integrations]'")
     from footprint.integrations.accelerate import FootprintAccelerate
 
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
     acc = accelerate.Accelerator(cpu=True, gradient_accumulation_steps=ACCUM, log_with="mlflow", project_dir=str(tmp_path))
     acc.init_trackers("accelerate")
@@ -206,8 +209,8 @@ def test_mlflow_log_run_logs_all_16_categories_and_artifacts(tmp_path: Path, mlf
     with footprint.track(name="logged", output_dir=tmp_path, nvml=FakeNVML("1xH100-SXM5-80GB"), host=False) as t:
         for _ in range(3):
             t.step(tokens=1000, flops=1e12)
+    monkeypatch.chdir(tmp_path)  # MLflow puts a sqlite store's artifacts under ./mlruns
     mlflow.set_tracking_uri(mlflow_uri)
-    monkeypatch.setattr(mlflow.tracking._tracking_service.utils, "_tracking_uri", mlflow_uri, raising=False)
     rid = log_run(t, report=True, samples=0)
     a = footprint.assess(tmp_path / "logged", samples=0)
     client = MlflowClient(mlflow_uri)
