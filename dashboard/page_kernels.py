@@ -9,10 +9,13 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.kernels.trace import format_us
+from footprint.kernels.render import format_us
 from footprint.lca.assessment import num
 
 TOP = 20
+MAX_TRACE_UPLOAD_MB = 50  # a trace upload larger than this is refused (the scenario upload's limit is 1 MB)
+EXAMPLE_TRACE = Path(__file__).resolve().parents[1] / "examples" / "traces" / "cpu_training.json.gz"
+SOURCES = ("Example: CPU training trace (examples/)", "Upload a trace", "Path on this machine")
 
 
 def analyzer() -> tuple[Any, str | None]:
@@ -41,12 +44,78 @@ def _pct(v: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "n/a" if v is None else f"{v * scale:.{digits}f} %"
 
 
+def show_steps(r: dict[str, Any]) -> None:
+    """One row per profiler step and the summary the `--steps` choice selects (steady state by default)."""
+    steps = r.get("steps") or {}
+    if not steps.get("detected"):
+        return
+    st.subheader(f"Profiler steps ({steps['detected']})")
+    st.caption(f"Summary = {steps['selection']}. {steps.get('definition', '')}")
+    rows = []
+    for p in steps["per_step"]:
+        row = {"#": p["index"], "Step": p["name"], "Wall": format_us(p["wall_us"])}
+        if "busy_time_us" in p:
+            cats = p["kernel_time_by_category_us"]
+            row |= {
+                "GPU busy": format_us(p["busy_time_us"]),
+                "Idle": format_us(p["idle_time_us"]),
+                "GEMM": format_us(cats["gemm"]),
+                "Attention": format_us(cats["attention"]),
+                "Comm (exposed)": f"{format_us(p['communication_us'])} ({format_us(p['exposed_communication_us'])})",
+                "TFLOP/s": num(p.get("tflops_per_s_over_busy")),
+                "MFU": _pct(p.get("mfu"), 100),
+            }
+        else:
+            row |= {"Matrix ops": format_us(p["cpu_matrix_time_us"]), "GFLOP/s over wall": num(p.get("gflops_per_s_over_wall"))}
+        row["GFLOP"] = "n/a" if p.get("matrix_flops") is None else num(p["matrix_flops"] / 1e9)
+        rows.append(row)
+    st.dataframe(rows, hide_index=True, **ui.WIDE)
+
+
+def show_cpu(r: dict[str, Any]) -> None:
+    """The CPU operator table of a trace with no GPU events."""
+    c = r["cpu"]
+    st.markdown(
+        f"**CPU operators** (no GPU events in the trace): {format_us(c['matrix_cpu_time_us'])} in ops with a FLOP model, "
+        + ("FLOPs not available" if c["matrix_flops"] is None else f"{num(c['matrix_flops'] / 1e9)} GFLOP")
+        + f", {num(c.get('matrix_gflops_per_s'))} GFLOP/s in them"
+    )
+    show_steps(r)
+    st.subheader("Top CPU ops by time")
+    st.dataframe(
+        [
+            {
+                "Op": o["name"],
+                "Shape": o.get("shapes") or "",
+                "dtype": o.get("dtype") or "",
+                "Calls": f"{o['count']:,}",
+                "CPU time": format_us(o["cpu_time_us"]),
+                "GFLOP": "n/a" if o.get("flops") is None else num(o["flops"] / 1e9),
+                "GFLOP/s": num(o.get("gflops_per_s")),
+            }
+            for o in c["ops"]
+        ],
+        hide_index=True,
+        **ui.WIDE,
+    )
+    power = r.get("power")
+    if power and not power.get("available", True):
+        st.info(f"Energy not attributed: {power['missing']}")
+    if r.get("warnings"):
+        with st.expander(f"Warnings ({len(r['warnings'])})"):
+            for w in r["warnings"]:
+                st.markdown(f"- {w}")
+
+
 def show_analysis(r: dict[str, Any]) -> None:
     """Device, time split, categories (time, FLOPs, % of peak), top ops, launch overhead, energy, warnings."""
     tr, d, tl, sm = r["trace"], r["device"], r["timeline"], r["summary"]
     st.caption(
         f"{tr['source']}: {tr['events']:,} events, {tr['json_bytes'] / 1e6:,.1f} MB of JSON read in {tr['parse_seconds']:.2f} s"
     )
+    if r.get("cpu") is not None:
+        show_cpu(r)
+        return
     if d.get("catalogue_name"):
         st.markdown(
             f"**GPU:** {d.get('name') or 'unknown'} (device {d.get('index')}) = {d['catalogue_name']}: "
@@ -133,6 +202,7 @@ def show_analysis(r: dict[str, Any]) -> None:
         )
         if r.get("ops_total", 0) > len(ops):
             st.caption(f"{r['ops_total'] - len(ops)} more ops (the top {len(ops)} are shown).")
+    show_steps(r)
     lo = r.get("launch_overhead") or {}
     if lo.get("kernels"):
         st.markdown(
@@ -179,23 +249,15 @@ def render(samples: int) -> None:
     if fn is None:
         st.warning(f"Kernel analysis is not available in this installation: {why}.")
         return
-    text = st.text_input(
-        "Profiler trace (.json or .json.gz)",
-        key="k_path",
-        placeholder="e.g. traces/step.json.gz (torch.profiler ... export_chrome_trace)",
-    )
+    source = st.radio("Trace", SOURCES, key="k_source", horizontal=True)
+    path = trace_path(source)
     run_text = st.text_input(
         "Run directory for the energy per category (optional)",
         key="k_run",
         help="A run recorded by footprint.track during the profiled steps: its power samples "
-        "are aligned with the kernel timeline (footprint kernels analyze --power RUN)",
+        "are aligned with the timeline (footprint kernels analyze --power RUN)",
     )
-    if not text.strip():
-        st.info("Give the path of a trace to analyse.")
-        return
-    path = Path(text.strip()).expanduser()
-    if not path.is_file():
-        st.error(f"footprint: error: {path}: no such trace file")
+    if path is None:
         return
     run = Path(run_text.strip()).expanduser() if run_text.strip() else None
     if run is not None and not (run / "run.json").is_file():
@@ -217,3 +279,45 @@ def render(samples: int) -> None:
         show_analysis(result)
     except (KeyError, TypeError, AttributeError):  # a result of another shape: show it as it is
         show_generic(result)
+
+
+def trace_path(source: str) -> Path | None:
+    """The trace file to analyse from the chosen source (an upload is size-checked and kept in a temporary file)."""
+    if source == SOURCES[0]:
+        if not EXAMPLE_TRACE.is_file():
+            st.error(
+                f"footprint: error: {EXAMPLE_TRACE}: the example trace is missing "
+                "(python examples/cpu_training_trace.py makes it)"
+            )
+            return None
+        return EXAMPLE_TRACE
+    if source == SOURCES[1]:
+        up = st.file_uploader(
+            f"Profiler trace (.json or .json.gz, at most {MAX_TRACE_UPLOAD_MB} MB)", type=["json", "gz"], key="k_upload"
+        )
+        if up is None:
+            st.info("Upload a trace exported by torch.profiler (export_chrome_trace).")
+            return None
+        content = up.getvalue()
+        if len(content) > MAX_TRACE_UPLOAD_MB * 1_000_000:
+            st.error(
+                f"footprint: error: {up.name}: file is larger than {MAX_TRACE_UPLOAD_MB} MB ({len(content):,} bytes uploaded)"
+            )
+            return None
+        import hashlib
+        import tempfile
+
+        suffix = ".json.gz" if content[:2] == b"\x1f\x8b" else ".json"
+        target = Path(tempfile.gettempdir()) / f"footprint-trace-{hashlib.sha256(content).hexdigest()[:16]}{suffix}"
+        if not target.exists():
+            target.write_bytes(content)
+        return target
+    text = st.text_input("Profiler trace path", key="k_path", placeholder="e.g. traces/step.json.gz")
+    if not text.strip():
+        st.info("Give the path of a trace to analyse.")
+        return None
+    path = Path(text.strip()).expanduser()
+    if not path.is_file():
+        st.error(f"footprint: error: {path}: no such trace file")
+        return None
+    return path

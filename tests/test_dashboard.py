@@ -387,6 +387,7 @@ def test_kernels_page_analyses_a_real_trace() -> None:
 
     trace = min(traces, key=lambda p: p.stat().st_size)
     at = _page(_app(), "Kernels")
+    at.radio(key="k_source").set_value("Path on this machine").run()
     at.text_input(key="k_path").set_value(str(trace)).run()
     _ok(at)
     expected = analyze_trace(trace, top=20)
@@ -400,6 +401,21 @@ def test_kernels_page_analyses_a_real_trace() -> None:
     assert any(m.label == "% of peak (whole trace)" for m in at.metric)
     at.text_input(key="k_path").set_value(str(trace.parent / "missing.json.gz")).run()
     assert not at.exception and "no such trace file" in at.error[0].value
+
+
+def test_kernels_page_shows_the_example_cpu_trace() -> None:
+    """From a fresh clone: the default source is the example CPU training trace in examples/."""
+    pytest.importorskip("footprint.kernels.trace")
+    from footprint.kernels.trace import analyze_trace
+
+    at = _page(_app(), "Kernels")
+    _ok(at)
+    expected = analyze_trace(REPO / "examples" / "traces" / "cpu_training.json.gz", top=20)
+    assert at.session_state["k_result"]["cpu"]["by_category"] == expected["cpu"]["by_category"]
+    steps = at.dataframe[0].value
+    assert len(steps) == 5 and "GFLOP/s over wall" in steps.columns
+    ops = at.dataframe[1].value
+    assert list(ops["Op"]) == [o["name"] for o in expected["cpu"]["ops"]]
 
 
 # ---- the real server and a browser --------------------------------------------------------------

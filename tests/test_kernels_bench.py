@@ -49,7 +49,8 @@ def cpu_profile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproc
 
 def test_cli_quick_cpu_bench_writes_a_valid_verified_profile(cpu_profile: Any) -> None:
     out, proc = cpu_profile
-    assert proc.returncode == 0, proc.stderr
+    # 1 only when some timings were noise on a busy machine (they are kept, marked, never used)
+    assert proc.returncode == 0 or (proc.returncode == 1 and "are noise" in proc.stderr), proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"wrote {out}" in proc.stdout
     raw = yaml.safe_load(out.read_text())
@@ -60,8 +61,10 @@ def test_cli_quick_cpu_bench_writes_a_valid_verified_profile(cpu_profile: Any) -
     ops = {r["op"] for r in results}
     assert {"gemm", "attention", "elementwise"} <= ops
     assert sum(r["op"] == "gemm" for r in results) >= 5
+    assert raw["settings"]["threads"] >= 1 and "loaded" in raw["machine"]
     for r in results:
-        assert r["verified"] is True, r
+        assert r["correct"] is True, r
+        assert r["verified"] is (r.get("timing_note") is None)
         assert r["max_rel_error"] <= r["tolerance"]
         assert r["median_s"] > 0 and r["iqr_s"] >= 0 and r["reps"] >= 3
         assert r["pct_of_peak"] is None  # no CPU peak in the catalogue: not available, never 0
@@ -77,14 +80,17 @@ def test_cli_quick_cpu_bench_writes_a_valid_verified_profile(cpu_profile: Any) -
 
 def test_cpu_profile_applied_to_a_gpu_scenario_is_an_error(cpu_profile: Any) -> None:
     out, proc = cpu_profile
-    assert proc.returncode == 0
+    assert proc.returncode in (0, 1)
     with pytest.raises(FootprintError, match="measured on a CPU") as exc:
         predict_for_scenario(out, MODEL, db().find_gpu(H100), "fp32")
     assert exc.value.file == str(out) and exc.value.key == "device.kind"
 
 
 def _bench_args(out: Path, **kw: Any) -> argparse.Namespace:
-    return argparse.Namespace(device="cpu", quick=True, dtypes=None, output=str(out), **kw)
+    return argparse.Namespace(device="cpu", quick=True, dtypes=None, output=str(out), **({"threads": 1} | kw))
+
+
+QUIET = {"cpus": 2, "load1": 0.0, "busy_processes": [], "loaded": False, "reasons": []}
 
 
 @pytest.fixture
@@ -103,6 +109,10 @@ def fast_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
         "elementwise": [{"n": 4096}],
     }
     monkeypatch.setattr(bench, "sweep", lambda device, quick: small)
+    # these tests are about correctness: a shared CI machine's noise must not make them flaky
+    monkeypatch.setattr(bench, "CI_TARGET", 1e9)
+    monkeypatch.setattr(bench, "NOISY_IQR", 1e9)
+    monkeypatch.setattr(bench, "load", lambda window=0.5: QUIET)
     return bench
 
 
@@ -445,3 +455,73 @@ def test_prediction_is_bounded_by_the_kernel_efficiencies() -> None:
         json.dumps(pred.to_dict())
 
     check()
+
+
+# ---- a busy machine ------------------------------------------------------------------------------------
+
+
+def test_a_loaded_machine_is_detected() -> None:
+    from footprint.kernels import machine
+
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 20: pass"])
+    try:
+        state = machine.load(window=1.0)
+    finally:
+        spin.kill()
+        spin.wait()
+    assert state["loaded"] is True
+    assert any(b["pid"] == spin.pid and b["cpu_percent"] > machine.BUSY_PROCESS_CPU for b in state["busy_processes"])
+    assert any("busy process" in r for r in state["reasons"])
+    assert 1 <= machine.physical_cores() <= len(machine.affinity())
+
+
+def test_median_confidence_interval() -> None:
+    from footprint.kernels.machine import ci_rel, median_ci
+
+    tight = [1.0 + 0.001 * (i % 5) for i in range(50)]
+    assert median_ci(tight)[0] == pytest.approx(1.002) and ci_rel(tight) < 0.01
+    spread = [1.0, 3.0] * 25
+    assert ci_rel(spread) >= 0.5  # half the calls three times slower: the median is not known
+    assert median_ci([2.0, 1.0, 3.0]) == (2.0, 1.0, 3.0)  # too few: the whole range
+
+
+def test_noise_is_never_written_as_verified(
+    fast_bench: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import itertools
+    import time
+
+    import torch
+
+    from footprint.kernels import machine
+
+    monkeypatch.setattr(fast_bench, "CI_TARGET", machine.CI_TARGET)
+    monkeypatch.setattr(fast_bench, "NOISY_IQR", 0.25)
+    loaded = {**QUIET, "load1": 7.5, "loaded": True, "reasons": ["load average 7.50 on 2 usable CPUs"]}
+    monkeypatch.setattr(fast_bench, "load", lambda window=0.5: loaded)
+    delays = itertools.cycle([0.0, 0.0, 0.004, 0.0, 0.008])  # another process taking the CPU now and then
+
+    def jittery(a: Any, b: Any) -> Any:
+        time.sleep(next(delays))
+        return torch.matmul(a, b)
+
+    monkeypatch.setattr(fast_bench, "_matmul", jittery)
+    out = tmp_path / "p.yaml"
+    assert fast_bench.main_bench(_bench_args(out, threads=1)) == 1
+    err = capsys.readouterr().err
+    assert "the machine is loaded (load average 7.50" in err and "are noise" in err
+    raw = yaml.safe_load(out.read_text())
+    gemms = [r for r in raw["results"] if r["op"] == "gemm"]
+    assert all(r["correct"] and not r["verified"] and "noise" in r["timing_note"] for r in gemms)
+    assert raw["machine"]["loaded"] is True and raw["settings"]["threads"] == 1
+    assert load_profile(out).usable("gemm", "fp32") == []
+
+
+def test_threads_argument() -> None:
+    from footprint.kernels import bench, machine
+
+    assert bench.resolve_threads(None) == machine.physical_cores()
+    assert bench.resolve_threads(3) == 3
+    for bad in (0, -2, True):
+        with pytest.raises(FootprintError, match="--threads"):
+            bench.resolve_threads(bad)

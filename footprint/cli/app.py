@@ -3,31 +3,79 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from footprint.cli import assess_cmd, catalogue_cmd, dashboard_cmd, export_cmd, flops_cmd, kernels_cmd, tracking_cmd
+from footprint.cli import (
+    assess_cmd,
+    catalogue_cmd,
+    dashboard_cmd,
+    doctor_cmd,
+    export_cmd,
+    flops_cmd,
+    kernels_cmd,
+    tracking_cmd,
+)
 
 #: Command modules in the order their commands appear in `footprint --help`.
-COMMAND_MODULES = (assess_cmd, catalogue_cmd, tracking_cmd, export_cmd, flops_cmd, kernels_cmd, dashboard_cmd)
+COMMAND_MODULES = (assess_cmd, catalogue_cmd, tracking_cmd, export_cmd, flops_cmd, kernels_cmd, dashboard_cmd, doctor_cmd)
 
 Handler = Callable[[argparse.Namespace], int]
 
+DESCRIPTION = """\
+Life-cycle footprint of AI training in the 16 EU Environmental Footprint (EF 3.1) categories:
+measured GPU energy, FLOPs and MFU, and an open GPU LCA database, offline.
+
+examples:
+  footprint assess scenarios/bloom-176b.yaml
+  footprint assess scenarios/gpt-4-falk.yaml --set training.mfu=0.5 --set site.grid=POL
+  footprint run --name demo --grid FRA -- python train.py
+  footprint report runs/demo -o report.html
+  footprint doctor                      what this machine can measure
+
+`footprint COMMAND --help` shows each command's options and examples.
+"""
+
 
 class Parser(argparse.ArgumentParser):
-    """argparse exits 2 on a bad argument too; keep its one-line style."""
+    """One-line errors (exit 2, as argparse), with a "did you mean" for a mistyped choice."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
         self.print_usage(sys.stderr)
         self.exit(2, f"footprint: error: {message}\n")
 
 
-def group(sub: argparse._SubParsersAction, name: str, help: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+def command(
+    sub: argparse._SubParsersAction, name: str, help: str, examples: str = "", handler: Handler | None = None
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows its purpose and a few examples."""
+    epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples.strip().splitlines()) if examples else None
+    p = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".", epilog=epilog)
+    if handler is not None:
+        p.set_defaults(handler=handler)
+    return p
+
+
+def group(
+    sub: argparse._SubParsersAction, name: str, help: str, examples: str = ""
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     """A command with subcommands (`footprint kernels analyze`); alone, it prints its help."""
-    p = sub.add_parser(name, help=help)
+    p = command(sub, name, help, examples)
     p.set_defaults(handler=lambda _args: _print_help(p))
-    return p, p.add_subparsers(dest=f"{name}_command", parser_class=Parser)
+    return p, p.add_subparsers(dest=f"{name}_command", parser_class=Parser, metavar="COMMAND")
 
 
 def _print_help(p: argparse.ArgumentParser) -> int:
@@ -35,18 +83,26 @@ def _print_help(p: argparse.ArgumentParser) -> int:
     return 0
 
 
+def _version() -> str:
+    import platform
+
+    from footprint import __version__
+
+    return f"footprint {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="footprint", description="Life-cycle footprint of AI training (16 EF 3.1 categories).")
+    p = Parser(prog="footprint", description=DESCRIPTION)
     p.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
     return p
 
 
 def emit(text: str, output: str | None) -> None:
-    """Write to a file (saying so on stderr) or to stdout."""
-    if output:
+    """Write to a file (saying so on stderr), or to stdout when there is no file or it is '-'."""
+    if output and output != "-":
         Path(output).write_text(text)
         print(f"wrote {output}", file=sys.stderr)
     else:
@@ -61,14 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from footprint import __version__
-
-        print(__version__)
+        print(_version())
         return 0
     handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:
+    if handler is None:  # `footprint` alone: what it does and how to start
         parser.print_help()
-        return 2
+        return 0
     try:
         return handler(args)
     except (FootprintError, UnitParseError) as exc:

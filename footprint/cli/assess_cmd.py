@@ -1,4 +1,8 @@
-"""`footprint assess` and `footprint report`: a scenario or a run, assessed and written out."""
+"""`footprint assess` and `footprint report`: a scenario or a run, assessed and written out.
+
+`assess` prints the numbers (a table, or the Assessment JSON / CSV / a Markdown table); `report`
+writes a document around them (figures, methods, sources, warnings). Their JSON and CSV are the same.
+"""
 
 from __future__ import annotations
 
@@ -6,35 +10,63 @@ import argparse
 from pathlib import Path
 
 FORMATS = ("table", "json", "csv", "md")
+REPORT_FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
+SETS_HELP = "override a scenario key, repeatable: --set training.mfu=0.5 --set site.grid=POL"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=SETS_HELP)
+    p.add_argument(
+        "--samples", type=int, default=2000, help="Monte Carlo samples for the low-high ranges (default 2000; 0: none)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="random seed of the Monte Carlo (default 0: reproducible)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    a = sub.add_parser("assess", help="assess a scenario YAML (or a run directory)")
-    a.add_argument("target", help="scenario .yaml file or run directory")
-    a.add_argument("--format", choices=FORMATS, default="table")
-    a.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario key, e.g. --set training.mfu=0.5 --set site.grid=POL",
-    )
-    a.add_argument("--samples", type=int, default=2000, help="Monte Carlo samples for low-high (0: none)")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("-o", "--output", help="write to this file instead of stdout")
-    a.set_defaults(handler=assess)
+    from footprint.cli.app import command
 
-    rp = sub.add_parser("report", help="write a report: HTML, Markdown, JSON, CSV, PDF or BoAmps JSON")
-    rp.add_argument("target", help="scenario .yaml or run directory")
+    a = command(
+        sub,
+        "assess",
+        "assess a scenario YAML or a run directory in the 16 EF 3.1 categories",
+        """
+footprint assess scenarios/bloom-176b.yaml
+footprint assess scenarios/gpt-4-falk.yaml --set training.mfu=0.5 --set hardware.lifetime="5 years"
+footprint assess runs/demo --set site.grid=POL        re-project a measured run onto another grid
+footprint assess scenarios/llama-2-70b.yaml --format json -o llama.json""",
+        handler=assess,
+    )
+    a.add_argument("target", help="scenario .yaml file, or run directory (or its run.json)")
+    a.add_argument(
+        "--format", choices=FORMATS, default="table", help="table (default), the Assessment JSON, CSV, or a Markdown table"
+    )
+    _common(a)
+    a.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    rp = command(
+        sub,
+        "report",
+        "write a report: HTML, Markdown, JSON, CSV, PDF or BoAmps JSON",
+        """
+footprint report scenarios/bloom-176b.yaml -o bloom.html
+footprint report scenarios/bloom-176b.yaml --compare scenarios/gpt-4-falk.yaml -o compare.html
+footprint report runs/demo -o demo.pdf                 needs Chromium (see `footprint doctor`)
+footprint report scenarios/olmo-2-7b.yaml --format json -o -      to stdout""",
+        handler=report,
+    )
+    rp.add_argument("target", help="scenario .yaml file or run directory")
     rp.add_argument("--compare", nargs="+", default=[], metavar="OTHER", help="more scenarios or runs, side by side")
-    rp.add_argument("-o", "--output", required=True, help="report.html | .md | .json | .csv | .pdf | .boamps.json")
-    rp.add_argument("--format", choices=("html", "md", "json", "csv", "pdf", "boamps"), help="default: from -o")
-    rp.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
-    rp.add_argument("--samples", type=int, default=2000)
-    rp.add_argument("--trace", help="a profiler trace to analyse into the report's kernel section")
+    rp.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="report.html | .md | .json | .csv | .pdf | .boamps.json; '-' writes html/json/csv/boamps to stdout",
+    )
+    rp.add_argument("--format", choices=REPORT_FORMATS, help="default: from the extension of -o")
+    _common(rp)
+    rp.add_argument("--trace", metavar="TRACE", help="a profiler trace to analyse into the report's kernel section")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
-    rp.set_defaults(handler=report)
 
 
 def _check_samples(samples: int) -> None:
@@ -45,17 +77,13 @@ def _check_samples(samples: int) -> None:
 
 
 def assess(args: argparse.Namespace) -> int:
+    from footprint.api import to_workload
     from footprint.cli.app import emit
     from footprint.lca.assessment import render
     from footprint.lca.engine import assess
-    from footprint.lca.workload import load_scenario, workload_from_run
 
     _check_samples(args.samples)
-    target = Path(args.target)
-    if target.is_dir() or target.name == "run.json":
-        workload = workload_from_run(target, args.sets)
-    else:
-        workload = load_scenario(target, args.sets)
+    workload = to_workload(Path(args.target), args.sets)
     emit(render(assess(workload, samples=args.samples, seed=args.seed), args.format), args.output)
     return 0
 
@@ -70,6 +98,16 @@ def report(args: argparse.Namespace) -> int:
     for t in [args.target, *args.compare]:
         if not Path(t).exists():
             raise FootprintError("no such scenario file or run directory", t)
-    out = write_report([args.target, *args.compare], args.output, args.format, args.sets, args.samples, args.trace, args.quiet)
-    print(f"wrote {out}", file=sys.stderr)
+    out = write_report(
+        [args.target, *args.compare],
+        args.output,
+        args.format,
+        args.sets,
+        args.samples,
+        args.trace,
+        args.quiet,
+        seed=args.seed,
+    )
+    if out is not None:
+        print(f"wrote {out}", file=sys.stderr)
     return 0

@@ -7,22 +7,29 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import Parser
+    from footprint.cli.app import Parser, command, group
 
-    g = sub.add_parser("gpus", help="list the GPU catalogue, or show one card")
-    g.add_argument("--format", choices=("table", "json"), default="table")
-    g.set_defaults(handler=gpus_list)
-    gs = g.add_subparsers(dest="gpus_command", parser_class=Parser)
-    show = gs.add_parser("show", help="one card's specs and embodied impacts")
-    show.add_argument("name")
-    show.add_argument("--format", choices=("table", "json"), default="table")
+    g = command(
+        sub,
+        "gpus",
+        "list the GPU catalogue, or show one card's specs and embodied impacts",
+        """
+footprint gpus
+footprint gpus show H100-SXM5-80GB
+footprint gpus --format json show "NVIDIA A100-SXM4-40GB"     NVML names and aliases work""",
+        handler=gpus_list,
+    )
+    g.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
+    gs = g.add_subparsers(dest="gpus_command", parser_class=Parser, metavar="COMMAND")
+    show = gs.add_parser("show", help="one card's specs and embodied impacts per stage and component")
+    show.add_argument("name", help="catalogue id, alias or NVML name, e.g. a100-sxm4-40gb or 'NVIDIA H100 80GB HBM3'")
+    # SUPPRESS: `gpus --format json show X` keeps the parent's choice instead of resetting it to the default
+    show.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS, help="table (default) or JSON")
     show.set_defaults(handler=gpus_show)
 
-    from footprint.cli.app import group
-
-    _, ds = group(sub, "data", "the data behind the numbers")
+    _, ds = group(sub, "data", "the data behind the numbers", "footprint data sources\nfootprint data sources --format json")
     src = ds.add_parser("sources", help="every source and its licence")
-    src.add_argument("--format", choices=("table", "json"), default="table")
+    src.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     src.set_defaults(handler=sources)
 
 

@@ -8,15 +8,22 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    d = sub.add_parser("dashboard", help="open the Streamlit dashboard (streamlit run dashboard/app.py)")
-    d.add_argument("--port", type=int, default=8501)
+    from footprint.cli.app import command
+
+    d = command(
+        sub,
+        "dashboard",
+        "open the Streamlit dashboard (scenario explorer, compare, runs, hardware, kernels)",
+        "footprint dashboard\nfootprint dashboard --port 8600 --headless",
+        handler=dashboard,
+    )
+    d.add_argument("--port", type=int, default=8501, help="port to listen on (default 8501)")
     d.add_argument("--headless", action="store_true", help="do not open a browser")
     d.add_argument(
         "--address",
         default="127.0.0.1",
         help="interface to listen on (default: this machine only; the Runs page reads local paths)",
     )
-    d.set_defaults(handler=dashboard)
 
 
 def dashboard(args: argparse.Namespace) -> int:
@@ -26,7 +33,7 @@ def dashboard(args: argparse.Namespace) -> int:
     from footprint.errors import FootprintError
 
     if importlib.util.find_spec("streamlit") is None:
-        raise FootprintError("the dashboard needs streamlit: pip install streamlit", key="dashboard")
+        raise FootprintError("the dashboard needs streamlit: pip install 'footprint[dashboard]'", key="dashboard")
     app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
     cmd = [
         sys.executable,
@@ -40,6 +47,8 @@ def dashboard(args: argparse.Namespace) -> int:
         args.address,
         "--browser.gatherUsageStats",
         "false",
+        "--client.toolbarMode",
+        "minimal",
     ]
     if args.headless:
         cmd += ["--server.headless", "true"]

@@ -8,31 +8,52 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import group
+    from footprint.cli.app import command, group
 
-    _, fls = group(sub, "flops", "analytical FLOP counts")
+    _, fls = group(
+        sub,
+        "flops",
+        "analytical FLOP counts",
+        """
+footprint flops transformer --params 7e9 --tokens 2e12
+footprint flops transformer --params 175e9 --tokens 300e9 --layers 96 --hidden 12288 --seq-len 2048 --recompute full""",
+    )
     tf = fls.add_parser("transformer", help="transformer training (or inference) FLOPs: 6N per token + attention")
     tf.add_argument("--params", type=float, required=True, help="parameters N (e.g. 7e9)")
     tf.add_argument("--tokens", type=float, required=True, help="tokens D (e.g. 2e12)")
     tf.add_argument("--active-params", type=float, help="active parameters per token (MoE)")
-    tf.add_argument("--layers", type=int)
-    tf.add_argument("--hidden", type=int)
-    tf.add_argument("--seq-len", type=int)
+    tf.add_argument("--layers", type=int, help="transformer layers L (with --hidden and --seq-len: the attention term)")
+    tf.add_argument("--hidden", type=int, help="hidden size H")
+    tf.add_argument("--seq-len", type=int, help="sequence length S")
     tf.add_argument("--vocab", type=int, help="vocabulary size (Megatron-LM variant)")
-    tf.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    tf.add_argument("--variant", choices=("palm", "megatron"), default="palm")
+    tf.add_argument(
+        "--recompute",
+        choices=("none", "selective", "full"),
+        default="none",
+        help="activation recomputation, added to hardware FLOPs (default none)",
+    )
+    tf.add_argument(
+        "--variant", choices=("palm", "megatron"), default="palm", help="PaLM 6N + 12LHS (default) or Megatron-LM formula"
+    )
     tf.add_argument("--inference", action="store_true", help="forward only: 2N per token")
-    tf.add_argument("--format", choices=("table", "json"), default="table")
+    tf.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     tf.set_defaults(handler=flops_transformer)
 
-    mf = sub.add_parser("mfu", help="model FLOPs utilisation against the card's dense peak")
-    mf.add_argument("--gpu", required=True)
-    mf.add_argument("--dtype", default="bf16")
+    mf = command(
+        sub,
+        "mfu",
+        "model FLOPs utilisation against the card's dense peak",
+        """
+footprint mfu --flops 1.2e21 --gpu-hours 2000 --gpu A100-SXM4-40GB
+footprint mfu --achieved-tflops 400 --gpu H100-SXM5-80GB --dtype fp8""",
+        handler=mfu,
+    )
+    mf.add_argument("--gpu", required=True, help="catalogue id, alias or NVML name")
+    mf.add_argument("--dtype", default="bf16", help="dtype of the dense peak: bf16 (default), fp16, fp32, tf32, fp8...")
     mf.add_argument("--flops", type=float, help="total model FLOPs")
     mf.add_argument("--gpu-hours", type=float, help="GPU-hours that did them")
     mf.add_argument("--achieved-tflops", type=float, help="achieved TFLOP/s per GPU")
-    mf.add_argument("--format", choices=("table", "json"), default="table")
-    mf.set_defaults(handler=mfu)
+    mf.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
 
 
 def flops_transformer(args: argparse.Namespace) -> int:

@@ -8,20 +8,48 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import group
 
-    _, ks = group(sub, "kernels", "kernel-level efficiency: analyse profiler traces, benchmark kernels")
+    _, ks = group(
+        sub,
+        "kernels",
+        "kernel-level efficiency: analyse profiler traces, benchmark kernels",
+        """
+footprint kernels analyze trace.json --top 10
+footprint kernels analyze trace.json.gz --power runs/demo --format json -o kernels.json
+footprint kernels analyze examples/traces/cpu_training.json.gz --steps all
+footprint kernels bench --device cpu --quick -o cpu.yaml
+footprint kernels predict --profile cpu.yaml --model example""",
+    )
     ka = ks.add_parser("analyze", help="analyse a PyTorch profiler (Kineto) trace (.json or .json.gz)")
-    ka.add_argument("trace")
-    ka.add_argument("--power", help="run directory whose power samples are aligned with the kernel timeline")
+    ka.add_argument("trace", help="the trace: .json, .json.gz, or a .tar/.tar.gz holding one")
+    ka.add_argument(
+        "--steps",
+        default="steady",
+        help="which profiler steps the summary covers: steady (default: all but the first active step), all, "
+        "or N (the N-th step)",
+    )
+    ka.add_argument(
+        "--power",
+        help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline",
+    )
     ka.add_argument("--top", type=int, default=20, help="top ops to list")
-    ka.add_argument("--format", choices=("table", "json"), default="table")
+    ka.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     ka.add_argument("-o", "--output", help="write to this file instead of stdout")
     ka.set_defaults(handler=analyze)
     kb = ks.add_parser("bench", help="benchmark GEMM (and attention on GPUs) into an efficiency profile")
     kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
     kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
     kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
-    kb.add_argument("-o", "--output", default="profile.yaml")
+    kb.add_argument("--threads", type=int, default=None, help="CPU threads (default: the physical cores this process may run on)")
+    kb.add_argument("-o", "--output", default="profile.yaml", help="the efficiency profile to write (default profile.yaml)")
     kb.set_defaults(handler=bench)
+    kp = ks.add_parser("predict", help="a CPU profile predicts a training step on this CPU, checked against a measured one")
+    kp.add_argument("--profile", required=True, help="a CPU profile written by footprint kernels bench --device cpu")
+    kp.add_argument(
+        "--model", default="example", help="'example' or layers=2,hidden=128,heads=4,seq_len=64,batch_size=8,vocab_size=1000"
+    )
+    kp.add_argument("--steps", type=int, default=10, help="training steps timed (after 3 warm-up steps)")
+    kp.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
+    kp.set_defaults(handler=predict)
 
 
 def analyze(args: argparse.Namespace) -> int:
@@ -34,3 +62,9 @@ def bench(args: argparse.Namespace) -> int:
     from footprint.kernels.bench import main_bench
 
     return main_bench(args)
+
+
+def predict(args: argparse.Namespace) -> int:
+    from footprint.kernels.selfcheck import main_predict
+
+    return main_predict(args)

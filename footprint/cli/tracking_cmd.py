@@ -6,13 +6,22 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import group
+    from footprint.cli.app import command, group
 
-    r = sub.add_parser("run", help="run a command under the tracker: footprint run [opts] -- python train.py")
-    r.add_argument("--name", help="run name (directory under --output-dir)")
-    r.add_argument("--output-dir", default="runs")
-    r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
-    r.add_argument("--pue", type=float, help="PUE of the site")
+    r = command(
+        sub,
+        "run",
+        "run a command under the tracker and write its run record",
+        """
+footprint run --name llama-ft --grid FRA -- python train.py --lr 3e-4
+FOOTPRINT_FAKE_NVML=2xA100-SXM4-40GB footprint run --name demo -- python -c "import time; time.sleep(2)"
+footprint assess runs/llama-ft                        then assess it (or: footprint report runs/llama-ft -o r.html)""",
+        handler=run,
+    )
+    r.add_argument("--name", help="run name: the directory under --output-dir (default: SLURM job or a timestamp)")
+    r.add_argument("--output-dir", default="runs", help="where run directories go (default: ./runs)")
+    r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA) for later assessment")
+    r.add_argument("--pue", type=float, help="PUE of the site (>= 1)")
     r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
     r.add_argument(
         "--count-steps",
@@ -25,28 +34,44 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve live metrics for Prometheus on 127.0.0.1:PORT while the command runs (needs prometheus_client)",
     )
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
-    r.set_defaults(handler=run)
 
-    rc = sub.add_parser("recover", help="rebuild run.json and samples.parquet from the journal of a killed run")
-    rc.add_argument("run_dir")
-    rc.set_defaults(handler=recover_or_merge)
-    mg = sub.add_parser("merge", help="merge per-rank records of a distributed run into one run.json")
-    mg.add_argument("run_dir")
-    mg.set_defaults(handler=recover_or_merge)
+    rc = command(
+        sub,
+        "recover",
+        "rebuild run.json and the samples from the journal of a killed run",
+        "footprint recover runs/llama-ft",
+        handler=recover_or_merge,
+    )
+    rc.add_argument("run_dir", help="the run directory (holds ranks/rank-N.journal.jsonl)")
+    mg = command(
+        sub,
+        "merge",
+        "merge per-rank records of a distributed run into one run.json",
+        "footprint merge runs/llama-ft        after a multi-rank run without a torch.distributed process group",
+        handler=recover_or_merge,
+    )
+    mg.add_argument("run_dir", help="the run directory (holds ranks/rank-N.json)")
 
-    _, ims = group(sub, "import", "turn existing power logs into a run record")
+    _, ims = group(
+        sub,
+        "import",
+        "turn existing power logs into a run record",
+        """
+footprint import nvidia-smi gpu.csv -o runs/from-smi --gpu A100-PCIe-40GB --grid FRA
+footprint import codecarbon emissions.csv -o runs/from-cc --gpu A100-SXM4-40GB --gpu-count 8""",
+    )
     smi = ims.add_parser("nvidia-smi", help="an `nvidia-smi --query-gpu=... --format=csv` log")
-    smi.add_argument("file")
+    smi.add_argument("file", help="the CSV log")
     smi.add_argument("-o", "--output", required=True, help="run directory to write")
     smi.add_argument("--utc-offset", help="offset of the log's local timestamps, e.g. +1 or +01:00")
     smi.add_argument("--grid", help="grid zone of the site (ISO3)")
     smi.add_argument("--gpu", help="GPU model when the log has no `name` column, e.g. A100-PCIe-40GB")
     smi.set_defaults(handler=import_log)
     cc = ims.add_parser("codecarbon", help="a codecarbon emissions.csv")
-    cc.add_argument("file")
+    cc.add_argument("file", help="codecarbon's emissions.csv")
     cc.add_argument("-o", "--output", required=True, help="run directory to write")
     cc.add_argument("--gpu", help="GPU model (codecarbon does not record it), e.g. A100-SXM4-40GB")
-    cc.add_argument("--gpu-count", type=int, default=1)
+    cc.add_argument("--gpu-count", type=int, default=1, help="GPUs the logged energy covers (default 1)")
     cc.set_defaults(handler=import_log)
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.kernels.machine import CI_TARGET, ci_rel, load, physical_cores
 from footprint.kernels.profile import DTYPE_BYTES, attention_intensity, gemm_intensity
 
 PROFILE_FORMAT = 1
@@ -48,6 +49,7 @@ DEFAULT_DTYPES = {
     ("cpu", True): ("fp32",),
 }
 ENERGY_MIN_WINDOW_S = 1.0
+BUDGET_FACTOR = 4  # a configuration is timed for at most this many target windows while its median is not tight
 NOISY_IQR = 0.25  # IQR above this share of the median flags the timing as noisy
 VERIFY_ROWS = 64
 
@@ -143,6 +145,15 @@ def _torch() -> Any:
     except ImportError:
         raise FootprintError("the kernel bench needs torch: pip install -e '.[torch]'", key="kernels bench") from None
     return torch
+
+
+def resolve_threads(threads: int | None) -> int:
+    """CPU threads for the bench: as given (>= 1), else the physical cores of this process's affinity."""
+    if threads is None:
+        return physical_cores()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise FootprintError(f"--threads must be a positive integer, got {threads!r}", key="--threads")
+    return threads
 
 
 def resolve_device(device: str | None) -> str:
@@ -366,7 +377,32 @@ def _time_loop(fn: Callable[[], Any], device: str, budget: tuple[float, float, i
     reps = int(min(max_reps, max(min_reps, math.ceil(target_s / max(per_call, 1e-9)))))
     e0 = meter.read()
     w0 = time.perf_counter()
+    times: list[float] = []
+    deadline = w0 + BUDGET_FACTOR * target_s
+    while True:  # rounds of `reps` calls until the median is tight, or the budget is spent
+        times += _timed_round(fn, device, reps, sync)
+        if len(times) >= max_reps * BUDGET_FACTOR or time.perf_counter() >= deadline:
+            break
+        if len(times) >= 6 and ci_rel(times) <= CI_TARGET:
+            break
+    window = time.perf_counter() - w0
+    e1 = meter.read()
+    q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    energy = (e1 - e0) / len(times) if e0 is not None and e1 is not None and e1 >= e0 else None
+    return {
+        "reps": len(times),
+        "median_s": statistics.median(times),
+        "iqr_s": q[2] - q[0],
+        "ci95_rel": ci_rel(times),
+        "window_s": window,
+        "energy_j": energy,
+    }
+
+
+def _timed_round(fn: Callable[[], Any], device: str, reps: int, sync: Callable[[], Any]) -> list[float]:
+    """Per-call seconds of `reps` calls: CUDA events on GPUs (synchronised once), perf_counter on CPUs."""
     if device == "cuda":
+        torch = _torch()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for i in range(reps):
@@ -374,18 +410,13 @@ def _time_loop(fn: Callable[[], Any], device: str, budget: tuple[float, float, i
             fn()
             ends[i].record()
         sync()
-        times = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
-    else:
-        times = []
-        for _ in range(reps):
-            c0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - c0)
-    window = time.perf_counter() - w0
-    e1 = meter.read()
-    q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
-    energy = (e1 - e0) / reps if e0 is not None and e1 is not None and e1 >= e0 else None
-    return {"reps": reps, "median_s": statistics.median(times), "iqr_s": q[2] - q[0], "window_s": window, "energy_j": energy}
+        return [st.elapsed_time(en) / 1e3 for st, en in zip(starts, ends, strict=True)]
+    times = []
+    for _ in range(reps):
+        c0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - c0)
+    return times
 
 
 def _rows(n: int, limit: int = VERIFY_ROWS) -> list[int]:
@@ -567,10 +598,18 @@ def _finish(r: dict[str, Any], peaks: dict[str, float]) -> dict[str, Any]:
     r["energy_window_s"] = _num(window, 3)
     if e is not None and window < ENERGY_MIN_WINDOW_S:
         r["energy_note"] = f"timed window {window:.3g} s < {ENERGY_MIN_WINDOW_S:g} s: energy per call is unreliable"
+    r["correct"] = r["verified"]
+    noisy = []
     if med > 0 and r["iqr_s"] > NOISY_IQR * med:
+        noisy.append(f"IQR {r['iqr_s'] / med:.0%} of the median")
+    if r["ci95_rel"] > CI_TARGET:
+        noisy.append(f"the median's 95 % CI is +/-{min(r['ci95_rel'], 9.99):.0%} after {r['reps']} calls")
+    if noisy:
         r["timing_note"] = (
-            f"noisy: IQR {r['iqr_s'] / med:.0%} of the median (a busy machine, or frequency changes); re-run on an idle device"
+            "noise, not a timing: " + "; ".join(noisy) + " (a busy machine, or frequency changes); re-run on an idle machine"
         )
+        r["verified"] = False  # never used for prediction
+    r["ci95_rel"] = _num(r["ci95_rel"]) if math.isfinite(r["ci95_rel"]) else None
     for key in ("median_s", "iqr_s"):
         r[key] = _num(r[key])
     r["flops"] = float(r["flops"])
@@ -583,12 +622,19 @@ def run_bench(
     dtypes: str | Sequence[str] | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
     seed: int = 0,
+    threads: int | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the sweep; return the profile mapping (see the module docstring). Raises FootprintError on
-    bad arguments before anything runs."""
+    bad arguments before anything runs. `threads`: torch's CPU threads (default: the physical cores of
+    this process's affinity); `machine`: the load measured before (measured here when not given)."""
     torch = _torch()
     dev = resolve_device(device)
     dts = resolve_dtypes(dtypes, dev, quick)
+    threads = resolve_threads(threads)
+    before = machine if machine is not None else load()
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
     info = describe_device(dev)
     budget = _BUDGET[(dev, quick)]
     shapes = sweep(dev, quick)
@@ -614,7 +660,9 @@ def run_bench(
                         progress(r)
     finally:
         torch.set_float32_matmul_precision(prec)
+        torch.set_num_threads(old_threads)
         meter.stop()
+    after = load(window=0.2)
     notes = [
         "GEMM inputs are reused call after call (warm caches), as in vendor benchmarks",
         "correctness: fp64 reference on a subset of up to 64 rows; verified: false results are never used for prediction",
@@ -638,7 +686,16 @@ def run_bench(
         "python": platform.python_version(),
         "device": info,
         "meter": meter.info,
+        "machine": {
+            "loaded": bool(before["loaded"] or after["loaded"]),
+            "before": before,
+            "after": after,
+            "note": "a loaded machine (load average >= half the usable CPUs, or another process above 25 % of a CPU) "
+            "gives noisy timings; those whose median is not tight are marked verified: false and never used",
+        },
         "settings": {
+            "threads": threads,
+            "ci_target": CI_TARGET,
             "quick": quick,
             "dtypes": dts,
             "timing": "CUDA events" if dev == "cuda" else "time.perf_counter",
@@ -676,7 +733,7 @@ def format_row(r: dict[str, Any]) -> str:
     pct = "n/a" if r["pct_of_peak"] is None else f"{r['pct_of_peak']:.1f}%"
     jpt = r.get("j_per_gb") if op == "elementwise" else r["j_per_tflop"]
     unit = "J/GB" if op == "elementwise" else "J/TFLOP"
-    ok = ("ok" if r["verified"] else "FAILED") + ("~" if r.get("timing_note") else "")
+    ok = ("ok" if r.get("correct", r["verified"]) else "FAILED") + ("~" if r.get("timing_note") else "")
     return (
         f"{op:<11} {_shape_text(r):<30} {r['dtype']:<5} {ok:<6} err {_fmt(r['max_rel_error'], '.1e'):>7}  "
         f"{r['median_s'] * 1e3:9.3f} ms +/- {r['iqr_s'] * 1e3:.3f}  {rate:>16}  peak {pct:>6}  "
@@ -698,12 +755,28 @@ def main_bench(args: Any) -> int:
         raise FootprintError(f"directory {out.parent} does not exist", file=str(out), key="-o")
     if getattr(args, "dtypes", None) is not None:
         parse_dtypes(args.dtypes)  # fail fast, before torch is imported
+    threads = resolve_threads(getattr(args, "threads", None))
     dev = resolve_device(getattr(args, "device", None))
     dts = resolve_dtypes(getattr(args, "dtypes", None), dev, bool(getattr(args, "quick", False)))
+    before = load()
+    if before["loaded"]:
+        print(
+            "footprint: warning: the machine is loaded (" + "; ".join(before["reasons"]) + "): timings will be noisy, "
+            "and those whose median is not tight are marked verified: false",
+            file=sys.stderr,
+        )
+    _torch().set_num_threads(threads)
     info = describe_device(dev)
     peaks = ", ".join(f"{k} {v:g}" for k, v in info["peak_tflops"].items() if k in dts) or "not available"
-    print(f"device: {info['name']} ({dev}); dense peak TFLOP/s: {peaks}; dtypes: {', '.join(dts)}")
-    prof = run_bench(dev, bool(getattr(args, "quick", False)), dts, progress=lambda r: print(format_row(r), flush=True))
+    print(f"device: {info['name']} ({dev}, {threads} threads); dense peak TFLOP/s: {peaks}; dtypes: {', '.join(dts)}")
+    prof = run_bench(
+        dev,
+        bool(getattr(args, "quick", False)),
+        dts,
+        progress=lambda r: print(format_row(r), flush=True),
+        threads=threads,
+        machine=before,
+    )
     m = prof["meter"]
     print(
         f"energy: {m['method']} ({'measured' if m.get('measured') else 'not measured'}"
@@ -716,14 +789,17 @@ def main_bench(args: Any) -> int:
     )
     noisy = [r for r in prof["results"] if r.get("timing_note")]
     if noisy:
+        after = prof["machine"]["after"]
         print(
-            f"footprint: warning: {len(noisy)} timing(s) noisy (marked ~: IQR > {NOISY_IQR:.0%} of the median); "
-            "is the machine busy?",
+            f"footprint: warning: {len(noisy)} timing(s) are noise (marked ~, verified: false, never used for prediction: "
+            f"the median's 95 % CI is wider than +/-{CI_TARGET:.0%} or the IQR above {NOISY_IQR:.0%})"
+            + (f"; the machine is loaded ({'; '.join(after['reasons'])})" if after["loaded"] else ""),
             file=sys.stderr,
         )
-    bad = [r for r in prof["results"] if not r["verified"]]
+    bad = [r for r in prof["results"] if not r["correct"]]
+    unused = [r for r in prof["results"] if not r["verified"]]
     print(
-        f"wrote {out}: {len(prof['results'])} results, {len(prof['results']) - len(bad)} verified, "
+        f"wrote {out}: {len(prof['results'])} results, {len(prof['results']) - len(unused)} verified, "
         f"{prof['settings']['duration_s']:.1f} s"
     )
     if bad:
@@ -732,5 +808,4 @@ def main_bench(args: Any) -> int:
             "for prediction): " + "; ".join(f"{r['op']} {_shape_text(r)} {r['dtype']}" for r in bad[:5]),
             file=sys.stderr,
         )
-        return 1
-    return 0
+    return 1 if unused else 0

@@ -56,7 +56,7 @@ def infer_format(output: str, fmt: str | None) -> str:
     )
 
 
-def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int) -> tuple[Assessment, Path | None]:
+def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int, seed: int = 0) -> tuple[Assessment, Path | None]:
     """An assessment (given, or of a scenario or run directory) and the run directory it came from, if any."""
     if isinstance(t, Assessment):
         src = t.workload.source
@@ -67,17 +67,22 @@ def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int) ->
 
     p = Path(t)
     run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
-    return assess(to_workload(p, sets), samples=samples), run_dir
+    return assess(to_workload(p, sets), samples=samples, seed=seed), run_dir
 
 
 def build_sections(
-    targets: list[str | Assessment], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None
+    targets: list[str | Assessment],
+    sets: list[str] | None,
+    samples: int,
+    trace: str | None,
+    progress: Any = None,
+    seed: int = 0,
 ) -> list[Section]:
     from footprint.reports import figures
 
     sections = []
     for t in targets:
-        a, run_dir = _assess_target(t, sets, samples)
+        a, run_dir = _assess_target(t, sets, samples, seed)
         s = Section(a, a.workload.name if isinstance(t, Assessment) else t, run_dir)
         s.figures["stages"] = figures.stage_matrix(a)
         s.figures["components"] = figures.components(a)
@@ -427,8 +432,13 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
 # ---- PDF ----------------------------------------------------------------------------------------
 
 
+def find_chromium() -> str | None:
+    """The headless browser that prints PDFs (Debian's chromium, or Chrome), if installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
 def html_to_pdf(html_text: str, out: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    browser = find_chromium()
     if not browser:
         raise FootprintError("PDF output needs Chromium (Debian package chromium); write .html and print it instead", str(out))
     with tempfile.TemporaryDirectory() as tmp:
@@ -453,6 +463,9 @@ def html_to_pdf(html_text: str, out: Path) -> None:
             raise FootprintError(f"Chromium could not print the PDF: {proc.stderr.strip()[-300:]}", str(out))
 
 
+STDOUT_FORMATS = ("html", "json", "csv", "boamps")
+
+
 def write_report(
     targets: list[str | Assessment],
     output: str,
@@ -461,19 +474,40 @@ def write_report(
     samples: int = 2000,
     trace: str | None = None,
     quiet: bool = False,
-) -> Path:
-    """Assess each target and write the report; returns the path written."""
-    fmt = infer_format(output, fmt)
+    seed: int = 0,
+) -> Path | None:
+    """Assess each target and write the report; returns the path written (None for stdout, output '-')."""
+    import sys
+
+    to_stdout = output == "-"
+    if to_stdout and fmt not in STDOUT_FORMATS:
+        raise FootprintError(
+            f"-o - (stdout) needs --format {'|'.join(STDOUT_FORMATS)}; Markdown and PDF need a file", key="--output"
+        )
+    fmt = fmt if to_stdout else infer_format(output, fmt)
     out = Path(output)
+
+    def write(text: str) -> Path | None:
+        text = text if text.endswith("\n") else text + "\n"
+        if to_stdout:
+            sys.stdout.write(text)
+            return None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        return out
+
     steps = len(targets) + (1 if fmt == "pdf" else 0) + 1
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True, disable=quiet) as bar:
+    # the bar goes to stderr, and only to a terminal: redirected output stays clean
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True, disable=quiet or not console.is_terminal) as bar:
         task = bar.add_task("assessing", total=steps)
         if fmt in ("json", "csv", "boamps"):
             assessments = []
             for t in targets:
-                assessments.append(_assess_target(t, sets, samples)[0])
+                assessments.append(_assess_target(t, sets, samples, seed)[0])
                 bar.advance(task)
             if fmt == "json":
                 data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}
@@ -483,19 +517,18 @@ def write_report(
                 text = json.dumps(b[0] if len(b) == 1 else b, indent=2, default=str)
             else:  # one table; with --compare, a first column names the scenario or run
                 text = to_csv(assessments[0]) if len(assessments) == 1 else _csv_with_names(assessments)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text if text.endswith("\n") else text + "\n")
             bar.advance(task)
-            return out
-        sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task))
+            return write(text)
+        sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task), seed=seed)
         bar.update(task, description="rendering")
-        out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "md":
+            out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(to_markdown(sections, out))
         elif fmt == "html":
-            out.write_text(to_html(sections))
+            return write(to_html(sections))
         else:
             bar.update(task, description="printing PDF")
+            out.parent.mkdir(parents=True, exist_ok=True)
             html_to_pdf(to_html(sections), out)
         bar.advance(task)
     return out

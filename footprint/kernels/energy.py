@@ -1,0 +1,260 @@
+"""Energy per category: a run directory's power samples attributed to the trace's timeline by time overlap.
+
+GPU traces: the run's GPU energy (NVML counter differences, else power x time) split over kernel
+categories, idle and the time outside the trace. CPU traces: the run's CPU package energy (RAPL only:
+an estimated CPU energy is not a measurement to attribute) split over the CPU operator categories and
+the rest of the window. Within each sample interval the energy is shared in proportion to the time
+each category covers; this is an attribution, not a measurement per category, and the result says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from footprint.errors import FootprintError
+from footprint.kernels.intervals import cum_busy, union
+from footprint.kernels.opmodels import CATEGORIES, MATRIX_CATEGORIES
+
+
+class MissingEnergy(FootprintError):
+    """The run directory has no samples of the kind the trace needs (said in one line, not an error exit)."""
+
+
+def _run_samples(run_dir: Path, device_index: Any, file: str, component: str = "gpu") -> tuple[Any, dict[str, Any], list[str]]:
+    import pandas as pd
+
+    notes: list[str] = []
+    if not run_dir.is_dir():
+        raise FootprintError("not a run directory (expected run.json, samples.parquet and ranks/)", str(run_dir))
+    samples_path = run_dir / "samples.parquet"
+    if not samples_path.exists():
+        raise FootprintError(
+            "no samples.parquet: not a footprint run directory (run `footprint recover` for a killed run)", str(run_dir)
+        )
+    run = {}
+    if (run_dir / "run.json").exists():
+        from footprint.tracking.runrecord import read_json
+
+        run = read_json(run_dir / "run.json")
+    starts: dict[int, float] = {}
+    for p in sorted((run_dir / "ranks").glob("rank-*.json")):
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if rec.get("start_unix") is not None:
+            starts[int(rec.get("rank", 0))] = float(rec["start_unix"])
+    if not starts:
+        if run.get("start_utc"):
+            from datetime import datetime
+
+            starts[0] = datetime.fromisoformat(run["start_utc"]).timestamp()
+            notes.append("no per-rank start_unix: samples aligned with run.json start_utc (1 s resolution)")
+        else:
+            raise FootprintError(
+                "no start time (ranks/rank-*.json start_unix or run.json start_utc): cannot place the power samples in time",
+                str(run_dir),
+            )
+    try:
+        df = pd.read_parquet(samples_path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable parquet is a user-facing error
+        raise FootprintError(f"cannot read samples.parquet ({exc})", str(samples_path)) from None
+    missing = {"uuid", "t_s"} - set(df.columns)
+    if missing:
+        raise FootprintError(f"samples.parquet lacks columns {sorted(missing)}", str(samples_path))
+    devices = [d for d in run.get("devices", []) if d.get("component", "gpu") == component]
+    if component == "gpu":
+        if "component" in df.columns:
+            df = df[df["component"].isin(["gpu"]) | df["component"].isna()]
+        if df.empty:
+            raise FootprintError("samples.parquet has no GPU samples", str(samples_path))
+    else:
+        rapl = {d.get("uuid") for d in devices if d.get("method") == "rapl"}
+        kinds = sorted({str(d.get("method")) for d in devices}) or ["none"]
+        df = (
+            df[df["uuid"].isin(rapl)] if "component" not in df.columns else df[df["uuid"].isin(rapl) & (df["component"] == "cpu")]
+        )
+        if df.empty:
+            raise MissingEnergy(
+                f"no RAPL CPU package samples in this run (its CPU energy method: {', '.join(kinds)}), so CPU energy "
+                "is not attributed to operators: record the run where /sys/class/powercap/intel-rapl is readable",
+                str(run_dir),
+            )
+    uuids = list(dict.fromkeys(df["uuid"]))
+    uuid = uuids[0]
+    if len(uuids) > 1:
+        match = [d.get("uuid") for d in devices if d.get("index") == device_index and d.get("uuid") in uuids]
+        if match:
+            uuid = match[0]
+            notes.append(f"the run has {len(uuids)} GPUs: used {uuid} (index {device_index}, the trace's device)")
+        else:
+            uuid = df["uuid"].value_counts().index[0]
+            notes.append(
+                f"the run has {len(uuids)} GPUs and none has the trace's device index {device_index}: used {uuid} (most samples)"
+            )
+    df = df[df["uuid"] == uuid].copy()
+    rank = df["rank"] if "rank" in df.columns else 0
+    offset = rank.map(lambda r: starts.get(int(r), starts.get(min(starts)))) if "rank" in df.columns else starts[min(starts)]
+    df["t_unix"] = df["t_s"].astype(float) + offset
+    df = df.sort_values("t_unix")
+    dev = next((d for d in devices if d.get("uuid") == uuid), {})
+    return df, {"uuid": uuid, "name": dev.get("name"), "method": dev.get("method")}, notes
+
+
+def attribute_energy(
+    run_dir: str | Path, result: dict[str, Any], gpu: list[tuple[Any, ...]], cats: list[str], base_ns: Any, file: str
+) -> dict[str, Any]:
+    """Split the run's GPU energy over kernel categories by time overlap with the kernel timeline."""
+    per_cat: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for g, cat in zip(gpu, cats, strict=True):
+        per_cat[cat].append((g[0], g[0] + g[1]))
+    if not gpu:
+        raise FootprintError("the trace has no GPU events to attribute energy to", file)
+    return attribute(run_dir, result, per_cat, base_ns, file, "gpu", result["launch_overhead"]["median_kernel_us"])
+
+
+def attribute(
+    run_dir: str | Path,
+    result: dict[str, Any],
+    per_cat_us: dict[str, list[tuple[float, float]]],
+    base_ns: Any,
+    file: str,
+    component: str,
+    median_event_us: float | None,
+) -> dict[str, Any]:
+    """Split the run's `component` energy over categories by time overlap with their intervals (trace us)."""
+    import numpy as np
+
+    run_dir = Path(run_dir)
+    notes: list[str] = []
+    first = min((iv[0] for v in per_cat_us.values() for iv in v), default=None)
+    if first is None:
+        raise FootprintError(
+            f"the trace has no {'GPU events' if component == 'gpu' else 'CPU operators'} to attribute energy to", file
+        )
+    if first > 1e14:  # about 3 years of microseconds: ts is already absolute
+        t0 = 0.0
+        basis = "ts as epoch microseconds"
+    elif isinstance(base_ns, (int, float)):
+        t0 = float(base_ns) / 1e9
+        basis = "baseTimeNanoseconds + ts"
+    else:
+        raise FootprintError(
+            "the trace's timestamps are relative and it has no baseTimeNanoseconds: it cannot be aligned with power samples",
+            file,
+            "baseTimeNanoseconds",
+        )
+    df, dev, more = _run_samples(run_dir, result["device"]["index"], file, component)
+    notes += more
+
+    # per-category merged intervals in unix seconds
+    per_cat = {c: [(t0 + a / 1e6, t0 + b / 1e6) for a, b in v] for c, v in per_cat_us.items()}
+    merged = {c: union(v) for c, v in per_cat.items()}
+    all_iv = union(iv for v in per_cat.values() for iv in v)
+    w0, w1 = all_iv[0][0], all_iv[-1][1]
+
+    t = df["t_unix"].to_numpy(dtype=float)
+    if "energy_j" in df.columns and df["energy_j"].notna().all():
+        e = df["energy_j"].to_numpy(dtype=float)
+        de = np.diff(e)
+        if (de < 0).any():
+            notes.append("the cumulative energy decreases somewhere (counter reset?): those intervals use power x time")
+        energy_method = "energy counter differences"
+    else:
+        de = np.full(len(t) - 1, np.nan)
+        energy_method = "power samples (trapezoid)"
+    if "power_w" in df.columns:
+        p = df["power_w"].to_numpy(dtype=float)
+        trap = 0.5 * (p[1:] + p[:-1]) * np.diff(t)
+        de = np.where(np.isnan(de) | (de < 0), trap, de)
+    de = np.nan_to_num(de, nan=0.0)
+    a, b = t[:-1], t[1:]
+    sel = (b > w0) & (a < w1) & (b > a)
+    if not sel.any():
+        run_span = (float(t[0]), float(t[-1])) if len(t) else (None, None)
+        raise FootprintError(
+            f"the run's power samples ({_iso(run_span[0])} to {_iso(run_span[1])}) do not overlap "
+            f"the trace ({_iso(w0)} to {_iso(w1)}): is this the run that was profiled?",
+            str(run_dir),
+        )
+    a, b, de = a[sel], b[sel], de[sel]
+    length = b - a
+
+    def overlap(ivs: list[tuple[float, float]]) -> Any:
+        if not ivs:
+            return np.zeros_like(a)
+        st = np.array([x[0] for x in ivs])
+        en = np.array([x[1] for x in ivs])
+        cum = np.concatenate([[0.0], np.cumsum(en - st)])
+        return cum_busy(st, en, cum, b) - cum_busy(st, en, cum, a)
+
+    ov = {c: overlap(v) for c, v in merged.items()}
+    busy_ov = overlap(all_iv)
+    window_ov = np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None)
+    idle_ov = np.clip(window_ov - busy_ov, 0.0, None)
+    outside = np.clip(length - window_ov, 0.0, None)
+    denom = sum(ov.values()) + idle_ov + outside
+    denom = np.where(denom > 0, denom, 1.0)
+    by_cat = {c: float(np.sum(de * v / denom)) for c, v in ov.items()}
+    idle_j = float(np.sum(de * idle_ov / denom))
+    outside_j = float(np.sum(de * outside / denom))
+    in_window = sum(by_cat.values()) + idle_j
+    period = float(np.median(np.diff(t))) if len(t) > 1 else None
+    med_kernel = median_event_us
+    ratio = (period * 1e6 / med_kernel) if period and med_kernel else None
+    span = w1 - w0
+    coarse = (
+        f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median "
+        f"{'kernel' if component == 'gpu' else 'operator'} lasts "
+        f"{med_kernel:.3g} us ({ratio:,.0f}x shorter) and the trace spans {span * 1e3:.3g} ms"
+        if period and med_kernel and ratio
+        else "sample period or kernel durations unknown"
+    )
+    if period and span < period:
+        coarse += ": one reading covers the whole trace, so categories share its energy by time only"
+    coarse += (
+        "; per-category energy is an attribution by time overlap within each sample interval (a GPU's power "
+        "differs between kernel types), not a measurement"
+        + ("; A100/H100 sensors also average only ~25 ms of every 100 ms" if component == "gpu" else "")
+    )
+    cats = CATEGORIES if component == "gpu" else MATRIX_CATEGORIES
+    section = result["by_category"] if component == "gpu" else result["cpu"]["by_category"]
+    for c in cats:
+        entry = section[c]
+        ej = by_cat.get(c, 0.0)
+        entry["energy_j"] = ej
+        entry["gflops_per_j"] = entry["flops"] / ej / 1e9 if entry.get("flops") and ej > 0 else None
+    return {
+        "run_dir": str(run_dir),
+        "component": component,
+        "device_uuid": dev["uuid"],
+        "device_name": dev["name"],
+        "meter_method": dev["method"],
+        "energy_method": energy_method,
+        "alignment": basis,
+        "trace_window_unix": [w0, w1],
+        "run_window_unix": [float(t[0]), float(t[-1])],
+        "sample_intervals_used": int(sel.sum()),
+        "sample_period_s": period,
+        "median_kernel_us": med_kernel,
+        "sample_period_over_median_kernel": ratio,
+        "coarseness": coarse,
+        "energy_j": float(np.sum(de)),
+        "energy_in_trace_window_j": in_window,
+        "by_category_j": {c: by_cat.get(c, 0.0) for c in cats},
+        "idle_j": idle_j,
+        "outside_trace_j": outside_j,
+        "mean_power_in_window_w": in_window / span if span > 0 else None,
+        "notes": notes,
+    }
+
+
+def _iso(t: float | None) -> str:
+    if t is None:
+        return "?"
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")

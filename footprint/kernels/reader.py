@@ -1,0 +1,524 @@
+"""Reading a PyTorch profiler (Kineto) trace in one streaming pass, keeping only what the analysis needs.
+
+Formats: ``.json``, ``.json.gz`` and tar archives of traces (``ARCHIVE::MEMBER`` picks one), current and
+legacy (2021, ``Kernel``/``Runtime``/``Operator`` categories, lower-case ``external id``). The top level
+is ``{..., "traceEvents": [...], ...}`` (or a bare array); the small top-level values around the event
+array (``deviceProperties``, ``baseTimeNanoseconds``, ...) land in ``meta``.
+
+Speed and memory: the event array is cut into slices of about a megabyte at an event boundary and each
+slice is decoded by msgspec into typed structs whose ``args`` stay raw bytes (most events are
+``python_function`` and are never looked at again); only the events the analysis uses have their
+``args`` decoded. A slice that is not plain Kineto layout (an event larger than the buffer, a value of
+an unexpected type) falls back to decoding one event at a time with the standard library's C scanner,
+which also finds the exact position of a damaged or truncated file. Memory stays flat whatever the
+file size: the buffer, one slice's events, and per event a few numbers (names, threads and shapes
+interned).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import re
+import tarfile
+import time
+import zlib
+from array import array
+from collections.abc import Iterator
+from json.scanner import make_scanner
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from footprint.errors import FootprintError
+from footprint.kernels.opmodels import (
+    ANNOTATION,
+    CAT_KIND,
+    LAUNCH,
+    NEEDS_CONCRETE,
+    NUM,
+    OP,
+    RT,
+    wants_shapes,
+)
+
+_CHUNK = 1 << 20
+_MAX_VALUE = 256 << 20  # one event (or metadata value) larger than this is refused
+_WS = re.compile(rb"[ \t\n\r]*")
+_BOUNDARY = re.compile(rb"\}[ \t\n\r]*[,\]]")  # where an event may end: '}' then ',' or the array's ']'
+_TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
+_TRIES = 4  # candidate boundaries tried per slice before the one-event-at-a-time path
+_SCAN = make_scanner(json.JSONDecoder())  # the C scanner: (value, end) at an index
+STEP_PREFIX = "ProfilerStep#"
+
+
+class Event(msgspec.Struct):
+    """The fields of a trace event the analysis reads; ``args`` is kept undecoded."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: msgspec.Raw = None
+
+
+class Args(msgspec.Struct):
+    """The ``args`` the analysis reads; shapes stay raw bytes (interned by their text, decoded once)."""
+
+    dims: msgspec.Raw = msgspec.field(name="Input Dims", default=None)
+    types: msgspec.Raw = msgspec.field(name="Input type", default=None)
+    concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=None)
+    ext: Any = msgspec.field(name="External id", default=None)
+    ext_legacy: Any = msgspec.field(name="external id", default=None)
+    correlation: Any = None
+    device: Any = None
+    nbytes: Any = msgspec.field(name="bytes", default=None)
+    stream: Any = None
+
+
+_EVENTS = msgspec.json.Decoder(list[Event])
+_RAWS = msgspec.json.Decoder(list[msgspec.Raw])
+_EVENT = msgspec.json.Decoder(Event)
+_ARGS = msgspec.json.Decoder(Args)
+_ANY = msgspec.json.Decoder()
+_NO_ARGS = Args()
+
+
+class BadJSON(Exception):
+    def __init__(self, msg: str, pos: int) -> None:
+        super().__init__(f"{msg}, byte {pos:,}")
+        self.msg, self.pos = msg, pos
+
+
+def _event_from(obj: Any) -> Event | None:
+    """An Event from a decoded value (None for a value that is not an object)."""
+    if type(obj) is not dict:
+        return None
+    args = obj.get("args")
+    return Event(
+        obj.get("ph"),
+        obj.get("cat"),
+        obj.get("name"),
+        obj.get("pid"),
+        obj.get("tid"),
+        obj.get("ts"),
+        obj.get("dur"),
+        msgspec.Raw(msgspec.json.encode(args)) if "args" in obj else None,
+    )
+
+
+def decode_args(raw: msgspec.Raw | None) -> Args:
+    """The args of one event; args that are not an object, or of unexpected types, read as empty."""
+    if raw is None:
+        return _NO_ARGS
+    try:
+        return _ARGS.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        obj = _ANY.decode(raw)
+        if type(obj) is not dict:
+            return _NO_ARGS
+
+        def raw_of(key: str) -> msgspec.Raw | None:
+            return msgspec.Raw(msgspec.json.encode(obj[key])) if key in obj else None
+
+        return Args(
+            raw_of("Input Dims"),
+            raw_of("Input type"),
+            raw_of("Concrete Inputs"),
+            obj.get("External id"),
+            obj.get("external id"),
+            obj.get("correlation"),
+            obj.get("device"),
+            obj.get("bytes"),
+            obj.get("stream"),
+        )
+
+
+class Reader:
+    """Streams a trace's events (`events()` yields Event, or None for a non-object entry)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+        self.consumed = 0  # bytes dropped from the front of the buffer
+        self.nbytes = 0
+        self.meta: dict[str, Any] = {}
+        self.saw_events = False
+        self._text: str | None = None  # latin-1 view of buf (byte positions = character positions)
+        self._first = True
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        b = self.stream.read(_CHUNK)
+        self.nbytes += len(b)
+        if not b:
+            self.eof = True
+        if self._first and b:
+            self._first = False
+            if b.startswith(b"\xef\xbb\xbf"):
+                b = b[3:]
+        self.consumed += self.pos
+        self.buf = self.buf[self.pos :] + b
+        self.pos = 0
+        self._text = None
+        return bool(b)
+
+    def _skip(self) -> int:
+        """The next non-blank byte (-1 at the end)."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                return -1
+
+    def _value(self) -> Any:
+        """One JSON value at pos, decoded by the standard library (slow path, and metadata)."""
+        while True:
+            if self._text is None:
+                self._text = self.buf.decode("latin-1")
+            try:
+                _, end = _SCAN(self._text, self.pos)
+            except StopIteration as exc:
+                err = json.JSONDecodeError("Expecting value", self._text, exc.value)
+            except json.JSONDecodeError as exc:
+                err = exc
+            else:
+                if end >= len(self.buf) and not self.eof and self._fill():
+                    continue  # a number may go on in the next chunk
+                raw = self.buf[self.pos : end]
+                self.pos = end
+                try:
+                    return json.loads(raw)
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    return json.loads(raw.decode("utf-8", "replace"))
+            # Only a value cut by the end of the buffer is worth more data; anything else is invalid.
+            where = self.consumed + err.pos
+            rest = self.buf[err.pos : err.pos + 64]
+            cut = (
+                len(rest) <= 16
+                or err.msg.startswith("Unterminated string")
+                or (not rest.strip() and err.pos + 64 >= len(self.buf))
+            )
+            if cut and len(self.buf) - self.pos < _MAX_VALUE and self._fill():
+                continue
+            raise BadJSON(err.msg, where)
+
+    def _error(self, what: str) -> BadJSON:
+        return BadJSON(what, self.consumed + self.pos)
+
+    def events(self) -> Iterator[Event | None]:
+        c = self._skip()
+        if c == ord("["):
+            self.pos += 1
+            self.saw_events = True
+            yield from self._array()
+            return
+        if c != ord("{"):
+            raise self._error("expected '{' or '['")
+        self.pos += 1
+        while True:
+            c = self._skip()
+            if c == ord("}"):
+                self.pos += 1
+                return
+            if c == ord(","):
+                self.pos += 1
+                c = self._skip()
+            if c != ord('"'):
+                raise self._error("expected a key")
+            key = self._value()
+            if self._skip() != ord(":"):
+                raise self._error("expected ':'")
+            self.pos += 1
+            if self._skip() == ord("[") and key == "traceEvents":
+                self.pos += 1
+                self.saw_events = True
+                yield from self._array()
+            else:
+                self.meta[key] = self._value()
+
+    def _array(self) -> Iterator[Event | None]:
+        while True:
+            c = self._skip()
+            if c == ord(","):
+                self.pos += 1
+                c = self._skip()
+            if c == -1:
+                raise self._error("the event array is not closed")
+            if c == ord("]"):
+                self.pos += 1
+                return
+            batch = self._slice()
+            if batch is None:  # one event the slow way (it may need more data, or be damaged)
+                yield _event_from(self._value())
+            else:
+                yield from batch
+
+    def _slice(self) -> list[Event | None] | None:
+        """The complete events from pos to the last event boundary in the buffer, decoded by msgspec."""
+        buf, start = self.buf, self.pos
+        if len(buf) - start < _CHUNK // 2 and not self.eof:
+            self._fill()
+            buf, start = self.buf, self.pos
+        end = len(buf)
+        for _ in range(_TRIES):
+            p = buf.rfind(b"}", start, end)
+            while p >= 0 and not _BOUNDARY.match(buf, p):
+                p = buf.rfind(b"}", start, p)
+            if p < 0:
+                return None
+            text = b"[" + buf[start : p + 1] + b"]"
+            try:
+                batch = self._decode(text)
+            except msgspec.DecodeError as exc:
+                m = _TRAILING.search(str(exc))
+                if m is None:  # not an event boundary (inside a string or a nested value)
+                    end = p
+                    continue
+                # The event array closed inside the slice (metadata follows it): decode up to its ']'.
+                q = len(text[: int(m.group(1)) + 1].rstrip(b" \t\r\n,")) - 1  # the array's ']' in text
+                if text[q : q + 1] != b"]":
+                    return None
+                try:
+                    batch = self._decode(text[: q + 1])
+                except msgspec.DecodeError:
+                    return None
+                self.pos = start + q - 1  # at the array's ']'
+                return batch
+            self.pos = p + 1
+            return batch
+        return None
+
+    def _decode(self, text: bytes) -> list[Event | None]:
+        try:
+            return _EVENTS.decode(text)
+        except msgspec.ValidationError:  # an entry that is not an object, or a field of another type
+            return [self._one(r) for r in _RAWS.decode(text)]
+
+    @staticmethod
+    def _one(raw: msgspec.Raw) -> Event | None:
+        try:
+            return _EVENT.decode(raw)
+        except msgspec.ValidationError:
+            return _event_from(_ANY.decode(raw))
+
+
+# ================================================================================================
+# Opening a file or an archive member
+# ================================================================================================
+def open_source(path: Path, member: str | None) -> tuple[Any, str, list[str]]:
+    """(binary stream of the JSON, description, warnings)."""
+    notes: list[str] = []
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
+    except FileNotFoundError:
+        raise FootprintError("not found", str(path)) from None
+    except IsADirectoryError:
+        raise FootprintError("is a directory, expected a trace file (.json, .json.gz or a tar archive)", str(path)) from None
+    magic = fh.read(262)
+    fh.seek(0)
+    is_gz = magic[:2] == b"\x1f\x8b"
+    is_tar = len(magic) > 261 and magic[257:262] == b"ustar"
+    if not is_tar and is_gz:
+        try:
+            with gzip.open(path, "rb") as g:
+                is_tar = g.read(262)[257:262] == b"ustar"
+        except (OSError, EOFError):
+            is_tar = False
+    if is_tar:
+        fh.close()
+        return _open_member(path, member, notes)
+    if member is not None:
+        fh.close()
+        raise FootprintError("'::MEMBER' is for tar archives; this file is not one", str(path))
+    if is_gz:
+        return gzip.GzipFile(fileobj=fh), path.name, notes
+    return fh, path.name, notes
+
+
+def _open_member(path: Path, member: str | None, notes: list[str]) -> tuple[Any, str, list[str]]:
+    try:
+        tf = tarfile.open(path, "r:*")  # noqa: SIM115
+    except (tarfile.TarError, OSError) as exc:
+        raise FootprintError(f"cannot read the archive ({exc})", str(path)) from None
+    traces = sorted((m for m in tf.getmembers() if m.isfile() and re.search(r"\.json(\.gz)?$", m.name)), key=lambda m: m.name)
+    if member is not None:
+        chosen = [m for m in traces if m.name == member or m.name.endswith("/" + member)]
+        if not chosen:
+            raise FootprintError(
+                f"no trace named {member!r} in the archive "
+                f"(it holds: {', '.join(m.name for m in traces[:8]) or 'no .json files'})",
+                str(path),
+            )
+        pick = chosen[0]
+    else:
+        if not traces:
+            raise FootprintError("the archive holds no .json trace", str(path))
+        pick = traces[0]
+        if len(traces) > 1:
+            notes.append(f"the archive holds {len(traces)} traces; analysed {pick.name} (pick another with ARCHIVE::MEMBER)")
+    stream = tf.extractfile(pick)
+    assert stream is not None
+    if pick.name.endswith(".gz"):
+        stream = gzip.GzipFile(fileobj=stream)
+    return stream, f"{path.name}::{pick.name}", notes
+
+
+def split_member(path: str | Path) -> tuple[Path, str | None]:
+    text = str(path)
+    if "::" in text and not Path(text).exists():
+        archive, member = text.split("::", 1)
+        return Path(archive), member
+    return Path(text), None
+
+
+# ================================================================================================
+# The one pass: what is kept of each event
+# ================================================================================================
+class Scan:
+    """What one streaming pass keeps."""
+
+    def __init__(self) -> None:
+        # cpu ops, as parallel arrays; names, threads and shapes interned (ops repeat every step)
+        self.op_ts = array("d")
+        self.op_end = array("d")
+        self.op_ext = array("q")
+        self.op_thread: list[Any] = []
+        self.op_name: list[str] = []
+        self.op_sig: list[Any] = []  # key into `sigs`
+        self.sigs: dict[Any, tuple[Any, Any, Any]] = {}  # raw (Input Dims, Input type) -> (key, dims, types)
+        self.op_conc: dict[int, Any] = {}  # Concrete Inputs, for the ops whose formulas read them
+        # launches: correlation -> (ts, dur, thread, name)
+        self.launch: dict[Any, tuple[float, float, Any, str]] = {}
+        # gpu events: (ts, dur, device, kind, name, correlation, external id, bytes, stream)
+        self.gpu: list[tuple[Any, ...]] = []
+        # ProfilerStep#N spans on the CPU: (ts, end, name, thread)
+        self.steps: list[tuple[float, float, str, Any]] = []
+        self.meta: dict[str, Any] = {}
+        self.events = 0
+        self.bytes = 0
+        self.seconds = 0.0
+        self.truncated: str | None = None
+        self.notes: list[str] = []
+
+
+def _decoded(raw: msgspec.Raw | None) -> Any:
+    return None if raw is None else _ANY.decode(raw)
+
+
+def scan(stream: Any, file: str) -> Scan:
+    """Read every event once; keep CPU ops, launches, GPU events and profiler steps (see Scan)."""
+    s = Scan()
+    reader = Reader(stream)
+    t0 = time.perf_counter()
+    op_ts, op_end, op_thread, op_name = s.op_ts, s.op_end, s.op_thread, s.op_name
+    op_sig, sigs, op_conc, op_ext = s.op_sig, s.sigs, s.op_conc, s.op_ext
+    launch, gpu, steps = s.launch, s.gpu, s.steps
+    kinds: dict[Any, int] = {}
+    names: dict[str, str] = {}
+    threads: dict[Any, Any] = {}
+    shaped: dict[str, bool] = {}
+    launches: dict[str, bool] = {}
+    needs_conc = NEEDS_CONCRETE
+    n = 0
+    try:
+        for e in reader.events():
+            n += 1
+            if e is None:
+                continue
+            cat = e.cat
+            try:
+                kind = kinds[cat]
+            except KeyError:
+                kind = kinds[cat] = CAT_KIND.get(str(cat).lower(), 0) if cat is not None else 0
+            except TypeError:  # an unhashable category
+                continue
+            if not kind or e.ph != "X":
+                continue
+            ts, dur = e.ts, e.dur
+            if type(ts) not in NUM or type(dur) not in NUM:
+                continue
+            name = e.name
+            if type(name) is not str:
+                name = "" if name is None else str(name)
+            name = names.setdefault(name, name)
+            if kind == ANNOTATION or (kind == OP and name.startswith(STEP_PREFIX)):
+                if name.startswith(STEP_PREFIX):
+                    th = (e.pid, e.tid)
+                    steps.append((ts, ts + dur, name, threads.setdefault(th, th)))
+                if kind == ANNOTATION:
+                    continue
+            args = decode_args(e.args)
+            if kind == OP:
+                if name in needs_conc:
+                    op_conc[len(op_name)] = _decoded(args.concrete)
+                op_ts.append(ts)
+                op_end.append(ts + dur)
+                th = (e.pid, e.tid)
+                op_thread.append(threads.setdefault(th, th))
+                op_name.append(name)
+                want = shaped.get(name)
+                if want is None:
+                    want = shaped[name] = wants_shapes(name)
+                if not want or args.dims is None:
+                    op_sig.append(None)
+                else:
+                    key = (bytes(args.dims), bytes(args.types) if args.types is not None else None)
+                    entry = sigs.get(key)
+                    if entry is None:
+                        entry = sigs[key] = (key, _decoded(args.dims), _decoded(args.types))
+                    op_sig.append(entry[0])  # the first copy of the key: the others are freed
+                ext = args.ext
+                op_ext.append(ext if type(ext) is int and -(2**63) <= ext < 2**63 else -1)
+            elif kind == RT:
+                corr = args.correlation
+                is_launch = launches.get(name)
+                if is_launch is None:
+                    is_launch = launches[name] = LAUNCH.search(name) is not None
+                if corr is not None and is_launch:
+                    th = (e.pid, e.tid)
+                    with contextlib.suppress(TypeError):  # an unhashable correlation is skipped
+                        launch[corr] = (ts, dur, threads.setdefault(th, th), name)
+            else:
+                dev = args.device
+                if dev is None:
+                    dev = e.pid
+                ext = args.ext if args.ext is not None else args.ext_legacy
+                gpu.append((ts, dur, dev, kind, name, args.correlation, ext, args.nbytes, args.stream))
+    except BadJSON as exc:
+        if n == 0 and not reader.saw_events:
+            raise FootprintError(f"not valid JSON ({exc})", file) from None
+        s.truncated = str(exc)
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:  # a truncated or corrupt .gz / archive
+        if n == 0:
+            raise FootprintError(f"cannot read the trace ({exc})", file) from None
+        s.truncated = str(exc)
+    s.events = n
+    s.bytes = reader.nbytes
+    s.seconds = time.perf_counter() - t0
+    if s.truncated:
+        s.notes.append(f"the trace ends early or is damaged ({s.truncated}): analysed the {n:,} events read before that")
+    elif not reader.saw_events:
+        raise FootprintError("no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", file, "traceEvents")
+    s.meta = {k: v for k, v in reader.meta.items() if k != "metadata"}
+    return s
+
+
+def read_trace(path: str | Path) -> tuple[Scan, str, list[str]]:
+    """(what the pass kept, the source's description, warnings) for a trace path or ARCHIVE::MEMBER."""
+    file_path, member = split_member(path)
+    stream, label, warnings = open_source(file_path, member)
+    try:
+        s = scan(stream, str(path))
+    finally:
+        stream.close()
+    return s, label, warnings + s.notes
