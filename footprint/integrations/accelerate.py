@@ -21,10 +21,10 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from footprint.integrations.session import Session, batch_tokens, dtype_from_flag
+from footprint.integrations.session import Session, WithSession, batch_tokens, dtype_from_flag
 
 
-class FootprintAccelerate:
+class FootprintAccelerate(WithSession):
     """See the module docstring; keyword arguments are ``footprint.track``'s plus ``report`` and ``log_every``."""
 
     def __init__(
@@ -45,14 +45,6 @@ class FootprintAccelerate:
         self.session.begin(module, dtype, f"Accelerator(mixed_precision={accelerator.mixed_precision!r})" if dtype else "")
         self.session.begin_window("train")
         self.steps = 0
-
-    @property
-    def tracker(self) -> Any:
-        return self.session.tracker
-
-    @property
-    def run(self) -> dict[str, Any] | None:
-        return self.session.run
 
     def step(self, batch: Any = None, tokens: int | None = None) -> None:
         """After each batch: counts its tokens; ends an optimizer step when gradients were synchronised."""

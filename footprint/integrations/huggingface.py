@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from footprint.integrations.session import Session, batch_tokens
+from footprint.integrations.session import Session, WithSession, batch_tokens
 
 
 def _find_trainer(callback: Any) -> Any:
@@ -36,7 +36,7 @@ def _find_trainer(callback: Any) -> Any:
     return None
 
 
-class FootprintCallback(TrainerCallback):
+class FootprintCallback(WithSession, TrainerCallback):
     """Measure a `transformers.Trainer` run; the arguments are ``footprint.track``'s plus ``report`` and
     ``log_metrics`` (see ``footprint.integrations.session.Session``)."""
 
@@ -48,15 +48,6 @@ class FootprintCallback(TrainerCallback):
         self._trainer: Any = None
         self._hook: Any = None
         self._logging = False
-
-    @property
-    def tracker(self) -> Any:
-        return self.session.tracker
-
-    @property
-    def run(self) -> dict[str, Any] | None:
-        """The run record, once training has ended (rank 0 of a distributed job)."""
-        return self.session.run
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         self._trainer = _find_trainer(self)

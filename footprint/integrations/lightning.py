@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from footprint.integrations.session import Session, batch_tokens, dtype_from_flag
+from footprint.integrations.session import Session, WithSession, batch_tokens, dtype_from_flag
 
 if "lightning.pytorch" in sys.modules or "pytorch_lightning" not in sys.modules:
     try:
@@ -30,7 +30,7 @@ else:
     from pytorch_lightning import Callback
 
 
-class FootprintCallback(Callback):
+class FootprintCallback(WithSession, Callback):
     """Measure a Lightning run; the arguments are ``footprint.track``'s plus ``report``, ``log_metrics`` and ``tokens``."""
 
     def __init__(
@@ -48,14 +48,6 @@ class FootprintCallback(Callback):
         self.tokens = tokens
         self._last_step = 0
         self._boundary = True
-
-    @property
-    def tracker(self) -> Any:
-        return self.session.tracker
-
-    @property
-    def run(self) -> dict[str, Any] | None:
-        return self.session.run
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         dtype = dtype_from_flag(getattr(trainer, "precision", None))

@@ -167,3 +167,18 @@ class Session:
             except Exception as exc:  # the run record is written; a report failure must not fail training
                 log.warning("footprint: report not written: %s", exc)
         return self.run
+
+
+class WithSession:
+    """What each callback exposes: its tracker while training runs, the run record once it has ended."""
+
+    session: Session
+
+    @property
+    def tracker(self) -> Tracker | None:
+        return self.session.tracker
+
+    @property
+    def run(self) -> dict[str, Any] | None:
+        """The run record, once training has ended (on rank 0 of a distributed job)."""
+        return self.session.run
