@@ -8,7 +8,10 @@ CPU, 2 micro-batches of 8 x 64 tokens per optimizer step, logging every 10 steps
   codecarbon  codecarbon's OfflineEmissionsTracker started before trainer.train() and stopped after it
               (what a codecarbon user does; HF's own CodeCarbonCallback wraps the online tracker)
 The step time is the median gap between consecutive on_step_end events, the first 5 steps of a run
-skipped (warm-up, and the one step footprint counts FLOPs on); the spread is over rounds.
+skipped (warm-up, and the one step footprint counts FLOPs on); the spread is over rounds. On a shared
+machine that gap swings by tens of percent between rounds, so the benchmark also times what footprint
+itself runs on the training thread: every callback event and the tokens hook (perf_counter around
+each call), per optimizer step, and the one-time train begin / end (tracker start, run record, report).
 
 Run: python benchmarks/callback_bench.py [--rounds 5] [--steps 40]
 """
@@ -29,6 +32,27 @@ from transformers import GPT2Config, GPT2LMHeadModel, PrinterCallback, Trainer, 
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 hf_logging.set_verbosity_error()
+
+
+INNER: dict[str, float] = {}
+HOT = ("on_step_begin", "on_step_end", "on_log", "on_evaluate", "on_save", "_count_tokens")
+ONCE = ("on_train_begin", "on_train_end")
+
+
+def timed(cb: Any) -> Any:
+    """Wrap the callback's methods so that the time spent in them is added up (per method name)."""
+    for name in HOT + ONCE:
+        fn = getattr(cb, name)
+
+        def wrapper(*args: Any, _fn: Any = fn, _name: str = name, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _fn(*args, **kwargs)
+            finally:
+                INNER[_name] = INNER.get(_name, 0.0) + time.perf_counter() - t0
+
+        setattr(cb, name, wrapper)
+    return cb
 
 
 class StepClock(TrainerCallback):
@@ -61,7 +85,7 @@ def one_run(kind: str, steps: int, out: str) -> tuple[float, float]:
     if kind == "footprint":
         from footprint.integrations.huggingface import FootprintCallback
 
-        callbacks.insert(0, FootprintCallback(name=f"bench-{time.monotonic_ns()}", output_dir=out, host=False))
+        callbacks.insert(0, timed(FootprintCallback(name=f"bench-{time.monotonic_ns()}", output_dir=out, host=False)))
     trainer = Trainer(model=GPT2LMHeadModel(cfg), args=args, train_dataset=data, callbacks=callbacks)
     trainer.remove_callback(PrinterCallback)  # no console printing in the timed loop
     t0 = time.perf_counter()
@@ -87,12 +111,18 @@ def main() -> None:
     torch.set_num_threads(1)  # a 2-core machine: leave one core to the samplers
     kinds = ["none", "footprint", "codecarbon"]
     step: dict[str, list[float]] = {k: [] for k in kinds}
+    hot_us: list[float] = []
+    once_ms: list[float] = []
     wall: dict[str, list[float]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as out:
         one_run("none", 10, out)  # warm imports and kernels
         for r in range(a.rounds):
             for k in kinds[r % 3 :] + kinds[: r % 3]:  # rotate the order every round
+                INNER.clear()
                 s, w = one_run(k, a.steps, out)
+                if k == "footprint":
+                    hot_us.append(sum(INNER.get(n, 0.0) for n in HOT) / a.steps * 1e6)
+                    once_ms.append(sum(INNER.get(n, 0.0) for n in ONCE) * 1e3)
                 step[k].append(s * 1000)
                 wall[k].append(w)
 
@@ -109,6 +139,8 @@ def main() -> None:
         )
     for k in kinds:
         print(f"  trainer.train() wall, {k:10s}: {spread(wall[k])} s")
+    print(f"  footprint callback on the training thread, per optimizer step: {spread(hot_us)} us")
+    print(f"  footprint callback, train begin + end (tracker start, run record): {spread(once_ms)} ms")
 
 
 if __name__ == "__main__":
