@@ -50,7 +50,7 @@ class LiveMetrics:
 
     def compute(self) -> dict[str, float]:
         snap = self.tracker.snapshot()
-        out: dict[str, float | None] = {"steps": snap["steps"], "tokens": snap["tokens"] or None}
+        out: dict[str, float | None] = {"steps": snap["steps"] or None, "tokens": snap["tokens"] or None}
         devices = snap["devices"]
         gpus = [d for d in devices if d["component"] == "gpu"]
         if devices:
