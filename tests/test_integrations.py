@@ -328,6 +328,7 @@ TORCHRUN_HF = textwrap.dedent("""
     trainer.train()
     if trainer.args.process_index == 0:
         json.dump({"seen": trainer.state.num_input_tokens_seen}, open(sys.argv[1] + "/seen.json", "w"))
+    torch.distributed.destroy_process_group()  # gloo's threads may abort the exit of a rank that leaves it up
 """)
 
 

@@ -8,18 +8,35 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import group
+    from footprint.cli.app import command, group
 
-    _, ex = group(sub, "export", "export a run in other tools' formats (codecarbon emissions.csv, Prometheus text)")
-    cc = ex.add_parser("emissions-csv", help="codecarbon's emissions.csv columns (appends a row to an existing file)")
+    _, ex = group(
+        sub,
+        "export",
+        "export a run in other tools' formats (codecarbon emissions.csv, Prometheus text)",
+        """
+footprint export emissions-csv runs/llama-ft -o emissions.csv     codecarbon's columns (a row per export)
+footprint export prometheus runs/llama-ft -o /var/lib/node_exporter/textfile/footprint.prom""",
+    )
+    cc = command(
+        ex,
+        "emissions-csv",
+        "codecarbon's emissions.csv columns (appends a row to an existing file)",
+        "footprint export emissions-csv runs/llama-ft -o emissions.csv",
+        handler=emissions_csv,
+    )
     cc.add_argument("target", help="run directory (or scenario .yaml)")
-    cc.add_argument("-o", "--output", default="emissions.csv")
-    cc.set_defaults(handler=emissions_csv)
-    pr = ex.add_parser("prometheus", help="the run's assessment as a Prometheus textfile (node_exporter's textfile collector)")
+    cc.add_argument("-o", "--output", default="emissions.csv", help="the CSV to write or append to (default: emissions.csv)")
+    pr = command(
+        ex,
+        "prometheus",
+        "the run's assessment as a Prometheus textfile (node_exporter's textfile collector)",
+        "footprint export prometheus runs/llama-ft -o footprint.prom",
+        handler=prometheus,
+    )
     pr.add_argument("target", help="run directory (or scenario .yaml)")
     pr.add_argument("-o", "--output", required=True, help="e.g. /var/lib/node_exporter/textfile/footprint.prom")
     pr.add_argument("--samples", type=int, default=500, help="Monte Carlo samples for the _low/_high gauges (0: none)")
-    pr.set_defaults(handler=prometheus)
 
 
 def _check(target: str) -> None:

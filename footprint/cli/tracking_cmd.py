@@ -15,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         """
 footprint run --name llama-ft --grid FRA -- python train.py --lr 3e-4
 FOOTPRINT_FAKE_NVML=2xA100-SXM4-40GB footprint run --name demo -- python -c "import time; time.sleep(2)"
+footprint run --name ft --count-steps -- python train.py    count its optimizer steps with no code change
 footprint assess runs/llama-ft                        then assess it (or: footprint report runs/llama-ft -o r.html)""",
         handler=run,
     )
