@@ -356,6 +356,39 @@ def categories_table(a: Assessment, base: Assessment | None = None) -> list[dict
     return rows
 
 
+def normalised_rows(a: Assessment, base: Assessment | None = None) -> list[dict[str, Any]]:
+    """EF 3.1 person-equivalents and weighted points per category, largest share of the single score first."""
+    rows = []
+    for k in sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True):
+        n, r = a.normalised[k], a.impacts[k]
+        row: dict[str, Any] = {
+            "Category": r.name,
+            "Person-equivalents": num(n["person_equivalents"]),
+            "Low - high": f"{num(n['low'])} - {num(n['high'])}",
+            "Weight": f"{n['weight_percent']:.2f}%",
+            "Points (Pt)": num(n["points"]),
+            "Share of single score": pct(n["share_of_single_score"]),
+        }
+        if base is not None and k in base.normalised:
+            row["Change"] = change(n["person_equivalents"], base.normalised[k]["person_equivalents"]) or "0.0%"
+        rows.append(row)
+    return rows
+
+
+def contested_rows(a: Assessment) -> list[dict[str, str]]:
+    """Factors whose sources disagree by more than 3x (the Monte Carlo range spans them)."""
+    return [
+        {
+            "factor": c["factor"],
+            "value": f"{num(c['value'])} ({c['source']})",
+            "other source": f"{num(c['second_value'])} ({c['second_source']})",
+            "ratio": "one is zero" if c.get("ratio") is None else f"{c['ratio']:.3g}",
+            "unit": c.get("unit", ""),
+        }
+        for c in a.contested
+    ]
+
+
 def stage_shares(a: Assessment) -> list[dict[str, Any]]:
     """Long-form stage shares (percent of each category's total) for the stacked bar chart; n/a left out."""
     out = []

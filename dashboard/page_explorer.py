@@ -190,9 +190,19 @@ def render(samples: int) -> None:
             "show the change from this base."
         )
     ui.headline(a, base if sets else None)
-    t1, t2, t3, t4 = st.tabs(["16 categories", "GPU-equivalents and materials", "Summary", "Warnings and sources"])
+    t1, t5, t2, t3, t4 = st.tabs(
+        [
+            "16 categories",
+            "Person-equivalents and single score",
+            "GPU-equivalents and materials",
+            "Summary",
+            "Warnings and sources",
+        ]
+    )
     with t1:
         ui.categories(a, base if sets else None)
+    with t5:
+        ui.normalised(a, base if sets else None)
     with t2:
         ui.materials(a)
     with t3:

@@ -60,6 +60,32 @@ def categories(a: Assessment, base: Assessment | None = None) -> None:
     )
 
 
+def normalised(a: Assessment, base: Assessment | None = None) -> None:
+    """EF 3.1 single score and person-equivalents, with the value-choice caveat and the contested data."""
+    s = a.single_score
+    if not s:
+        return
+    delta = core.change(s["value"], base.single_score["value"]) if base is not None and base.single_score else None
+    st.metric(
+        "EF 3.1 single score (Pt)",
+        num(s["value"]),
+        delta=delta,
+        delta_color="inverse",
+        help=f"low - high {num(s['low'])} - {num(s['high'])}; 1 Pt = the weighted annual impact of one person",
+    )
+    st.caption(s["note"])
+    st.dataframe(core.normalised_rows(a, base), hide_index=True, **WIDE)
+    st.caption(
+        "Person-equivalents: impact / EF 3.1 normalisation factor (the annual impact of an average world citizen). "
+        f"Electricity: {a.use_factors.label if a.use_factors else 'n/a'}."
+    )
+    rows = core.contested_rows(a)
+    if rows:
+        with st.expander(f"Contested data ({len(rows)}): sources that differ by more than 3x"):
+            st.dataframe(rows, hide_index=True, **WIDE)
+            st.caption("The Monte Carlo range of each of these factors spans both sources.")
+
+
 def vega(rows: Any, spec: dict[str, Any]) -> None:
     """A Vega-Lite chart from a plain spec (no altair import: it costs seconds on a cold start).
     The spec's "height" (pixels of the plot) is passed to Streamlit as the element's height."""

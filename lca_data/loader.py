@@ -113,15 +113,15 @@ def check_values(tree: Any, file: str, parse: Parser | None = None, root: Path |
                 raise LcaDataError(file, key, f"cannot read {value!r}: {exc}") from None
 
 
-def check_row_sources(rows: list[dict[str, str]], file: str, root: Path | None = None) -> None:
+def check_row_sources(rows: list[dict[str, str]], file: str, root: Path | None = None, value: str = "value") -> None:
     sources = load_sources(root)
     for i, row in enumerate(rows, start=2):
         if row.get("source") not in sources:
             raise LcaDataError(file, f"row {i}", f"source {row.get('source')!r} is not registered")
         try:
-            float(row["value"])
+            float(row[value])
         except (KeyError, ValueError):
-            raise LcaDataError(file, f"row {i}", f"value {row.get('value')!r} is not a number") from None
+            raise LcaDataError(file, f"row {i}", f"value {row.get(value)!r} is not a number") from None
 
 
 def load_categories(root: Path | None = None) -> dict[str, Any]:
@@ -184,8 +184,91 @@ def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
 
 
 def load_electricity_technologies(root: Path | None = None) -> list[dict[str, str]]:
-    cols = ("technology", "codecarbon_field", "category", "value", "unit", "source")
-    return load_rows("electricity_technologies.csv", cols, root)
+    cols = ("technology", "codecarbon_field", "category", "value", "low", "high", "unit", "scope", "source")
+    rows = load_rows("electricity_technologies.csv", cols, root)
+    _check_bounds(rows, "electricity_technologies.csv")
+    return rows
+
+
+def load_electricity_zones(root: Path | None = None) -> list[dict[str, str]]:
+    return load_rows("electricity_zones.csv", ("zone", "quantity", "value", "unit", "source"), root)
+
+
+def load_electricity_zone_cited(root: Path | None = None) -> list[dict[str, str]]:
+    """Per-country factors quoted from other datasets, for the cross-check of the zone factors only."""
+    return load_rows("electricity_zone_cited.csv", ("zone", "category", "value", "unit", "source"), root)
+
+
+def load_electricity_cited(root: Path | None = None) -> list[dict[str, str]]:
+    """Hand-transcribed per-technology values (role factor or crosscheck), read by tools/build_electricity.py."""
+    rows = load_rows("electricity_cited.csv", ("technology", "category", "value", "unit", "source", "role"), root)
+    for i, row in enumerate(rows, start=2):
+        if row["role"] not in ("factor", "crosscheck"):
+            raise LcaDataError("electricity_cited.csv", f"row {i}, column 'role'", "expected factor or crosscheck")
+    return rows
+
+
+def load_electricity_crosscheck(root: Path | None = None) -> list[dict[str, str]]:
+    """Each factor beside an independent second source (both sources registered, both values numeric)."""
+    cols = ("subject", "category", "quantity", "value", "unit", "source", "second_value", "second_source", "contested")
+    rows = load_rows("electricity_crosscheck.csv", cols, root)
+    sources = load_sources(root)
+    for i, row in enumerate(rows, start=2):
+        if row["second_source"] not in sources:
+            raise LcaDataError("electricity_crosscheck.csv", f"row {i}", f"source {row['second_source']!r} is not registered")
+        _number(row, "second_value", "electricity_crosscheck.csv", i)
+        if row["contested"] not in ("true", "false"):
+            raise LcaDataError("electricity_crosscheck.csv", f"row {i}, column 'contested'", "expected true or false")
+    return rows
+
+
+def load_normalisation(root: Path | None = None) -> list[dict[str, str]]:
+    """EF 3.1 normalisation factors and weights: one row per category, weights summing to 100 %."""
+    name = "ef_normalisation_weighting.csv"
+    rows = read_csv(name, root, ("category", "normalisation", "unit", "weight_percent", "source"))
+    check_row_sources(rows, name, root, value="normalisation")
+    keys = [c["key"] for c in load_categories(root)["categories"]]
+    if sorted(r["category"] for r in rows) != sorted(keys):
+        raise LcaDataError("ef_normalisation_weighting.csv", "category", "must list each of the 16 categories once")
+    for i, row in enumerate(rows, start=2):
+        if _number(row, "normalisation", "ef_normalisation_weighting.csv", i) <= 0:
+            raise LcaDataError("ef_normalisation_weighting.csv", f"row {i}, column 'normalisation'", "must be positive")
+        _number(row, "weight_percent", "ef_normalisation_weighting.csv", i)
+    total = sum(float(r["weight_percent"]) for r in rows)
+    if abs(total - 100) > 0.01:
+        raise LcaDataError("ef_normalisation_weighting.csv", "weight_percent", f"weights sum to {total:g} %, not 100 %")
+    return rows
+
+
+def load_embodied_corrections(root: Path | None = None) -> dict[str, Any]:
+    data = load_yaml_checked("embodied_corrections.yaml", None, root)
+    variants = data.get("variants") or {}
+    if data.get("default") not in variants or "published" not in variants:
+        raise LcaDataError("embodied_corrections.yaml", "default", "expected variants 'published' and a default among them")
+    for cid, c in (data.get("corrections") or {}).items():
+        if c.get("source") not in load_sources(root):
+            raise LcaDataError("embodied_corrections.yaml", f"corrections.{cid}.source", "source is not registered")
+        if not c.get("reason"):
+            raise LcaDataError("embodied_corrections.yaml", f"corrections.{cid}.reason", "a correction needs its reason")
+    return data
+
+
+def _number(row: dict[str, str], col: str, file: str, i: int) -> float:
+    try:
+        v = float(row[col])
+    except (KeyError, ValueError):
+        raise LcaDataError(file, f"row {i}, column {col!r}", f"{row.get(col)!r} is not a number") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise LcaDataError(file, f"row {i}, column {col!r}", "is not finite")
+    return v
+
+
+def _check_bounds(rows: list[dict[str, str]], file: str) -> None:
+    """low <= value <= high on every row."""
+    for i, row in enumerate(rows, start=2):
+        lo, v, hi = (_number(row, c, file, i) for c in ("low", "value", "high"))
+        if not lo <= v <= hi:
+            raise LcaDataError(file, f"row {i}", f"expected low <= value <= high, got {lo:g} / {v:g} / {hi:g}")
 
 
 def load_yaml_checked(name: str, parse: Parser | None = None, root: Path | None = None) -> Any:

@@ -101,7 +101,9 @@ def test_gpus_list_and_show(capsys) -> None:
     code, out, _ = run(capsys, "gpus", "show", "NVIDIA A100-SXM4-40GB", "--format", "json")
     card = json.loads(out)
     cc = card["impacts"]["climate_change"]
-    assert cc["total"] == pytest.approx(113.5, rel=0.005)
+    assert cc["published_total"] == pytest.approx(113.5, rel=0.005)  # ADEME as published
+    assert cc["total"] == pytest.approx(210.0, rel=0.005)  # memory counted for all 6 dies (embodied_corrections.yaml)
+    assert card["embodied_data"] == "corrected"
     assert set(cc) >= {"unit", "total", "by_stage", "by_component"}
     assert "use" not in cc["by_stage"] and "distribution" not in cc["by_component"]
 

@@ -72,11 +72,17 @@ def test_use_phase_is_facility_energy_times_grid() -> None:
 
     assert a["climate_change"].by_stage["use"] == pytest.approx(it * 1.2 * zone("DEU").factors["climate_change"].value)
     assert a.water_l["on_site"] == pytest.approx(it * 1.8)
-    assert a.water_l["off_site"] == pytest.approx(it * 1.2 * 3.67)
+    assert a.water_l["off_site"] == pytest.approx(it * 1.2 * 3.67)  # site.ewif stated in BASE
 
 
-def test_not_available_is_none_never_zero() -> None:
-    a = assess(_w(), samples=0)
+def test_not_available_is_none_never_zero(tmp_path) -> None:
+    """A practitioner's factor set with n/a for ozone depletion: that use phase is None, never 0."""
+    from footprint.lca.factorfile import template
+
+    path = tmp_path / "factors.csv"
+    path.write_text(template("DEU").replace("\nozone_depletion,0,", "\nozone_depletion,n/a,", 1))
+    w = workload_from_dict({**BASE, "site": {**BASE["site"], "electricity_factors": str(path)}})
+    a = assess(w, samples=0)
     r = a["ozone_depletion"]
     assert r.by_stage["use"] is None and "use" in r.not_available
     assert r.total > 0  # embodied part is known

@@ -92,8 +92,15 @@ def test_every_source_has_a_licence_and_every_value_a_source() -> None:
         loader.load_parametric_factors(),
         loader.load_distribution_factors(),
         loader.load_electricity_technologies(),
+        loader.load_electricity_zones(),
+        loader.load_electricity_cited(),
+        loader.load_electricity_zone_cited(),
+        loader.load_normalisation(),
     ):
         assert rows and all(r["source"] in srcs for r in rows)
+    assert all(r["second_source"] in srcs for r in loader.load_electricity_crosscheck())
+    corrections = loader.load_embodied_corrections()["corrections"]
+    assert corrections and all(c["source"] in srcs and c["reason"] for c in corrections.values())
 
 
 def test_ademe_figures_carried_over_exactly(ademe_dir: Path) -> None:
@@ -118,6 +125,18 @@ def test_conversion_is_reproducible(ademe_dir: Path, tmp_path: Path) -> None:
     convert(ademe_dir, tmp_path)
     for name in ("ademe_gpu_components.csv", "ademe_parametric_factors.csv", "ademe_distribution_factors.csv"):
         assert (tmp_path / name).read_text() == (loader.DATA_DIR / name).read_text()
+
+
+def test_electricity_build_is_reproducible(shared: Path, tmp_path: Path) -> None:
+    """lca_data/electricity_*.csv are exactly what lca_data/tools/build_electricity.py derives from the open data."""
+    from lca_data.tools.build_electricity import write
+
+    src = shared.parent / "reference" / "electricity"
+    if not (src / "open-factors").is_dir():
+        pytest.skip("../shared/reference/electricity/open-factors is not beside the repository")
+    counts = write(src, tmp_path)
+    for name in counts:
+        assert (tmp_path / name).read_text() == (loader.DATA_DIR / name).read_text(), name
 
 
 def test_parametric_factors_are_average_model(ademe_dir: Path) -> None:
@@ -150,6 +169,27 @@ def test_unregistered_source_and_bad_unit_fail(tmp_path: Path) -> None:
     (root / "electricity_technologies.csv").write_text(rows)
     with pytest.raises(LcaDataError, match="not registered"):
         loader.load_electricity_technologies(root=root)
+
+
+@pytest.mark.parametrize(
+    "file, old, new, loader_name, match",
+    [
+        ("electricity_technologies.csv", ",0.97,0.82,", ",0.97,0.99,", "load_electricity_technologies", "low <= value <= high"),
+        ("electricity_crosscheck.csv", ",false,", ",maybe,", "load_electricity_crosscheck", "expected true or false"),
+        ("electricity_crosscheck.csv", "benportner-ecoinvent-ilcd", "nowhere", "load_electricity_crosscheck", "not registered"),
+        ("ef_normalisation_weighting.csv", ",21.06,", ",22.06,", "load_normalisation", "weights sum to 101"),
+        ("electricity_cited.csv", ",crosscheck,", ",guess,", "load_electricity_cited", "expected factor or crosscheck"),
+        ("embodied_corrections.yaml", "reason: >-", "why: >-", "load_embodied_corrections", "needs its reason"),
+    ],
+)
+def test_new_electricity_files_fail_loudly(tmp_path: Path, file: str, old: str, new: str, loader_name: str, match: str) -> None:
+    root = _broken_copy(tmp_path)
+    text = (root / file).read_text()
+    assert old in text
+    (root / file).write_text(text.replace(old, new, 1))
+    loader.load_sources.cache_clear()
+    with pytest.raises(LcaDataError, match=match):
+        getattr(loader, loader_name)(root=root)
 
 
 def test_duplicate_alias_is_rejected(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu_hours",
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
-"high"}}, "materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
+"high", "normalised", "use_scope"}}, "single_score", "electricity_factors", "contested_data",
+"materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
 "Not available" is ``null`` in JSON and "n/a" in text, never 0.
 """
 
@@ -12,14 +13,14 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from footprint.lca import categories as cat
 from footprint.lca.units import display_unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from footprint.lca.electricity import Zone
+    from footprint.lca.electricity import UseFactors, Zone
     from footprint.lca.workload import Workload
 
 
@@ -75,6 +76,10 @@ class Assessment:
     samples: int
     warnings: tuple[str, ...]
     source_ids: tuple[str, ...]
+    use_factors: UseFactors | None = None  # the per-kWh set the use phase used
+    contested: tuple[dict[str, Any], ...] = ()  # factors whose sources disagree by more than 3x
+    normalised: dict[str, dict[str, float]] = field(default_factory=dict)  # EF 3.1 person-equivalents, points
+    single_score: dict[str, Any] = field(default_factory=dict)  # EF 3.1 single score (Pt)
 
     def __getitem__(self, key: str) -> CategoryResult:
         return self.impacts[key]
@@ -109,6 +114,7 @@ class Assessment:
                 "utilization": w.utilization,
                 "host": w.host,
                 "embodied_method": self.embodied_method,
+                "embodied_data": w.embodied_variant or "default",
             },
             "site": {
                 "grid": w.grid,
@@ -117,6 +123,8 @@ class Assessment:
                 "pue": w.pue,
                 "wue_l_per_kwh": w.wue_l_per_kwh,
                 "ewif_l_per_kwh": w.ewif_l_per_kwh,
+                "ewif_method": w.ewif_method,
+                "electricity_factors": w.electricity_factors.path if w.electricity_factors is not None else None,
                 "carbon_intensity_kg_per_kwh": w.carbon_intensity,
                 "preset": w.site_preset,
             },
@@ -124,17 +132,43 @@ class Assessment:
                 "gpu_hours": w.gpu_hours_method,
                 "energy": w.energy_method,
                 "embodied": f"{self.embodied_method}; allocated by GPU-hours / (lifetime x utilisation)",
-                "use": "facility energy (IT energy x PUE) x grid zone factors",
+                "use": "facility energy (IT energy x PUE) x per-kWh factors of the electricity"
+                + (f" ({self.use_factors.label})" if self.use_factors else "")
+                + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
+                "normalisation": (self.single_score or {}).get("method"),
                 "uncertainty": f"Monte Carlo, {self.samples} samples, 2.5-97.5 percentiles"
                 if self.samples > 1
                 else "none (single evaluation)",
             },
-            "impacts": {k: self.impacts[k].to_dict() for k in keys},
+            "impacts": {k: self._impact_dict(k) for k in keys},
             "extras": {c.key: self.impacts[c.key].to_dict() for c in cat.extras()},
+            "single_score": self.single_score,
+            "electricity_factors": self._factor_set_dict(),
+            "contested_data": [dict(c) for c in self.contested],
             "materials": self.materials,
             "water_l": dict(self.water_l),
             "sources": self.sources,
             "warnings": list(self.warnings),
+        }
+
+    def _impact_dict(self, key: str) -> dict[str, Any]:
+        d = self.impacts[key].to_dict()
+        if key in self.normalised:
+            d["normalised"] = self.normalised[key]
+        if self.use_factors is not None:
+            d["use_scope"] = self.use_factors.scope[cat.keys().index(key)] or None
+        return d
+
+    def _factor_set_dict(self) -> dict[str, Any] | None:
+        uf = self.use_factors
+        if uf is None:
+            return None
+        fs = self.workload.electricity_factors
+        return {
+            "set": uf.label,
+            "file": fs.path if fs is not None else None,
+            "row_sources": dict(zip(cat.keys(), fs.row_sources, strict=True)) if fs is not None else None,
+            "zone": self.workload.grid,
         }
 
     def to_json(self, indent: int = 2) -> str:
@@ -248,6 +282,7 @@ def _rows(a: Assessment) -> list[list[str]]:
     rows = []
     for k in cat.keys():
         r = a.impacts[k]
+        pe = (a.normalised.get(k) or {}).get("person_equivalents")
         rows.append(
             [
                 r.name,
@@ -258,12 +293,13 @@ def _rows(a: Assessment) -> list[list[str]]:
                 pct(r.share("use")),
                 pct(r.share("end_of_life")),
                 f"{num(r.low)} - {num(r.high)}",
+                num(pe),
             ]
         )
     return rows
 
 
-HEADERS = ["Category", "Total", "Unit", "Manuf.", "Transp.", "Use", "EoL", "Low - high"]
+HEADERS = ["Category", "Total", "Unit", "Manuf.", "Transp.", "Use", "EoL", "Low - high", "Person-eq."]
 
 
 def _summary_lines(a: Assessment) -> list[str]:
@@ -285,6 +321,45 @@ def _summary_lines(a: Assessment) -> list[str]:
     return lines
 
 
+def single_score_line(a: Assessment) -> str | None:
+    """The EF 3.1 single score and the categories that weigh most in it, in one line."""
+    s = a.single_score
+    if not s:
+        return None
+    top = sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True)[:3]
+    lead = ", ".join(f"{a.impacts[k].name.lower()} {a.normalised[k]['share_of_single_score']:.0%}" for k in top)
+    return f"Single score: {num(s['value'])} Pt (low-high {num(s['low'])} - {num(s['high'])}); largest shares: {lead}"
+
+
+def contested_lines(a: Assessment) -> list[str]:
+    """One line per contested factor: its value and each disagreeing source, with the ratio."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for c in a.contested:
+        groups.setdefault(c["factor"], []).append(c)
+    out = []
+    for factor, cs in groups.items():
+        first = cs[0]
+        others = "; ".join(
+            f"{num(c['second_value'])} ({c['second_source']}, "
+            + ("one of the two is zero" if c.get("ratio") is None else f"ratio {c['ratio']:.3g}")
+            + ")"
+            for c in cs
+        )
+        out.append(f"{factor} [{first.get('unit', '')}]: {num(first['value'])} ({first['source']}) vs {others}")
+    return out
+
+
+def scope_lines(a: Assessment) -> list[str]:
+    """Per category, what the use-phase value covers where it is not the whole life cycle of the mix."""
+    if a.use_factors is None:
+        return []
+    return [f"{cat.by_key(k).name}: {s}" for k, s in zip(cat.keys(), a.use_factors.scope, strict=True) if s]
+
+
+PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
+NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
+
+
 def to_table(a: Assessment) -> str:
     rows = _rows(a)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
@@ -295,7 +370,20 @@ def to_table(a: Assessment) -> str:
     out = _summary_lines(a) + ["", line(HEADERS), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     out.append("")
-    out.append("Shares: stage / total. n/a = not available (no data), never zero.")
+    score = single_score_line(a)
+    if score:
+        out.append(score)
+    out.append("Shares: stage / total. n/a = not available (no data), never zero. " + NORMALISATION_NOTE)
+    if a.use_factors is not None:
+        out.append(f"Electricity: {a.use_factors.label}.")
+    scope = scope_lines(a)
+    if scope:
+        out.append("Scope of the use phase:")
+        out += [f"  - {x}" for x in scope]
+    contested = contested_lines(a)
+    if contested:
+        out.append("Contested data (sources differ by more than 3x; the Monte Carlo range spans them):")
+        out += [f"  - {x}" for x in contested]
     if a.warnings:
         out.append("Warnings:")
         out += [f"  - {w}" for w in a.warnings]
@@ -307,6 +395,13 @@ def to_markdown(a: Assessment) -> str:
     out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
+    score = single_score_line(a)
+    if score:
+        out += ["", score, "", NORMALISATION_NOTE]
+    if scope_lines(a):
+        out += ["", "## Scope of the use phase", ""] + [f"- {x}" for x in scope_lines(a)]
+    if contested_lines(a):
+        out += ["", "## Contested data", ""] + [f"- {x}" for x in contested_lines(a)]
     out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
     out += ["", "## Sources", ""] + [f"- {s['title']} ({s.get('licence')}) {s.get('url') or ''}".rstrip() for s in a.sources]
     return "\n".join(out) + "\n"
@@ -316,7 +411,7 @@ def to_csv(a: Assessment) -> str:
     """One row per category and stage (plus a total row per category)."""
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high"])
+    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high", "person_equivalents"])
     for k in cat.keys():
         r = a.impacts[k]
         for stage in cat.stages():
@@ -331,9 +426,23 @@ def to_csv(a: Assessment) -> str:
                     "" if r.share(stage) is None else f"{r.share(stage):.6f}",
                     "",
                     "",
+                    "",
                 ]
             )
-        wr.writerow([k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)])
+        pe = (a.normalised.get(k) or {}).get("person_equivalents")
+        wr.writerow(
+            [
+                k,
+                r.name,
+                display_unit(r.unit),
+                "total",
+                repr(r.total),
+                "1",
+                repr(r.low),
+                repr(r.high),
+                "" if pe is None else repr(pe),
+            ]
+        )
     return buf.getvalue()
 
 

@@ -32,11 +32,13 @@ def gpu_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def gpu_card(name: str) -> dict[str, Any]:
-    """One card as JSON: specs, and embodied impacts as the data source gives them (no distribution, no use)."""
+def gpu_card(name: str, variant: str | None = None) -> dict[str, Any]:
+    """One card as JSON: specs, and embodied impacts (no distribution, no use) in the default data variant
+    (corrected, lca_data/embodied_corrections.yaml) with the ADEME data as published beside each total."""
     d = db()
     g = d.find_gpu(name)
-    emb = d.embodied(g.id)
+    emb = d.embodied(g.id, variant)
+    published = d.embodied(g.id, "published").total()
     by_stage, by_comp = emb.by_stage(), emb.by_component()
     impacts = {}
     for c in cat.categories() + cat.extras():
@@ -45,6 +47,7 @@ def gpu_card(name: str) -> dict[str, Any]:
             "name": c.name,
             "unit": c.unit,
             "total": float(emb.total()[i]),
+            "published_total": float(published[i]),
             "by_stage": {s: float(v[i]) for s, v in by_stage.items()},
             "by_component": {k: float(v[i]) for k, v in by_comp.items()},
         }
@@ -61,6 +64,7 @@ def gpu_card(name: str) -> dict[str, Any]:
         "parametric_inputs": g.parametric,
         "proxy_of": g.proxy_of,
         "embodied_method": emb.method,
+        "embodied_data": d.resolve_variant(variant),
         "scope": "manufacturing + upstream transport + end of life, per card; no distribution, no use",
         "impacts": impacts,
         "notes": list(g.notes) + list(emb.notes),

@@ -51,3 +51,6 @@ def components() -> tuple[str, ...]:
 
 
 HEADLINE = ("climate_change", "human_toxicity_cancer", "resource_use_minerals_metals")
+# Components of the use stage (the rest of by_component is embodied): grid electricity, and the site's
+# own cooling water in the water-use category.
+USE_COMPONENTS = ("electricity", "on_site_water")

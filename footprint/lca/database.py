@@ -7,7 +7,7 @@ registry) and cached: the dashboard and the Monte Carlo re-use it for free.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -226,27 +226,62 @@ class Database:
         ]
         return float(np.mean(vals)) if vals else 0.0
 
-    def embodied_parametric(self, gpu: Gpu) -> Embodied:
-        parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb)
+    @cached_property
+    def corrections(self) -> dict[str, Any]:
+        """lca_data/embodied_corrections.yaml: the default variant and each correction with its reason."""
+        return self._loader.load_embodied_corrections()
+
+    def resolve_variant(self, variant: str | None) -> str:
+        v = variant or self.corrections["default"]
+        if v not in self.corrections["variants"]:
+            raise KeyError(f"unknown embodied data variant {v!r}; known: {', '.join(self.corrections['variants'])}")
+        return v
+
+    def embodied_parametric(self, gpu: Gpu, variant: str | None = None) -> Embodied:
+        corrected = self.resolve_variant(variant) != "published"
+        parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb, all_dies=corrected)
         notes = ["ADEME parametric model (modelled, not measured)"]
         if gpu.proxy_of:
             notes.append(f"card geometry proxied from {gpu.proxy_of} (estimate)")
-        return Embodied(gpu.id, "ADEME parametric model", parts, ("ademe-gpu-lca", *gpu.sources), tuple(notes))
+        method = "ADEME parametric model" + ("" if corrected else " (as published)")
+        emb = Embodied(gpu.id, method, parts, ("ademe-gpu-lca", *gpu.sources), tuple(notes))
+        return self._eol_water(emb) if corrected else emb
 
-    @lru_cache(maxsize=64)  # noqa: B019 - one Database per process
-    def embodied(self, gpu_id: str) -> Embodied:
-        """Per-card impacts as the data source gives them: ADEME per-card rows, else the parametric model."""
+    @lru_cache(maxsize=128)  # noqa: B019 - one Database per process
+    def embodied(self, gpu_id: str, variant: str | None = None) -> Embodied:
+        """Per-card impacts: ADEME per-card rows, else the parametric model; ``variant`` is "corrected"
+        (default: lca_data/embodied_corrections.yaml) or "published" (the ADEME data exactly as published)."""
+        variant = self.resolve_variant(variant)
         gpu = self.gpus[gpu_id]
         rows = self._ademe_rows.get(gpu.name)
         if not rows:
-            return self.embodied_parametric(gpu)
+            return self.embodied_parametric(gpu, variant)
         parts: dict[tuple[str, str], np.ndarray] = {}
         for r in rows:
             key = (r["component"], r["stage"])
             parts.setdefault(key, np.zeros(N_IND))[IDX[r["category"]]] += float(r["value"])
         full = "A100" in gpu.name
         method = "ADEME per-card LCA" + (" (full, primary data)" if full else " (simplified)")
-        return Embodied(gpu.id, method, parts, ("ademe-gpu-lca",), (method,))
+        if variant == "published":
+            return Embodied(gpu.id, method + " as published", parts, ("ademe-gpu-lca",), (method,))
+        emb = Embodied(gpu.id, method, parts, ("ademe-gpu-lca",), (method,))
+        dies = gpu.parametric.get("vram_dies", 1)
+        if gpu.parametric.get("vram_die_area_mm2") and dies > 1 and ("memory", "manufacturing") in parts:
+            parts[("memory", "manufacturing")] = parts[("memory", "manufacturing")] * dies
+            emb = replace(emb, notes=(*emb.notes, f"memory counted for all {dies:g} VRAM dies (correction memory_all_dies)"))
+        return self._eol_water(emb)
+
+    def _eol_water(self, emb: Embodied) -> Embodied:
+        """End-of-life water use read as litres (correction end_of_life_water_litres)."""
+        c = self.corrections["corrections"]["end_of_life_water_litres"]
+        key = (c["component"], c["stage"])
+        if key not in emb.parts:
+            return emb
+        parts = dict(emb.parts)
+        parts[key] = parts[key].copy()
+        parts[key][IDX[c["category"]]] /= float(c["divide_by"])
+        note = f"end-of-life water use / {c['divide_by']:g} (correction end_of_life_water_litres)"
+        return replace(emb, parts=parts, notes=(*emb.notes, note), sources=(*emb.sources, c["source"]))
 
     @cached_property
     def card_vs_model_ratios(self) -> list[np.ndarray]:
@@ -301,6 +336,26 @@ class Database:
     @cached_property
     def electricity_rows(self) -> list[dict[str, str]]:
         return self._loader.load_electricity_technologies()
+
+    @cached_property
+    def electricity_zone_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_zones()
+
+    @cached_property
+    def electricity_zone_cited_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_zone_cited()
+
+    @cached_property
+    def electricity_crosscheck_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_crosscheck()
+
+    @cached_property
+    def normalisation(self) -> dict[str, tuple[float, float]]:
+        """EF 3.1 category -> (normalisation factor per person per year, weight as a fraction of 1)."""
+        return {
+            r["category"]: (float(r["normalisation"]), float(r["weight_percent"]) / 100)
+            for r in self._loader.load_normalisation()
+        }
 
 
 @lru_cache(maxsize=1)

@@ -1,11 +1,18 @@
-"""Per-kWh impacts of a grid zone's electricity, for the use phase.
+"""Per-kWh impacts of a grid zone's electricity, for the use phase, in all 16 EF 3.1 categories.
 
 Climate change: the zone's carbon intensity from the country data that the installed codecarbon
 package ships (OWID/Ember, read from the package's data file; codecarbon itself is never imported,
-which would cost a second). Other categories: per-technology factors (lca_data/electricity_technologies.csv)
-times the zone's generation mix from the same codecarbon file. A category with no factor is "not
-available" (None), never zero; where only part of the mix has a factor, the value covers that part
-(a lower bound) and the coverage is reported.
+which would cost a second). Water use: off-site water consumed per kWh (EWIF: WRI 2020 for the
+country, else the technology mix x Macknick et al.) x the zone's AWARE 1.2 factor (the EF 3.1 one).
+The other 14 categories: per-technology factors (lca_data/electricity_technologies.csv, built by
+lca_data/tools/build_electricity.py) x the zone's generation mix from the same codecarbon file.
+
+Each factor carries a low-high range that spans its independent second sources
+(lca_data/electricity_crosscheck.csv), its scope ("direct emissions only, lower bound" where only
+stack emissions are known) and its coverage: where part of the mix has no factor the value covers
+the rest (a lower bound) and says so. A category with no factor at all is "not available" (None),
+never zero. :func:`use_factors` gives a workload's per-kWh vector over the 16 categories with its
+low/high: the one lookup the engine and the vectorised batch code share.
 """
 
 from __future__ import annotations
@@ -13,17 +20,27 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.lca import categories as cat
 from footprint.lca.database import db
 from footprint.lca.units import Q
 
+if TYPE_CHECKING:  # pragma: no cover
+    from footprint.lca.factorfile import FactorSet
+    from footprint.lca.workload import Workload
+
 WORLD = "WORLD"
 CODECARBON_SOURCE = "codecarbon-energy-mix"
+WATER = "water_consumption"  # per-technology operational water (L/kWh), not an EF category
+MIN_SHARE = 0.01  # a contested factor is listed for a zone when its technology makes >= 1 % of generation
+AWARE_BOUNDS = (0.1, 100.0)  # AWARE's own bounds (Boulay et al. 2018): the range where a country has no factor
 
 
 @dataclass(frozen=True)
@@ -37,6 +54,19 @@ class ZoneFactor:
     low: float | None = None
     high: float | None = None
     note: str = ""
+    scope: str = ""  # what the value covers ("" = life cycle of the whole mix)
+
+
+@dataclass(frozen=True)
+class ZoneQuantity:
+    """A per-zone quantity (EWIF in L/kWh, AWARE in m3 world eq/m3) with its range and origin."""
+
+    value: float
+    low: float
+    high: float
+    unit: str
+    method: str
+    sources: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -46,6 +76,25 @@ class Zone:
     year: int | None
     mix: dict[str, float]  # codecarbon field -> share of generation
     factors: dict[str, ZoneFactor] = field(default_factory=dict)
+    ewif: ZoneQuantity | None = None
+    aware: ZoneQuantity | None = None
+    contested: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class UseFactors:
+    """Per-kWh factors of the electricity a workload draws: vectors over the 16 categories (report
+    order, :func:`footprint.lca.categories.keys`), NaN where not available."""
+
+    value: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    label: str  # the set used, for reports: "open factors for FRA (France, 2023)" or the practitioner's file
+    sources: tuple[str, ...]
+    scope: tuple[str, ...]  # per category: what the value covers ("" = complete)
+    coverage: np.ndarray  # per category: share of the mix with a factor (1.0 for a practitioner set)
+    contested: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def _codecarbon_file() -> Path:
@@ -60,11 +109,28 @@ def _energy_mix() -> dict[str, dict]:
     return json.loads(_codecarbon_file().read_text())
 
 
-def _tech_factors() -> dict[str, dict[str, tuple[float, str]]]:
-    """category -> codecarbon field -> (factor, source)."""
-    out: dict[str, dict[str, tuple[float, str]]] = {}
+@lru_cache(maxsize=1)
+def _tech_rows() -> dict[str, dict[str, dict[str, Any]]]:
+    """category -> codecarbon field -> {value, low, high, source, scope, technology}."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for r in db().electricity_rows:
-        out.setdefault(r["category"], {})[r["codecarbon_field"]] = (float(r["value"]), r["source"])
+        out.setdefault(r["category"], {})[r["codecarbon_field"]] = {
+            "technology": r["technology"],
+            "value": float(r["value"]),
+            "low": float(r["low"]),
+            "high": float(r["high"]),
+            "source": r["source"],
+            "scope": r["scope"],
+        }
+    return out
+
+
+@lru_cache(maxsize=1)
+def _zone_table() -> dict[str, dict[str, dict[str, str]]]:
+    """zone -> quantity (ewif, aware, aware_non_agricultural, aware_2.0, ...) -> row."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for r in db().electricity_zone_rows:
+        out.setdefault(r["zone"], {})[r["quantity"]] = r
     return out
 
 
@@ -96,7 +162,7 @@ def resolve_zone(name: str, file: str | None = None, key: str | None = "site.gri
 def _mix_of(code: str) -> tuple[dict[str, float], str, int | None, float]:
     """(generation shares, name, year, carbon intensity kg/kWh) of a zone."""
     data = _energy_mix()
-    fields = {f for per in _tech_factors().values() for f in per}
+    fields = {f for per in _tech_rows().values() for f in per}
     if code == WORLD:
         rows = list(data.values())
         total = sum(r.get("total_TWh", 0.0) for r in rows)
@@ -109,39 +175,274 @@ def _mix_of(code: str) -> tuple[dict[str, float], str, int | None, float]:
     return shares, r.get("country_name", code), r.get("year"), r["carbon_intensity"] / 1000
 
 
+def _mix_sum(per: dict[str, dict[str, Any]], shares: dict[str, float]) -> tuple[float, float, float, float]:
+    """(value, low, high, coverage) of share-weighted technology factors."""
+    cov = sum(shares[f] for f in per)
+    return (
+        sum(shares[f] * r["value"] for f, r in per.items()),
+        sum(shares[f] * r["low"] for f, r in per.items()),
+        sum(shares[f] * r["high"] for f, r in per.items()),
+        cov,
+    )
+
+
+def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> str:
+    """What a mixed value covers, in words, for reports (per category)."""
+    present = {f: r for f, r in per.items() if shares.get(f, 0) > 0}
+    direct = sorted(r["technology"] for r in present.values() if r["scope"] == "direct")
+    proxy = sorted(r["technology"] for r in present.values() if r["scope"] == "proxy")
+    what = (
+        "fuel burned at the plant only (no upstream extraction or transport)"
+        if category == "resource_use_fossils"
+        else ("direct stack emissions only (no upstream fuel chain, no construction)")
+    )
+    parts = []
+    if direct and len(direct) == len(present):
+        parts.append(f"{what}: lower bound")
+    elif direct:
+        parts.append(f"{what} for {', '.join(direct)}: lower bound")
+    if proxy:
+        share = sum(shares[f] for f, r in present.items() if r["scope"] == "proxy")
+        parts.append(f"proxy estimate for {', '.join(proxy)} ({_share(share)} of generation; no open factor)")
+    names = {f: r["technology"] for rows in _tech_rows().values() for f, r in rows.items()}
+    missing = sorted({names[f] for f, s in shares.items() if s > 0 and f not in per})
+    cov = sum(shares[f] for f in per)
+    if cov < 0.999 and missing:
+        parts.append(f"no factor for {', '.join(missing)} ({_share(1 - cov)} of generation): lower bound")
+    return "; ".join(parts)
+
+
+def _share(x: float) -> str:
+    return f"{x:.0%}" if 0.01 <= x <= 0.99 else f"{x:.1%}"
+
+
+def _quantity(row: dict[str, str] | None) -> float | None:
+    return float(row["value"]) if row else None
+
+
+def _aware(code: str) -> ZoneQuantity:
+    """The zone's AWARE factor: AWARE 1.2 'unknown use' (EF 3.1), range over AWARE 1.2 / 2.0 variants."""
+    table = _zone_table()
+    rows = table.get(code) or {}
+    central = _quantity(rows.get("aware"))
+    if central is None:
+        world = float(table[WORLD]["aware"]["value"])
+        lo, hi = AWARE_BOUNDS
+        return ZoneQuantity(
+            world,
+            lo,
+            hi,
+            "m3 world eq/m3",
+            f"no AWARE factor for {code}: the EF 3.1 world default, range the AWARE bounds",
+            ("aware-1.2", "boulay-2018-aware"),
+        )
+    alts = [_quantity(r) for q, r in rows.items() if q.startswith("aware")]
+    vals = [v for v in [central, *alts] if v is not None]
+    srcs = tuple(dict.fromkeys(r["source"] for q, r in rows.items() if q.startswith("aware")))
+    return ZoneQuantity(central, min(vals), max(vals), "m3 world eq/m3", f"AWARE 1.2 annual factor of {code} (EF 3.1)", srcs)
+
+
+def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dict[str, Any] | None]:
+    """Off-site water per kWh: WRI 2020 for the country, else the technology mix; and their cross-check."""
+    per = _tech_rows().get(WATER, {})
+    mix, mlo, mhi, cov = _mix_sum(per, shares)
+    wri = _quantity((_zone_table().get(code) or {}).get("ewif"))
+    if wri is None and cov <= 0:
+        return None, None
+    mix_note = f"technology mix x Macknick et al. 2012 ({cov:.0%} of generation covered)"
+    if wri is None:
+        return ZoneQuantity(mix, mlo, mhi, "L/kWh", mix_note, ("macknick-2012-water", CODECARBON_SOURCE)), None
+    check = None
+    if cov > 0:
+        ratio = wri / mix if mix else None
+        check = {
+            "subject": code,
+            "category": "water_use",
+            "factor": "off-site water per kWh (EWIF)",
+            "value": wri,
+            "source": "wri-2020-water",
+            "second_value": mix,
+            "second_source": "macknick-2012-water",
+            "ratio": ratio,
+            "contested": ratio is None or not 1 / 3 <= ratio <= 3,
+        }
+    vals = [wri, mix, mlo, mhi] if cov > 0 else [wri]
+    q = ZoneQuantity(
+        wri, min(vals), max(vals), "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",)
+    )
+    return q, check
+
+
+@lru_cache(maxsize=1)
+def _crosscheck() -> list[dict[str, Any]]:
+    return db().electricity_crosscheck_rows
+
+
+def _pair(r: dict[str, str], subject: str, factor: str) -> dict[str, Any]:
+    """A cross-check row as a contested-data entry (the factor, its value and the disagreeing source)."""
+    return {
+        "subject": subject,
+        "category": r["category"],
+        "factor": factor,
+        "value": float(r["value"]),
+        "source": r["source"],
+        "second_value": float(r["second_value"]),
+        "second_source": r["second_source"],
+        "ratio": float(r["ratio"]) if r["ratio"] else None,
+        "unit": r["unit"],
+    }
+
+
+def _contested(code: str, shares: dict[str, float], techs: dict[str, str]) -> list[dict[str, Any]]:
+    """Contested technology factors that matter for a zone (technology share >= MIN_SHARE), and the
+    zone's own contested factors (AWARE 1.2 vs 2.0)."""
+    out = []
+    for r in _crosscheck():
+        if r["contested"] != "true":
+            continue
+        if r["quantity"] == "factor":
+            share = shares.get(techs.get(r["subject"], ""), 0.0)
+            if share >= MIN_SHARE:
+                name = f"{r['subject']} electricity, {cat.by_key(r['category']).name.lower()}"
+                out.append({**_pair(r, r["subject"], name), "share": share})
+        elif r["subject"] == code:
+            out.append(_pair(r, code, f"AWARE water scarcity factor of {code}"))
+    return out
+
+
 @lru_cache(maxsize=256)
 def zone(code: str) -> Zone:
-    """All per-kWh factors of a zone (climate change from codecarbon, the rest from technologies)."""
+    """All per-kWh factors of a zone, with their ranges, scope, coverage and contested factors."""
     shares, name, year, ci = _mix_of(code)
-    techs = _tech_factors()
+    rows = _tech_rows()
+    techs = {r["technology"]: f for per in rows.values() for f, r in per.items()}
+    ewif, ewif_check = _ewif(code, shares)
+    aware = _aware(code)
     factors: dict[str, ZoneFactor] = {}
+    has_mix = sum(shares.values()) > 0
     for c in cat.categories():
-        per = techs.get(c.key, {})
-        covered = sum(shares[f] for f in per)
-        value = sum(shares[f] * v for f, (v, _) in per.items()) if per else None
-        srcs = tuple(dict.fromkeys(s for _, s in per.values()))
         unit = f"{c.unit}/kWh"
+        per = rows.get(c.key, {})
         if c.key == "climate_change":
-            # codecarbon's zone value is the central figure; the technology mix gives a second estimate.
-            tech = value if covered > 0.999 else None
-            lo, hi = (min(ci, tech), max(ci, tech)) if tech is not None else (ci, ci)
-            factors[c.key] = ZoneFactor(
-                ci, unit, 1.0, (CODECARBON_SOURCE, *srcs), lo, hi, "zone carbon intensity from codecarbon (OWID/Ember)"
-            )
-        elif not per or covered <= 0:
-            factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor")
+            # codecarbon's zone value is the central figure; the technology factors bound it.
+            _, lo, hi, cov = _mix_sum(per, shares)
+            lo, hi = (min(ci, lo), max(ci, hi)) if cov > 0.999 else (ci, ci)
+            srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for r in per.values()))
+            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, "zone carbon intensity from codecarbon (OWID/Ember)")
+        elif c.key == "water_use":
+            if ewif is None or not has_mix:
+                factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no off-site water factor for the zone")
+                continue
+            v, lo, hi = (ewif.value * aware.value / 1000, ewif.low * aware.low / 1000, ewif.high * aware.high / 1000)
+            scope = "off-site water of generation only (no fuel chain); " + ewif.method + "; " + aware.method
+            factors[c.key] = ZoneFactor(v, unit, 1.0, (*ewif.sources, *aware.sources), lo, hi, "EWIF x AWARE", scope)
         else:
-            note = (
-                ""
-                if covered > 0.999
-                else (f"factors cover {covered:.0%} of generation (no factor for oil, bioenergy, other renewables): lower bound")
-            )
-            factors[c.key] = ZoneFactor(value, unit, covered, (CODECARBON_SOURCE, *srcs), note=note)
-    return Zone(code, name, year, shares, factors)
+            value, lo, hi, cov = _mix_sum(per, shares)
+            if not per or cov <= 0:
+                factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor")
+                continue
+            srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
+            note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
+            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares))
+    contested = _contested(code, shares, techs)
+    if ewif_check and ewif_check["contested"]:
+        contested.append(ewif_check)
+    contested += _zone_crosscheck(code, factors)
+    return Zone(code, name, year, shares, factors, ewif, aware, tuple(contested))
+
+
+def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str, Any]]:
+    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv);
+    where they differ by more than 3x the factor's range is widened to span both, and the pair is returned."""
+    out = []
+    for r in db().electricity_zone_cited_rows:
+        f = factors.get(r["category"])
+        if r["zone"] != code or f is None or f.value is None:
+            continue
+        other = float(Q(f"{r['value']} {r['unit']}", f.unit).magnitude)
+        ratio = f.value / other if other and f.value else None
+        if ratio is not None and 1 / 3 <= ratio <= 3:
+            continue
+        factors[r["category"]] = replace(f, low=min(f.low, other), high=max(f.high, other))
+        out.append(
+            {
+                "subject": code,
+                "category": r["category"],
+                "factor": f"{code} grid mix, {cat.by_key(r['category']).name.lower()}",
+                "value": f.value,
+                "source": "footprint open factors",
+                "second_value": other,
+                "second_source": r["source"],
+                "ratio": ratio,
+                "unit": f.unit,
+            }
+        )
+    return out
+
+
+def use_factors(w: Workload) -> UseFactors:
+    """The per-kWh use-phase factors of a workload's electricity: its zone's open factors, or the
+    practitioner's set (site.electricity_factors), with the scenario's climate and EWIF overrides."""
+    fs = w.electricity_factors
+    if fs is not None:
+        return _from_set(fs)
+    return _open_factors(w.grid, w.carbon_intensity, w.ewif_l_per_kwh if w.ewif_stated else None)
+
+
+def _from_set(fs: FactorSet) -> UseFactors:
+    n = len(cat.keys())
+    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, ("",) * n, np.ones(n))
+
+
+@lru_cache(maxsize=64)
+def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors:
+    keys = cat.keys()
+    z = zone(grid)
+    val, lo, hi = (np.full(len(keys), np.nan) for _ in range(3))
+    cov = np.zeros(len(keys))
+    scope, notes, srcs = [], [], []
+    for i, k in enumerate(keys):
+        f = z.factors[k]
+        scope.append(f.scope)
+        if f.value is None:
+            continue
+        val[i], lo[i], hi[i], cov[i] = f.value, f.low, f.high, f.coverage
+        srcs += list(f.sources)
+    i_cc, i_wu = keys.index("climate_change"), keys.index("water_use")
+    if ci is not None:
+        val[i_cc] = lo[i_cc] = hi[i_cc] = ci
+        notes.append(f"climate change of electricity set by the scenario: {ci * 1000:g} g CO2 eq/kWh")
+    if ewif is not None and z.aware is not None:
+        val[i_wu], lo[i_wu], hi[i_wu] = (ewif * a / 1000 for a in (z.aware.value, z.aware.low, z.aware.high))
+        cov[i_wu] = 1.0
+        scope[i_wu] = f"off-site water set by the scenario (EWIF {ewif:g} L/kWh) x {z.aware.method}"
+    label = f"open factors for {z.code} ({z.name}{', ' + str(z.year) if z.year else ''})"
+    contested = tuple(c for c in z.contested if ci is None or c["category"] != "climate_change")
+    for arr in (val, lo, hi, cov):
+        arr.setflags(write=False)  # cached and shared: callers copy before changing
+    return UseFactors(val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes))
+
+
+def site_water_factor(w: Workload) -> tuple[float, float, float] | None:
+    """EF water use of the site's own cooling water, m3 world eq per kWh of IT energy (value, low, high):
+    WUE x the zone's AWARE factor; None when the WUE is not known."""
+    if w.wue_l_per_kwh is None:
+        return None
+    a = zone(w.grid).aware
+    if a is None:
+        return None
+    return tuple(w.wue_l_per_kwh * x / 1000 for x in (a.value, a.low, a.high))  # type: ignore[return-value]
+
+
+def zone_ewif(code: str) -> ZoneQuantity | None:
+    """Off-site water consumed per kWh of the zone's electricity (L/kWh), with its range and method."""
+    return zone(code).ewif
 
 
 def intensity_override(value: str | float, file: str | None = None) -> float:
     """A user's carbon intensity ("57 g/kWh", "57 g CO2 eq/kWh") in kg CO2 eq per kWh."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise FootprintError(f"expected a carbon intensity such as '57 g/kWh', got {value!r}", file, "site.carbon_intensity")
     q = Q(value) if isinstance(value, str) else Q(float(value), "g/kWh")
     try:
         return float(q.to("kgCO2eq/kWh").magnitude)

@@ -2,12 +2,14 @@
 
     embodied  = per-GPU embodied impacts x GPU-hours / (lifetime x utilisation)
     host      = per-GPU host share (server around the GPUs) x the same allocation
-    use       = IT energy x PUE x the grid zone's per-kWh factors
+    use       = IT energy x PUE x the per-kWh factors of the electricity (electricity.use_factors)
+                (+ water use: IT energy x WUE x the zone's AWARE factor, the site's own cooling water)
     water     = IT energy x WUE (on site) + IT energy x PUE x EWIF (off site, electricity generation)
 
 The Monte Carlo draws, vectorised, every declared range at once (embodied impacts where sources
-disagree, grid intensity, power, and the scenario's own `uncertainty:` ranges) and reports the
-2.5th-97.5th percentiles as low-high.
+disagree, every per-kWh electricity factor between its disagreeing sources, power, and the
+scenario's own `uncertainty:` ranges) and reports the 2.5th-97.5th percentiles as low-high, for
+each category and for the EF 3.1 single score.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from footprint.lca import categories as cat
-from footprint.lca import electricity
+from footprint.lca import electricity, normalisation
 from footprint.lca.assessment import Assessment, CategoryResult
 from footprint.lca.database import IDX, N_IND, Database, Embodied, db
 from footprint.lca.units import Q
@@ -30,7 +32,7 @@ DEFAULT_SAMPLES = 2000
 
 def embodied_parts(d: Database, w: Workload) -> tuple[dict[tuple[str, str], np.ndarray], Embodied, list[str]]:
     """Per-GPU embodied parts incl. modelled distribution, with any override applied."""
-    emb = d.embodied(w.gpu.id)
+    emb = d.embodied(w.gpu.id, w.embodied_variant)
     parts = {k: v.copy() for k, v in emb.parts.items()}
     parts[("distribution", "transport")] = d.distribution(w.gpu)
     notes: list[str] = []
@@ -49,19 +51,22 @@ def embodied_parts(d: Database, w: Workload) -> tuple[dict[tuple[str, str], np.n
 
 
 def embodied_multipliers(d: Database, w: Workload) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Relative low/high of the per-GPU embodied impacts, from sources that disagree."""
+    """Relative low/high of the per-GPU embodied impacts, from sources that disagree: the parametric
+    model vs the per-card data, the other data variant (corrected vs as published), published figures."""
     lo, hi = np.ones(N_IND), np.ones(N_IND)
     srcs: list[str] = []
     gpu = w.gpu
-    emb = d.embodied(gpu.id)
-    par = d.embodied_parametric(gpu)
+    emb = d.embodied(gpu.id, w.embodied_variant)
+    par = d.embodied_parametric(gpu, w.embodied_variant)
+    other = d.embodied(gpu.id, "published" if d.resolve_variant(w.embodied_variant) != "published" else None)
     with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = [other.total() / emb.total()]
         if emb.method.startswith("ADEME per-card"):
-            ratio = par.total() / emb.total()
-            ratios = [np.where(np.isfinite(ratio), ratio, 1.0)]
+            ratios.append(par.total() / emb.total())
         else:
-            ratios = d.card_vs_model_ratios
+            ratios += d.card_vs_model_ratios
     for r in ratios:
+        r = np.where(np.isfinite(r) & (r > 0), r, 1.0)
         lo, hi = np.minimum(lo, r), np.maximum(hi, r)
     srcs.append("ademe-gpu-lca")
     base = emb.total()
@@ -77,6 +82,37 @@ def embodied_multipliers(d: Database, w: Workload) -> tuple[np.ndarray, np.ndarr
     return lo, hi, srcs
 
 
+def contested_embodied(d: Database, w: Workload) -> list[dict[str, Any]]:
+    """The embodied corrections in force for this card, as contested data (corrected vs published)."""
+    if d.resolve_variant(w.embodied_variant) == "published":
+        return []
+    emb, pub = d.embodied(w.gpu.id, w.embodied_variant), d.embodied(w.gpu.id, "published")
+    out = []
+    for cid, c in d.corrections["corrections"].items():
+        key = (c["component"], c["stage"])
+        if key not in emb.parts or key not in pub.parts:
+            continue
+        k = c.get("category", "climate_change")
+        a, b = float(emb.parts[key][IDX[k]]), float(pub.parts[key][IDX[k]])
+        if a == b:
+            continue
+        out.append(
+            {
+                "subject": w.gpu.id,
+                "category": k,
+                "factor": f"{w.gpu.name} {c['component'].replace('_', ' ')}, {cat.by_key(k).name.lower()} ({cid})",
+                "value": a,
+                "source": c["source"],
+                "second_value": b,
+                "second_source": "ademe-gpu-lca",
+                "ratio": a / b if b else None,
+                "unit": f"{cat.by_key(k).unit} per card",
+                "note": c["change"],
+            }
+        )
+    return out
+
+
 def _tri(
     rng: np.random.Generator, lo: np.ndarray | float, mode: np.ndarray | float, hi: np.ndarray | float, size: Any
 ) -> np.ndarray:
@@ -86,6 +122,27 @@ def _tri(
     mode = np.clip(mode, lo, safe_hi)
     draw = rng.triangular(np.broadcast_to(lo, size), np.broadcast_to(mode, size), np.broadcast_to(safe_hi, size))
     return np.where(np.broadcast_to(span, size) > 0, draw, np.broadcast_to(lo, size))
+
+
+def _use_vectors(w: Workload, warnings: list[str], sources: list[str]) -> tuple[electricity.UseFactors, np.ndarray]:
+    """Per-kWh factors of the electricity (over INDICATORS, NaN = not available), with warnings."""
+    uf = electricity.use_factors(w)
+    elec = np.full(N_IND, np.nan)
+    elec[: len(uf.value)] = uf.value
+    sources += list(uf.sources)
+    warnings += list(uf.notes)
+    keys = cat.keys()
+    na = [cat.by_key(k).name for i, k in enumerate(keys) if np.isnan(uf.value[i])]
+    if na:
+        warnings.append(
+            f"use phase not available for {len(na)} categories (no per-kWh factor in {uf.label}): "
+            + ", ".join(na)
+            + "; their totals cover embodied impacts only"
+        )
+    partial = [f"{cat.by_key(k).name} ({uf.coverage[i]:.1%})" for i, k in enumerate(keys) if 0 < uf.coverage[i] < 0.999]
+    if partial:
+        warnings.append("use phase is a lower bound where factors cover only part of the grid mix: " + ", ".join(partial))
+    return uf, elec
 
 
 def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
@@ -102,6 +159,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     if w.gpu.proxy_of:
         warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate)")
     warnings.append("distribution (plane 9,908 km + truck 1,000 km) modelled with the ADEME per-kg.km factors")
+    warnings += [f"{w.gpu.name}: {n}" for n in emb.notes if "correction" in n]
 
     host = np.full(N_IND, np.nan)
     if w.host is not None:
@@ -117,79 +175,29 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     # Use phase
     facility = w.it_energy_kwh * w.pue
     zone = electricity.zone(w.grid)
-    elec = np.full(N_IND, np.nan)
-    coverage_notes = []
-    for c in cat.categories():
-        f = zone.factors[c.key]
-        if f.value is not None:
-            elec[IDX[c.key]] = f.value
-            sources += list(f.sources)
-            if f.coverage < 0.999:
-                coverage_notes.append(f"{c.name} ({f.coverage:.0%})")
-    ci_lo = ci_hi = None
-    if w.carbon_intensity is not None:
-        elec[IDX["climate_change"]] = w.carbon_intensity
-        warnings.append(f"climate change of electricity set by the scenario: {w.carbon_intensity * 1000:g} g CO2 eq/kWh")
-    else:
-        f = zone.factors["climate_change"]
-        ci_lo, ci_hi = f.low, f.high
-    use_na = [c.name for c in cat.categories() if np.isnan(elec[IDX[c.key]])]
-    if use_na:
-        warnings.append(
-            f"use phase not available for {len(use_na)} categories (no open per-kWh electricity factor): "
-            + ", ".join(use_na)
-            + "; their totals cover embodied impacts only"
-        )
-    if coverage_notes:
-        warnings.append(
-            f"use phase is a lower bound where factors cover only part of the {zone.name} mix: " + ", ".join(coverage_notes)
-        )
-    if any(k[0] == "end_of_life" for k in parts):
-        warnings.append(
-            "embodied water use is dominated by the ADEME end-of-life factor (730 m3 world eq per kg of card); kept as published"
-        )
+    uf, elec = _use_vectors(w, warnings, sources)
+    site_water = electricity.site_water_factor(w)
+    if site_water is not None:
+        sources += list(zone.aware.sources if zone.aware else ())
 
     results: dict[str, CategoryResult] = {}
-    stage_names = cat.stages()
     for c in cat.categories() + cat.extras():
-        i = IDX[c.key]
-        by_comp: dict[str, float | None] = {}
-        by_stage: dict[str, float | None] = {s: 0.0 for s in stage_names}
-        for (comp, stage), arr in parts.items():
-            v = float(arr[i] * alloc)
-            by_comp[comp] = by_comp.get(comp, 0.0) + v
-            by_stage[stage] += v
-        not_available = []
-        if w.host is not None:
-            if np.isnan(host[i]):
-                by_comp["host_share"] = None
-                not_available.append("host_share")
-            else:
-                v = float(host[i] * alloc)
-                by_comp["host_share"] = v
-                by_stage["manufacturing"] += v
-        if c.key in cat.keys():
-            if np.isnan(elec[i]):
-                by_stage["use"] = None
-                by_comp["electricity"] = None
-                not_available.append("use")
-            else:
-                by_stage["use"] = by_comp["electricity"] = float(facility * elec[i])
-        else:
-            by_stage["use"] = None
-        total = float(sum(v for v in by_stage.values() if v is not None))
-        results[c.key] = CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
+        results[c.key] = _category(c, parts, host, elec, alloc, facility, w, site_water)
 
     # Monte Carlo
+    score_range = None
     if samples and samples > 1:
         m_lo, m_hi, rsrc = embodied_multipliers(d, w)
         sources += rsrc
-        lows, highs = _monte_carlo(w, samples, seed, parts, host, elec, m_lo, m_hi, ci_lo, ci_hi, d)
+        lows, highs, score_range = _monte_carlo(w, samples, seed, parts, host, uf, elec, site_water, m_lo, m_hi, d)
         for c in cat.categories() + cat.extras():
             r = results[c.key]
             i = IDX[c.key]
             results[c.key] = r.with_range(float(lows[i]), float(highs[i]))
 
+    per, score = normalisation.normalise(results, score_range)
+    sources.append(normalisation.SOURCE)
+    contested = [*uf.contested, *contested_embodied(d, w)]
     water = _water(w, facility, warnings)
     materials = _materials(d, w)
     return Assessment(
@@ -203,7 +211,58 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         samples=samples,
         warnings=tuple(dict.fromkeys(warnings)),
         source_ids=tuple(dict.fromkeys(s for s in sources if s)),
+        use_factors=uf,
+        contested=tuple(contested),
+        normalised=per,
+        single_score=score,
     )
+
+
+def _category(
+    c: cat.Category,
+    parts: dict[tuple[str, str], np.ndarray],
+    host: np.ndarray,
+    elec: np.ndarray,
+    alloc: float,
+    facility: float,
+    w: Workload,
+    site_water: tuple[float, float, float] | None,
+) -> CategoryResult:
+    """One category's totals by stage and component (None = not available, never zero)."""
+    i = IDX[c.key]
+    by_comp: dict[str, float | None] = {}
+    by_stage: dict[str, float | None] = {s: 0.0 for s in cat.stages()}
+    for (comp, stage), arr in parts.items():
+        v = float(arr[i] * alloc)
+        by_comp[comp] = by_comp.get(comp, 0.0) + v
+        by_stage[stage] += v
+    not_available = []
+    if w.host is not None:
+        if np.isnan(host[i]):
+            by_comp["host_share"] = None
+            not_available.append("host_share")
+        else:
+            v = float(host[i] * alloc)
+            by_comp["host_share"] = v
+            by_stage["manufacturing"] += v
+    if c.key in cat.keys():
+        if np.isnan(elec[i]):
+            by_stage["use"] = None
+            by_comp["electricity"] = None
+            not_available.append("use")
+        else:
+            by_stage["use"] = by_comp["electricity"] = float(facility * elec[i])
+        if c.key == "water_use":
+            if site_water is None:
+                by_comp["on_site_water"] = None
+                not_available.append("on_site_water")
+            else:
+                by_comp["on_site_water"] = float(w.it_energy_kwh * site_water[0])
+                by_stage["use"] = (by_stage["use"] or 0.0) + by_comp["on_site_water"]
+    else:
+        by_stage["use"] = None
+    total = float(sum(v for v in by_stage.values() if v is not None))
+    return CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
 
 
 def _monte_carlo(
@@ -212,13 +271,13 @@ def _monte_carlo(
     seed: int,
     parts: dict,
     host: np.ndarray,
+    uf: electricity.UseFactors,
     elec: np.ndarray,
+    site_water: tuple[float, float, float] | None,
     m_lo: np.ndarray,
     m_hi: np.ndarray,
-    ci_lo: float | None,
-    ci_hi: float | None,
     d: Database,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
     rng = np.random.default_rng(seed)
     r = w.ranges
     emb = np.sum(list(parts.values()), axis=0)  # per GPU, incl. distribution
@@ -245,15 +304,21 @@ def _monte_carlo(
     if w.energy_method.startswith("GPU-hours"):
         it = it * gpu_hours / w.gpu_hours
     facility = it * draw("pue", w.pue)
-    el = np.broadcast_to(np.nan_to_num(elec, nan=0.0), (n, N_IND)).copy()
+    # every per-kWh factor between its disagreeing sources (triangular, mode at the central value)
+    k = len(uf.value)
+    ok = np.isfinite(uf.value)
+    el = np.zeros((n, N_IND))
+    el[:, :k][:, ok] = _tri(rng, uf.low[ok], uf.value[ok], uf.high[ok], (n, int(ok.sum())))
     ci_idx = IDX["climate_change"]
     if "carbon_intensity" in r:
         el[:, ci_idx] = draw("carbon_intensity", elec[ci_idx])
-    elif ci_lo is not None and ci_hi is not None and ci_hi > ci_lo:
-        el[:, ci_idx] = _tri(rng, ci_lo, elec[ci_idx], ci_hi, (n,))
     per_gpu = emb * mult + np.nan_to_num(host, nan=0.0)
     totals = per_gpu * alloc[:, None] + facility[:, None] * el
-    return np.percentile(totals, 2.5, axis=0), np.percentile(totals, 97.5, axis=0)
+    if site_water is not None:
+        totals[:, IDX["water_use"]] += it * _tri(rng, site_water[1], site_water[0], site_water[2], (n,))
+    scores = normalisation.single_scores(totals)
+    q = np.percentile(np.column_stack([totals, scores]), (2.5, 97.5), axis=0)
+    return q[0, :-1], q[1, :-1], (float(q[0, -1]), float(q[1, -1]))
 
 
 def _water(w: Workload, facility: float, warnings: list[str]) -> dict[str, float | None]:

@@ -7,8 +7,9 @@ distribution  = card mass x distance x f_mode (defaults: 9,908 km by plane + 1,0
 
 Die losses follow the calculator (hubblo-org/gpu-calculator, src/lib/gpu/calculations.ts): dies per
 300 mm wafer with 0.2 mm kerf and edge loss, times the usable share exp(-sqrt(A/100 x 0.1)) (Murphy-like
-yield at 0.1 defects/cm2). Reproduces the public calculator's A100 PCIe 40GB page (181 kg CO2 eq,
-2,445 MJ, 0.00690 kg Sb eq): see tests/test_parametric.py.
+yield at 0.1 defects/cm2). With the published VRAM convention (``all_dies=False``) it reproduces the
+public calculator's A100 PCIe 40GB page (181 kg CO2 eq, 2,445 MJ, 0.00690 kg Sb eq): see
+tests/test_validation.py.
 """
 
 from __future__ import annotations
@@ -36,14 +37,16 @@ def die_area_with_losses(area_mm2: float) -> float:
     return area_mm2 / (covered * usable)
 
 
-def vram_area_with_losses(inputs: Mapping[str, float], mm2_per_gb: float) -> float:
-    """VRAM silicon incl. losses (mm2), with the calculator's two conventions.
+def vram_area_with_losses(inputs: Mapping[str, float], mm2_per_gb: float, all_dies: bool = True) -> float:
+    """VRAM silicon incl. losses (mm2): each die's area with losses, times the number of dies.
 
-    A documented VRAM die area counts one die (as the calculator does); otherwise the average VRAM
-    density of the documented cards gives each die's area, times the number of dies.
+    A documented die area gives each die's area; otherwise the average VRAM density of the documented
+    cards (mm2/GB) x capacity / dies does. ``all_dies=False`` is the calculator's published convention,
+    which counts a documented die area once (lca_data/embodied_corrections.yaml, memory_all_dies).
     """
     if inputs.get("vram_die_area_mm2"):
-        return die_area_with_losses(inputs["vram_die_area_mm2"])
+        one = die_area_with_losses(inputs["vram_die_area_mm2"])
+        return one * inputs.get("vram_dies", 1) if all_dies else one
     dies, capacity = inputs.get("vram_dies", 0), inputs.get("vram_capacity_gb", 0)
     if not dies or not capacity:
         return 0.0
@@ -51,7 +54,7 @@ def vram_area_with_losses(inputs: Mapping[str, float], mm2_per_gb: float) -> flo
 
 
 def card_components(
-    inputs: Mapping[str, float], factors: Mapping[str, np.ndarray], mm2_per_gb: float
+    inputs: Mapping[str, float], factors: Mapping[str, np.ndarray], mm2_per_gb: float, all_dies: bool = True
 ) -> dict[tuple[str, str], np.ndarray]:
     """Per-card impacts by (component, stage); ``inputs`` in kg, cm2, mm2, GB."""
     mass = inputs["total_mass_kg"]
@@ -60,7 +63,7 @@ def card_components(
         ("heatsink", "manufacturing"): factors["heatsink"] * inputs.get("heatsink_mass_kg", 0.0),
         ("board", "manufacturing"): factors["board"] * inputs.get("board_area_cm2", 0.0),
         ("gpu_die", "manufacturing"): factors["gpu_die"] * die_area_with_losses(inputs["gpu_die_area_mm2"]),
-        ("memory", "manufacturing"): factors["memory"] * vram_area_with_losses(inputs, mm2_per_gb),
+        ("memory", "manufacturing"): factors["memory"] * vram_area_with_losses(inputs, mm2_per_gb, all_dies),
         ("upstream_transport", "manufacturing"): factors["upstream_transport"] * mass,
         ("end_of_life", "end_of_life"): factors["end_of_life"] * mass,
     }

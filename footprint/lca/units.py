@@ -55,6 +55,7 @@ _PHRASES: list[tuple[str, str]] = [
     (r"(?<![A-Za-z_])m3(?![A-Za-z_])", "m**3"),
     (r"(?<![A-Za-z_])(cm|mm)2(?![A-Za-z_])", r"\1**2"),
     (r"(?<![A-Za-z_])(cm|mm)²", r"\1**2"),
+    (r"(?<![A-Za-z_])Pt(?![A-Za-z_])", "Pt_land"),  # EF points (land use), never pint's petatonne
 ]
 _COMPILED = [(re.compile(p), r) for p, r in _PHRASES]
 _PT_ALONE = re.compile(r"^\s*(?P<num>[-+0-9.eE]*)\s*Pt\s*$")

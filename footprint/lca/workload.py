@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -18,10 +18,13 @@ from footprint.errors import FootprintError, ScenarioError
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
 
+if TYPE_CHECKING:  # pragma: no cover
+    from footprint.lca.factorfile import FactorSet
+
 ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
     "model": ("parameters", "tokens", "active_parameters", "layers", "hidden", "heads", "seq_len", "vocab_size"),
-    "hardware": ("gpu", "count", "lifetime", "utilization", "host", "embodied"),
+    "hardware": ("gpu", "count", "lifetime", "utilization", "host", "embodied", "embodied_data"),
     "training": (
         "gpu_hours",
         "flops",
@@ -33,7 +36,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "energy",
         "kernel_profile",
     ),
-    "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity"),
+    "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity", "electricity_factors"),
     "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
 }
 DEFAULT_LIFETIME = "3 years"  # Boavizta / EcoLogits GPU default; see README "Method"
@@ -60,6 +63,10 @@ class Workload:
     wue_l_per_kwh: float | None = None
     ewif_l_per_kwh: float | None = None
     carbon_intensity: float | None = None  # kg CO2 eq / kWh override
+    ewif_stated: bool = False  # True when site.ewif (or a preset) gave the EWIF, False for the zone's
+    ewif_method: str = ""
+    electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
+    embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
     host: str | None = "default"
     embodied_override: dict[str, float] = field(default_factory=dict)
     flops: float | None = None
@@ -226,6 +233,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         if k not in ALLOWED[""]:
             raise ctx.err(str(k), f"unknown section; allowed: {', '.join(ALLOWED[''])}")
     hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
+    site = {k: v for k, v in site.items() if v is not None}  # `--set site.key=null` unsets a key
     model_in, unc = ctx.section(data, "model"), ctx.section(data, "uncertainty")
     notes: list[str] = []
     srcs: list[str] = []
@@ -245,6 +253,9 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     elif host != "default" and host not in db().host["hosts"]:
         raise ctx.err("hardware.host", f"unknown host model {host!r}; allowed: default, none, " + ", ".join(db().host["hosts"]))
     embodied = _embodied_override(ctx, hw.get("embodied"), srcs)
+    variant = hw.get("embodied_data")
+    if variant is not None and variant not in db().corrections["variants"]:
+        raise ctx.err("hardware.embodied_data", f"unknown {variant!r}; allowed: {', '.join(db().corrections['variants'])}")
 
     model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in model_in.items()}
 
@@ -371,10 +382,17 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         raise ctx.err("site.pue", f"missing and the preset {preset_name!r} has none")
     wue = site_value("wue", "L/kWh")
     ewif = site_value("ewif", "L/kWh")
-    from footprint.lca.electricity import WORLD, intensity_override, resolve_zone
+    from footprint.lca.electricity import WORLD, intensity_override, resolve_zone, zone_ewif
 
     grid = resolve_zone(site.get("grid", WORLD), file)
     ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
+    ewif_stated, ewif_method = ewif is not None, "stated (site.ewif)" if "ewif" in site else f"site preset {preset_name}"
+    if ewif is None:
+        q = zone_ewif(grid)
+        if q is not None:
+            ewif, ewif_method = q.value, q.method
+            srcs.extend(q.sources)
+    factor_set = _factor_set(ctx, site, ci)
 
     ranges = _ranges(ctx, unc)
     mfu_method = "stated (training.mfu)" if mfu is not None else None
@@ -418,6 +436,10 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         wue_l_per_kwh=wue,
         ewif_l_per_kwh=ewif,
         carbon_intensity=ci,
+        ewif_stated=ewif_stated,
+        ewif_method=ewif_method if ewif is not None else "",
+        electricity_factors=factor_set,
+        embodied_variant=variant,
         host=host,
         embodied_override=embodied,
         flops=flops,
@@ -432,6 +454,26 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(srcs)),
     )
+
+
+def _factor_set(ctx: _Ctx, site: dict[str, Any], ci: float | None) -> FactorSet | None:
+    """site.electricity_factors: a practitioner's per-kWh factor file, relative to the scenario file."""
+    if "electricity_factors" not in site:
+        return None
+    if ci is not None:
+        raise ctx.err(
+            "site.electricity_factors",
+            "give either carbon_intensity or electricity_factors (the file's climate change row), not both",
+        )
+    from footprint.lca.factorfile import load
+
+    raw = site["electricity_factors"]
+    if not isinstance(raw, str) or not raw.strip():
+        raise ctx.err("site.electricity_factors", f"expected the path of a CSV file, got {raw!r}")
+    path = Path(raw)
+    if not path.is_absolute() and ctx.file and not path.is_file():
+        path = Path(ctx.file).resolve().parent / path
+    return load(path, ctx.file)
 
 
 def _embodied_override(ctx: _Ctx, value: Any, srcs: list[str]) -> dict[str, float]:

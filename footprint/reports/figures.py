@@ -77,7 +77,7 @@ def components(a: Assessment) -> str:
         vals = []
         for c in cats:
             bc = a.impacts[c.key].by_component
-            emb = sum(v for k, v in bc.items() if k != "electricity" and v is not None and v > 0)
+            emb = sum(v for k, v in bc.items() if k not in cat.USE_COMPONENTS and v is not None and v > 0)
             vals.append((bc.get(comp) or 0) / emb if emb else 0)
         ax.barh(
             range(len(cats)), vals, left=left, color=COMPONENT_COLORS[n % len(COMPONENT_COLORS)], label=comp.replace("_", " ")
@@ -179,4 +179,22 @@ def compare_headline(assessments: list[Assessment]) -> str:
         ax.bar(names, vals, yerr=err, color=COMPONENT_COLORS[: len(names)], capsize=3)
         ax.set_title(by_key(key).name, fontsize=9)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    return _svg(fig)
+
+
+def single_score(a: Assessment) -> str | None:
+    """Which categories weigh most: each category's share of the EF 3.1 single score, largest first."""
+    if not a.normalised:
+        return None
+    plt = _plt()
+    keys = sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True)
+    shares = [100 * a.normalised[k]["share_of_single_score"] for k in keys]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.barh(range(len(keys)), shares, color="#4C72B0")
+    for i, k in enumerate(keys):
+        ax.text(shares[i], i, f" {a.normalised[k]['person_equivalents']:.3g} person-eq.", va="center", fontsize=8)
+    ax.set_yticks(range(len(keys)), [a.impacts[k].name for k in keys])
+    ax.set_ylim(len(keys) - 0.5, -0.5)
+    ax.set_xlabel("share of the EF 3.1 single score (%)")
+    ax.set_title(f"Single score {a.single_score['value']:.3g} Pt: which categories matter (weighting is a value choice)")
     return _svg(fig)

@@ -21,7 +21,18 @@ from typing import Any
 from footprint import __version__
 from footprint.errors import FootprintError
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, num, pct, summary_facts, to_csv, training_facts
+from footprint.lca.assessment import (
+    PE_NOTE,
+    Assessment,
+    contested_lines,
+    num,
+    pct,
+    scope_lines,
+    single_score_line,
+    summary_facts,
+    to_csv,
+    training_facts,
+)
 from footprint.lca.units import display_unit
 
 FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
@@ -87,6 +98,9 @@ def build_sections(
         s.figures["stages"] = figures.stage_matrix(a)
         s.figures["components"] = figures.components(a)
         s.figures["materials"] = figures.materials(a)
+        score_fig = figures.single_score(a)
+        if score_fig:
+            s.figures["single_score"] = score_fig
         if run_dir is not None:
             _run_figures(s, run_dir)
         sections.append(s)
@@ -127,17 +141,75 @@ def _run_figures(s: Section, run_dir: Path) -> None:
 # ---- text pieces shared by HTML and Markdown ----------------------------------------------------
 
 
+def top_categories(a: Assessment, n: int = 3) -> list[str]:
+    """The categories that weigh most in the EF 3.1 single score (the headline), else the fixed HEADLINE."""
+    if not a.normalised:
+        return list(cat.HEADLINE)
+    return sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True)[:n]
+
+
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     w = a.workload
     rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
     rows += list(training_facts(a).items())  # measured runs that counted steps or tokens
+    if a.use_factors is not None:
+        rows.append(("Electricity factors", a.use_factors.label))
+    line = single_score_line(a)
+    if line:
+        rows.append(("EF 3.1 single score", line.removeprefix("Single score: ") + " — weighting is a value choice"))
     for key in cat.HEADLINE:
         r = a.impacts[key]
         rows.append((r.name, f"{num(r.total)} {display_unit(r.unit)} (low-high {num(r.low)} - {num(r.high)})"))
     return rows
 
 
-CAT_HEADERS = ["Category", "Total", "Unit", "Low", "High", "Manufacturing", "Transport", "Use", "End of life", "Dominant stage"]
+CAT_HEADERS = [
+    "Category",
+    "Total",
+    "Unit",
+    "Low",
+    "High",
+    "Person-eq.",
+    "Manufacturing",
+    "Transport",
+    "Use",
+    "End of life",
+    "Dominant stage",
+]
+NORM_HEADERS = ["Category", "Person-equivalents", "Low", "High", "Weight", "Points (Pt)", "Share of single score"]
+
+
+def normalised_rows(a: Assessment) -> list[list[str]]:
+    """EF 3.1 person-equivalents and weighted points, largest share of the single score first."""
+    rows = []
+    for k in top_categories(a, len(a.normalised)):
+        n = a.normalised[k]
+        rows.append(
+            [
+                a.impacts[k].name,
+                num(n["person_equivalents"]),
+                num(n["low"]),
+                num(n["high"]),
+                f"{n['weight_percent']:.2f} %",
+                num(n["points"]),
+                pct(n["share_of_single_score"]),
+            ]
+        )
+    return rows
+
+
+def _card(a: Assessment, k: str) -> str:
+    r, n = a.impacts[k], a.normalised.get(k)
+    if n is None:
+        return (
+            f'<div class="card"><div>{html.escape(r.name)}</div><div class="v">{num(r.total)}</div>'
+            f'<div class="u">{html.escape(display_unit(r.unit))} · range {num(r.low)} – {num(r.high)}</div></div>'
+        )
+    return (
+        f'<div class="card"><div>{html.escape(r.name)}</div><div class="v">{num(n["person_equivalents"])}</div>'
+        f'<div class="u">person-equivalents ({pct(n["share_of_single_score"])} of the single score) · '
+        f"{num(r.total)} {html.escape(display_unit(r.unit))}, range {num(r.low)} – {num(r.high)}</div></div>"
+    )
 
 
 def category_rows(a: Assessment) -> list[list[str]]:
@@ -151,6 +223,7 @@ def category_rows(a: Assessment) -> list[list[str]]:
                 display_unit(r.unit),
                 num(r.low),
                 num(r.high),
+                num((a.normalised.get(c.key) or {}).get("person_equivalents")),
                 *(pct(r.share(s)) for s in cat.stages()),
                 (r.dominant_stage or "n/a").replace("_", " "),
             ]
@@ -198,12 +271,13 @@ def _fig(svg: str | None, caption: str) -> str:
 
 def _section_html(s: Section) -> str:
     a = s.assessment
-    cards = "".join(
-        f'<div class="card"><div>{html.escape(a.impacts[k].name)}</div><div class="v">{num(a.impacts[k].total)}</div>'
-        f'<div class="u">{html.escape(display_unit(a.impacts[k].unit))} · range {num(a.impacts[k].low)} – '
-        f"{num(a.impacts[k].high)}</div></div>"
-        for k in cat.HEADLINE
-    )
+    cards = "".join(_card(a, k) for k in top_categories(a))
+    if a.single_score:
+        sc = a.single_score
+        cards = (
+            f'<div class="card"><div>EF 3.1 single score</div><div class="v">{num(sc["value"])} Pt</div>'
+            f'<div class="u">range {num(sc["low"])} – {num(sc["high"])} · weighting is a value choice</div></div>'
+        ) + cards
     parts = [
         f"<h2>Summary — {html.escape(a.workload.name)}</h2>",
         f'<div class="cards">{cards}</div>',
@@ -211,6 +285,8 @@ def _section_html(s: Section) -> str:
         "<h2>All 16 EF 3.1 categories</h2>",
         _table(CAT_HEADERS, category_rows(a)),
         _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
+        *_normalised_html(s),
+        *_scope_and_contested_html(a),
         "<h2>Embodied impacts by GPU component</h2>",
         _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
         "<h2>Material footprint</h2>",
@@ -239,6 +315,34 @@ def _section_html(s: Section) -> str:
         ),
     ]
     return "\n".join(parts)
+
+
+def _normalised_html(s: Section) -> list[str]:
+    a = s.assessment
+    if not a.normalised:
+        return []
+    return [
+        "<h2>Which categories matter: EF 3.1 normalisation and weighting</h2>",
+        _fig(s.figures.get("single_score"), "Share of the single score per category, with person-equivalents."),
+        _table(NORM_HEADERS, normalised_rows(a)),
+        f'<p class="sub">{html.escape(PE_NOTE)} {html.escape(a.single_score.get("note", ""))}</p>',
+    ]
+
+
+def _scope_and_contested_html(a: Assessment) -> list[str]:
+    out = []
+    scope = scope_lines(a)
+    if scope:
+        out += [
+            "<h2>Scope of the use phase, per category</h2><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in scope) + "</ul>"
+        ]
+    contested = contested_lines(a)
+    if contested:
+        out += [
+            "<h2>Contested data</h2><p class='sub'>Factors whose sources differ by more than 3x; the Monte Carlo range "
+            "of each spans its sources.</p><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in contested) + "</ul>"
+        ]
+    return out
 
 
 def _compare_html(sections: list[Section]) -> str:
@@ -342,6 +446,8 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             _md_table(CAT_HEADERS, category_rows(a)),
             "",
             fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
+            *_normalised_md(s, fig, i),
+            *_scope_and_contested_md(a),
             "## Embodied impacts by GPU component",
             "",
             fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
@@ -363,6 +469,36 @@ def to_markdown(sections: list[Section], out: Path) -> str:
         lines += [f"- {src['title']} — {src.get('licence')} {src.get('url') or ''}".rstrip() for src in a.sources]
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _normalised_md(s: Section, fig: Any, i: int) -> list[str]:
+    a = s.assessment
+    if not a.normalised:
+        return []
+    return [
+        "## Which categories matter: EF 3.1 normalisation and weighting",
+        "",
+        fig("single_score", s.figures.get("single_score"), "Share of the single score per category", i),
+        _md_table(NORM_HEADERS, normalised_rows(a)),
+        "",
+        f"{PE_NOTE} {a.single_score.get('note', '')}",
+        "",
+    ]
+
+
+def _scope_and_contested_md(a: Assessment) -> list[str]:
+    out = []
+    if scope_lines(a):
+        out += ["## Scope of the use phase, per category", ""] + [f"- {x}" for x in scope_lines(a)] + [""]
+    if contested_lines(a):
+        out += [
+            "## Contested data",
+            "",
+            "Factors whose sources differ by more than 3x; the Monte Carlo range of each spans its sources.",
+            "",
+        ]
+        out += [f"- {x}" for x in contested_lines(a)] + [""]
+    return out
 
 
 # ---- BoAmps-style export ------------------------------------------------------------------------

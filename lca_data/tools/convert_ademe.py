@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from lca_data.tools import write_csv
+
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_SRC = HERE.parent.parent / "shared" / "data" / "lca" / "ademe-gpu-lca"
 SOURCE = "ademe-gpu-lca"
@@ -63,11 +65,7 @@ def _indicators() -> list[tuple[str, str, str]]:
 
 
 def _write(path: Path, fields: list[str], rows: list[dict]) -> None:
-    with path.open("w", newline="") as fh:
-        fh.write(HEADER)
-        writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(path, HEADER, fields, rows)
 
 
 def convert(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:

@@ -1,0 +1,86 @@
+"""EF 3.1 normalisation and weighting: person-equivalents per category and a single score in Pt.
+
+normalised_k  = impact_k / NF_k          (person-equivalents: a world citizen's annual impact = 1)
+single score  = sum_k normalised_k x w_k (Pt; the 16 weights w_k sum to 1)
+
+NF and w are the JRC EF 3.1 sets (lca_data/ef_normalisation_weighting.csv, source
+jrc-ef31-normalisation-weighting). Normalisation makes the categories comparable in scale; weighting
+is a value choice (the EF weights come from a panel and expert survey), so the person-equivalents
+are always reported beside the single score, never replaced by it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from footprint.lca import categories as cat
+from footprint.lca.database import db
+
+SOURCE = "jrc-ef31-normalisation-weighting"
+METHOD = "EF 3.1 normalisation (global, per person per year, reference 2010) and weighting (JRC, toxicity included)"
+VALUE_CHOICE = (
+    "Weighting is a value choice, not a natural-science result: the single score uses the EF 3.1 weights "
+    "(panel and expert survey, Sala et al. 2018); the person-equivalents beside it are unweighted."
+)
+
+
+def factors() -> tuple[np.ndarray, np.ndarray]:
+    """(normalisation factors, weights as fractions of 1) over the 16 categories in report order."""
+    nw = db().normalisation
+    keys = cat.keys()
+    return np.array([nw[k][0] for k in keys]), np.array([nw[k][1] for k in keys])
+
+
+def single_scores(totals: np.ndarray) -> np.ndarray:
+    """Single score (Pt) of impact vectors over the 16 categories (last axis); NaN counted as 0."""
+    nf, w = factors()
+    return np.sum(np.nan_to_num(totals[..., : len(nf)], nan=0.0) / nf * w, axis=-1)
+
+
+def normalise(
+    impacts: dict[str, Any], score_range: tuple[float, float] | None = None
+) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """Per-category person-equivalents and points, and the single score, of an assessment's results."""
+    nf, w = factors()
+    per: dict[str, dict[str, float]] = {}
+    by_stage: dict[str, float] = {s: 0.0 for s in cat.stages()}
+    partial = []
+    for i, k in enumerate(cat.keys()):
+        r = impacts[k]
+        pe = float(r.total / nf[i])
+        per[k] = {
+            "person_equivalents": pe,
+            "low": float(r.low / nf[i]),
+            "high": float(r.high / nf[i]),
+            "normalisation_factor": float(nf[i]),
+            "weight_percent": float(w[i] * 100),
+            "points": float(pe * w[i]),
+        }
+        for s, v in r.by_stage.items():
+            if v is not None:
+                by_stage[s] += float(v / nf[i] * w[i])
+        if r.not_available:
+            partial.append(r.name)
+    total = float(sum(p["points"] for p in per.values()))
+    for p in per.values():
+        p["share_of_single_score"] = p["points"] / total if total else 0.0
+    low, high = score_range if score_range is not None else (total, total)
+    score = {
+        "value": total,
+        "unit": "Pt",
+        "low": float(min(low, total)),
+        "high": float(max(high, total)),
+        "by_stage": by_stage,
+        "method": METHOD,
+        "note": VALUE_CHOICE,
+        "partial_categories": partial,
+        "source": SOURCE,
+    }
+    return per, score
+
+
+def ranked(per: dict[str, dict[str, float]]) -> list[str]:
+    """Categories by their share of the single score, largest first: which categories matter."""
+    return sorted(per, key=lambda k: per[k]["points"], reverse=True)

@@ -1,0 +1,596 @@
+"""Build the per-kWh electricity factors of the use phase, in all 16 EF 3.1 categories, from open data.
+
+Run from the repository root:  python -m lca_data.tools.build_electricity [../shared/reference/electricity]
+
+Reads the open tables in ``<src>/open-factors/`` (EF 3.1 characterisation factors, EMEP/EEA Tier 1
+stack emission factors, net efficiencies, Macknick water consumption, WRI 2020 and AWARE per country,
+EF 3.1 land-use factors), the UNECE 2022 per-technology results (``owid_unece.csv``, OWID's
+transcription), Digital4Better's UNECE-Europe table (``d4b_energy_impacts.csv``) and the hand-cited
+values in ``lca_data/electricity_cited.csv``; writes, one value a row with unit, source and scope:
+
+- ``electricity_technologies.csv``: factor per technology x category, with its Monte Carlo low/high;
+- ``electricity_zones.csv``: per-country off-site water (WRI EWIF) and AWARE 1.2 / 2.0 factors;
+- ``electricity_crosscheck.csv``: every factor beside each independent second source, their ratio
+  and whether they disagree by more than 3x ("contested").
+
+How each category is built (``scope`` column): life cycle where UNECE (or Digital4Better's UNECE-Europe
+values) covers the technology; ``direct`` where only stack emissions (EMEP/EEA Tier 1 g/GJ x 0.0036 / net
+efficiency, characterised with EF 3.1 factors for high stacks) or fuel input (3.6 MJ / efficiency) are
+known: no upstream fuel chain, a lower bound. A technology with no combustion has zero direct stack
+emissions; its life-cycle share is then missing and the row says so. Low/high span the central value,
+the technology's variants (other UNECE variants, other efficiencies, the EMEP 95 % confidence
+interval) and every second source, so that disagreeing sources always sit inside the range.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import sys
+from pathlib import Path
+
+from lca_data.tools import write_csv
+
+HERE = Path(__file__).resolve().parents[1]
+DEFAULT_SRC = HERE.parent.parent / "shared" / "reference" / "electricity"
+HEADER = (
+    "# Written by lca_data/tools/build_electricity.py from the open data in ../shared/reference/electricity "
+    "(sources per row, lca_data/sources/electricity.yaml). Do not edit by hand: re-run the tool.\n"
+)
+CONTESTED_RATIO = 3.0
+
+TECHS = {  # technology -> codecarbon field of the generation mix
+    "coal": "coal_TWh",
+    "gas": "gas_TWh",
+    "oil": "oil_TWh",
+    "nuclear": "nuclear_TWh",
+    "hydro": "hydroelectricity_TWh",
+    "wind": "wind_TWh",
+    "solar": "solar_TWh",
+    "bioenergy": "biofuel_TWh",
+    "other_renewables": "other_renewable_exc_biofuel_TWh",
+}
+COMBUSTION = ("coal", "gas", "oil", "bioenergy")
+UNITS = {
+    "climate_change": "kg CO2 eq/kWh",
+    "ozone_depletion": "kg CFC11 eq/kWh",
+    "human_toxicity_cancer": "CTUh/kWh",
+    "human_toxicity_non_cancer": "CTUh/kWh",
+    "particulate_matter": "disease incidence/kWh",
+    "ionising_radiation": "kBq U235 eq/kWh",
+    "photochemical_ozone_formation": "kg NMVOC eq/kWh",
+    "acidification": "mol H+ eq/kWh",
+    "eutrophication_terrestrial": "mol N eq/kWh",
+    "eutrophication_freshwater": "kg P eq/kWh",
+    "eutrophication_marine": "kg N eq/kWh",
+    "ecotoxicity_freshwater": "CTUe/kWh",
+    "land_use": "Pt/kWh",
+    "water_use": "m3 world eq/kWh",
+    "resource_use_fossils": "MJ/kWh",
+    "resource_use_minerals_metals": "kg Sb eq/kWh",
+    "water_consumption": "L/kWh",  # not an EF category: operational water, for the technology-mix EWIF
+}
+WATER_CATEGORY = "water_consumption"
+S_UNECE, S_D4B, S_CF, S_EMEP = (
+    "unece-2022-lca-electricity",
+    "d4b-energy-impacts",
+    "ef31-characterisation-factors",
+    "emep-eea-tier1-1a1a",
+)
+S_EFF, S_DERIVED, S_MACKNICK = "pypsa-technology-data", "footprint-electricity-derived", "macknick-2012-water"
+
+# UNECE variants (OWID transcription rows): the first is the default, the others widen the range.
+UNECE_ROWS = {
+    "coal": ["Coal"],
+    "gas": ["Gas"],
+    "nuclear": ["Nuclear"],
+    "hydro": ["Hydropower"],
+    "wind": ["Onshore wind", "Offshore wind"],
+    "solar": [
+        "Solar PV, silicon (on-ground)",
+        "Solar PV, silicon (roof)",
+        "Solar PV, cadmium (on-ground)",
+        "Solar PV, cadmium (roof)",
+    ],
+}
+# OWID column -> (category, factor converting OWID's per-MWh unit to the per-kWh EF unit)
+UNECE_COLUMNS = {
+    "ghg_emissions": ("climate_change", 1e-3),  # kg CO2 eq/MWh
+    "freshwater_eutrophication": ("eutrophication_freshwater", 1e-6),  # g P eq/MWh
+    "ionising_radiation": ("ionising_radiation", 1e-3),  # labelled kg U-235 eq/MWh, read as kBq/MWh
+    "metal_mineral_use": ("resource_use_minerals_metals", 1e-6),  # g Sb eq/MWh
+    "noncarcinogenic_toxicity": ("human_toxicity_non_cancer", 1e-9),  # CTUh/TWh
+    "carcinogenic_toxicity": ("human_toxicity_cancer", 1e-9),  # CTUh/TWh
+}
+D4B_ROWS = {"coal": "Coal", "gas": "Gas", "nuclear": "Nuclear", "hydro": "Hydro", "wind": "Wind", "solar": "Solar"}
+D4B_COLUMNS = {
+    "gwp": "climate_change",
+    "ap": "acidification",
+    "ctue": "ecotoxicity_freshwater",
+    "ctuh-c": "human_toxicity_cancer",
+    "ctuh-nc": "human_toxicity_non_cancer",
+    "ir": "ionising_radiation",
+    "pm": "particulate_matter",
+    "adpe": "resource_use_minerals_metals",
+}
+D4B_CENTRAL = ("acidification", "ecotoxicity_freshwater", "particulate_matter")  # no UNECE-global value for these
+
+# EMEP/EEA fuels and the efficiencies that turn g/GJ of fuel into g/kWh of electricity.
+EMEP_FUEL = {"coal": "Hard Coal", "gas": "Natural gas", "oil": "Heavy Fuel Oil", "bioenergy": "Biomass"}
+EMEP_VARIANT = {"coal": "Brown Coal", "oil": "Gas oil"}  # second fuel for the same codecarbon bin (range)
+EFFICIENCY = {  # central, (alternatives) as substrings of the efficiency table items
+    "coal": ("Hard coal power plant", ("Lignite power plant",)),
+    "gas": ("Natural gas combined cycle", ("Natural gas open cycle",)),
+    "oil": ("Oil (diesel engine farm)", ()),
+    "bioenergy": ("Solid biomass CHP, wood chips", ('Biomass (electricity only, "biomass")',)),
+    "nuclear": ("Nuclear (thermal-to-electric)", ()),
+}
+POLLUTANTS = {  # EMEP pollutant -> EF 3.1 flow name
+    "NOx": "Nitrogen oxides",
+    "NMVOC": "NMVOC, non-methane volatile organic compounds",
+    "SOx": "Sulfur dioxide",
+    "CO": "Carbon monoxide, fossil",
+    "PM2.5": "Particulate Matter, < 2.5 um",
+}
+STACK = "air, non-urban/high stack"  # power-plant stacks
+EMEP_CATEGORIES = {  # our category -> EF 3.1 category name in the characterisation table
+    "photochemical_ozone_formation": "Photochemical ozone formation",
+    "eutrophication_terrestrial": "Eutrophication, terrestrial",
+    "eutrophication_marine": "Eutrophication, marine",
+    "acidification": "Acidification (cross-check)",
+    "particulate_matter": "Particulate matter",
+}
+EMEP_CENTRAL = {  # which technologies take the EMEP-derived value as their factor, per category
+    "photochemical_ozone_formation": COMBUSTION,
+    "eutrophication_terrestrial": COMBUSTION,
+    "eutrophication_marine": COMBUSTION,
+    "acidification": ("oil", "bioenergy"),
+    "particulate_matter": ("oil", "bioenergy"),
+}
+NO_COMBUSTION_ZERO = ("ozone_depletion", "photochemical_ozone_formation", "eutrophication_terrestrial", "eutrophication_marine")
+LAND_CF = ("Occupation, unspecified", ("Occupation, forest, extensive", "Occupation, urban, continuously built"))
+WATER_ROWS = {  # technology -> (central Macknick row, alternatives), substrings of the table items
+    "coal": ("Coal, generic, cooling tower", ("Coal, generic, once-through", "Coal, generic, cooling pond")),
+    "gas": ("Natural gas CC, tower", ("Natural gas CC, once-through", "Natural gas CC, dry", "Natural gas steam, tower")),
+    "oil": ("Natural gas steam, tower", ()),
+    "nuclear": ("Nuclear, tower", ("Nuclear, once-through", "Nuclear, pond")),
+    "hydro": ("Hydropower (reservoir evaporation", ()),
+    "wind": ("Wind", ()),
+    "solar": ("Solar PV (utility, panel washing)", ()),
+    "bioenergy": ("Biopower steam, tower", ("Biopower steam, once-through",)),
+}
+# Technologies no open life-cycle study covers (UNECE has no oil, biomass or geothermal row) take, in the
+# categories where they have no factor at all, a proxy: the geometric mean of a family of UNECE technologies,
+# range the family's min-max. Labelled "proxy" in the scope column and in reports (an estimate).
+PROXY = {
+    "oil": ("coal", "gas"),
+    "bioenergy": ("coal", "gas", "nuclear", "hydro", "wind", "solar"),
+    "other_renewables": ("coal", "gas", "nuclear", "hydro", "wind", "solar"),
+}
+# Macknick rows ship only with their second copy (GCAM) beside them; geothermal has none, so
+# other renewables have no water factor (their share is then outside the technology-mix EWIF).
+SECOND_COPY = {"water": "cross-check GCAM"}
+SINGLE_COPY = "single secondary source"  # WRI rows read in one copy only (Norway, Finland)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.startswith("#"))
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+class Table:
+    """One open-factors CSV (item, value, unit, source, licence, note), looked up by item."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = _read(path)
+
+    def find(self, *parts: str) -> dict[str, str]:
+        hits = [r for r in self.rows if all(p in r["item"] for p in parts)]
+        if len(hits) != 1:
+            raise SystemExit(f"{self.path.name}: expected one row with {parts}, found {len(hits)}")
+        return hits[0]
+
+    def value(self, *parts: str) -> float:
+        return float(self.find(*parts)["value"])
+
+
+def _ci(note: str) -> tuple[float, float] | None:
+    m = re.search(r"95% CI ([\d.]+)-([\d.]+)", note)
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+class Inputs:
+    def __init__(self, src: Path) -> None:
+        of = src / "open-factors"
+        self.cf = Table(of / "ef31_characterisation_factors.csv")
+        self.emep = Table(of / "emep_eea_tier1_power_plant_emission_factors.csv")
+        self.eff = Table(of / "net_electrical_efficiency.csv")
+        self.water = Table(of / "water_consumption_by_technology.csv")
+        self.wri = Table(of / "water_consumption_by_country_wri2020.csv")
+        self.aware = Table(of / "aware_cf_by_country.csv")
+        self.land = Table(of / "land_use_ef31.csv")
+        self.unece = {r["source"]: r for r in _read(src / "owid_unece.csv")}
+        self.d4b = {r["energy"]: r for r in _read(src / "d4b_energy_impacts.csv")}
+        self.cited = _read(HERE / "electricity_cited.csv")
+
+    def efficiency(self, tech: str) -> tuple[float, list[float]]:
+        central, alts = EFFICIENCY[tech]
+        return self.eff.value("Net electrical efficiency", central), [
+            self.eff.value("Net electrical efficiency", a) for a in alts
+        ]
+
+    def emission(self, fuel: str, pollutant: str) -> tuple[float, float, float]:
+        """(central, CI low, CI high) in g/GJ of fuel."""
+        item = (
+            f"| {fuel} | {pollutant}" if not (fuel == "Natural gas" and pollutant == "SOx") else "| Natural gas (EU Region) | SOx"
+        )
+        row = self.emep.find("EMEP/EEA Tier1 1.A.1.a", item)
+        v = float(row["value"])
+        lo, hi = _ci(row["note"]) or (v, v)
+        if fuel == "Natural gas" and pollutant == "SOx":
+            us = self.emep.find("Natural gas (US Region) | SOx")
+            ulo, uhi = _ci(us["note"]) or (float(us["value"]),) * 2
+            lo, hi = min(lo, ulo), max(hi, uhi)
+        return v, min(lo, v), max(hi, v)
+
+    def stack_cf(self, category: str, flow: str) -> float:
+        """EF 3.1 CF of a flow emitted from a high stack (the unspecified-air CF where the table has no
+        high-stack row; 0 where the flow is not characterised in the category)."""
+        for compartment in (STACK, "air, unspecified"):
+            hits = [r for r in self.cf.rows if r["item"] == f"EF3.1 {category} | {flow} | {compartment}"]
+            if hits:
+                return float(hits[0]["value"] or 0)
+        return 0.0
+
+
+# ---- building -----------------------------------------------------------------------------------
+
+
+class Factor:
+    """One technology x category: central value, its variants and the independent second sources."""
+
+    def __init__(self, tech: str, category: str, value: float, source: str, scope: str, note: str) -> None:
+        self.tech, self.category, self.value, self.source, self.scope, self.note = tech, category, value, source, scope, note
+        self.variants: list[float] = []
+        self.seconds: list[tuple[float, str, str]] = []  # (value, source, note)
+
+    def bounds(self) -> tuple[float, float]:
+        vals = [self.value, *self.variants, *(v for v, _, _ in self.seconds)]
+        return min(vals), max(vals)
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _emep_direct(inp: Inputs, tech: str) -> dict[str, tuple[float, float, float, str]]:
+    """EF 3.1 category -> (central, low, high, formula note) from EMEP/EEA Tier 1 stack emissions."""
+    eta, alts = inp.efficiency(tech)
+    fuels = [EMEP_FUEL[tech]] + ([EMEP_VARIANT[tech]] if tech in EMEP_VARIANT else [])
+    etas = [eta, *alts]
+    g_kwh: dict[str, tuple[float, float, float]] = {}
+    for pol in POLLUTANTS:
+        c, lo, hi = inp.emission(fuels[0], pol)
+        lows, highs = [lo], [hi]
+        for f in fuels[1:]:
+            _, vlo, vhi = inp.emission(f, pol)
+            lows.append(vlo)
+            highs.append(vhi)
+        g_kwh[pol] = (c * 0.0036 / eta, min(lows) * 0.0036 / max(etas), max(highs) * 0.0036 / min(etas))
+    out = {}
+    for key, ef_name in EMEP_CATEGORIES.items():
+        terms = [(pol, inp.stack_cf(ef_name, flow)) for pol, flow in POLLUTANTS.items()]
+        terms = [(p, cf) for p, cf in terms if cf]
+        central = sum(g_kwh[p][0] / 1000 * cf for p, cf in terms)
+        low = sum(g_kwh[p][1] / 1000 * cf for p, cf in terms)
+        high = sum(g_kwh[p][2] / 1000 * cf for p, cf in terms)
+        formula = " + ".join(f"{p} {_g(g_kwh[p][0])} g/kWh x {cf:g}" for p, cf in terms)
+        note = (
+            f"direct stack emissions only (no upstream fuel chain), lower bound: EMEP/EEA Tier 1 {fuels[0]} g/GJ x 0.0036 / "
+            f"efficiency {eta:g}; {formula} (EF 3.1 CFs, high stack); range: 95% CI"
+            + (f", {' and '.join(fuels[1:])}" if fuels[1:] else "")
+            + (", other efficiencies" if alts else "")
+        )
+        out[key] = (central, low, high, note)
+    return out
+
+
+def build_factors(inp: Inputs) -> list[Factor]:
+    factors: dict[tuple[str, str], Factor] = {}
+
+    def put(f: Factor) -> Factor:
+        factors[(f.tech, f.category)] = f
+        return f
+
+    # UNECE global averages (life cycle): climate, toxicity, IR, freshwater eutrophication, minerals
+    for tech, rows in UNECE_ROWS.items():
+        for col, (category, k) in UNECE_COLUMNS.items():
+            vals = [float(inp.unece[r][col]) * k for r in rows if inp.unece[r][col]]
+            note = f"UNECE 2022 global average, {rows[0]} (OWID transcription); life cycle; ILCD 2.0 2018 characterisation"
+            if category == "ionising_radiation":
+                note += "; OWID unit label kg U-235 eq/MWh read as kBq/MWh"
+            f = put(Factor(tech, category, vals[0], S_UNECE, "life_cycle", note))
+            f.variants += vals[1:]
+    # Digital4Better UNECE-Europe: the factor where UNECE-global has none; a regional variant otherwise
+    for tech, row in D4B_ROWS.items():
+        for col, category in D4B_COLUMNS.items():
+            v = float(inp.d4b[row][col])
+            if category in D4B_CENTRAL:
+                note = "UNECE 2021 Europe-region value via Digital4Better; life cycle; provisional (unit label of AP ambiguous)"
+                put(Factor(tech, category, v, S_D4B, "life_cycle", note))
+            else:
+                factors[(tech, category)].variants.append(v)
+    # Hand-cited factors (climate change of oil, bioenergy, other renewables) and second sources
+    cited_seconds = []
+    for r in inp.cited:
+        if r["role"] == "factor":
+            put(Factor(r["technology"], r["category"], float(r["value"]), r["source"], "life_cycle", r["note"]))
+        else:
+            cited_seconds.append(r)
+    # EMEP/EEA stack emissions x EF 3.1 CFs: POF, eutrophication, and AC/PM where no life-cycle value exists
+    for tech in COMBUSTION:
+        for category, (central, low, high, note) in _emep_direct(inp, tech).items():
+            if tech in EMEP_CENTRAL[category]:
+                f = put(Factor(tech, category, central, S_DERIVED, "direct", note))
+                f.variants += [low, high]
+            elif (tech, category) in factors:
+                factors[(tech, category)].seconds.append(
+                    (central, S_DERIVED, "EMEP/EEA Tier 1 direct emissions x EF 3.1 " + note)
+                )
+    # Technologies without combustion: no direct stack emissions; ozone depletion has none for any technology
+    for tech in TECHS:
+        for category in NO_COMBUSTION_ZERO:
+            if (tech, category) in factors:
+                continue
+            why = (
+                "no ozone-depleting substance in EMEP/EEA stack emissions and no ODP CF for N2O in EF 3.1"
+                if category == "ozone_depletion"
+                else "no combustion at the plant"
+            )
+            put(
+                Factor(
+                    tech,
+                    category,
+                    0.0,
+                    S_DERIVED,
+                    "direct",
+                    f"direct emissions: none ({why}); supply chain not covered: lower bound",
+                )
+            )
+    # Fossil resources: fuel input per kWh (3.6 MJ / net efficiency); uranium at EF's 560,000 MJ/kg
+    for tech in TECHS:
+        if tech in ("coal", "gas", "oil", "nuclear"):
+            eta, alts = inp.efficiency(tech)
+            what = "uranium (EF CF 560,000 MJ/kg) counted at the reactor's thermal input" if tech == "nuclear" else "fuel burned"
+            note = f"fuel input only (no upstream extraction or transport), lower bound: {what} = 3.6 MJ / efficiency {eta:g}"
+            f = put(Factor(tech, "resource_use_fossils", 3.6 / eta, S_DERIVED, "direct", note))
+            f.variants += [3.6 / a for a in alts]
+        else:
+            why = "biogenic fuel, not a fossil resource" if tech == "bioenergy" else "no fuel"
+            note = f"fuel input: none ({why}); construction and supply chain not covered: lower bound"
+            put(Factor(tech, "resource_use_fossils", 0.0, S_DERIVED, "direct", note))
+    # Land use: UNECE land occupation (m2a/kWh) x EF 3.1 occupation CF (land type not given by UNECE)
+    cf = inp.land.value(f"| {LAND_CF[0]}")
+    cf_alts = [inp.land.value(f"| {a}") for a in LAND_CF[1]]
+    for tech, rows in UNECE_ROWS.items():
+        occ = [float(inp.unece[r]["land_use_energy"]) * 1e-3 for r in rows if inp.unece[r]["land_use_energy"]]
+        if not occ:
+            continue
+        note = (
+            f"UNECE 2022 land occupation {_g(occ[0])} m2a/kWh ({rows[0]}) x EF 3.1 CF {cf:g} Pt/(m2a) ('{LAND_CF[0]}': "
+            "UNECE gives no land type); occupation only, no transformation; range: other CFs "
+            f"({', '.join(f'{a:g}' for a in cf_alts)}) and UNECE variants"
+        )
+        f = put(Factor(tech, "land_use", occ[0] * cf, S_DERIVED, "life_cycle", note))
+        f.variants += [o * c for o in occ for c in [cf, *cf_alts]]
+    # Operational water consumption (for the technology-mix EWIF, not an EF category)
+    for tech, (central, alts) in WATER_ROWS.items():
+        v = inp.water.value("Operational water consumption", central)
+        _require_second_copy(inp.water.find("Operational water consumption", central), "water")
+        for a in alts:
+            _require_second_copy(inp.water.find("Operational water consumption", a), "water")
+        proxy = " (proxy: natural gas steam turbine)" if tech == "oil" else ""
+        note = f"Macknick et al. 2012 median operational consumption, {central}{proxy}"
+        if tech == "hydro":
+            note += "; gross reservoir evaporation fully allocated to power (contested)"
+        f = put(Factor(tech, "water_consumption", v, S_MACKNICK, "operational", note))
+        f.variants += [inp.water.value("Operational water consumption", a) for a in alts]
+    for r in cited_seconds:
+        key = (r["technology"], r["category"])
+        if key in factors:
+            factors[key].seconds.append((float(r["value"]), r["source"], r["note"]))
+    # UNECE-Europe (same study, another region) as a second value where UNECE-global is the factor
+    for tech, row in D4B_ROWS.items():
+        for col, category in D4B_COLUMNS.items():
+            if category not in D4B_CENTRAL:
+                note = "UNECE 2021 Europe-region value via Digital4Better: same study as the factor, not independent"
+                factors[(tech, category)].seconds.append((float(inp.d4b[row][col]), S_D4B, note))
+    _add_proxies(factors)  # last: the family's ranges include its second sources
+    order = {c: i for i, c in enumerate(UNITS)}
+    return sorted(factors.values(), key=lambda f: (order[f.category], list(TECHS).index(f.tech)))
+
+
+def _require_second_copy(row: dict[str, str], kind: str) -> None:
+    """SOURCES.md: a number read in a single unverified copy needs a second copy before it ships."""
+    if SECOND_COPY[kind] not in row["note"]:
+        raise SystemExit(f"{row['item']!r} has no second copy ({SECOND_COPY[kind]!r} missing from its note)")
+
+
+def _add_proxies(factors: dict[tuple[str, str], Factor]) -> None:
+    """Proxy factors (scope "proxy") for technologies without any factor in a category (see PROXY)."""
+    categories = [c for c in UNITS if c not in ("water_use", WATER_CATEGORY)]
+    for tech, family in PROXY.items():
+        for category in categories:
+            if (tech, category) in factors:
+                continue
+            members = [factors[(t, category)] for t in family if (t, category) in factors]
+            if len(members) < 2:
+                continue
+            vals = [f.value for f in members]
+            if min(vals) <= 0:
+                continue
+            centre = math.exp(sum(math.log(v) for v in vals) / len(vals))  # factors spread over decades
+            note = (
+                f"proxy (estimate): no open factor for {tech}; geometric mean of the {', '.join(f.tech for f in members)} "
+                "factors (life cycle), range their min-max"
+            )
+            f = Factor(tech, category, centre, S_DERIVED, "proxy", note)
+            f.variants += [m.bounds()[0] for m in members] + [m.bounds()[1] for m in members]
+            factors[(tech, category)] = f
+
+
+def _ratio(a: float, b: float) -> float | None:
+    if a == 0 and b == 0:
+        return 1.0
+    if b == 0 or a == 0:
+        return None  # one source says zero, the other does not: infinitely apart
+    return a / b
+
+
+def _contested(ratio: float | None) -> bool:
+    return ratio is None or ratio > CONTESTED_RATIO or ratio < 1 / CONTESTED_RATIO
+
+
+def zone_rows(inp: Inputs) -> tuple[list[dict], list[dict]]:
+    """(electricity_zones rows, zone cross-check rows): WRI EWIF and AWARE 1.2 / 2.0 per country."""
+    rows, checks = [], []
+    for r in inp.wri.rows:
+        m = re.search(r"\(([A-Z]{3})\)\s*$", r["item"].split("|", 1)[1].strip())
+        if not m or not r["value"]:
+            continue
+        code = "WORLD" if m.group(1) == "WLD" else m.group(1)
+        if SINGLE_COPY in r["note"]:
+            continue  # single secondary copy (Norway, Finland): the technology-mix EWIF applies instead
+        rows.append(
+            {
+                "zone": code,
+                "quantity": "ewif",
+                "value": r["value"],
+                "unit": "L/kWh",
+                "source": "wri-2020-water",
+                "note": "grid water consumption at generation (hydro evaporation fully allocated to power; no fuel chain)",
+            }
+        )
+    for r in inp.aware.rows:
+        parts = [p.strip() for p in r["item"].split("|")]
+        if not r["value"] or len(parts) < 3:
+            continue
+        code = "WORLD" if parts[1] == "World" else parts[1]
+        version = "1.2" if "1.2" in parts[0] else "2.0"
+        use = parts[2]
+        if use.startswith("agricultural"):
+            continue
+        quantity = {
+            ("1.2", True): "aware",
+            ("1.2", False): "aware_non_agricultural",
+            ("2.0", True): "aware_2.0",
+            ("2.0", False): "aware_2.0_non_irrigation",
+        }[(version, use.startswith("unknown") or use.startswith("unspecified"))]
+        note = f"AWARE {version} annual, {use}"
+        if quantity == "aware":
+            note += ": the EF 3.1 characterisation factor of the country"
+        rows.append(
+            {
+                "zone": code,
+                "quantity": quantity,
+                "value": r["value"],
+                "unit": "m3 world eq/m3",
+                "source": f"aware-{version}",
+                "note": note,
+            }
+        )
+    by = {(r["zone"], r["quantity"]): float(r["value"]) for r in rows}
+    for (zone, q), v in by.items():
+        if q != "aware" or (zone, "aware_2.0") not in by:
+            continue
+        second = by[(zone, "aware_2.0")]
+        ratio = _ratio(v, second)
+        checks.append(
+            {
+                "subject": zone,
+                "category": "water_use",
+                "quantity": "aware",
+                "value": _g(v),
+                "unit": "m3 world eq/m3",
+                "source": "aware-1.2",
+                "second_value": _g(second),
+                "second_source": "aware-2.0",
+                "ratio": "" if ratio is None else _g(ratio),
+                "contested": str(_contested(ratio)).lower(),
+                "note": "AWARE 1.2 (EF 3.1) vs AWARE 2.0 (2025 model), unspecified use, annual",
+            }
+        )
+    return rows, checks
+
+
+def write(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
+    inp = Inputs(src)
+    factors = build_factors(inp)
+    tech_rows, checks = [], []
+    for f in factors:
+        low, high = f.bounds()
+        tech_rows.append(
+            {
+                "technology": f.tech,
+                "codecarbon_field": TECHS[f.tech],
+                "category": f.category,
+                "value": _g(f.value),
+                "low": _g(low),
+                "high": _g(high),
+                "unit": UNITS[f.category],
+                "scope": f.scope,
+                "source": f.source,
+                "note": f.note,
+            }
+        )
+        for v, sid, note in f.seconds:
+            ratio = _ratio(f.value, v)
+            checks.append(
+                {
+                    "subject": f.tech,
+                    "category": f.category,
+                    "quantity": "factor",
+                    "value": _g(f.value),
+                    "unit": UNITS[f.category],
+                    "source": f.source,
+                    "second_value": _g(v),
+                    "second_source": sid,
+                    "ratio": "" if ratio is None else _g(ratio),
+                    "contested": str(_contested(ratio)).lower(),
+                    "note": note,
+                }
+            )
+    zones, zone_checks = zone_rows(inp)
+    _write(dest / "electricity_technologies.csv", list(tech_rows[0]), tech_rows)
+    _write(dest / "electricity_zones.csv", list(zones[0]), zones)
+    _write(dest / "electricity_crosscheck.csv", list(checks[0]), checks + zone_checks)
+    return {
+        "electricity_technologies.csv": len(tech_rows),
+        "electricity_zones.csv": len(zones),
+        "electricity_crosscheck.csv": len(checks) + len(zone_checks),
+    }
+
+
+def _write(path: Path, fields: list[str], rows: list[dict]) -> None:
+    write_csv(path, HEADER, fields, rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    src = Path(args[0]) if args else DEFAULT_SRC
+    if not (src / "open-factors").is_dir():
+        print(f"build_electricity: {src}/open-factors not found (give the shared electricity folder)", file=sys.stderr)
+        return 2
+    for name, n in write(src).items():
+        print(f"wrote {n:4d} rows to lca_data/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""The use phase in all 16 EF 3.1 categories: open per-kWh factors, their cross-checks and ranges, per-zone water."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _paths import SCENARIOS, SHARED
+
+from footprint.lca import categories as cat
+from footprint.lca import electricity
+from footprint.lca.engine import assess
+from footprint.lca.workload import load_scenario, workload_from_dict
+from lca_data import loader
+
+ZONES = ["FRA", "USA", "DEU", "POL", "CHN"]
+OPEN = SHARED / "reference" / "electricity" / "open-factors"
+BASE = {
+    "name": "grid",
+    "hardware": {"gpu": "A100-SXM4-40GB", "count": 8, "host": "none"},
+    "training": {"gpu_hours": 10000, "power_per_gpu": "400 W"},
+    "site": {"pue": 1.2, "wue": "1.8 L/kWh"},
+}
+
+
+def _assess(grid: str, **site):
+    return assess(workload_from_dict({**BASE, "site": {**BASE["site"], "grid": grid, **site}}, "grid.yaml"), samples=300)
+
+
+@pytest.mark.parametrize("grid", ZONES)
+def test_use_phase_in_all_16_categories_with_a_range(grid: str) -> None:
+    a = _assess(grid)
+    for k in cat.keys():
+        r = a[k]
+        assert r.by_stage["use"] is not None, (grid, k)
+        assert r.low <= r.total <= r.high
+    uf = electricity.use_factors(a.workload)
+    assert np.all(np.isfinite(uf.value)) and np.all(uf.low <= uf.value) and np.all(uf.value <= uf.high)
+
+
+def test_no_zone_with_a_mix_has_a_missing_category() -> None:
+    for code in electricity.zone_codes():
+        z = electricity.zone(code)
+        if sum(z.mix.values()) <= 0:
+            continue
+        missing = [k for k, f in z.factors.items() if f.value is None]
+        assert not missing, (code, missing)
+
+
+def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
+    """A hand computation for Poland's marine eutrophication: sum over technologies of share x factor."""
+    z = electricity.zone("POL")
+    rows = [r for r in loader.load_electricity_technologies() if r["category"] == "eutrophication_marine"]
+    expected = sum(z.mix[r["codecarbon_field"]] * float(r["value"]) for r in rows)
+    assert z.factors["eutrophication_marine"].value == pytest.approx(expected)
+    assert expected > 0  # coal, gas, oil and bioenergy burn fuel in Poland
+
+
+def test_use_factors_is_the_one_lookup_the_engine_uses() -> None:
+    a = _assess("CHN")
+    uf = electricity.use_factors(a.workload)
+    for i, k in enumerate(cat.keys()):
+        use = a[k].by_component["electricity"]
+        assert use == pytest.approx(a.facility_energy_kwh * uf.value[i])
+
+
+def test_off_site_water_and_aware_differ_by_grid() -> None:
+    got = {g: _assess(g) for g in ZONES}
+    ewif = {g: a.water_l["off_site"] / a.facility_energy_kwh for g, a in got.items()}
+    assert ewif["FRA"] == pytest.approx(3.67) and ewif["DEU"] == pytest.approx(1.95) and ewif["CHN"] == pytest.approx(6.01)
+    assert len({round(v, 3) for v in ewif.values()}) == len(ZONES)
+    water = {g: a["water_use"].by_component["electricity"] / a.facility_energy_kwh for g, a in got.items()}
+    # EWIF (L/kWh) x AWARE 1.2 (m3 world eq/m3), e.g. China 6.01 x 42.43 / 1000
+    assert water["CHN"] == pytest.approx(6.01 * 42.43 / 1000) and water["DEU"] == pytest.approx(1.95 * 1.364 / 1000)
+    on_site = got["USA"]["water_use"].by_component["on_site_water"]
+    assert on_site == pytest.approx(got["USA"].workload.it_energy_kwh * 1.8 * 33.84 / 1000)
+
+
+def test_site_ewif_still_overrides() -> None:
+    a = _assess("CHN", ewif="1 L/kWh")
+    assert a.water_l["off_site"] == pytest.approx(a.facility_energy_kwh * 1.0)
+    assert a["water_use"].by_component["electricity"] == pytest.approx(a.facility_energy_kwh * 42.43 / 1000)
+    assert a.workload.ewif_method.startswith("stated")
+
+
+def test_zone_without_wri_factor_uses_the_technology_mix() -> None:
+    z = electricity.zone("NOR")  # WRI's Norway value exists in a single copy only: not shipped
+    assert "technology mix" in z.ewif.method
+    shares = z.mix
+    rows = [r for r in loader.load_electricity_technologies() if r["category"] == "water_consumption"]
+    assert z.ewif.value == pytest.approx(sum(shares[r["codecarbon_field"]] * float(r["value"]) for r in rows))
+
+
+# ---- cross-check table ------------------------------------------------------------------------
+
+
+def _checks() -> list[dict[str, str]]:
+    return loader.load_electricity_crosscheck()
+
+
+def test_crosscheck_ratio_and_contested_flag_are_consistent() -> None:
+    for r in _checks():
+        a, b = float(r["value"]), float(r["second_value"])
+        if a and b:
+            assert float(r["ratio"]) == pytest.approx(a / b, rel=2e-3)
+            assert (r["contested"] == "true") == (not 1 / 3 <= a / b <= 3)
+        else:
+            assert r["contested"] == ("false" if a == b else "true")
+
+
+def test_every_contested_factor_range_spans_its_sources() -> None:
+    """Where sources differ by more than 3x, the Monte Carlo range of the factor spans both."""
+    tech = {(r["technology"], r["category"]): r for r in loader.load_electricity_technologies()}
+    contested = [r for r in _checks() if r["contested"] == "true" and r["quantity"] == "factor"]
+    assert len(contested) >= 10
+    for r in _checks():
+        if r["quantity"] != "factor":
+            continue
+        t = tech[(r["subject"], r["category"])]
+        lo, hi = float(t["low"]), float(t["high"])
+        for v in (float(r["value"]), float(r["second_value"])):
+            assert lo <= v * (1 + 1e-3) and v <= hi * (1 + 1e-3), (r["subject"], r["category"], v, lo, hi)
+
+
+def test_the_three_suspects_are_settled() -> None:
+    """Nuclear ionising radiation, coal freshwater eutrophication, minerals and metals of electricity."""
+    by = {(r["subject"], r["category"], r["second_source"]): r for r in _checks()}
+    ir = by[("nuclear", "ionising_radiation", "benportner-ecoinvent-ilcd")]
+    assert ir["contested"] == "true" and float(ir["second_value"]) == pytest.approx(1.185)
+    coal_fwe = by[("coal", "eutrophication_freshwater", "benportner-ecoinvent-ilcd")]
+    assert coal_fwe["contested"] == "false"  # UNECE and ecoinvent agree per technology (0.76)
+    assert by[("nuclear", "resource_use_minerals_metals", "benportner-ecoinvent-ilcd")]["contested"] == "true"
+    # at zone level the ADEME Base IMPACTS values disagree with all three, and the range spans them
+    for code, category in [
+        ("FRA", "ionising_radiation"),
+        ("POL", "eutrophication_freshwater"),
+        ("FRA", "resource_use_minerals_metals"),
+    ]:
+        z = electricity.zone(code)
+        pair = next(c for c in z.contested if c["category"] == category and c["second_source"] == "boaviztapi-ademe-base-impacts")
+        f = z.factors[category]
+        assert f.low <= min(pair["value"], pair["second_value"]) and f.high >= max(pair["value"], pair["second_value"])
+
+
+def test_contested_factors_reach_the_assessment_json_and_table() -> None:
+    a = _assess("FRA")
+    d = json.loads(a.to_json())
+    factors = [c["factor"] for c in d["contested_data"]]
+    assert "nuclear electricity, ionising radiation" in factors
+    from footprint.lca.assessment import to_table
+
+    text = to_table(a)
+    assert "Contested data" in text and "nuclear electricity, ionising radiation" in text
+
+
+def test_scope_notes_say_direct_emissions_lower_bound() -> None:
+    d = json.loads(_assess("POL").to_json())
+    assert "direct stack emissions only" in d["impacts"]["photochemical_ozone_formation"]["use_scope"]
+    assert "lower bound" in d["impacts"]["photochemical_ozone_formation"]["use_scope"]
+    assert "fuel burned at the plant" in d["impacts"]["resource_use_fossils"]["use_scope"]
+    assert d["electricity_factors"]["set"].startswith("open factors for POL")
+
+
+# ---- derivations checked against independent arithmetic ----------------------------------------
+
+
+@pytest.mark.skipif(not OPEN.is_dir(), reason="../shared/reference/electricity/open-factors is not beside the repository")
+def test_emep_derivation_matches_the_reference_arithmetic() -> None:
+    """Our POF, eutrophication and fossil factors equal the reference's own DERIVED rows (3 s.f.)."""
+    derived = {}
+    with (OPEN / "derived_direct_emissions_per_kwh.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            parts = [p.strip() for p in r["item"].split("|")]
+            if parts[0] == "DERIVED EF3.1 direct":
+                derived[(parts[1], parts[2])] = float(r["value"])
+    tech = {(r["technology"], r["category"]): float(r["value"]) for r in loader.load_electricity_technologies()}
+    names = {"coal": "Hard Coal", "gas": "Natural gas", "oil": "Heavy Fuel Oil", "bioenergy": "Biomass"}
+    cats = {
+        "photochemical_ozone_formation": "Photochemical ozone formation",
+        "eutrophication_terrestrial": "Eutrophication, terrestrial",
+        "eutrophication_marine": "Eutrophication, marine",
+        "resource_use_fossils": "Resource use, fossils (fuel input)",
+    }
+    n = 0
+    for t, fuel in names.items():
+        for k, label in cats.items():
+            ref = derived[(fuel, label)]
+            assert tech[(t, k)] == pytest.approx(ref, rel=0.02, abs=1e-12), (t, k)
+            n += 1
+    assert n == 16
+
+
+def test_nuclear_fuel_and_fossil_heat_rates() -> None:
+    tech = {(r["technology"], r["category"]): float(r["value"]) for r in loader.load_electricity_technologies()}
+    assert tech[("coal", "resource_use_fossils")] == pytest.approx(3.6 / 0.356, rel=1e-3)
+    assert tech[("gas", "resource_use_fossils")] == pytest.approx(3.6 / 0.57, rel=1e-3)
+    assert tech[("nuclear", "resource_use_fossils")] == pytest.approx(3.6 / 0.326, rel=1e-3)
+    assert tech[("wind", "resource_use_fossils")] == 0
+
+
+def test_shipped_scenarios_have_a_use_phase_everywhere() -> None:
+    for path in sorted(Path(SCENARIOS).glob("*.yaml")):
+        a = assess(load_scenario(path), samples=0)
+        assert all(a[k].by_stage["use"] is not None for k in cat.keys()), path.name
