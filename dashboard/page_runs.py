@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.lca.assessment import num
+from footprint.lca.assessment import num, pct_sig, training_facts
 
 RUN_CONTROLS = ("grid", "pue", "gpu", "lifetime_years")
 
@@ -89,23 +89,61 @@ def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric(
         "Run MFU",
-        "n/a" if m.get("run_mfu") is None else f"{m['run_mfu']:.1%}",
+        pct_sig(m.get("run_mfu")),
         help="job FLOPs / (all GPU-hours x dense peak), stalls included",
     )
     c2.metric(
         "Steady-state MFU",
-        "n/a" if m.get("steady_state_mfu") is None else f"{m['steady_state_mfu']:.1%}",
+        pct_sig(m.get("steady_state_mfu")),
         help="median over steps (first 10 % skipped) of step FLOPs / (step time x peak)",
     )
     c3.metric(
         "Peak per GPU",
         "n/a" if m.get("peak_tflops_per_gpu") is None else f"{m['peak_tflops_per_gpu']:g} TFLOP/s {m.get('dtype', '')}",
     )
+    if m.get("dtype_source"):
+        st.caption(f"Peak: dense {m.get('dtype')} ({m['dtype_source']}).")
     if m.get("note"):
         st.caption(m["note"])
     if per_step:
         _line(per_step, ("step", "step"), ("MFU %", "MFU (%)"), "rank", 220, points=len(per_step) < 60)
         st.caption("Per-step MFU of each rank (ranks/rank-*.json: mfu.per_step_mfu, the last 200 steps).")
+
+
+def _training(run_dir: Path, rec: dict[str, Any], samples: int) -> None:
+    """The training story: steps, tokens, throughput, energy and CO2 eq per million tokens, energy by window kind."""
+    from footprint.tracking.story import training_story
+
+    story = training_story(rec)
+    if not story:
+        st.info(
+            "No steps or tokens in this run (not measured): count them with `footprint run --count-steps`, "
+            "`t.step(tokens=...)` or a framework callback (footprint.integrations)."
+        )
+        return
+    try:
+        facts = training_facts(core.assess_run(run_dir, [], samples))
+    except core.USER_ERRORS as exc:
+        ui.show_user_error(exc)
+        return
+    st.dataframe([{"": k, "value": v} for k, v in facts.items()], hide_index=True, **ui.WIDE)
+    shares = story.get("gpu_energy_share") or {}
+    if shares:
+        rows = [{"window kind": k.replace("_", " "), "share of GPU energy (%)": v * 100} for k, v in shares.items()]
+        ui.vega(
+            rows,
+            {
+                "mark": "bar",
+                "height": 40 + 24 * len(rows),
+                "encoding": {
+                    "y": {"field": "window kind", "type": "nominal", "title": None, "sort": "-x"},
+                    "x": {"field": "share of GPU energy (%)", "type": "quantitative"},
+                    "tooltip": [{"field": "window kind"}, {"field": "share of GPU energy (%)", "format": ".3g"}],
+                },
+            },
+        )
+    if story.get("short_windows"):
+        st.warning(story["short_windows"])
 
 
 def _reproject(run_dir: Path, samples: int) -> None:
@@ -178,7 +216,12 @@ def render(samples: int) -> None:
     st.subheader(str(rec.get("name") or run_dir.name))
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Duration", f"{float(rec.get('duration_s') or 0):,.1f} s")
-    c2.metric("Steps", f"{int(rec.get('steps') or 0):,}", help=f"tokens: {int(rec.get('tokens') or 0):,}")
+    steps, tokens = rec.get("steps"), rec.get("tokens")
+    c2.metric(
+        "Steps",
+        "n/a" if steps is None else f"{int(steps):,}",
+        help=f"tokens: {'n/a' if tokens is None else f'{int(tokens):,}'} (n/a: not measured)",
+    )
     c3.metric(
         "GPU energy",
         "n/a" if energy.get("gpu_j") is None else f"{num(energy['gpu_j'] / 3.6e6)} kWh",
@@ -202,7 +245,9 @@ def render(samples: int) -> None:
         }
         for d in rec.get("devices", [])
     ]
-    t1, t2, t3, t4 = st.tabs(["Power and energy", "MFU", "Devices and notes", "Re-projection"])
+    t0, t1, t2, t3, t4 = st.tabs(["Training", "Power and energy", "MFU", "Devices and notes", "Re-projection"])
+    with t0:
+        _training(run_dir, rec, samples)
     with t1:
         if run["samples_note"]:
             st.info(run["samples_note"])

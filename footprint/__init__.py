@@ -4,6 +4,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
 
     load_scenario(path, sets=None) -> Workload
     assess(workload | scenario path | run dir | run, samples=2000, seed=0) -> Assessment
+    report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
     assess_many(workloads) -> BatchAssessment  (central values of thousands of workloads, factor lookups shared)
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
@@ -25,6 +26,7 @@ __all__ = [
     "compute_mfu",
     "load_scenario",
     "measure_flops",
+    "report",
     "track",
     "transformer_flops",
     "__version__",
@@ -35,6 +37,7 @@ _LAZY = {
     "Workload": ("footprint.lca.workload", "Workload"),
     "assess": ("footprint.api", "assess"),
     "assess_many": ("footprint.lca.batch", "assess_many"),
+    "report": ("footprint.api", "report"),
     "Assessment": ("footprint.lca.assessment", "Assessment"),
     "FootprintError": ("footprint.errors", "FootprintError"),
     "track": ("footprint.tracking.tracker", "track"),

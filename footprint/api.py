@@ -1,4 +1,4 @@
-"""Entry points that accept what users have: a Workload, a scenario path, or (later) a run."""
+"""Entry points that accept what users have: a Workload, a scenario path, a run directory or record, a tracker."""
 
 from __future__ import annotations
 
@@ -31,3 +31,40 @@ def to_workload(target: Workload | str | Path | dict[str, Any] | Any, sets: list
 def assess(target: Workload | str | Path | dict[str, Any] | Any, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
     """Assess a Workload, a scenario file, a run directory, or a tracked run (``tracker.stop()``'s result)."""
     return _assess(to_workload(target), samples=samples, seed=seed)
+
+
+def _report_target(target: Any) -> str | Assessment:
+    if isinstance(target, Assessment):
+        return target
+    if isinstance(target, (str, Path)):
+        return str(target)
+    run = target if isinstance(target, dict) else getattr(target, "run", None)
+    if isinstance(run, dict) and run.get("run_dir"):
+        return str(run["run_dir"])
+    if isinstance(run, dict):
+        return _assess(workload_from_run(run))
+    raise TypeError(
+        f"cannot report on a {type(target).__name__}: give a scenario path, a run directory, a run record, a stopped "
+        "tracker or an Assessment"
+    )
+
+
+def report(
+    target: Any,
+    output: str | Path = "report.html",
+    *,
+    compare: tuple[Any, ...] | list[Any] = (),
+    format: str | None = None,
+    sets: list[str] | None = None,
+    samples: int = DEFAULT_SAMPLES,
+    trace: str | None = None,
+) -> Path:
+    """Write a report (as `footprint report`) on a scenario, run directory, run record, tracker or Assessment.
+
+    The format follows ``output``'s extension (.html, .md, .json, .csv, .pdf, .boamps.json) or ``format``;
+    ``compare`` adds more targets side by side. Returns the path written.
+    """
+    from footprint.reports.report import write_report
+
+    targets = [_report_target(t) for t in (target, *compare)]
+    return write_report(targets, str(output), format, sets, samples, trace, quiet=True)

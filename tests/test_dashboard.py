@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import footprint  # noqa: E402
 from footprint.lca import categories as cat  # noqa: E402
-from footprint.lca.assessment import num  # noqa: E402
+from footprint.lca.assessment import num, pct_sig  # noqa: E402
 from footprint.lca.units import display_unit  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
 
@@ -309,7 +309,9 @@ def test_runs_page_power_energy_mfu_and_reprojection(runs_dir: Path, tmp_path: P
     rec = json.loads((run_dir / "run.json").read_text())
     shown = _metrics(at)
     assert shown["GPU energy"][0] == f"{num(rec['energy']['gpu_j'] / 3.6e6)} kWh"
-    assert shown["Run MFU"][0] == f"{rec['mfu']['run_mfu']:.1%}"
+    assert shown["Run MFU"][0] == pct_sig(rec["mfu"]["run_mfu"])  # significant figures, never "0.0%"
+    story = next(str(df.value) for df in at.dataframe if "Steps and tokens" in str(df.value))  # the Training tab
+    assert "25 optimizer steps, 6,400 tokens" in story
     assert len(at.get("vega_lite_chart")) >= 3  # power, cumulative energy, per-step MFU (+ stage shares)
     measured = footprint.assess(workload_from_run(run_dir), samples=SAMPLES)
     _same_totals(at.session_state["run_result"]["totals"], measured)

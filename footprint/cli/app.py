@@ -14,6 +14,7 @@ from footprint.cli import (
     catalogue_cmd,
     dashboard_cmd,
     doctor_cmd,
+    export_cmd,
     fleet_cmd,
     flops_cmd,
     kernels_cmd,
@@ -21,7 +22,17 @@ from footprint.cli import (
 )
 
 #: Command modules in the order their commands appear in `footprint --help`.
-COMMAND_MODULES = (assess_cmd, catalogue_cmd, tracking_cmd, fleet_cmd, flops_cmd, kernels_cmd, dashboard_cmd, doctor_cmd)
+COMMAND_MODULES = (
+    assess_cmd,
+    catalogue_cmd,
+    tracking_cmd,
+    export_cmd,
+    fleet_cmd,
+    flops_cmd,
+    kernels_cmd,
+    dashboard_cmd,
+    doctor_cmd,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

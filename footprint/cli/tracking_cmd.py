@@ -15,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         """
 footprint run --name llama-ft --grid FRA -- python train.py --lr 3e-4
 FOOTPRINT_FAKE_NVML=2xA100-SXM4-40GB footprint run --name demo -- python -c "import time; time.sleep(2)"
+footprint run --name ft --count-steps -- python train.py    count its optimizer steps with no code change
 footprint assess runs/llama-ft                        then assess it (or: footprint report runs/llama-ft -o r.html)""",
         handler=run,
     )
@@ -23,6 +24,16 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
     r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA) for later assessment")
     r.add_argument("--pue", type=float, help="PUE of the site (>= 1)")
     r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
+    r.add_argument(
+        "--count-steps",
+        action="store_true",
+        help="count the command's optimizer steps (torch.optim) with no code change, through a sitecustomize on its PYTHONPATH",
+    )
+    r.add_argument(
+        "--prometheus-port",
+        type=int,
+        help="serve live metrics for Prometheus on 127.0.0.1:PORT while the command runs (needs prometheus_client)",
+    )
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
 
     rc = command(

@@ -105,6 +105,7 @@ class Assessment:
             "mfu": w.mfu,
             "mfu_method": w.mfu_method,
             "flops": w.flops,
+            "training": training_numbers(self),
             "hardware": {
                 "gpu": w.gpu.id,
                 "gpu_name": w.gpu.name,
@@ -200,6 +201,62 @@ def pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v * 100:.0f}%"
 
 
+def pct_sig(v: float | None, digits: int = 3) -> str:
+    """A fraction as a percentage with significant figures: 0.406 -> "40.6%", 6.7e-5 -> "0.0067%" (never "0.0%")."""
+    if v is None:
+        return "n/a"
+    return "0%" if v == 0 else f"{v * 100:.{digits}g}%"
+
+
+def mfu_text(w: Workload) -> str:
+    """The MFU with the peak it was taken against: value, dense peak per GPU and dtype, then how it was obtained."""
+    if w.mfu is None:
+        return "n/a"
+    try:
+        peak = f"{w.gpu.peak_flops(w.dtype) / 1e12:g} TFLOP/s dense {w.dtype} per GPU"
+    except Exception:
+        peak = f"dense {w.dtype} peak"
+    return f"{pct_sig(w.mfu)} of {peak} ({w.mfu_method})"
+
+
+def training_numbers(a: Assessment) -> dict[str, Any] | None:
+    """The run's training story (footprint.tracking.story) plus climate change per million tokens and per step."""
+    story = a.workload.training
+    if not story:
+        return None
+    co2 = a.impacts["climate_change"].total if "climate_change" in a.impacts else None
+    tokens, steps = story.get("tokens"), story.get("steps")
+    return {
+        **story,
+        "kg_co2eq_per_million_tokens": co2 / tokens * 1e6 if co2 is not None and tokens else None,
+        "kg_co2eq_per_step": co2 / steps if co2 is not None and steps else None,
+    }
+
+
+def training_facts(a: Assessment) -> dict[str, str]:
+    """The training story as label -> text: one wording for `assess`, reports and the dashboard."""
+    t = training_numbers(a)
+    if not t:
+        return {}
+
+    def count(v: float | None) -> str:
+        return "n/a" if v is None else f"{int(v):,}"
+
+    facts = {
+        "Steps and tokens": f"{count(t['steps'])} optimizer steps, {count(t['tokens'])} tokens "
+        f"({num(t['tokens_per_s'])} tokens/s; median step {num(t['median_step_s'])} s)",
+        "Per million tokens": f"{num(t['kwh_per_million_tokens'])} kWh IT, "
+        f"{num(t['kg_co2eq_per_million_tokens'])} kg CO2 eq (life cycle: use and embodied)",
+        "Per step": f"{num(t['kwh_per_step'])} kWh IT, {num(t['kg_co2eq_per_step'])} kg CO2 eq",
+    }
+    shares = t.get("gpu_energy_share")
+    if shares:
+        order = ["train", "eval", "checkpoint", "idle", "train_and_idle"]
+        keys = sorted(shares, key=lambda k: (order.index(k) if k in order else len(order), k))
+        facts["GPU energy by window"] = ", ".join(f"{k.replace('_', ' ')} {pct_sig(shares[k])}" for k in keys)
+    return facts
+
+
 def summary_facts(a: Assessment) -> dict[str, str]:
     """The assessment's key figures as label -> text: one wording for reports and the dashboard."""
     w = a.workload
@@ -211,7 +268,7 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         "Hardware": f"{w.count:,} x {w.gpu.name}, lifetime {w.lifetime_years:.3g} years x utilisation "
         f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
         "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
-        "MFU": "n/a" if w.mfu is None else f"{w.mfu:.1%} ({w.dtype}; {w.mfu_method})",
+        "MFU": mfu_text(w),
         "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); {w.energy_method}",
         "Grid": grid,
         "GPU-equivalents": f"{w.gpu_equivalents:,} ({w.gpu_lifetimes:,.2f} GPU lifetimes consumed; "
@@ -259,7 +316,8 @@ def _summary_lines(a: Assessment) -> list[str]:
         f"  Embodied data: {a.embodied_method}",
     ]
     if w.mfu is not None:
-        lines.insert(2, f"  MFU: {w.mfu:.1%} ({w.dtype}; {w.mfu_method})")
+        lines.insert(2, f"  MFU: {mfu_text(w)}")
+    lines += [f"  {k}: {v}" for k, v in training_facts(a).items()]
     return lines
 
 

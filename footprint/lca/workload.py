@@ -80,6 +80,7 @@ class Workload:
     description: str = ""
     notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    training: dict[str, Any] = field(default_factory=dict)  # a measured run's story (footprint.tracking.story)
 
     @property
     def lifetime_years(self) -> float:
@@ -582,22 +583,25 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     if len({d.get("name") for d in gpus}) > 1:
         notes.append("the run mixes GPU models; embodied impacts use the most common one")
     notes += [str(n) for n in record.get("notes", [])]
-    notes += [
-        f"window {w.get('name')!r} ({w.get('duration_s', 0):.2f} s): {w['note']}"
-        for w in record.get("windows", [])
-        if w.get("note")
-    ]
+    from footprint.tracking.story import training_story
+
+    story = training_story(record) or {}
+    if story.get("short_windows"):
+        notes.append(story["short_windows"])  # one warning, however many short windows
     if 0 < float(record.get("duration_s") or 0) < 10:
         notes.append(
             f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
             "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)"
         )
+    from footprint.lca.assessment import pct_sig
+
     mfu = record.get("mfu") or {}
     extra: dict[str, Any] = {}
     if mfu.get("run_mfu"):
         extra = {
             "mfu": mfu["run_mfu"],
-            "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state {(mfu.get('steady_state_mfu') or 0):.1%}",
+            "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state {pct_sig(mfu.get('steady_state_mfu'))}; "
+            f"dtype {mfu.get('dtype', w.dtype)}: {mfu.get('dtype_source') or 'given'}",
             "flops": record.get("flops"),
             "dtype": mfu.get("dtype", w.dtype),
         }
@@ -605,5 +609,6 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         energy_method="measured energy (run record)",
         gpu_hours_method="measured duration x GPUs",
         notes=tuple(notes) + w.notes,
+        training=story,
         **extra,
     )

@@ -31,6 +31,7 @@ from footprint.lca.assessment import (
     single_score_line,
     summary_facts,
     to_csv,
+    training_facts,
 )
 from footprint.lca.units import display_unit
 
@@ -66,19 +67,34 @@ def infer_format(output: str, fmt: str | None) -> str:
     )
 
 
-def build_sections(
-    targets: list[str], sets: list[str] | None, samples: int, trace: str | None, progress: Any = None, seed: int = 0
-) -> list[Section]:
+def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int, seed: int = 0) -> tuple[Assessment, Path | None]:
+    """An assessment (given, or of a scenario or run directory) and the run directory it came from, if any."""
+    if isinstance(t, Assessment):
+        src = t.workload.source
+        run_dir = Path(src).parent if src and Path(src).name == "run.json" else None
+        return t, run_dir
     from footprint.api import to_workload
     from footprint.lca.engine import assess
+
+    p = Path(t)
+    run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
+    return assess(to_workload(p, sets), samples=samples, seed=seed), run_dir
+
+
+def build_sections(
+    targets: list[str | Assessment],
+    sets: list[str] | None,
+    samples: int,
+    trace: str | None,
+    progress: Any = None,
+    seed: int = 0,
+) -> list[Section]:
     from footprint.reports import figures
 
     sections = []
     for t in targets:
-        p = Path(t)
-        run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
-        a = assess(to_workload(p, sets), samples=samples, seed=seed)
-        s = Section(a, t, run_dir)
+        a, run_dir = _assess_target(t, sets, samples, seed)
+        s = Section(a, a.workload.name if isinstance(t, Assessment) else t, run_dir)
         s.figures["stages"] = figures.stage_matrix(a)
         s.figures["components"] = figures.components(a)
         s.figures["materials"] = figures.materials(a)
@@ -135,6 +151,7 @@ def top_categories(a: Assessment, n: int = 3) -> list[str]:
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
     w = a.workload
     rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
+    rows += list(training_facts(a).items())  # measured runs that counted steps or tokens
     if a.use_factors is not None:
         rows.append(("Electricity factors", a.use_factors.label))
     line = single_score_line(a)
@@ -586,7 +603,7 @@ STDOUT_FORMATS = ("html", "json", "csv", "boamps")
 
 
 def write_report(
-    targets: list[str],
+    targets: list[str | Assessment],
     output: str,
     fmt: str | None = None,
     sets: list[str] | None = None,
@@ -624,12 +641,9 @@ def write_report(
     with Progress(console=console, transient=True, disable=quiet or not console.is_terminal) as bar:
         task = bar.add_task("assessing", total=steps)
         if fmt in ("json", "csv", "boamps"):
-            from footprint.api import to_workload
-            from footprint.lca.engine import assess
-
             assessments = []
             for t in targets:
-                assessments.append(assess(to_workload(t, sets), samples=samples, seed=seed))
+                assessments.append(_assess_target(t, sets, samples, seed)[0])
                 bar.advance(task)
             if fmt == "json":
                 data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}

@@ -1,8 +1,16 @@
-"""`footprint run -- cmd` and `footprint import`: measured runs without touching the training code."""
+"""`footprint run -- cmd` and `footprint import`: measured runs without touching the training code.
+
+`footprint run` measures every visible GPU and the host; it cannot see steps, tokens or FLOPs, which
+stay null (not measured) unless the child reports them: any `footprint.track()` or framework
+callback in the child attaches to this run (env FOOTPRINT_PARENT_RUN) instead of opening a second
+run over the same GPUs, and `--count-steps` counts the child's optimizer steps with no code change
+(footprint.tracking.stepcount). What the child reports is merged here into the one run.json.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +19,8 @@ from typing import Any
 
 from footprint.errors import FootprintError
 from footprint.tracking import runrecord
+from footprint.tracking.stepcount import SOURCE
+from footprint.tracking.tracker import ATTACHED_DIR, PARENT_ENV, rank_mfu
 
 
 def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
@@ -40,9 +50,11 @@ def run_command(args: argparse.Namespace) -> int:
     tracker = Tracker(
         name=args.name, output_dir=args.output_dir, site=_site(args.grid, args.pue), period_s=args.period, handle_sigterm=False
     )
+    os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
     tracker.start()
+    exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
     try:
-        proc = subprocess.Popen(cmd)
+        proc = subprocess.Popen(cmd, env=child_env(tracker.run_dir, getattr(args, "count_steps", False)))
     except OSError as exc:
         tracker.stop()
         raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
@@ -54,15 +66,144 @@ def run_command(args: argparse.Namespace) -> int:
         code = proc.wait()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if exporter is not None:
+            exporter.stop()
         run = tracker.stop()
     if run:
+        run = merge_attached(tracker, run)
         e = run["energy"]
         print(
             f"footprint: {tracker.run_dir}/run.json: {run['duration_s']:.1f} s, GPU "
-            f"{_kwh(e['gpu_j'])}, total {_kwh(e['total_j'])} (exit code {code})",
+            f"{_kwh(e['gpu_j'])}, total {_kwh(e['total_j'])}, steps "
+            f"{'not measured' if run['steps'] is None else run['steps']} (exit code {code})",
             file=sys.stderr,
         )
     return code
+
+
+def _prometheus(tracker: Any, port: int | None) -> Any:
+    """The live-metrics endpoint on 127.0.0.1:port, if asked; a port already taken is a clear error."""
+    if port is None:
+        return None
+    try:
+        from footprint.integrations.prometheus import PrometheusExporter
+
+        return PrometheusExporter(tracker, port=port).start()
+    except ImportError:
+        tracker.stop()
+        raise FootprintError("needs prometheus_client: pip install 'footprint[integrations]'", key="--prometheus-port") from None
+    except OSError as exc:
+        tracker.stop()
+        raise FootprintError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", key="--prometheus-port") from None
+
+
+def child_env(run_dir: Path, count_steps: bool) -> dict[str, str]:
+    """The child's environment: trackers there attach to this run; with --count-steps our sitecustomize leads PYTHONPATH."""
+    env = dict(os.environ)
+    env[PARENT_ENV] = str(Path(run_dir).resolve())
+    if count_steps:
+        hook = str(Path(__file__).resolve().parent / "childhook")
+        env["PYTHONPATH"] = os.pathsep.join([hook, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+        env["FOOTPRINT_COUNT_STEPS"] = "1"
+    return env
+
+
+NOT_MEASURED = (
+    "steps, tokens and FLOPs not measured: `footprint run` sees energy only; add --count-steps to count the "
+    "command's optimizer steps, or call footprint.track() or a framework callback in the script (they attach to this run)"
+)
+
+
+def _chosen(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per process, the script's own trackers win over the optimizer hook (never both: that would count twice)."""
+    by_pid: dict[Any, list[dict[str, Any]]] = {}
+    for r in records:
+        by_pid.setdefault(r.get("pid"), []).append(r)
+    out = []
+    for rs in by_pid.values():
+        out += [r for r in rs if r.get("source") != SOURCE] or rs
+    return out
+
+
+def _energy_at(series: list[tuple[float, dict[str, float]]], t: float) -> dict[str, float]:
+    """Cumulative energy per device at monotonic time ``t``, linearly interpolated on the sampler's series."""
+    if not series:
+        return {}
+    before = [p for p in series if p[0] <= t] or series[:1]
+    after = [p for p in series if p[0] >= t] or series[-1:]
+    (t0, e0), (t1, e1) = before[-1], after[0]
+    f = 0.0 if t1 <= t0 else (t - t0) / (t1 - t0)
+    return {u: e0[u] + f * (e1.get(u, e0[u]) - e0[u]) for u in e0}
+
+
+def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
+    """Fold the child's attached records (steps, tokens, FLOPs, windows) into run.json; null + a note when none came."""
+    files = sorted((tracker.run_dir / ATTACHED_DIR).glob("*.json"))
+    records = _chosen([runrecord.read_json(f) for f in files])
+    if not records:
+        run.update(steps=None, tokens=None, flops=None, hardware_flops=None, mfu=None)
+        run["notes"] = [*run.get("notes", []), NOT_MEASURED]
+    else:
+        per_rank: dict[Any, int] = {}
+        for r in records:
+            per_rank[r.get("rank", 0)] = per_rank.get(r.get("rank", 0), 0) + int(r.get("steps") or 0)
+        tokens = sum(int(r.get("tokens") or 0) for r in records)
+        flops = sum(float(r.get("flops") or 0) for r in records)
+        series = tracker._sampler.series() if tracker._sampler is not None else []
+        windows = []
+        for r in records:
+            for w in r.get("windows", []):
+                start = float(r["t0_monotonic"]) + float(w["start_s"])
+                e0, e1 = _energy_at(series, start), _energy_at(series, start + float(w["duration_s"]))
+                windows.append({**w, "start_s": start - tracker._t0, "energy_j": {u: e1[u] - e0.get(u, 0.0) for u in e1}})
+        sources = sorted({str(r.get("source")) for r in records})
+        run.update(
+            steps=max(per_rank.values()) or None,
+            tokens=tokens or None,
+            flops=flops or None,
+            hardware_flops=sum(float(r.get("hardware_flops") or 0) for r in records) or None,
+            flops_method=next((r["flops_method"] for r in records if r.get("flops_method")), None),
+            step_times=next((r["step_times"] for r in records if r.get("step_times")), None),
+            windows=[*run.get("windows", []), *windows],
+            mfu=_attached_mfu(run, records, flops),
+        )
+        notes = [f"steps, tokens and FLOPs reported by the command ({', '.join(sources)}), {len(records)} process(es)"]
+        if not tokens:
+            notes.append("tokens not measured (the optimizer hook counts steps only): null, not zero")
+        run["notes"] = [*run.get("notes", []), *notes, *(n for r in records for n in r.get("notes", []))]
+    runrecord.write_json(tracker.run_dir / "run.json", run)
+    return run
+
+
+def _attached_mfu(run: dict[str, Any], records: list[dict[str, Any]], flops: float) -> dict[str, Any] | None:
+    """Run MFU over all measured GPUs; steady state per process, each taken to drive an equal share of them."""
+    gpus = [d for d in run.get("devices", []) if d.get("component") == "gpu"]
+    duration = float(run.get("duration_s") or 0.0)
+    if not flops or not gpus or duration <= 0:
+        return None
+    from footprint.lca.database import db
+
+    dtype, origin = records[0].get("dtype") or "bf16", records[0].get("dtype_source") or "assumed"
+    try:
+        peak = db().find_gpu(gpus[0]["name"]).peak_flops(dtype)
+    except Exception as exc:
+        return {"note": f"no dense {dtype} peak for {gpus[0]['name']}: {exc}"}
+    share = peak * len(gpus) / len(records)
+    steady = [rank_mfu([tuple(x) for x in r.get("rates", [])], share, dtype, origin, r.get("flops_method")) for r in records]
+    values = [s["steady_state_mfu"] for s in steady if s["steady_state_mfu"] is not None]
+    hw = float(run.get("hardware_flops") or flops)
+    return {
+        "dtype": dtype,
+        "dtype_source": origin,
+        "peak_tflops_per_gpu": peak / 1e12,
+        "method": records[0].get("flops_method"),
+        "run_mfu": flops / (duration * len(gpus) * peak),
+        "run_hfu": hw / (duration * len(gpus) * peak),
+        "steady_state_mfu": sum(values) / len(values) if values else None,
+        "steady_state_hfu": None,
+        "definition": "run: job FLOPs / (all measured GPU-hours x dense peak); steady state: median step FLOP/s of "
+        "each process over the peak of an equal share of the measured GPUs, mean over processes",
+    }
 
 
 def _kwh(j: float | None) -> str:
@@ -123,8 +264,8 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
         "source_file": str(path),
         "imported_from": "nvidia-smi",
         "duration_s": duration,
-        "steps": 0,
-        "tokens": 0,
+        "steps": None,
+        "tokens": None,
         "devices": devices,
         "energy": runrecord.energy_summary(devices),
         "ranks": [],
@@ -189,8 +330,8 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         "source_file": str(path),
         "imported_from": "codecarbon",
         "duration_s": float(row.get("duration_s", 0.0) or 0.0),
-        "steps": 0,
-        "tokens": 0,
+        "steps": None,
+        "tokens": None,
         "devices": devices,
         "energy": runrecord.energy_summary(devices),
         "ranks": [],

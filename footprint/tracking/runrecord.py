@@ -161,6 +161,7 @@ def job_mfu(
     steady_h = [r["steady_state_hfu"] for r in ranks if r.get("steady_state_hfu") is not None]
     return {
         "dtype": ranks[0].get("dtype"),
+        "dtype_source": ranks[0].get("dtype_source"),
         "peak_tflops_per_gpu": peak / 1e12,
         "method": ranks[0].get("method"),
         "run_mfu": flops / (gpu_seconds * peak),

@@ -11,6 +11,10 @@ own errors), never does I/O on the step (the sampler thread journals counters), 
 milliseconds (meters and journal only; pandas is imported at stop), and makes no network call.
 Under torchrun each rank measures only its own GPU and host meters run once per node; the job
 record (each GPU once) is written by rank 0 when a process group is up, else `footprint merge`.
+
+Inside `footprint run` (env FOOTPRINT_PARENT_RUN) a tracker *attaches*: the parent already measures
+every GPU, so the child measures no energy and hands its steps, tokens, FLOPs and windows to the
+parent's run record (`attached/`), instead of writing a second run over the same devices.
 """
 
 from __future__ import annotations
@@ -33,6 +37,26 @@ from footprint.tracking import runrecord
 
 log = logging.getLogger("footprint.tracking.tracker")
 SHORT_WINDOW_S = 1.0  # below this NVML energy is unreliable (sensor averages ~25 ms of every 100 ms)
+PARENT_ENV = "FOOTPRINT_PARENT_RUN"  # set by `footprint run` for its child: trackers there attach to it
+ATTACHED_DIR = "attached"
+DEFAULT_DTYPE = "bf16"
+#: window name -> kind (the training story's energy shares); any other name is its own kind
+WINDOW_KINDS = {
+    "train": "train",
+    "eval": "eval",
+    "evaluate": "eval",
+    "evaluation": "eval",
+    "validation": "eval",
+    "sanity_check": "eval",
+    "checkpoint": "checkpoint",
+    "save": "checkpoint",
+}
+_ACTIVE: list[Tracker] = []
+
+
+def current() -> Tracker | None:
+    """The tracker running in this process (started, not stopped), which callbacks join instead of opening another."""
+    return next((t for t in reversed(_ACTIVE) if not t._stopped), None)
 
 
 @dataclass(frozen=True)
@@ -99,7 +123,8 @@ class Tracker:
         nvml: Any = None,
         handle_sigterm: bool = True,
         model: dict[str, Any] | None = None,
-        dtype: str = "bf16",
+        dtype: str | None = None,
+        source: str = "footprint.track",
     ) -> None:
         self.dist = dist_info()
         self.name = name or _default_name(self.dist)
@@ -115,12 +140,17 @@ class Tracker:
         self.flops = 0.0
         self.hardware_flops = 0.0
         self.dtype = dtype
+        self.dtype_source = "given" if dtype else None
+        self._dtype_origin: str | None = None
+        self.source = source
+        self.attached: Path | None = None  # the parent run directory when inside `footprint run`
         self.flops_method: str | None = None
         self.step_times: deque[float] = deque(maxlen=4096)
         self.step_flops: deque[tuple[float, float, float]] = deque(maxlen=4096)  # (t, model, hardware)
         self._per_token: tuple[float, float] | None = None
-        self._watched: tuple[float, float] | None = None
-        self._watch_state: dict[str, Any] = {}
+        self._watched: tuple[float, int | None] | None = None  # (FLOPs, tokens) of the counted step
+        self._watch: Any = None
+        self._open: dict[str, tuple[tuple[float, dict[str, float]], str]] = {}
         if model:
             self._per_token = _per_token(model)
         self.windows: list[dict[str, Any]] = []
@@ -137,10 +167,24 @@ class Tracker:
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> Tracker:
         try:
-            self._start()
+            parent = os.environ.get(PARENT_ENV)
+            if parent and self._nvml is None:
+                self._attach(Path(parent))
+            else:
+                self._start()
+            _ACTIVE.append(self)
         except Exception as exc:  # never into user code
             self._note(f"tracker could not start: {type(exc).__name__}: {exc}")
         return self
+
+    def _attach(self, parent: Path) -> None:
+        """Inside `footprint run`: count steps, tokens, FLOPs and windows; the parent measures the energy."""
+        self.attached = parent
+        self.run_dir = parent
+        self._t0 = time.monotonic()
+        self._start_unix = time.time()
+        self._note(f"attached to the `footprint run` measuring this process ({parent}): energy is measured there")
+        atexit.register(self._at_exit)
 
     def _start(self) -> None:
         # pandas/pyarrow (imported at stop to write samples.parquet) import concurrent.futures, which
@@ -185,23 +229,35 @@ class Tracker:
     def _progress(self) -> dict[str, Any]:
         return {"steps": self.steps, "tokens": self.tokens, "flops": self.flops}
 
+    def begin_step(self) -> None:
+        """Mark the start of an optimizer step (callbacks call it at the framework's boundary): a pending
+        ``watch`` counts from here to the next ``step()``, every micro-batch included. O(1), no I/O."""
+        try:
+            if self._watch is not None and self._watch.pending:
+                self._watch.begin()
+        except Exception as exc:
+            self._note(f"begin_step: {exc}")
+
     def step(self, tokens: int | None = None, flops: float | None = None) -> None:
-        """Mark the end of a training step (tokens and FLOPs of this rank). O(1), no I/O.
+        """Mark the end of an optimizer step (tokens and FLOPs of this rank). O(1), no I/O.
 
         FLOPs come from ``flops``, else tokens x the analytical FLOPs per token of ``track(model=...)``,
-        else the figure ``watch(model)`` measured on the first step.
+        else the step ``watch(model)`` measured (scaled by this step's tokens when both are known).
         """
         try:
             now = time.monotonic()
-            if self._watch_state.get("mode") is not None:
-                self._finish_watch()
+            if self._watch is not None and self._watch.mode is not None:
+                self._finish_watch(tokens)
             hw = None
             if flops is None and tokens and self._per_token:
                 flops, hw = tokens * self._per_token[0], tokens * self._per_token[1]
                 self.flops_method = self.flops_method or "analytical"
             elif flops is None and self._watched:
-                flops, hw = self._watched
-                self.flops_method = self.flops_method or "measured (FlopCounterMode, first step)"
+                counted, counted_tokens = self._watched
+                flops = counted * tokens / counted_tokens if tokens and counted_tokens else counted
+                self.flops_method = self.flops_method or (
+                    "measured: FlopCounterMode over one training step" + (", scaled by tokens" if counted_tokens else "")
+                )
             elif flops is not None:
                 self.flops_method = self.flops_method or "given to step()"
             self.steps += 1
@@ -216,40 +272,92 @@ class Tracker:
             self._note(f"step: {exc}")
 
     def watch(self, model: Any) -> None:
-        """Measure the FLOPs of the next training step of ``model`` (torch FlopCounterMode) and reuse them."""
+        """Measure the FLOPs of one training step of ``model`` and reuse them (see ``footprint.tracking.watch``)."""
         try:
+            from footprint.tracking.watch import StepWatch
 
-            def pre_hook(module: Any, args: Any) -> None:
-                if self._watch_state.get("mode") is None and not self._watched:
-                    from torch.utils.flop_counter import FlopCounterMode
-
-                    mode = FlopCounterMode(display=False)
-                    mode.__enter__()
-                    self._watch_state["mode"] = mode
-                self._watch_state["handle"].remove()
-
-            self._watch_state["handle"] = model.register_forward_pre_hook(pre_hook)
+            if self._watch is not None:
+                self._watch.remove()
+            self._watch = StepWatch(model, self._note)
         except Exception as exc:
             self._note(f"watch: {exc}")
 
-    def _finish_watch(self) -> None:
-        mode = self._watch_state.pop("mode")
-        mode.__exit__(None, None, None)
-        total = float(mode.get_total_flops())
-        self._watched = (total, total)
-        if total == 0:
-            self._note("watch(): FlopCounterMode counted 0 FLOPs on the first step")
+    def _finish_watch(self, tokens: int | None) -> None:
+        w = self._watch
+        total = w.end(tokens)
+        if total is not None:
+            self._watched = w.result
+        if w.dtype and self.dtype_source in (None, "framework"):
+            self.dtype, self.dtype_source = w.dtype
+
+    def set_dtype(self, dtype: str, source: str) -> None:
+        """A dtype the framework states (e.g. Trainer's bf16 flag); a dtype given to track() or seen by watch wins."""
+        if self.dtype_source is None:
+            self.dtype, self.dtype_source = dtype, "framework"
+            self._dtype_origin = source
+
+    # ---- windows --------------------------------------------------------------------------------
+    def begin_window(self, name: str, kind: str | None = None) -> None:
+        """Open a named window (e.g. "eval", "checkpoint"); ``end_window(name)`` closes it. Never raises."""
+        try:
+            start = self._edge()
+            with self._lock:
+                self._open[name] = (start, kind or WINDOW_KINDS.get(name, name))
+        except Exception as exc:
+            self._note(f"begin_window: {exc}")
+
+    def end_window(self, name: str) -> None:
+        """Close the window ``name`` and record its duration and energy per device (no-op if not open)."""
+        try:
+            with self._lock:
+                opened = self._open.pop(name, None)
+            if opened is not None:
+                self._add_window(name, opened[0], self._edge(), opened[1])
+        except Exception as exc:
+            self._note(f"end_window: {exc}")
+
+    def cancel_window(self, name: str) -> None:
+        """Forget an open window that turned out not to happen (e.g. a checkpoint the framework skipped)."""
+        with self._lock:
+            self._open.pop(name, None)
+
+    def window_open(self, name: str) -> bool:
+        return name in self._open
 
     @contextlib.contextmanager
-    def window(self, name: str) -> Iterator[None]:
+    def window(self, name: str, kind: str | None = None) -> Iterator[None]:
         """Measure a named window (e.g. evaluation); synchronises the accelerator at its edges if torch runs."""
-        start = self._edge()
+        self.begin_window(name, kind)
         try:
             yield
         finally:
-            with contextlib.suppress(Exception):
-                end = self._edge()
-                self._add_window(name, start, end)
+            self.end_window(name)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters and each device's latest cumulative energy and power, for live metrics. No I/O, no tick."""
+        devices = []
+        if self._sampler is not None:
+            infos = {i.uuid: i for i in self._sampler.devices}
+            for uuid, s in self._sampler.latest().items():
+                info = infos.get(uuid)
+                devices.append(
+                    {
+                        "uuid": uuid,
+                        "name": info.name if info else None,
+                        "component": info.component if info else None,
+                        "energy_j": s.energy_j_cumulative,
+                        "power_w": s.power_w,
+                    }
+                )
+        return {
+            "elapsed_s": time.monotonic() - self._t0 if self._t0 else 0.0,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "flops": self.flops,
+            "step_flops": list(self.step_flops)[-64:],
+            "devices": devices,
+            "dtype": self.dtype or DEFAULT_DTYPE,
+        }
 
     def _edge(self) -> tuple[float, dict[str, float]]:
         try:
@@ -263,10 +371,19 @@ class Tracker:
             self._note(f"window edge: {exc}")
         return time.monotonic(), {}
 
-    def _add_window(self, name: str, start: tuple[float, dict[str, float]], end: tuple[float, dict[str, float]]) -> None:
+    def _add_window(
+        self, name: str, start: tuple[float, dict[str, float]], end: tuple[float, dict[str, float]], kind: str | None = None
+    ) -> None:
         dur = end[0] - start[0]
         energy = {u: end[1][u] - start[1].get(u, 0.0) for u in end[1]}
-        w = {"name": name, "start_s": start[0] - self._t0, "duration_s": dur, "energy_j": energy, "rank": self.dist.rank}
+        w = {
+            "name": name,
+            "kind": kind or WINDOW_KINDS.get(name, name),
+            "start_s": start[0] - self._t0,
+            "duration_s": dur,
+            "energy_j": energy,
+            "rank": self.dist.rank,
+        }
         if dur < SHORT_WINDOW_S:
             w["note"] = (
                 "shorter than 1 s: NVML energy over such windows is unreliable (the sensor averages ~25 ms "
@@ -281,7 +398,12 @@ class Tracker:
             if self._stopped:
                 return self.run
             self._stopped = True
+        with contextlib.suppress(ValueError):
+            _ACTIVE.remove(self)
         try:
+            self._close_open_parts()
+            if self.attached is not None:
+                return self._stop_attached()
             return self._stop()
         except Exception as exc:
             self._note(f"tracker could not finalise: {type(exc).__name__}: {exc}")
@@ -333,6 +455,31 @@ class Tracker:
             atexit.unregister(self._at_exit)
         return self.run
 
+    def _close_open_parts(self) -> None:
+        """At stop: windows still open are closed (and noted), the watch's hooks removed."""
+        for name in list(self._open):
+            self._note(f"window {name!r} was still open at stop: closed there")
+            self.end_window(name)
+        if self._watch is not None:
+            self._watch.close()
+
+    def _rates(self) -> list[tuple[float, float]]:
+        """(model, hardware) FLOP/s of each step whose FLOPs are known."""
+        times = list(self.step_times)
+        by_t = {t: (f, h) for t, f, h in self.step_flops}
+        return [
+            (by_t[b][0] / (b - a), by_t[b][1] / (b - a))
+            for a, b in zip(times[:-1], times[1:], strict=False)
+            if b in by_t and b > a
+        ]
+
+    def _dtype_used(self) -> tuple[str, str]:
+        """(dtype of the MFU peak, where it came from): given, the framework, autocast or parameters, else assumed."""
+        if self.dtype:
+            origin = self._dtype_origin if self.dtype_source == "framework" else None
+            return self.dtype, origin or self.dtype_source or "given"
+        return DEFAULT_DTYPE, f"assumed (not given and not seen by watch()): {DEFAULT_DTYPE}"
+
     def _mfu(self, devices: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Steady-state MFU/HFU of this rank: median over steps of step FLOPs / (step time x dense peak)."""
         gpus = [d for d in devices if d.get("component") == "gpu"]
@@ -340,28 +487,12 @@ class Tracker:
             return None
         from footprint.lca.database import db
 
+        dtype, origin = self._dtype_used()
         try:
-            peak = sum(db().find_gpu(d["name"]).peak_flops(self.dtype) for d in gpus)
+            peak = sum(db().find_gpu(d["name"]).peak_flops(dtype) for d in gpus)
         except Exception as exc:
-            return {"note": f"no dense {self.dtype} peak for {gpus[0]['name']}: {exc}"}
-        times = list(self.step_times)
-        by_t = {t: (f, h) for t, f, h in self.step_flops}
-        rates = [
-            (by_t[b][0] / (b - a), by_t[b][1] / (b - a))
-            for a, b in zip(times[:-1], times[1:], strict=False)
-            if b in by_t and b > a
-        ]
-        steady = rates[len(rates) // 10 :] or rates  # skip warm-up steps
-        mfu = sorted(r[0] for r in steady)
-        hfu = sorted(r[1] for r in steady)
-        return {
-            "dtype": self.dtype,
-            "peak_tflops": peak / 1e12,
-            "method": self.flops_method,
-            "steady_state_mfu": mfu[len(mfu) // 2] / peak if mfu else None,
-            "steady_state_hfu": hfu[len(hfu) // 2] / peak if hfu else None,
-            "per_step_mfu": [r[0] / peak for r in rates[-200:]],
-        }
+            return {"note": f"no dense {dtype} peak for {gpus[0]['name']}: {exc}"}
+        return rank_mfu(self._rates(), peak, dtype, origin, self.flops_method)
 
     def _finalise_job(self) -> dict[str, Any] | None:
         """Rank 0 writes the job record: gathered over the process group, or directly when alone."""
@@ -389,6 +520,35 @@ class Tracker:
             record["notes"].append(f"samples.parquet not written: {exc}")
             runrecord.write_json(self.run_dir / "run.json", record)
         return record
+
+    def _stop_attached(self) -> dict[str, Any] | None:
+        """Inside `footprint run`: hand the counters to the parent's run record; the parent writes run.json."""
+        d = self.dist
+        dtype, origin = self._dtype_used()
+        record = {
+            "source": self.source,
+            "pid": os.getpid(),
+            "rank": d.rank,
+            "world_size": d.world_size,
+            "t0_monotonic": self._t0,
+            "end_monotonic": time.monotonic(),
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "flops": self.flops or None,
+            "hardware_flops": self.hardware_flops or None,
+            "flops_method": self.flops_method,
+            "dtype": dtype,
+            "dtype_source": origin,
+            "rates": self._rates()[-4096:],
+            "windows": self.windows,
+            "step_times": _step_stats(self.step_times),
+            "notes": list(self.notes),
+        }
+        path = self.attached / ATTACHED_DIR / f"pid-{os.getpid()}-{id(self):x}.json"
+        runrecord.write_json(path, record)
+        with contextlib.suppress(Exception):
+            atexit.unregister(self._at_exit)
+        return None
 
     def _at_exit(self) -> None:
         self.stop()
@@ -424,6 +584,22 @@ class Tracker:
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+def rank_mfu(rates: list[tuple[float, float]], peak: float, dtype: str, dtype_source: str, method: str | None) -> dict[str, Any]:
+    """Steady-state MFU/HFU from per-step (model, hardware) FLOP/s against ``peak`` FLOP/s (first 10 % skipped)."""
+    steady = rates[len(rates) // 10 :] or rates  # skip warm-up steps
+    mfu = sorted(r[0] for r in steady)
+    hfu = sorted(r[1] for r in steady)
+    return {
+        "dtype": dtype,
+        "dtype_source": dtype_source,
+        "peak_tflops": peak / 1e12,
+        "method": method,
+        "steady_state_mfu": mfu[len(mfu) // 2] / peak if mfu else None,
+        "steady_state_hfu": hfu[len(hfu) // 2] / peak if hfu else None,
+        "per_step_mfu": [r[0] / peak for r in rates[-200:]],
+    }
 
 
 def _per_token(model: dict[str, Any]) -> tuple[float, float]:

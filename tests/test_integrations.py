@@ -1,0 +1,357 @@
+"""The framework integrations with the real libraries on the fake NVML, models built from configs (no downloads).
+
+A GPT-2 of 2 layers x 64 hidden (~110 k parameters) trains for 6 optimizer steps of 2 micro-batches of
+4 x 32 tokens under transformers.Trainer, Lightning and accelerate; each test checks steps, this rank's
+tokens, FLOPs per optimizer step against FlopCounterMode (footprint.measure_flops) and 6N + 12LHS,
+the eval / checkpoint windows, and the live metrics in a local MLflow store (sqlite).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import urllib.request
+from pathlib import Path
+
+import pytest
+from _paths import REPO
+
+import footprint
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers", reason="transformers is a test extra: pip install -e '.[integrations]'")
+
+B, S, ACCUM, STEPS = 4, 32, 2, 6
+TOKENS = STEPS * ACCUM * B * S
+
+
+def _gpt2() -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=S, vocab_size=128, bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, float]:
+    """FLOPs of one optimizer step (ACCUM micro-batches, forward + backward) as FlopCounterMode counts them, and 6N + 12LHS."""
+    m = _gpt2()
+    m.train()
+    ids = torch.randint(0, 128, (B, S))
+    micro = footprint.measure_flops(lambda: m(input_ids=ids, labels=ids).loss.backward())
+    n = sum(p.numel() for name, p in m.named_parameters() if "wpe" not in name)  # position embeddings do no matmul
+    palm = footprint.transformer_flops(n, ACCUM * B * S, layers=2, hidden=64, seq_len=S).flops
+    return {"step": ACCUM * micro, "palm": palm}
+
+
+@pytest.fixture(scope="module")
+def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    pytest.importorskip("mlflow")
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xA100-SXM4-40GB")
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "FOOTPRINT_PARENT_RUN"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def _history(uri: str, run_id: str, key: str) -> list[tuple[int, float]]:
+    from mlflow.tracking import MlflowClient
+
+    return [(m.step, m.value) for m in sorted(MlflowClient(uri).get_metric_history(run_id, key), key=lambda m: m.step)]
+
+
+def _check_run(run: dict, reference: dict[str, float]) -> None:
+    assert run["steps"] == STEPS and run["tokens"] == TOKENS
+    per_step = run["flops"] / STEPS
+    assert per_step == pytest.approx(reference["step"], rel=1e-9)  # exactly FlopCounterMode's count of one step
+    assert per_step == pytest.approx(reference["palm"], rel=0.03)  # and 6N + 12LHS within 3 %
+    assert run["mfu"]["dtype"] == "fp32" and run["mfu"]["dtype_source"] == "model parameters"
+    kinds = {w["kind"] for w in run["windows"]}
+    assert {"train", "eval", "checkpoint"} <= kinds
+
+
+def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
+    from footprint.integrations.huggingface import FootprintCallback
+
+    monkeypatch.chdir(tmp_path)  # MLflow puts a sqlite store's artifacts under ./mlruns
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "hf")
+    data = [{"input_ids": (x := torch.randint(0, 128, (S,))), "labels": x} for _ in range(STEPS * ACCUM * B)]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "hf"),
+        per_device_train_batch_size=B,
+        gradient_accumulation_steps=ACCUM,
+        max_steps=STEPS,
+        logging_steps=2,
+        eval_strategy="steps",
+        eval_steps=3,
+        save_strategy="steps",
+        save_steps=3,
+        report_to=["mlflow"],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    cb = FootprintCallback(name="hf", output_dir=tmp_path, site={"grid": "FRA"}, report=True)
+    trainer = transformers.Trainer(model=_gpt2(), args=args, train_dataset=data, eval_dataset=data[:8], callbacks=[cb])
+    trainer.train()
+    run = cb.run
+    _check_run(run, reference)
+    names = [w["name"] for w in run["windows"]]
+    assert names.count("eval") == 2 and names.count("checkpoint") == 2 and names.count("train") == 1
+    assert (tmp_path / "hf" / "run.json").is_file()
+    report = (tmp_path / "hf" / "report.html").read_text()
+    assert f"{STEPS} optimizer steps, {TOKENS:,} tokens" in report and "GPU energy by window" in report
+    # live metrics went through Trainer.log to the MLflow integration, at each logging step
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(mlflow_uri)
+    (mrun,) = client.search_runs([client.get_experiment_by_name("hf").experiment_id])
+    rid = mrun.info.run_id
+    assert _history(mlflow_uri, rid, "footprint/tokens") == [(2, TOKENS / 3), (4, 2 * TOKENS / 3), (6, TOKENS)]
+    energy = [v for _, v in _history(mlflow_uri, rid, "footprint/gpu_energy_kwh")]
+    assert len(energy) == 3 and energy == sorted(energy) and energy[-1] <= run["energy"]["gpu_j"] / 3.6e6
+    assert [s for s, _ in _history(mlflow_uri, rid, "footprint/co2eq_kg_use_phase")] == [2, 4, 6]
+    assert all(0 < v < 1 for _, v in _history(mlflow_uri, rid, "footprint/mfu"))
+
+
+def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
+    pl = pytest.importorskip("pytorch_lightning", reason="Lightning is a test extra: pip install -e '.[integrations]'")
+    from pytorch_lightning.loggers import MLFlowLogger
+
+    from footprint.integrations.lightning import FootprintCallback
+
+    class LM(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = _gpt2()
+
+        def training_step(self, batch: torch.Tensor, i: int) -> torch.Tensor:
+            return self.model(input_ids=batch, labels=batch).loss
+
+        def validation_step(self, batch: torch.Tensor, i: int) -> None:
+            self.log("val_loss", self.model(input_ids=batch, labels=batch).loss)
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+    monkeypatch.chdir(tmp_path)
+    loader = torch.utils.data.DataLoader(torch.randint(0, 128, (STEPS * ACCUM * B, S)), batch_size=B)
+    logger = MLFlowLogger(experiment_name="lightning", tracking_uri=mlflow_uri)
+    cb = FootprintCallback(name="pl", output_dir=tmp_path)
+    trainer = pl.Trainer(
+        max_steps=STEPS,
+        accumulate_grad_batches=ACCUM,
+        log_every_n_steps=2,
+        val_check_interval=6,
+        limit_val_batches=2,
+        num_sanity_val_steps=2,  # forwards before training: never counted as a training step
+        logger=logger,
+        callbacks=[cb],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        default_root_dir=str(tmp_path),
+    )
+    trainer.fit(LM(), loader, loader)
+    run = cb.run
+    _check_run(run, reference)
+    assert [w["name"] for w in run["windows"]][0] == "sanity_check" and run["windows"][0]["kind"] == "eval"
+    assert any("LightningModule" in n for n in run["notes"])
+    assert _history(mlflow_uri, logger.run_id, "footprint/tokens") == [(2, TOKENS / 3), (4, 2 * TOKENS / 3), (6, TOKENS)]
+    assert "save_checkpoint" not in vars(trainer)  # the checkpoint-window wrapper is gone
+
+
+def test_accelerate_helper(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
+    accelerate = pytest.importorskip("accelerate", reason="accelerate is a test extra: pip install -e '.[integrations]'")
+    from footprint.integrations.accelerate import FootprintAccelerate
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    acc = accelerate.Accelerator(cpu=True, gradient_accumulation_steps=ACCUM, log_with="mlflow", project_dir=str(tmp_path))
+    acc.init_trackers("accelerate")
+    model = _gpt2()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loader = torch.utils.data.DataLoader(torch.randint(0, 128, (STEPS * ACCUM * B, S)), batch_size=B)
+    model, opt, loader = acc.prepare(model, opt, loader)
+    fp = FootprintAccelerate(acc, model, name="acc", output_dir=tmp_path, log_every=2)
+    with fp.window("eval"), torch.no_grad():
+        model.eval()
+        model(input_ids=next(iter(loader)))  # evaluation before training: not a training step
+        model.train()
+    for batch in loader:
+        with acc.accumulate(model):
+            acc.backward(model(input_ids=batch, labels=batch).loss)
+            opt.step()
+            opt.zero_grad()
+        fp.step(batch)
+    with fp.window("checkpoint"):
+        acc.save_state(str(tmp_path / "ckpt"))
+    run = fp.finish()
+    acc.end_training()
+    _check_run(run, reference)
+    rid = acc.get_tracker("mlflow").tracker.info.run_id
+    assert _history(mlflow_uri, rid, "footprint/tokens") == [(2, TOKENS / 3), (4, 2 * TOKENS / 3), (6, TOKENS)]
+
+
+def test_mlflow_log_run_logs_all_16_categories_and_artifacts(tmp_path: Path, mlflow_uri: str, monkeypatch) -> None:
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from footprint.integrations.mlflow import log_run
+    from footprint.lca import categories as cat
+    from meters.fake_nvml import FakeNVML
+
+    with footprint.track(name="logged", output_dir=tmp_path, nvml=FakeNVML("1xH100-SXM5-80GB"), host=False) as t:
+        for _ in range(3):
+            t.step(tokens=1000, flops=1e12)
+    monkeypatch.chdir(tmp_path)  # MLflow puts a sqlite store's artifacts under ./mlruns
+    mlflow.set_tracking_uri(mlflow_uri)
+    rid = log_run(t, report=True, samples=0)
+    a = footprint.assess(tmp_path / "logged", samples=0)
+    client = MlflowClient(mlflow_uri)
+    got = client.get_run(rid).data
+    for c in cat.categories():
+        assert got.metrics[f"footprint/{c.key}"] == pytest.approx(a[c.key].total)
+    assert got.metrics["footprint/tokens"] == 3000 and got.metrics["footprint/energy_kwh"] == pytest.approx(
+        a.workload.it_energy_kwh
+    )
+    assert got.params["footprint.gpu"] == "NVIDIA H100 SXM5 80GB"
+    files = {f.path for f in client.list_artifacts(rid, "footprint")}
+    assert files == {"footprint/run.json", "footprint/assessment.json", "footprint/footprint-report.html"}
+
+
+def test_wandb_log_run_offline(tmp_path: Path, monkeypatch) -> None:
+    wandb = pytest.importorskip("wandb", reason="wandb is a test extra: pip install -e '.[integrations]'")
+    from footprint.integrations.wandb import log_run
+
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    a = footprint.assess(REPO / "scenarios" / "bloom-176b.yaml", samples=0)
+    run = wandb.init(project="footprint-test", mode="offline")
+    try:
+        assert log_run(a, samples=0) == run.id
+        assert run.summary["footprint/climate_change"] == pytest.approx(a["climate_change"].total)
+        assert run.config["footprint.gpu"] == a.workload.gpu.name
+        assert sorted(os.listdir(Path(run.dir) / "footprint")) == ["assessment.json", "footprint-report.html"]
+    finally:
+        run.finish()
+    assert list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))  # written offline, nothing sent
+
+
+def test_prometheus_endpoint_and_textfile_serve_live_metrics(tmp_path: Path) -> None:
+    parser = pytest.importorskip("prometheus_client.parser")
+    from footprint.integrations.prometheus import PrometheusExporter
+    from meters.fake_nvml import FakeNVML
+
+    t = footprint.track(name="prom", output_dir=tmp_path, nvml=FakeNVML("1xA100-SXM4-40GB"), host=False, period_s=0.02)
+    t.start()
+    for _ in range(3):
+        t.step(tokens=100, flops=1e12)
+    exporter = PrometheusExporter(t, port=0, textfile=tmp_path / "fp.prom", interval_s=0.05).start()
+    try:
+        assert exporter._server.server_address[0] == "127.0.0.1"  # loopback unless told otherwise
+        body = urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=5).read().decode()
+    finally:
+        exporter.stop()
+        t.stop()
+    fams = {f.name: f for f in parser.text_string_to_metric_families(body)}
+    assert fams["footprint_tokens"].samples[0].value == 300
+    assert fams["footprint_tokens"].samples[0].labels == {"run": "prom", "rank": "0"}
+    assert fams["footprint_gpu_energy_kwh"].samples[0].value > 0 and "footprint_co2eq_kg_use_phase" in fams
+    fams = {f.name for f in parser.text_string_to_metric_families((tmp_path / "fp.prom").read_text())}
+    assert "footprint_gpu_power_w" in fams
+
+
+def test_emissions_csv_has_codecarbons_columns_and_round_trips(tmp_path: Path) -> None:
+    import pandas as pd
+    from codecarbon.output_methods.emissions_data import EmissionsData
+
+    from meters.fake_nvml import FakeNVML
+
+    with footprint.track(name="cc", output_dir=tmp_path, nvml=FakeNVML("2xA100-SXM4-40GB"), host=False, site="FRA") as t:
+        t.step(tokens=10)
+    out = tmp_path / "emissions.csv"
+    for _ in range(2):  # a second export appends a row, as codecarbon does
+        proc = subprocess.run(
+            [sys.executable, "-m", "footprint.cli", "export", "emissions-csv", str(tmp_path / "cc"), "-o", str(out)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+    df = pd.read_csv(out)
+    assert list(df.columns) == list(EmissionsData.__dataclass_fields__) and len(df) == 2
+    a = footprint.assess(tmp_path / "cc", samples=0)
+    assert df["emissions"][0] == pytest.approx(a["climate_change"].by_stage["use"])
+    assert df["gpu_energy"][0] == pytest.approx(t.run["energy"]["gpu_j"] / 3.6e6)
+    # footprint's own codecarbon importer reads it back
+    back = tmp_path / "back"
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "import", "codecarbon", str(out), "-o", str(back)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads((back / "run.json").read_text())
+    assert rec["energy"]["gpu_j"] == pytest.approx(t.run["energy"]["gpu_j"]) and rec["site"] == {"grid": "FRA"}
+    assert len([d for d in rec["devices"] if d["component"] == "gpu"]) == 2
+
+
+def test_export_bad_target_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "export", "emissions-csv", str(tmp_path / "nope")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "no such run directory" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "emissions.csv").exists()
+
+
+TORCHRUN_HF = textwrap.dedent("""
+    import json, sys, torch, transformers
+    from footprint.integrations.huggingface import FootprintCallback
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, n_positions=16, vocab_size=64, bos_token_id=0, eos_token_id=0)
+    data = [{"input_ids": (x := torch.randint(0, 64, (16,))), "labels": x} for _ in range(64)]
+    args = transformers.TrainingArguments(output_dir=sys.argv[1] + "/out", per_device_train_batch_size=4, max_steps=4,
+        report_to=[], use_cpu=True, include_num_input_tokens_seen="all", save_strategy="no", disable_tqdm=True,
+        ddp_backend="gloo")
+    cb = FootprintCallback(name="ddp", output_dir=sys.argv[1])
+    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(cfg), args=args, train_dataset=data, callbacks=[cb])
+    trainer.train()
+    if trainer.args.process_index == 0:
+        json.dump({"seen": trainer.state.num_input_tokens_seen}, open(sys.argv[1] + "/seen.json", "w"))
+    torch.distributed.destroy_process_group()  # gloo's threads may abort the exit of a rank that leaves it up
+""")
+
+
+@pytest.mark.slow
+def test_torchrun_trainer_counts_each_gpu_once_and_the_true_tokens(tmp_path: Path) -> None:
+    pytest.importorskip("torch.distributed")
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN_HF)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "FOOTPRINT_PARENT_RUN")}
+    env.update(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB", OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29541", str(script), str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads((tmp_path / "ddp" / "run.json").read_text())
+    gpus = [d for d in run["devices"] if d["component"] == "gpu"]
+    assert len(gpus) == 2 and {d["rank"] for d in gpus} == {0, 1} and len({d["uuid"] for d in gpus}) == 2
+    true_tokens = 2 * 4 * 4 * 16  # 2 ranks x 4 steps x 4 sequences x 16 tokens
+    assert run["tokens"] == true_tokens and run["steps"] == 4
+    seen = json.loads((tmp_path / "seen.json").read_text())["seen"]
+    assert seen == true_tokens  # the Trainer's own count is already the sum over ranks: adding it per rank would double it
