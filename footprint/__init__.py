@@ -5,6 +5,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     load_scenario(path, sets=None) -> Workload
     assess(workload | scenario path | run dir | run, samples=2000, seed=0) -> Assessment
     report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
+    assess_many(workloads) -> BatchAssessment  (central values of thousands of workloads, factor lookups shared)
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
     Workload, Assessment, FootprintError
@@ -21,6 +22,7 @@ __all__ = [
     "Tracker",
     "Workload",
     "assess",
+    "assess_many",
     "compute_mfu",
     "load_scenario",
     "measure_flops",
@@ -34,6 +36,7 @@ _LAZY = {
     "load_scenario": ("footprint.lca.workload", "load_scenario"),
     "Workload": ("footprint.lca.workload", "Workload"),
     "assess": ("footprint.api", "assess"),
+    "assess_many": ("footprint.lca.batch", "assess_many"),
     "report": ("footprint.api", "report"),
     "Assessment": ("footprint.lca.assessment", "Assessment"),
     "FootprintError": ("footprint.errors", "FootprintError"),

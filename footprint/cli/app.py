@@ -15,13 +15,24 @@ from footprint.cli import (
     dashboard_cmd,
     doctor_cmd,
     export_cmd,
+    fleet_cmd,
     flops_cmd,
     kernels_cmd,
     tracking_cmd,
 )
 
 #: Command modules in the order their commands appear in `footprint --help`.
-COMMAND_MODULES = (assess_cmd, catalogue_cmd, tracking_cmd, export_cmd, flops_cmd, kernels_cmd, dashboard_cmd, doctor_cmd)
+COMMAND_MODULES = (
+    assess_cmd,
+    catalogue_cmd,
+    tracking_cmd,
+    export_cmd,
+    fleet_cmd,
+    flops_cmd,
+    kernels_cmd,
+    dashboard_cmd,
+    doctor_cmd,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -1,0 +1,332 @@
+"""`footprint fleet import prometheus|slurm` and `footprint fleet report`: a whole cluster's jobs."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from footprint.errors import FootprintError
+
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d|w)$")
+UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.app import command, group
+
+    _, fl = group(
+        sub,
+        "fleet",
+        "a whole cluster: per-job records from Prometheus/DCGM and SLURM, fleet reports",
+        """
+footprint fleet import prometheus --url http://prometheus:9090 --start 2025-03-01 --end 2025-04-01 --sacct sacct.txt -o fleet
+footprint fleet import slurm sacct.txt --url http://prometheus:9090 --grid FRA --pue 1.2 -o fleet
+footprint fleet import slurm --run-sacct --start now-30d --end now -o fleet
+footprint fleet report fleet --by account
+footprint fleet report fleet --by month -o fleet.html
+footprint assess fleet/jobs/1001""",
+    )
+    _, imp = group(
+        fl,
+        "import",
+        "write one run record per job and a fleet index",
+        """
+footprint fleet import prometheus --url http://127.0.0.1:9090 --start 2025-03-03T08:00:00Z --end 2025-03-03T14:00:00Z -o fleet
+footprint fleet import slurm sacct.txt --tz Europe/Paris --gpu-type a100=A100-SXM4-80GB -o fleet""",
+    )
+
+    pr = command(
+        imp,
+        "prometheus",
+        "jobs from DCGM-exporter series in Prometheus (Thanos, Mimir)",
+        """
+footprint fleet import prometheus --url http://prometheus:9090 --start 2025-03-01 --end 2025-04-01 -o fleet
+footprint fleet import prometheus --url https://mimir/prometheus --header 'X-Scope-OrgID: hpc' --bearer-token-file tok \\
+    --start now-7d --end now --sacct sacct.txt -o fleet
+footprint fleet import prometheus --url http://prometheus:9090 --job-label namespace,pod --start now-1d --end now -o fleet""",
+    )
+    _prometheus_args(pr, required=True)
+    pr.add_argument("--start", required=True, help="window start: ISO 8601 (UTC unless it says), Unix seconds, or now-7d")
+    pr.add_argument("--end", required=True, help="window end (same forms; 'now')")
+    pr.add_argument("--sacct", metavar="FILE", help="also join this `sacct --parsable2` output (user, account, windows)")
+    _common(pr)
+    pr.set_defaults(handler=import_prometheus)
+
+    sl = command(
+        imp,
+        "slurm",
+        "jobs from SLURM accounting (`sacct --parsable2`), joined with Prometheus if --url",
+        """
+sacct --allusers --parsable2 --starttime 2025-03-01 --endtime 2025-04-01 \\
+    --format=JobID,JobIDRaw,JobName,User,Account,Partition,Start,End,Elapsed,AllocTRES,NodeList,State,ConsumedEnergyRaw \\
+    > sacct.txt
+footprint fleet import slurm sacct.txt --url http://prometheus:9090 -o fleet
+footprint fleet import slurm sacct.txt --slurm-energy-scope gpu --gpu-type a100=A100-SXM4-80GB -o fleet
+footprint fleet import slurm --run-sacct --start now-30d --end now -o fleet""",
+    )
+    sl.add_argument("sacct", nargs="?", help="sacct output file (or --run-sacct)")
+    sl.add_argument(
+        "--run-sacct", action="store_true", help="run `sacct --allusers --parsable2` for the window (needs --start/--end)"
+    )
+    _prometheus_args(sl, required=False)
+    sl.add_argument("--start", help="window start (default: the first job's start)")
+    sl.add_argument("--end", help="window end (default: the last job's end, or now)")
+    sl.add_argument(
+        "--slurm-energy-scope",
+        choices=("gpu", "cpu"),
+        help="what ConsumedEnergyRaw measures at this site (AcctGatherEnergyType): use it as GPU or CPU energy",
+    )
+    _common(sl)
+    sl.set_defaults(handler=import_slurm)
+
+    rp = command(
+        fl,
+        "report",
+        "totals and per-group footprints of a fleet directory: a table, HTML, CSV or JSON",
+        """
+footprint fleet report fleet
+footprint fleet report fleet --by gpu -o fleet.html
+footprint fleet report fleet --by month -o fleet.csv
+footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json""",
+    )
+    rp.add_argument("fleet", help="directory written by `footprint fleet import`")
+    rp.add_argument(
+        "--by",
+        choices=("user", "account", "partition", "gpu", "month"),
+        default="user",
+        help="how jobs are grouped (default user)",
+    )
+    rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
+    rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
+    rp.add_argument("--top", type=int, default=10, help="how many top jobs to list (default 10)")
+    rp.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="re-project, e.g. site.grid=POL")
+    rp.set_defaults(handler=report)
+
+
+def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
+    g = p.add_argument_group("Prometheus")
+    g.add_argument("--url", required=required, help="base URL, e.g. http://prometheus:9090 (Mimir: http://mimir/prometheus)")
+    g.add_argument("--job-label", default="hpc_job", help="job label(s), comma-separated: hpc_job (default) or namespace,pod")
+    g.add_argument("--host-label", default="Hostname", help="node label of the DCGM series (default Hostname)")
+    g.add_argument("--energy-metric", default="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", help="energy counter (mJ)")
+    g.add_argument("--power-metric", default="DCGM_FI_DEV_POWER_USAGE", help="power gauge (W), for GPUs without the counter")
+    g.add_argument("--selector", default="", help='extra label matchers for every query, e.g. cluster="a"')
+    g.add_argument("--cpu", choices=("auto", "rapl", "kepler", "none"), default="auto", help="host CPU/RAM counters")
+    g.add_argument("--chunk", default="6h", help="time per query (default 6h): smaller for dense scrapes")
+    g.add_argument("--max-gap", default="5m", help="longest scrape gap bridged (default 5m)")
+    g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    g.add_argument("--retries", type=int, default=3, help="retries on connection errors and HTTP 5xx (default 3)")
+    g.add_argument("--bearer-token-file", help="file holding a bearer token")
+    g.add_argument("--basic-auth-user", help="basic-auth user (password from --basic-auth-password-file)")
+    g.add_argument("--basic-auth-password-file", help="file holding the basic-auth password")
+    g.add_argument("--ca-file", help="CA bundle for https")
+    g.add_argument("--client-cert", help="client certificate (PEM) for mutual TLS")
+    g.add_argument("--client-key", help="its key")
+    g.add_argument("--insecure-skip-verify", action="store_true", help="do not verify the server's certificate")
+    g.add_argument("--header", action="append", default=[], metavar="NAME: VALUE", help="extra header, e.g. 'X-Scope-OrgID: t1'")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", required=True, help="fleet directory to write (new or empty; see --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing fleet directory (atomically)")
+    p.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
+    p.add_argument("--pue", type=float, help="PUE of the site")
+    p.add_argument("--tz", default=None, help="time zone of the sacct file's timestamps (default: this machine's)")
+    p.add_argument("--delimiter", default="|", help="sacct field delimiter (default |)")
+    p.add_argument(
+        "--gpu-type", action="append", default=[], metavar="TYPE=GPU", help="SLURM gres type -> GPU, e.g. a100=A100-SXM4-80GB"
+    )
+    p.add_argument("--no-series", action="store_true", help="do not keep the per-interval series (series/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+# ---- parsing helpers ------------------------------------------------------------------------------
+
+
+def parse_duration(text: str, key: str) -> float:
+    m = DURATION.match(str(text).strip())
+    if not m or float(m.group(1)) <= 0:
+        raise FootprintError(f"expected a duration such as 30s, 5m, 6h or 1d, got {text!r}", key=key)
+    return float(m.group(1)) * UNITS_S[m.group(2)]
+
+
+def parse_when(text: str, key: str, now: float | None = None) -> float:
+    """ISO 8601 (UTC unless it has an offset), Unix seconds, ``now`` or ``now-7d``."""
+    t = str(text).strip()
+    now = time.time() if now is None else now
+    m = re.fullmatch(r"now(?:-(\d+(?:\.\d+)?[smhdw]))?", t)
+    if m:
+        return now - (parse_duration(m.group(1), key) if m.group(1) else 0.0)
+    if re.fullmatch(r"\d+(?:\.\d+)?", t):
+        return float(t)
+    try:
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise FootprintError(
+            f"expected a time (2025-03-01T00:00:00Z, Unix seconds, now or now-7d), got {text!r}", key=key
+        ) from None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+
+
+def _tz(name: str | None) -> Any:
+    if not name:
+        return datetime.now().astimezone().tzinfo
+    if name.upper() == "UTC":
+        return UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise FootprintError(f"unknown time zone {name!r} (an IANA name such as Europe/Paris, or UTC)", key="--tz") from None
+
+
+def _gpu_types(items: list[str]) -> dict[str, str]:
+    from footprint.lca.database import db
+
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise FootprintError(f"expected TYPE=GPU, e.g. a100=A100-SXM4-80GB, got {item!r}", key="--gpu-type")
+        k, v = item.split("=", 1)
+        out[k.strip()] = db().find_gpu(v.strip(), key="--gpu-type").name
+    return out
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise FootprintError(f"expected 'Name: value', got {item!r}", key="--header")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _site(args: argparse.Namespace) -> dict[str, Any] | None:
+    from footprint.tracking.runcmd import _site as site
+
+    return site(args.grid, args.pue)
+
+
+def _prom(args: argparse.Namespace) -> Any:
+    from footprint.fleet.prometheus import PromConfig
+
+    if args.retries < 0 or args.timeout <= 0:
+        raise FootprintError("--retries must be >= 0 and --timeout > 0", key="--retries")
+    return PromConfig(
+        url=args.url,
+        timeout_s=args.timeout,
+        retries=args.retries,
+        bearer_token_file=args.bearer_token_file,
+        basic_auth_user=args.basic_auth_user,
+        basic_auth_password_file=args.basic_auth_password_file,
+        ca_file=args.ca_file,
+        client_cert=args.client_cert,
+        client_key=args.client_key,
+        insecure_skip_verify=args.insecure_skip_verify,
+        headers=_headers(args.header),
+    )
+
+
+def _options(args: argparse.Namespace, start: float | None, end: float | None, sacct: Any) -> Any:
+    from footprint.fleet.importer import ImportOptions
+    from footprint.fleet.telemetry import DcgmNames
+
+    names = DcgmNames()
+    chunk, gap = 6 * 3600.0, 300.0
+    if getattr(args, "url", None):
+        labels = tuple(x.strip() for x in args.job_label.split(",") if x.strip())
+        if not labels:
+            raise FootprintError("give at least one label name", key="--job-label")
+        names = DcgmNames(
+            energy_metric=args.energy_metric,
+            power_metric=args.power_metric,
+            host_label=args.host_label,
+            job_labels=labels,
+            selector=args.selector,
+            cpu_source=args.cpu,
+        )
+        chunk, gap = parse_duration(args.chunk, "--chunk"), parse_duration(args.max_gap, "--max-gap")
+    return ImportOptions(
+        start=start,
+        end=end,
+        prom=_prom(args) if getattr(args, "url", None) else None,
+        names=names,
+        sacct=sacct,
+        site=_site(args),
+        gpu_types=_gpu_types(args.gpu_type),
+        chunk_s=chunk,
+        max_gap_s=gap,
+        slurm_energy_scope=getattr(args, "slurm_energy_scope", None),
+        keep_series=not args.no_series,
+        overwrite=args.overwrite,
+    )
+
+
+def _run(args: argparse.Namespace, opts: Any) -> int:
+    from rich.progress import Progress
+
+    from footprint.fleet.importer import import_fleet
+
+    with Progress(transient=True, disable=args.quiet) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(phase: str, total: int | None, advance: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.advance(tasks[phase], advance)
+
+        s = import_fleet(args.output, opts, progress)
+    e = s.gpu_energy_j
+    line = f"wrote {s.out}: {s.jobs} jobs"
+    if e is not None:
+        share = (s.unallocated_energy_j or 0.0) / e if e else 0.0
+        line += f", {s.devices} meters, GPU energy {e / 3.6e6:,.2f} kWh ({share:.1%} unallocated)"
+    print(line)
+    for msg in s.skipped[:20]:
+        print(f"  skipped: {msg}", file=sys.stderr)
+    if len(s.skipped) > 20:
+        print(f"  ... {len(s.skipped) - 20} more in {s.out}/fleet.json", file=sys.stderr)
+    return 0
+
+
+def import_prometheus(args: argparse.Namespace) -> int:
+    from footprint.fleet.slurm import read_sacct
+
+    start, end = parse_when(args.start, "--start"), parse_when(args.end, "--end")
+    sacct = read_sacct(args.sacct, _tz(args.tz), args.delimiter) if args.sacct else None
+    return _run(args, _options(args, start, end, sacct))
+
+
+def import_slurm(args: argparse.Namespace) -> int:
+    from footprint.fleet.slurm import parse_sacct, read_sacct, run_sacct
+
+    start = parse_when(args.start, "--start") if args.start else None
+    end = parse_when(args.end, "--end") if args.end else None
+    if args.run_sacct == bool(args.sacct):
+        raise FootprintError("give a sacct output file or --run-sacct (one of them)", key="sacct")
+    if args.run_sacct:
+        if start is None or end is None:
+            raise FootprintError("--run-sacct needs --start and --end", key="--run-sacct")
+        sacct = parse_sacct(run_sacct(start, end), UTC, "sacct")
+    else:
+        sacct = read_sacct(args.sacct, _tz(args.tz), args.delimiter)
+    if not sacct.jobs:
+        raise FootprintError(f"no GPU job in it ({len(sacct.skipped)} line(s) left out)", sacct.source)
+    return _run(args, _options(args, start, end, sacct))
+
+
+def report(args: argparse.Namespace) -> int:
+    from footprint.fleet.report import write_report
+
+    if args.top < 0:
+        raise FootprintError(f"--top must be >= 0, got {args.top}", key="--top")
+    out = write_report(args.fleet, args.output, args.by, args.format, args.top, args.sets)
+    if out is not None:
+        print(f"wrote {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,430 @@
+"""The join: every GPU-second of telemetry goes to at most one job, the rest is the cluster's unallocated share.
+
+Which job held a GPU during an interval ``(t0, t1]``:
+
+1. On a node whose exporter labels GPUs with the job (``hpc_job``, or ``namespace``/``pod``), the
+   label of the interval's closing sample decides: the job named there gets the whole interval (a GPU
+   shared by n jobs at once: 1/n each); no label means unallocated. An interval longer than the gap
+   limit whose two samples name different jobs is a telemetry gap: its energy is counted but given
+   to no job.
+2. On a node without the label, SLURM's allocation decides: the job's window (Start-End) and its GPU
+   count on that node. sacct does not record *which* GPUs a job held, so when the job does not hold
+   every GPU of the node they are inferred: the k busiest GPUs (most energy in the job's window) not
+   already held by an overlapping job. Each interval is split by its overlap with the claims on that
+   GPU (uniform power inside one scrape interval); the rest is unallocated.
+3. Host CPU/RAM counters are per node: each job on the node gets its share of the node's GPUs times
+   the interval's overlap with its window.
+
+The result is conservative by construction: per device, allocated + unallocated + gap = the energy
+the counter measured in the window.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from footprint.fleet.slurm import SlurmJob
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, RAM, Chunk, Device, Telemetry
+
+UNALLOCATED, GAP, MULTI = -1, -2, -3
+BIN_S = 300.0  # finest resolution of the per-GPU activity used to infer which GPUs a job held
+MAX_BINS = 4000  # per GPU: long windows get coarser bins, so memory stays bounded
+
+
+@dataclass
+class Job:
+    key: str
+    ids: set[str]
+    source: str  # "slurm" | "label"
+    start: float  # window used, clipped to the import window
+    end: float
+    slurm: SlurmJob | None = None
+    gpus_by_host: dict[str, int] = field(default_factory=dict)  # allocated (slurm) or labelled (label) GPUs per node
+    types_by_host: dict[str, str | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(self.gpus_by_host.values())
+
+    @property
+    def duration_s(self) -> float:
+        return max(self.end - self.start, 0.0)
+
+
+@dataclass
+class LabelStats:
+    """Pass 1: for every (job label, device), the first and last instant it was seen."""
+
+    first: dict[tuple[int, int], float] = field(default_factory=dict)
+    last: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    def add(self, c: Chunk, gpu_devices: np.ndarray) -> None:
+        m = (c.lab1 > 0) & gpu_devices[c.dev] & ~(c.gap & (c.lab0 != c.lab1))
+        if not m.any():
+            return
+        key = c.lab1[m].astype(np.int64) * 1_000_000 + c.dev[m]
+        order = np.argsort(key, kind="stable")
+        k, t0, t1 = key[order], c.t0[m][order], c.t1[m][order]
+        uniq, first = np.unique(k, return_index=True)
+        lows, highs = np.minimum.reduceat(t0, first), np.maximum.reduceat(t1, first)
+        for u, a, b in zip(uniq.tolist(), lows.tolist(), highs.tolist(), strict=True):
+            kk = divmod(u, 1_000_000)
+            self.first[kk] = min(self.first.get(kk, math.inf), a)
+            self.last[kk] = max(self.last.get(kk, -math.inf), b)
+
+
+class Activity:
+    """Pass 1: energy per GPU per bin (5 minutes, coarser beyond MAX_BINS), to infer which GPUs an unlabelled job held."""
+
+    def __init__(self, start: float, end: float) -> None:
+        self.t0 = start
+        self.bin_s = max(BIN_S, (end - start) / MAX_BINS)
+        self.n = int(math.ceil((end - start) / self.bin_s)) + 1
+        self.bins: dict[int, np.ndarray] = {}
+
+    def add(self, c: Chunk, gpu_devices: np.ndarray) -> None:
+        m = gpu_devices[c.dev]
+        if not m.any():
+            return
+        mid = 0.5 * (c.t0[m] + c.t1[m])
+        b = np.clip(((mid - self.t0) // self.bin_s).astype(np.int64), 0, self.n - 1)
+        for dev in np.unique(c.dev[m]).tolist():
+            sel = c.dev[m] == dev
+            arr = self.bins.setdefault(dev, np.zeros(self.n))
+            np.add.at(arr, b[sel], c.energy_j[m][sel])
+
+    def energy(self, dev: int, start: float, end: float) -> float:
+        arr = self.bins.get(dev)
+        if arr is None:
+            return 0.0
+        a = int(np.clip((start - self.t0) // self.bin_s, 0, self.n - 1))
+        b = int(np.clip((end - self.t0) // self.bin_s, 0, self.n - 1))
+        return float(arr[a : b + 1].sum())
+
+
+@dataclass
+class Claim:
+    start: float
+    end: float
+    job: int
+    weight: float = 1.0
+
+
+class Plan:
+    """Who holds what: job table, label -> jobs, and per-device claims for unlabelled nodes and host meters."""
+
+    def __init__(self, tel: Telemetry, window: tuple[float, float]) -> None:
+        self.tel = tel
+        self.window = window
+        self.jobs: list[Job] = []
+        self.label_jobs: dict[int, list[int]] = {}
+        self.claims: dict[int, list[Claim]] = {}
+        self.notes: list[str] = []
+        self._label_arrays: LabelArrays | None = None
+        self._claim_bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        devs = tel.devices
+        self.gpu_mask = np.array([d.kind in (GPU_COUNTER, GPU_GAUGE) for d in devs], bool)
+        self.labelled_hosts = {d.host for d in devs if d.labelled}
+        self.host_gpus: dict[str, list[Device]] = {}
+        for d in devs:  # each physical GPU once (its first meter), for GPU counts and claims
+            if d.kind in (GPU_COUNTER, GPU_GAUGE) and all(x.key != d.key for x in self.host_gpus.get(d.host, [])):
+                self.host_gpus.setdefault(d.host, []).append(d)
+        labelled_dev = np.array([d.host in self.labelled_hosts for d in devs], bool)
+        self.labelled_dev = labelled_dev & self.gpu_mask
+
+    # ---- building -------------------------------------------------------------------------------
+    def build(self, slurm_jobs: list[SlurmJob] | None, stats: LabelStats, activity: Activity, now: float) -> None:
+        s0, s1 = self.window
+        by_id: dict[str, int] = {}
+        for sj in slurm_jobs or []:
+            end = sj.end if sj.end is not None else min(s1, now)
+            start, stop = max(sj.start, s0), min(end, s1)
+            if stop <= start:
+                continue  # outside the window
+            job = Job(sj.job_id, sj.ids, "slurm", start, stop, sj, notes=list(sj.notes))
+            for host, allocs in sj.gpus_on().items():
+                job.gpus_by_host[host] = sum(k for k, _ in allocs)
+                types = {t for _, t in allocs if t}
+                job.types_by_host[host] = types.pop() if len(types) == 1 else None
+            if sj.end is None:
+                job.notes.append(f"still running when sacct ran: window cut at {_iso(stop)}")
+            if sj.start < s0 or (sj.end or math.inf) > s1:
+                job.notes.append(
+                    f"ran {_iso(sj.start)} - {_iso(sj.end) if sj.end else 'still running'}; "
+                    f"only the part inside the import window ({_iso(start)} - {_iso(stop)}) is counted"
+                )
+            for i in sj.ids:
+                by_id[i] = len(self.jobs)
+            self.jobs.append(job)
+        self._label_jobs(stats, by_id)
+        self._claims_unlabelled(activity)
+        self._claims_host_meters()
+
+    def _label_jobs(self, stats: LabelStats, by_id: dict[str, int]) -> None:
+        """Map every job label to jobs; labels sacct does not know become jobs of their own."""
+        devs = self.tel.devices
+        seen: dict[int, dict[int, tuple[float, float]]] = {}  # label-only job -> device -> (first, last)
+        for (lab, dev), first in stats.first.items():
+            last = stats.last[(lab, dev)]
+            for name in self.tel.labels[lab].split(","):
+                j = by_id.get(name)
+                if j is None:
+                    j = len(self.jobs)
+                    by_id[name] = j
+                    self.jobs.append(Job(name, {name}, "label", first, last))
+                if self.jobs[j].source == "label":
+                    w = seen.setdefault(j, {})
+                    a, b = w.get(dev, (math.inf, -math.inf))
+                    w[dev] = (min(a, first), max(b, last))
+        for lab, text in enumerate(self.tel.labels):
+            if lab:
+                self.label_jobs[lab] = [by_id[n] for n in text.split(",") if n in by_id]
+        for j, per_dev in seen.items():
+            job = self.jobs[j]
+            job.start = max(min(a for a, _ in per_dev.values()), self.window[0])
+            job.end = min(max(b for _, b in per_dev.values()), self.window[1])
+            for dev in per_dev:
+                host = devs[dev].host
+                job.gpus_by_host[host] = job.gpus_by_host.get(host, 0) + 1
+            job.notes.append(
+                "job known from its telemetry label only (not in the sacct input): window = first to last labelled "
+                "sample, GPUs = those that carried the label"
+            )
+
+    def _claims_unlabelled(self, activity: Activity) -> None:
+        if not self.tel.devices:
+            return  # SLURM alone: no telemetry to claim
+        order = sorted(range(len(self.jobs)), key=lambda j: (self.jobs[j].start, self.jobs[j].key))
+        for j in order:
+            job = self.jobs[j]
+            if job.source != "slurm":
+                continue
+            for host, k in job.gpus_by_host.items():
+                if host in self.labelled_hosts:
+                    continue
+                gpus = self.host_gpus.get(host, [])
+                if not gpus:
+                    job.notes.append(f"node {host}: no GPU telemetry in Prometheus; its {k} GPU(s) are not measured")
+                    continue
+                free = [d for d in gpus if not any(c.start < job.end and job.start < c.end for c in self.claims.get(d.id, []))]
+                if len(gpus) <= k:
+                    chosen = gpus
+                    note = f"node {host} reports no job label: the job held all its {len(gpus)} GPUs (sacct: {k})" + (
+                        "" if len(gpus) == k else "; GPUs without telemetry are not measured"
+                    )
+                else:
+                    ranked = sorted(free, key=lambda d: (-activity.energy(d.id, job.start, job.end), d.key))
+                    chosen = ranked[:k]
+                    note = (
+                        f"node {host} reports no job label and sacct does not record GPU indices: the job's {k} of "
+                        f"{len(gpus)} GPUs are inferred as the busiest free ones in its window "
+                        f"({', '.join(_gpu_name(d) for d in chosen)})"
+                    )
+                    if len(chosen) < k:
+                        note += f"; only {len(chosen)} were free (overlapping allocations in sacct?)"
+                job.notes.append(note)
+                for d in chosen:
+                    self._claim(d.id, Claim(job.start, job.end, j))
+
+    def _claims_host_meters(self) -> None:
+        for d in self.tel.devices:
+            if d.kind not in (CPU, RAM):
+                continue
+            n_gpus = len(self.host_gpus.get(d.host, []))
+            for j, job in enumerate(self.jobs):
+                k = job.gpus_by_host.get(d.host)
+                if not k or not n_gpus:
+                    continue
+                self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
+        for claims in self.claims.values():
+            claims.sort(key=lambda c: c.start)
+
+    def _claim(self, dev: int, claim: Claim) -> None:
+        self.claims.setdefault(dev, []).append(claim)
+
+    def claim_bounds(self, dev: int) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of a device's claims as arrays, to find those overlapping a chunk without a Python scan."""
+        if dev not in self._claim_bounds:
+            cl = self.claims.get(dev, [])
+            self._claim_bounds[dev] = (np.array([c.start for c in cl]), np.array([c.end for c in cl]))
+        return self._claim_bounds[dev]
+
+    def label_arrays(self) -> LabelArrays:
+        if self._label_arrays is None:
+            n = len(self.tel.labels)
+            single = np.full(n, UNALLOCATED, np.int64)
+            start, end = np.zeros(n), np.zeros(n)
+            window = np.zeros(n, bool)
+            for lab, jobs in self.label_jobs.items():
+                single[lab] = jobs[0] if len(jobs) == 1 else (MULTI if jobs else UNALLOCATED)
+                if jobs and all(self.jobs[j].source == "slurm" for j in jobs):
+                    window[lab] = True
+                    start[lab] = min(self.jobs[j].start for j in jobs)
+                    end[lab] = max(self.jobs[j].end for j in jobs)
+            self._label_arrays = LabelArrays(single, start, end, window)
+        return self._label_arrays
+
+
+@dataclass(frozen=True)
+class LabelArrays:
+    """Per label id: its job (or MULTI / UNALLOCATED) and, for SLURM jobs, their window."""
+
+    single: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    window: np.ndarray
+
+    def share(self, labs: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Share of each interval (a, b] that the label's job(s) held: the overlap with the SLURM window, else 1/2."""
+        ov = np.clip(np.minimum(b, self.end[labs]) - np.maximum(a, self.start[labs]), 0.0, None) / (b - a)
+        return np.where(labs == 0, 0.0, np.where(self.window[labs], ov, 0.5))
+
+
+@dataclass
+class Totals:
+    """Pass 2 accumulators."""
+
+    n_dev: int
+    dev_energy: np.ndarray = field(init=False)
+    dev_seconds: np.ndarray = field(init=False)
+    dev_alloc_energy: np.ndarray = field(init=False)
+    dev_alloc_seconds: np.ndarray = field(init=False)
+    dev_gap_energy: np.ndarray = field(init=False)
+    pairs: list[Any] = field(default_factory=list)  # per chunk: DataFrame(job, dev, energy_j, seconds)
+
+    def __post_init__(self) -> None:
+        for name in ("dev_energy", "dev_seconds", "dev_alloc_energy", "dev_alloc_seconds", "dev_gap_energy"):
+            setattr(self, name, np.zeros(self.n_dev))
+
+
+def attribute(c: Chunk, plan: Plan, totals: Totals) -> dict[str, np.ndarray]:
+    """Split one chunk's intervals among jobs; returns the series rows (dev, t0, t1, energy_j, seconds, job)."""
+    import pandas as pd
+
+    s0, s1 = plan.window
+    lo, hi = np.maximum(c.t0, s0), np.minimum(c.t1, s1)
+    inside = hi > lo
+    dev, t0, t1 = c.dev[inside], c.t0[inside], c.t1[inside]
+    lo, hi = lo[inside], hi[inside]
+    frac = (hi - lo) / (t1 - t0)
+    energy, seconds = c.energy_j[inside] * frac, hi - lo
+    lab0, lab1, gap = c.lab0[inside], c.lab1[inside], c.gap[inside]
+    n_dev = len(plan.tel.devices)
+    totals.dev_energy += np.bincount(dev, weights=energy, minlength=n_dev)
+    totals.dev_seconds += np.bincount(dev, weights=seconds, minlength=n_dev)
+
+    rows_dev, rows_i, rows_e, rows_s, rows_job = [], [], [], [], []
+
+    def emit(idx: np.ndarray, e: np.ndarray, s: np.ndarray, job: np.ndarray) -> None:
+        rows_i.append(idx)
+        rows_dev.append(dev[idx])
+        rows_e.append(e)
+        rows_s.append(s)
+        rows_job.append(job)
+
+    # 1. labelled nodes: the job label decides; an interval where the label changes is split by the
+    #    jobs' SLURM windows (half each way for a job known from its label only)
+    lab_m = plan.labelled_dev[dev]
+    if lab_m.any():
+        la = plan.label_arrays()
+        idx = np.nonzero(lab_m)[0]
+        l0, l1 = lab0[idx], lab1[idx]
+        is_gap = gap[idx] & (l0 != l1)
+        trans = (l0 != l1) & ~is_gap
+
+        def give(ii: np.ndarray, labs: np.ndarray, frac: np.ndarray) -> None:
+            job = la.single[labs]
+            one = job >= 0
+            emit(ii[one], energy[ii[one]] * frac[one], seconds[ii[one]] * frac[one], job[one])
+            for k in np.nonzero(job == MULTI)[0].tolist():
+                jobs = plan.label_jobs[int(labs[k])]
+                i, f = ii[k], frac[k] / len(jobs)
+                emit(np.full(len(jobs), i), np.full(len(jobs), energy[i] * f), np.full(len(jobs), seconds[i] * f), np.array(jobs))
+
+        steady = ~trans & ~is_gap
+        give(idx[steady], l1[steady], np.ones(int(steady.sum())))
+        none = steady & (l1 == 0)
+        emit(idx[none], energy[idx[none]], seconds[idx[none]], np.full(int(none.sum()), UNALLOCATED))
+        emit(idx[is_gap], energy[idx[is_gap]], seconds[idx[is_gap]], np.full(int(is_gap.sum()), GAP))
+        ti = idx[trans]
+        if len(ti):
+            f0 = la.share(l0[trans], lo[ti], hi[ti])
+            f1 = la.share(l1[trans], lo[ti], hi[ti])
+            scale = np.where(f0 + f1 > 1.0, 1.0 / np.maximum(f0 + f1, 1e-300), 1.0)
+            f0, f1 = f0 * scale, f1 * scale
+            give(ti, l0[trans], f0)
+            give(ti, l1[trans], f1)
+            rest_f = np.clip(1.0 - f0 - f1, 0.0, 1.0)
+            emit(ti, energy[ti] * rest_f, seconds[ti] * rest_f, np.full(len(ti), UNALLOCATED))
+
+    # 2./3. claims: unlabelled GPUs and host meters
+    rest = np.nonzero(~lab_m)[0]
+    if len(rest):
+        left_e, left_s = energy[rest].copy(), seconds[rest].copy()
+        pos = {int(d): np.nonzero(dev[rest] == d)[0] for d in np.unique(dev[rest]) if int(d) in plan.claims}
+        for d, where in pos.items():
+            a, b = lo[rest][where], hi[rest][where]
+            claims = plan.claims[d]
+            starts, ends = plan.claim_bounds(d)
+            for ci in np.nonzero((starts < b.max()) & (ends > a.min()))[0].tolist():  # claims inside this chunk
+                cl = claims[ci]
+                ov = np.minimum(b, cl.end) - np.maximum(a, cl.start)
+                hit = ov > 0
+                if not hit.any():
+                    continue
+                k = where[hit]
+                f = ov[hit] / (b[hit] - a[hit]) * cl.weight
+                e, s = energy[rest][k] * f, seconds[rest][k] * f
+                left_e[k] -= e
+                left_s[k] -= s
+                emit(rest[k], e, s, np.full(len(k), cl.job))
+        emit(rest, np.maximum(left_e, 0.0), np.maximum(left_s, 0.0), np.full(len(rest), UNALLOCATED))
+
+    if not rows_i:
+        return {
+            k: np.zeros(0, t)
+            for k, t in (
+                ("dev", np.int32),
+                ("t0", float),
+                ("t1", float),
+                ("energy_j", float),
+                ("seconds", float),
+                ("job", np.int64),
+            )
+        }
+    idx = np.concatenate(rows_i)
+    out = {
+        "dev": np.concatenate(rows_dev).astype(np.int32),
+        "t0": t0[idx],
+        "t1": t1[idx],
+        "energy_j": np.concatenate(rows_e),
+        "seconds": np.concatenate(rows_s),
+        "job": np.concatenate(rows_job).astype(np.int64),
+    }
+    job = out["job"]
+    alloc = job >= 0
+    totals.dev_alloc_energy += np.bincount(out["dev"][alloc], weights=out["energy_j"][alloc], minlength=n_dev)
+    totals.dev_alloc_seconds += np.bincount(out["dev"][alloc], weights=out["seconds"][alloc], minlength=n_dev)
+    g = job == GAP
+    totals.dev_gap_energy += np.bincount(out["dev"][g], weights=out["energy_j"][g], minlength=n_dev)
+    if alloc.any():
+        df = pd.DataFrame(
+            {"job": job[alloc], "dev": out["dev"][alloc], "energy_j": out["energy_j"][alloc], "seconds": out["seconds"][alloc]}
+        )
+        totals.pairs.append(df.groupby(["job", "dev"], sort=False).sum().reset_index())
+    return out
+
+
+def _iso(t: float | None) -> str:
+    from datetime import UTC, datetime
+
+    return "?" if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _gpu_name(d: Device) -> str:
+    return f"{d.host}:gpu{d.gpu_index}" if d.gpu_index is not None else d.key

@@ -1,0 +1,554 @@
+"""`footprint fleet import`: per-job run records and the fleet index from Prometheus/DCGM and/or SLURM.
+
+Two passes over the telemetry, each bounded in memory by one time chunk: the first fetches the
+window chunk by chunk into a spool (and notes which job labels each GPU carried and how busy each
+GPU was), the second gives every interval to a job (`attribution`) and writes the series, the
+per-job records and the index. Without Prometheus, the jobs come from sacct alone: GPU-hours from
+the allocation, energy only where SLURM's ConsumedEnergyRaw is given a scope.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from footprint.errors import FootprintError
+from footprint.fleet.attribution import GAP, UNALLOCATED, Activity, Job, LabelStats, Plan, Totals, attribute
+from footprint.fleet.prometheus import PromConfig, PrometheusClient
+from footprint.fleet.slurm import SacctResult
+from footprint.fleet.store import FleetWriter
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Chunk, DcgmNames, Device, Fetcher, describe
+
+Progress = Callable[[str, int | None, int], None]  # (phase, total or None, advance)
+
+
+@dataclass
+class ImportOptions:
+    start: float | None = None
+    end: float | None = None
+    prom: PromConfig | None = None
+    names: DcgmNames = field(default_factory=DcgmNames)
+    sacct: SacctResult | None = None
+    site: dict[str, Any] | None = None
+    gpu_types: dict[str, str] = field(default_factory=dict)  # SLURM gres type -> catalogue GPU name
+    chunk_s: float = 6 * 3600
+    max_gap_s: float = 300.0
+    slurm_energy_scope: str | None = None  # None | "gpu" | "cpu": what ConsumedEnergyRaw measures at this site
+    now: float | None = None
+    keep_series: bool = True
+    overwrite: bool = False
+
+
+@dataclass
+class ImportSummary:
+    out: Path
+    jobs: int
+    devices: int
+    gpu_energy_j: float | None
+    allocated_energy_j: float | None
+    unallocated_energy_j: float | None
+    skipped: list[str]
+    notes: list[str]
+
+
+def _window(opts: ImportOptions, now: float) -> tuple[float, float]:
+    start, end = opts.start, opts.end
+    jobs = opts.sacct.jobs if opts.sacct else []
+    if start is None:
+        if not jobs:
+            raise FootprintError("give --start (no sacct jobs to take the window from)", key="--start")
+        start = min(j.start for j in jobs)
+    if end is None:
+        if not jobs:
+            raise FootprintError("give --end (no sacct jobs to take the window from)", key="--end")
+        end = max((j.end if j.end is not None else now) for j in jobs)
+    if end <= start:
+        raise FootprintError(f"--end {_iso(end)} is not after --start {_iso(start)}", key="--end")
+    return start, min(end, now) if opts.end is None else end
+
+
+def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None = None) -> ImportSummary:
+    """Write a fleet directory (see `footprint.fleet.store`) from the sources in ``opts``.
+
+    Running jobs (End=Unknown) last until ``opts.now``, else until sacct ran (a file's modification
+    time), else until now; and never past the window's end.
+    """
+    taken = opts.sacct.taken_at if opts.sacct is not None else None
+    now = opts.now if opts.now is not None else (taken if taken is not None else time.time())
+    if opts.prom is None and opts.sacct is None:
+        raise FootprintError("nothing to import: give a Prometheus --url, a sacct file, or both")
+    window = _window(opts, now)
+    with FleetWriter(out, opts.overwrite) as w:
+        summary = _from_prometheus(w, opts, window, now, progress) if opts.prom else _from_sacct(w, opts, window, now)
+        w.commit()
+    summary.out = Path(out)
+    return summary
+
+
+# ---- with telemetry ---------------------------------------------------------------------------------
+
+
+def _from_prometheus(
+    w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
+) -> ImportSummary:
+    assert opts.prom is not None
+    client = PrometheusClient(opts.prom)
+    fetch = Fetcher(client, opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
+    fetch.discover()
+    tel = fetch.t
+    stats, activity = _spool(w, fetch, window, progress)
+    if not tel.devices:
+        raise FootprintError("the series were found but hold no sample inside the window", key="--start")
+    plan = Plan(tel, window)
+    plan.build(opts.sacct.jobs if opts.sacct else None, stats, activity, now)
+    totals = _attribute_spool(w, plan, opts.keep_series, progress)
+    pairs = _pairs(totals)
+    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])]}
+    index = [_write_job(w, j, job, plan, pairs.get(j), opts, source) for j, job in enumerate(plan.jobs)]
+    _write_index(w, index)
+    gpus = _gpus_table(tel.devices, totals)
+    gpus.to_parquet(w.path("gpus.parquet"), index=False)
+    meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, client_info(client))
+    meta["telemetry"] = t = _telemetry_meta(gpus, plan)
+    w.write_meta(meta)
+    total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
+    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def _spool(w: FleetWriter, fetch: Fetcher, window: tuple[float, float], progress: Progress | None) -> tuple[LabelStats, Activity]:
+    """Pass 1: fetch chunk by chunk into spool/ (parquet), noting job labels and GPU activity on the way."""
+    import pandas as pd
+
+    spool = w.path("spool")
+    spool.mkdir()
+    stats, activity = LabelStats(), Activity(*window)
+    n = len(fetch.chunk_bounds())
+    if progress:
+        progress("fetching", n, 0)
+    for i, c in enumerate(fetch.chunks(lambda k: progress("fetching", n, k) if progress else None)):
+        gpu = np.array([d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices], bool)
+        if len(c.t0):
+            stats.add(c, gpu)
+            activity.add(c, gpu)
+            pd.DataFrame(c.__dict__).to_parquet(spool / f"{i:05d}.parquet", index=False)
+    return stats, activity
+
+
+def _attribute_spool(w: FleetWriter, plan: Plan, keep_series: bool, progress: Progress | None) -> Totals:
+    """Pass 2: every spooled chunk through the join; the series written, the spool removed."""
+    import pandas as pd
+
+    spool = w.path("spool")
+    totals = Totals(len(plan.tel.devices))
+    parts = sorted(spool.glob("*.parquet"))
+    if progress:
+        progress("attributing", len(parts), 0)
+    keys = np.array([j.key for j in plan.jobs] + ["(gap)", "(unallocated)"], dtype=object)
+    for p in parts:
+        df = pd.read_parquet(p)
+        rows = attribute(Chunk(*(df[f].to_numpy() for f in ("dev", "t0", "t1", "energy_j", "lab0", "lab1", "gap"))), plan, totals)
+        if keep_series:
+            rows["job_id"] = pd.Categorical(keys[rows["job"]])
+            w.write_series(rows)
+        p.unlink()
+        if progress:
+            progress("attributing", len(parts), 1)
+    spool.rmdir()
+    return totals
+
+
+def _telemetry_meta(gpus: Any, plan: Plan) -> dict[str, Any]:
+    """fleet.json's telemetry block: what the GPUs measured, what jobs held, the unallocated share."""
+    g = gpus[gpus["component"] == "gpu"]
+    total, alloc, gap = (float(g[c].sum()) for c in ("energy_j", "allocated_energy_j", "gap_energy_j"))
+    seconds, alloc_s = float(g["seconds"].sum()), float(g["allocated_seconds"].sum())
+    return {
+        "queries": plan.tel.queries,
+        "devices": len(plan.tel.devices),
+        "gpus": len(g),
+        "labelled_nodes": sorted(plan.labelled_hosts),
+        "unlabelled_nodes": sorted(set(plan.host_gpus) - plan.labelled_hosts),
+        "gpu_energy_j": total,
+        "allocated_energy_j": alloc,
+        "gap_energy_j": gap,
+        "unallocated_energy_j": total - alloc - gap,
+        "gpu_seconds": seconds,
+        "allocated_gpu_seconds": alloc_s,
+        "unallocated_share_energy": (total - alloc) / total if total > 0 else None,
+        "unallocated_share_time": 1 - alloc_s / seconds if seconds > 0 else None,
+        "resets": int(g["resets"].sum()),
+    }
+
+
+def client_info(client: PrometheusClient) -> dict[str, Any]:
+    try:
+        info = client.buildinfo()
+    except FootprintError:
+        info = {}
+    return {"url": client.base, "version": info.get("version"), "requests": client.requests}
+
+
+def _pairs(totals: Totals) -> dict[int, Any]:
+    import pandas as pd
+
+    if not totals.pairs:
+        return {}
+    df = pd.concat(totals.pairs, ignore_index=True).groupby(["job", "dev"], sort=True).sum().reset_index()
+    return {int(j): g for j, g in df.groupby("job", sort=False)}
+
+
+def _gpus_table(devices: list[Device], t: Totals) -> Any:
+    import pandas as pd
+
+    rows = []
+    for d in devices:
+        r = describe(d)
+        r["component"] = "gpu" if d.kind in (GPU_COUNTER, GPU_GAUGE) else KIND_NAMES[d.kind]
+        r.update(
+            energy_j=float(t.dev_energy[d.id]),
+            seconds=float(t.dev_seconds[d.id]),
+            allocated_energy_j=float(t.dev_alloc_energy[d.id]),
+            allocated_seconds=float(t.dev_alloc_seconds[d.id]),
+            gap_energy_j=float(t.dev_gap_energy[d.id]),
+            unallocated_energy_j=float(t.dev_energy[d.id] - t.dev_alloc_energy[d.id] - t.dev_gap_energy[d.id]),
+            first_seen=_iso(d.first_t) if math.isfinite(d.first_t) else None,
+            last_seen=_iso(d.last_t) if math.isfinite(d.last_t) else None,
+        )
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def _device_notes(d: Device, job: Job, max_gap_s: float) -> list[str]:
+    notes = []
+    name = _gpu_label(d)
+    if d.last_t < job.end - max_gap_s:
+        notes.append(f"{name} stopped reporting at {_iso(d.last_t)}, before the job's end: energy after that is not measured")
+    if d.first_t > job.start + max_gap_s:
+        notes.append(f"{name} started reporting at {_iso(d.first_t)}, after the job's start: energy before that is not measured")
+    resets = [t for t in d.reset_times if job.start <= t <= job.end]
+    if resets:
+        notes.append(
+            f"{name}: energy counter reset {len(resets)} time(s) during the job (driver reload?): counted from the new "
+            "value as PromQL increase() does; the energy between the last sample and the reset is lost"
+        )
+    return notes
+
+
+def _write_job(
+    w: FleetWriter, j: int, job: Job, plan: Plan, pairs: Any, opts: ImportOptions, source: dict[str, Any]
+) -> dict[str, Any]:
+    devs = plan.tel.devices
+    devices: list[dict[str, Any]] = []
+    notes = list(job.notes)
+    gpu_seconds = 0.0
+    per_host: dict[str, int] = {}
+    cpu: dict[tuple[str, int], float] = {}
+    if pairs is not None:
+        for dev, e, s in zip(pairs["dev"].tolist(), pairs["energy_j"].tolist(), pairs["seconds"].tolist(), strict=True):
+            d = devs[dev]
+            if d.kind in (CPU, RAM):
+                cpu[(d.host, d.kind)] = cpu.get((d.host, d.kind), 0.0) + e
+                continue
+            gpu_seconds += s
+            per_host[d.host] = per_host.get(d.host, 0) + 1
+            devices.append(
+                {
+                    "uuid": d.uuid or f"{d.host}:gpu{d.gpu_index}",
+                    "name": d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU",
+                    "index": d.gpu_index,
+                    "host": d.host,
+                    "component": "gpu",
+                    "method": KIND_NAMES[d.kind],
+                    "measured": True,
+                    "energy_j": e,
+                    "duration_s": s,
+                    "notes": _device_notes(d, job, opts.max_gap_s),
+                }
+            )
+            notes += [n for n in devices[-1]["notes"]]
+    for host, k in job.gpus_by_host.items():
+        missing = k - per_host.get(host, 0)
+        if missing > 0:
+            model = next((d.model for d in plan.host_gpus.get(host, []) if d.model), None)
+            name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
+            devices += [_unmeasured(job.key, host, i, name) for i in range(missing)]
+            if host in plan.labelled_hosts:
+                notes.append(
+                    f"node {host}: {k} GPU(s) allocated, {per_host.get(host, 0)} carried the job's label; "
+                    "the rest is not measured"
+                )
+    for (host, kind), e in sorted(cpu.items()):
+        devices.append(
+            {
+                "uuid": f"{host}:{KIND_NAMES[kind]}",
+                "name": f"{host} {KIND_NAMES[kind].upper()} (node meter)",
+                "host": host,
+                "component": KIND_NAMES[kind],
+                "method": "prometheus host counter",
+                "measured": True,
+                "energy_j": e,
+                "notes": ["node-level counter shared among the node's jobs by their share of its GPUs"],
+            }
+        )
+    if not cpu:
+        notes.append("host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)")
+    allocated = job.duration_s * job.gpu_count
+    coverage = gpu_seconds / allocated if allocated > 0 else None
+    if coverage is not None and coverage < 0.99:
+        notes.append(f"GPU telemetry covers {coverage:.0%} of the job's allocated GPU-time: its measured energy is a lower bound")
+    methods = sorted({d["method"] for d in devices if d["component"] == "gpu" and d["measured"]})
+    return _finish(
+        w, job, devices, notes, coverage, "+".join(methods) or "none", opts, {**source, "gpu_seconds_measured": gpu_seconds}
+    )
+
+
+def _unmeasured(job: str, host: str, i: int, name: str) -> dict[str, Any]:
+    return {
+        "uuid": f"slurm:{job}:{host}:{i}",
+        "name": name,
+        "index": None,
+        "host": host,
+        "component": "gpu",
+        "method": "none",
+        "measured": False,
+        "energy_j": None,
+        "notes": ["allocated by SLURM; no telemetry for this GPU: energy not available (not zero)"],
+    }
+
+
+def _type_name(gres_type: str | None, opts: ImportOptions) -> str | None:
+    if not gres_type:
+        return None
+    lower = {k.lower(): v for k, v in opts.gpu_types.items()}
+    return lower.get(gres_type.lower(), gres_type)
+
+
+def _finish(
+    w: FleetWriter,
+    job: Job,
+    devices: list[dict[str, Any]],
+    notes: list[str],
+    coverage: float | None,
+    method: str,
+    opts: ImportOptions,
+    telemetry: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Write the job's run record and return its index row."""
+    from footprint.lca.workload import run_scenario
+    from footprint.tracking import runrecord
+
+    sj = job.slurm
+    gpus = [d for d in devices if d["component"] == "gpu"]
+    hosts: dict[str, list[str]] = {}
+    for d in gpus:
+        hosts.setdefault(d["host"], []).append(d["uuid"])
+    record: dict[str, Any] = {
+        "format": runrecord.FORMAT,
+        "version": runrecord.VERSION,
+        "name": (sj.name if sj and sj.name else None) or job.key,
+        "job_id": job.key,
+        "imported_from": "+".join(p for p in ("prometheus-dcgm" if telemetry else "", "slurm" if sj else "") if p),
+        "start_utc": runrecord.utc_iso(job.start),
+        "end_utc": runrecord.utc_iso(job.end),
+        "duration_s": job.duration_s,
+        "steps": 0,
+        "tokens": 0,
+        "flops": None,
+        "mfu": None,
+        "devices": devices,
+        "energy": runrecord.energy_summary(devices),
+        "ranks": [],
+        "hosts": [{"host": h, "gpus": u} for h, u in hosts.items()],
+        "site": dict(opts.site) if opts.site else None,
+        "slurm": _slurm_block(job) if sj else None,
+        "telemetry": {**telemetry, "coverage": coverage, "method": method} if telemetry else None,
+        "windows": [],
+        "notes": list(dict.fromkeys(notes)),
+    }
+    rel = w.write_record(job.key, record)
+    scen = run_scenario(record)
+    gpu_name = scen["hardware"].get("gpu")
+    e = record["energy"]
+    return {
+        "job_id": job.key,
+        "name": record["name"],
+        "user": sj.user if sj else None,
+        "account": (sj.account if sj else None) or (job.key.split("/")[0] if "/" in job.key else None),
+        "partition": sj.partition if sj else None,
+        "state": sj.state if sj else None,
+        "source": job.source,
+        "start": job.start,
+        "end": job.end,
+        "duration_s": job.duration_s,
+        "gpu_count": len(gpus),
+        "gpu_name": gpu_name,
+        "gpu_model": catalogue_id(gpu_name),
+        "nodes": ",".join(job.gpus_by_host) or None,
+        "gpu_energy_j": e["gpu_j"],
+        "cpu_energy_j": e["cpu_j"],
+        "ram_energy_j": e["ram_j"],
+        "energy_j": e["total_j"],
+        "energy_method": method if e["total_j"] is not None else "none",
+        "coverage": coverage,
+        "grid": (opts.site or {}).get("grid"),
+        "pue": (opts.site or {}).get("pue"),
+        "run_dir": rel,
+        "notes": "; ".join(record["notes"]) or None,
+    }
+
+
+def _slurm_block(job: Job) -> dict[str, Any]:
+    sj = job.slurm
+    assert sj is not None
+    return {
+        "job_id": sj.job_id,
+        "raw_id": sj.raw_id,
+        "user": sj.user,
+        "account": sj.account,
+        "partition": sj.partition,
+        "state": sj.state,
+        "start_utc": _iso(sj.start),
+        "end_utc": _iso(sj.end) if sj.end else None,
+        "elapsed_s": sj.elapsed_s,
+        "nodes": sj.nodes,
+        "gpus": sj.gpu_count,
+        "gpu_types": {h: t for h, t in job.types_by_host.items() if t},
+        "consumed_energy_j": sj.consumed_energy_j,
+        "consumed_energy_from": sj.consumed_energy_from,
+        "line": sj.line,
+    }
+
+
+_GPU_IDS: dict[str, str | None] = {}
+
+
+def catalogue_id(name: str | None) -> str | None:
+    """The catalogue id of a GPU name (None when no card answers to it), cached."""
+    if not name:
+        return None
+    if name not in _GPU_IDS:
+        from footprint.errors import UnknownGpuError
+        from footprint.lca.database import db
+
+        try:
+            _GPU_IDS[name] = db().find_gpu(name).id
+        except UnknownGpuError:
+            _GPU_IDS[name] = None
+    return _GPU_IDS[name]
+
+
+def _write_index(w: FleetWriter, rows: list[dict[str, Any]]) -> None:
+    import pandas as pd
+
+    from footprint.fleet.store import INDEX, INDEX_COLUMNS
+
+    df = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
+    for col in ("duration_s", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # None -> NaN: not available
+    df["gpu_count"] = df["gpu_count"].astype("int64")
+    for col in ("start", "end"):
+        df[col] = pd.to_datetime(df[col].astype(float), unit="s", utc=True)
+    df["month"] = df["start"].dt.strftime("%Y-%m")
+    df["gpu_hours"] = df["duration_s"].astype(float) * df["gpu_count"].astype(float) / 3600.0
+    df.to_parquet(w.path(INDEX), index=False)
+
+
+def _meta(
+    opts: ImportOptions, window: tuple[float, float], n_jobs: int, notes: list[str], prom: dict[str, Any] | None
+) -> dict[str, Any]:
+    from footprint import __version__
+
+    sacct = opts.sacct
+    return {
+        "created_utc": _iso(time.time()),
+        "footprint_version": __version__,
+        "window": {"start": _iso(window[0]), "end": _iso(window[1]), "start_unix": window[0], "end_unix": window[1]},
+        "site": opts.site,
+        "jobs": n_jobs,
+        "sources": {
+            "prometheus": prom,
+            "dcgm_names": {k: v for k, v in opts.names.__dict__.items()},
+            "sacct": {"source": sacct.source, "fields": list(sacct.fields), "jobs": len(sacct.jobs)} if sacct else None,
+            "slurm_energy_scope": opts.slurm_energy_scope,
+        },
+        "skipped": list(sacct.skipped) if sacct else [],
+        "notes": list(dict.fromkeys(notes)),
+    }
+
+
+# ---- sacct alone --------------------------------------------------------------------------------------
+
+
+def _from_sacct(w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float) -> ImportSummary:
+    from footprint.fleet.telemetry import Telemetry
+
+    assert opts.sacct is not None
+    plan = Plan(Telemetry(), window)
+    plan.build(opts.sacct.jobs, LabelStats(), Activity(*window), now)
+    rows = []
+    for job in plan.jobs:
+        sj = job.slurm
+        assert sj is not None
+        notes = list(job.notes)
+        devices = []
+        for host, k in job.gpus_by_host.items():
+            name = _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
+            devices += [_unmeasured(job.key, host, i, name) for i in range(k)]
+        method = "none"
+        energy = sj.consumed_energy_j
+        if energy is not None and opts.slurm_energy_scope:
+            share = min(job.duration_s / max((sj.end or now) - sj.start, 1e-9), 1.0)
+            energy *= share
+            if opts.slurm_energy_scope == "gpu":
+                for d in devices:
+                    d.update(energy_j=energy / len(devices), measured=True, method="slurm ConsumedEnergyRaw")
+                    d["notes"] = ["SLURM's ConsumedEnergyRaw (GPU energy plugin), split evenly over the job's GPUs"]
+            else:
+                devices.append(
+                    {
+                        "uuid": f"slurm:{job.key}:cpu",
+                        "name": "host CPU (SLURM energy plugin)",
+                        "component": "cpu",
+                        "method": "slurm ConsumedEnergyRaw",
+                        "measured": True,
+                        "energy_j": energy,
+                        "notes": ["SLURM's ConsumedEnergyRaw declared as CPU energy (--slurm-energy-scope cpu)"],
+                    }
+                )
+            method = f"slurm ConsumedEnergyRaw ({opts.slurm_energy_scope})"
+            notes.append(
+                f"energy from SLURM's ConsumedEnergyRaw ({sj.consumed_energy_from}), declared as {opts.slurm_energy_scope} "
+                "energy; sacct(1): it reflects the job's real consumption only for an exclusive allocation"
+                + ("" if share >= 0.999 else f"; scaled by {share:.0%}, the part of the job inside the window")
+            )
+        elif energy is not None:
+            notes.append(
+                f"SLURM recorded ConsumedEnergyRaw = {energy:g} J, whose scope (node, CPU or GPU) depends on the site's "
+                "AcctGatherEnergyType: not used; pass --slurm-energy-scope gpu|cpu to use it"
+            )
+            method = "none"
+        if method == "none":
+            notes.append("no energy measured for this job (no telemetry): GPU-hours only; `footprint assess` needs an energy")
+        rows.append(_finish(w, job, devices, notes, None, method, opts, None))
+    _write_index(w, rows)
+    meta = _meta(opts, window, len(plan.jobs), plan.notes, None)
+    w.write_meta(meta)
+    return ImportSummary(w.out, len(plan.jobs), 0, None, None, None, meta["skipped"], meta["notes"])
+
+
+def _iso(t: float | None) -> str:
+    return "?" if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _gpu_label(d: Device) -> str:
+    return f"{d.host}:gpu{d.gpu_index}" if d.gpu_index is not None else d.key
+
+
+__all__ = ["GAP", "UNALLOCATED", "ImportOptions", "ImportSummary", "import_fleet"]

@@ -1,0 +1,98 @@
+"""A real Prometheus on 127.0.0.1 over a TSDB backfilled from OpenMetrics (tests, benchmark, README demo).
+
+`backfill` runs ``promtool tsdb create-blocks-from openmetrics``; `serve` starts ``prometheus`` on a free
+port of 127.0.0.1 with no scrape target and that TSDB, waits until it is ready and stops it on exit.
+Debian's ``prometheus`` package provides both binaries (``apt-get install prometheus``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+MAX_BLOCK = "744h"  # one month per block: promtool re-reads the input once per block
+
+
+def missing() -> str | None:
+    """Why a local Prometheus cannot run here (None when it can)."""
+    absent = [b for b in ("prometheus", "promtool") if shutil.which(b) is None]
+    if absent:
+        return f"{' and '.join(absent)} not installed (Debian: apt-get install prometheus; .ci/run installs it)"
+    return None
+
+
+def backfill(openmetrics: str | Path, tsdb: str | Path, timeout_s: float = 3600) -> Path:
+    """Blocks in ``tsdb`` from an OpenMetrics file (``# EOF``-terminated, timestamps in seconds)."""
+    out = Path(tsdb)
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        "promtool",
+        "tsdb",
+        "create-blocks-from",
+        "openmetrics",
+        f"--max-block-duration={MAX_BLOCK}",
+        str(openmetrics),
+        str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"promtool failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-800:]}")
+    return out
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve(tsdb: str | Path, port: int | None = None, timeout_s: float = 60) -> Iterator[str]:
+    """Prometheus over ``tsdb`` on 127.0.0.1; yields its base URL."""
+    tsdb = Path(tsdb)
+    port = port or free_port()
+    config = tsdb.parent / f"{tsdb.name}.prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+    log = (tsdb.parent / f"{tsdb.name}.prometheus.log").open("w")
+    cmd = [
+        "prometheus",
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tsdb}",
+        "--storage.tsdb.retention.time=100y",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--log.level=warn",
+    ]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {proc.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"prometheus not ready after {timeout_s:g} s; see {log.name}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()

@@ -1,0 +1,585 @@
+"""`footprint fleet report`: totals and per-group footprints of a fleet import, in all 16 categories.
+
+Every job of the index with a known GPU model and a measured energy is assessed with
+`footprint.lca.batch` (the engine, once per GPU model and site; each job's numbers are what
+`footprint assess jobs/<job>` gives, Monte Carlo aside). Groups are sums of their jobs (GPU-equivalents:
+the ceiling of the group's summed GPU lifetimes). GPU time no job held (the unallocated share of the
+telemetry) is assessed the same way and shown beside the jobs, never spread over them. Jobs that
+cannot be assessed (unknown GPU model, no energy) are listed with the reason.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from footprint.errors import FootprintError
+from footprint.fleet import store
+
+GROUPS = ("user", "account", "partition", "gpu", "month")
+FORMATS = ("table", "html", "csv", "json")
+UNALLOCATED = "(unallocated)"
+
+
+@dataclass
+class Rows:
+    """Numbers of a set of rows (a group, all jobs, the unallocated share): sums and per-category totals."""
+
+    label: str
+    jobs: int
+    gpu_hours: float
+    energy_kwh: float
+    facility_energy_kwh: float
+    gpu_lifetimes: float
+    gpu_equivalents: int
+    impacts: dict[str, float | None]
+    by_stage: dict[str, dict[str, float | None]]
+    partial: list[str] = field(default_factory=list)
+    single_score_pt: float | None = None  # EF 3.1 weighted single score of the summed impacts
+
+    def to_dict(self, units: dict[str, str]) -> dict[str, Any]:
+        return {
+            "group": self.label,
+            "jobs": self.jobs,
+            "gpu_hours": self.gpu_hours,
+            "energy_kwh": self.energy_kwh,
+            "facility_energy_kwh": self.facility_energy_kwh,
+            "gpu_lifetimes": self.gpu_lifetimes,
+            "gpu_equivalents": self.gpu_equivalents,
+            "single_score_pt": self.single_score_pt,
+            "impacts": {
+                k: {
+                    "unit": units[k],
+                    "total": v,
+                    "by_stage": self.by_stage[k],
+                    **({"partial": True} if k in self.partial else {}),
+                }
+                for k, v in self.impacts.items()
+            },
+        }
+
+
+@dataclass
+class FleetReport:
+    fleet: str
+    by: str
+    meta: dict[str, Any]
+    totals: Rows
+    groups: list[Rows]
+    unallocated: Rows | None
+    unallocated_share: dict[str, float | None]
+    top_jobs: list[dict[str, Any]]
+    not_assessed: list[dict[str, Any]]
+    warnings: list[str]
+    source_ids: list[str]
+    units: dict[str, str]
+    jobs_total: int
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        from footprint.lca.database import db
+
+        return db().cite(self.source_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fleet": self.fleet,
+            "window": self.meta.get("window"),
+            "group_by": self.by,
+            "jobs": self.jobs_total,
+            "assessed_jobs": self.totals.jobs,
+            "method": METHOD,
+            "totals": self.totals.to_dict(self.units),
+            "unallocated": self.unallocated.to_dict(self.units) if self.unallocated else None,
+            "unallocated_share": self.unallocated_share,
+            "groups": [g.to_dict(self.units) for g in self.groups],
+            "top_jobs": self.top_jobs,
+            "not_assessed": self.not_assessed,
+            "warnings": self.warnings,
+            "sources": self.sources,
+        }
+
+
+METHOD = {
+    "jobs": "one run record per job (footprint fleet import); GPU energy from DCGM counters via Prometheus, "
+    "GPU-hours = the job's window x its GPUs",
+    "impacts": "footprint.lca engine per GPU model and site, linear in GPU-hours and energy (footprint.lca.batch); "
+    "central values: per-job low-high ranges come from `footprint assess <job>`",
+    "groups": "sums of their jobs; GPU-equivalents = ceil(sum of GPU lifetimes consumed)",
+    "unallocated": "GPU time and energy of the telemetry that no job held, assessed like a job of that GPU model",
+}
+
+
+# ---- assessing an index -------------------------------------------------------------------------------
+
+
+def template(gpu: str, site: dict[str, Any], sets: list[str] | None = None) -> Any:
+    """The Workload a job of this GPU model and site amounts to, built as `workload_from_run` builds it."""
+    from footprint.lca.workload import apply_overrides, run_scenario, workload_from_dict
+
+    record = {"name": "fleet", "devices": [{"name": gpu, "component": "gpu"}], "duration_s": 3600.0, "site": site}
+    record["energy"] = {"total_j": 3.6e6}
+    return workload_from_dict(apply_overrides(run_scenario(record), sets or [], "--set"), "--set")
+
+
+def _site(grid: Any, pue: Any) -> dict[str, Any]:
+    site: dict[str, Any] = {}
+    if isinstance(grid, str) and grid:
+        site["grid"] = grid
+    if pue is not None and not (isinstance(pue, float) and np.isnan(pue)):
+        site["pue"] = float(pue)
+    return site
+
+
+def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarray, list[str | None]]:
+    """(BatchAssessment over the assessable rows, their positions in ``df``, a reason for every row left out)."""
+    from footprint.lca.batch import assess_arrays
+
+    reasons: list[str | None] = [None] * len(df)
+    energy = df["energy_j"].to_numpy(dtype=float, na_value=np.nan)
+    hours = df["gpu_hours"].to_numpy(dtype=float, na_value=np.nan)
+    model = df["gpu_model"].to_numpy(dtype=object)
+    name = df["gpu_name"].to_numpy(dtype=object)
+    ok = np.ones(len(df), bool)
+
+    def leave_out(mask: np.ndarray, why: Any) -> None:
+        for i in np.nonzero(mask)[0].tolist():
+            ok[i] = False
+            text = why(i) if callable(why) else why
+            reasons[i] = text if reasons[i] is None else f"{reasons[i]}; {text}"
+
+    leave_out(~(energy > 0), "no energy measured")
+    leave_out(~(hours > 0), "no GPU time in the window")
+    unknown = np.array([m is None or m != m for m in model], bool)
+    leave_out(unknown, lambda i: f"GPU model {name[i]!r} is not in the catalogue (see `footprint gpus`, or --gpu-type at import)")
+    keys = list(zip(model, df["grid"].to_numpy(dtype=object), df["pue"].to_numpy(dtype=object), strict=True))
+    templates: list[Any] = []
+    tkey: dict[tuple[Any, ...], int] = {}
+    index = np.full(len(df), -1, np.int64)
+    for i in np.nonzero(ok)[0].tolist():
+        m, g, p = keys[i]
+        k = (m, g if isinstance(g, str) else None, None if p is None or p != p else float(p))
+        if k not in tkey:
+            tkey[k] = len(templates)
+            templates.append(template(m, _site(g, p), sets))
+        index[i] = tkey[k]
+    rows = np.nonzero(ok)[0]
+    batch = assess_arrays(templates, index[rows], hours[rows], energy[rows] / 3.6e6)
+    return batch, rows, reasons
+
+
+# ---- the report ---------------------------------------------------------------------------------------
+
+
+def _group_keys(df: Any, by: str) -> Any:
+    col = {"gpu": "gpu_name"}.get(by, by)
+    return df[col].astype(object).where(df[col].notna(), "(none)").astype(str)
+
+
+def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) -> list[Rows]:
+    """One Rows per group of ``sums`` (every number computed once for all groups)."""
+    from footprint.lca import categories as cat
+
+    def opt(x: float) -> float | None:
+        return None if np.isnan(x) else float(x)
+
+    totals = {k: sums.value("impacts", k, "total") for k in keys}
+    stages = {(k, s): sums.value("impacts", k, "by_stage", s)[0] for k in keys for s in cat.stages()}
+    fac, _ = sums.value("facility_energy_kwh")
+    score = sums.single_score()
+    return [
+        Rows(
+            label,
+            jobs[g],
+            float(sums.gpu_hours[g]),
+            float(sums.it_energy_kwh[g]),
+            float(fac[g]),
+            float(sums.gpu_lifetimes[g]),
+            int(sums.gpu_equivalents[g]),
+            {k: opt(totals[k][0][g]) for k in keys},
+            {k: {s: opt(stages[(k, s)][g]) for s in cat.stages()} for k in keys},
+            [k for k in keys if totals[k][1][g]],
+            float(score[g]),
+        )
+        for g, label in enumerate(labels)
+    ]
+
+
+def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[str] | None = None) -> FleetReport:
+    """Assess every job of a fleet directory and sum them by ``by``."""
+    import pandas as pd
+
+    from footprint.lca import categories as cat
+
+    if by not in GROUPS:
+        raise FootprintError(f"unknown grouping {by!r}; allowed: {', '.join(GROUPS)}", key="--by")
+    df = store.read_index(fleet)
+    meta = store.read_meta(fleet)
+    batch, rows, reasons = assess_index(df, sets)
+    keys = tuple(c.key for c in cat.categories() + cat.extras())
+    units = {c.key: c.unit for c in cat.categories() + cat.extras()}
+    sub = df.iloc[rows]
+    labels = _group_keys(sub, by)
+    codes, uniques = labels.factorize(sort=True)
+    sums = batch.group_sums(codes, len(uniques))
+    groups = _rows([str(u) for u in uniques], sums, [int(x) for x in sums.rows], keys)
+    groups.sort(key=lambda r: -(r.impacts.get("climate_change") or 0.0))
+    all_sums = batch.group_sums(np.zeros(len(sub), np.int64), 1)
+    totals = _rows(["all jobs"], all_sums, [len(sub)], keys)[0] if len(sub) else _empty_rows(keys)
+    unallocated, share = _unallocated(fleet, df, sets, keys)
+    cc = batch.total("climate_change") if len(sub) else np.zeros(0)
+    order = np.argsort(-cc)[:top]
+    top_jobs = [
+        {
+            "job_id": str(sub["job_id"].iloc[i]),
+            "name": sub["name"].iloc[i],
+            "user": sub["user"].iloc[i],
+            "account": sub["account"].iloc[i],
+            "gpu": sub["gpu_name"].iloc[i],
+            "gpus": int(sub["gpu_count"].iloc[i]),
+            "gpu_hours": float(sub["gpu_hours"].iloc[i]),
+            "energy_kwh": float(sub["energy_j"].iloc[i]) / 3.6e6,
+            "climate_change_kg": float(cc[i]),
+            "coverage": None if pd.isna(sub["coverage"].iloc[i]) else float(sub["coverage"].iloc[i]),
+            "run_dir": sub["run_dir"].iloc[i],
+        }
+        for i in order.tolist()
+    ]
+    left = [
+        {"job_id": str(df["job_id"].iloc[i]), "gpu_hours": float(df["gpu_hours"].iloc[i]), "reason": r}
+        for i, r in enumerate(reasons)
+        if r is not None
+    ]
+    warnings = list(meta.get("notes") or [])
+    for b in batch.bases:
+        warnings += [w for w in b.per_gpu_hour.warnings if "energy measured" not in w]
+    low = int((df["coverage"].astype(float) < 0.99).sum())
+    if low:
+        warnings.append(f"{low} job(s) have GPU telemetry for less than 99 % of their allocated GPU-time: lower bounds")
+    if left:
+        hours = sum(x["gpu_hours"] for x in left)
+        warnings.append(f"{len(left)} job(s), {hours:,.1f} GPU-hours, not assessed (listed with the reason)")
+    if meta.get("skipped"):
+        warnings.append(f"{len(meta['skipped'])} sacct line(s) left out at import (see fleet.json 'skipped')")
+    source_ids = list(dict.fromkeys(s for b in batch.bases for s in b.per_gpu_hour.source_ids))
+    return FleetReport(
+        str(fleet),
+        by,
+        meta,
+        totals,
+        groups,
+        unallocated,
+        share,
+        top_jobs,
+        left,
+        list(dict.fromkeys(warnings)),
+        source_ids,
+        units,
+        len(df),
+    )
+
+
+def _empty_rows(keys: tuple[str, ...]) -> Rows:
+    return Rows("all jobs", 0, 0.0, 0.0, 0.0, 0.0, 0, dict.fromkeys(keys), {k: {} for k in keys})
+
+
+def _unallocated(fleet: str | Path, df: Any, sets: list[str] | None, keys: tuple[str, ...]) -> tuple[Rows | None, dict[str, Any]]:
+    """GPU time and energy no job held, per GPU model, assessed like jobs; (None, n/a) without telemetry."""
+    import pandas as pd
+
+    gpus = store.read_gpus(fleet)
+    share: dict[str, Any] = {"gpu_time": None, "gpu_energy": None}
+    if gpus is None or gpus.empty:
+        return None, share
+    g = gpus[gpus["component"] == "gpu"].copy()
+    if g.empty or g["seconds"].sum() <= 0:
+        return None, share
+    g["idle_s"] = (g["seconds"] - g["allocated_seconds"]).clip(lower=0)
+    g["idle_j"] = (g["energy_j"] - g["allocated_energy_j"]).clip(lower=0)
+    share = {
+        "gpu_time": float(g["idle_s"].sum() / g["seconds"].sum()),
+        "gpu_energy": float(g["idle_j"].sum() / g["energy_j"].sum()) if g["energy_j"].sum() > 0 else None,
+    }
+    site = df[["grid", "pue"]].iloc[0].to_dict() if len(df) else {"grid": None, "pue": None}
+    from footprint.fleet.importer import catalogue_id
+
+    g["gpu_model"] = [catalogue_id(m) for m in g["model"]]
+    known = g[g["gpu_model"].notna()]
+    per = known.groupby("gpu_model")[["idle_s", "idle_j"]].sum().reset_index()
+    pseudo = pd.DataFrame(
+        {
+            "energy_j": per["idle_j"],
+            "gpu_hours": per["idle_s"] / 3600.0,
+            "gpu_model": per["gpu_model"],
+            "gpu_name": per["gpu_model"],
+            "grid": site.get("grid"),
+            "pue": site.get("pue"),
+        }
+    )
+    pseudo = pseudo[(pseudo["energy_j"] > 0) & (pseudo["gpu_hours"] > 0)]
+    if pseudo.empty:
+        return None, share
+    batch, rows, _ = assess_index(pseudo, sets)
+    sums = batch.group_sums(np.zeros(len(rows), np.int64), 1)
+    return _rows([UNALLOCATED], sums, [0], keys)[0], share
+
+
+# ---- rendering --------------------------------------------------------------------------------------
+
+
+def infer_format(output: str | None, fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    if not output:
+        return "table"
+    suffix = Path(output).suffix.lower().lstrip(".")
+    if suffix in ("html", "htm"):
+        return "html"
+    if suffix in FORMATS:
+        return suffix
+    raise FootprintError(f"cannot tell the format from {output!r}: use .html, .csv or .json (or --format)", key="-o")
+
+
+def to_csv(r: FleetReport) -> str:
+    import csv
+    import io
+
+    from footprint.lca import categories as cat
+    from footprint.lca.units import display_unit
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    cats = cat.categories() + cat.extras()
+    w.writerow(
+        ["row", r.by, "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
+        + ["single_score [Pt]"]
+        + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
+    )
+
+    def row(kind: str, x: Rows) -> None:
+        w.writerow(
+            [kind, x.label, x.jobs, repr(x.gpu_hours), repr(x.energy_kwh), repr(x.facility_energy_kwh), repr(x.gpu_lifetimes)]
+            + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt)]
+            + ["" if x.impacts.get(c.key) is None else repr(x.impacts[c.key]) for c in cats]
+        )
+
+    for g in r.groups:
+        row("group", g)
+    row("total", r.totals)
+    if r.unallocated:
+        row("unallocated", r.unallocated)
+    return buf.getvalue()
+
+
+def to_table(r: FleetReport) -> str:
+    """The report as text for a terminal: totals, groups with the headline categories, top jobs."""
+    from footprint.lca import categories as cat
+    from footprint.lca.assessment import num
+    from footprint.lca.units import display_unit
+
+    t, win = r.totals, r.meta.get("window") or {}
+    share = r.unallocated_share
+    lines = [
+        f"Fleet {r.fleet}: {win.get('start')} - {win.get('end')}",
+        f"  Jobs assessed: {t.jobs:,} of {r.jobs_total:,}  |  GPU-hours: {num(t.gpu_hours)}  |  "
+        f"GPU-equivalents: {t.gpu_equivalents:,} ({t.gpu_lifetimes:,.3f} GPU lifetimes)",
+        f"  Energy: {num(t.energy_kwh)} kWh IT, {num(t.facility_energy_kwh)} kWh facility",
+        f"  Unallocated: {_pct(share.get('gpu_time'))} of GPU time, {_pct(share.get('gpu_energy'))} of GPU energy "
+        f"(idle GPUs; assessed apart, not spread over the jobs)",
+        "",
+    ]
+    heads = [r.by, "jobs", "GPU-h", "kWh", "GPU-eq"] + [
+        f"{cat.by_key(k).name} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
+    ]
+    rows = [
+        [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), str(g.gpu_equivalents)]
+        + [num(g.impacts.get(k)) for k in cat.HEADLINE]
+        for g in [*r.groups, t, *([r.unallocated] if r.unallocated else [])]
+    ]
+    lines += _columns(heads, rows)
+    if r.top_jobs:
+        lines += ["", "Top jobs (climate change):"]
+        lines += _columns(
+            ["job", "user", "GPUs", "GPU-h", "kWh", "kg CO2 eq", "record"],
+            [
+                [
+                    j["job_id"],
+                    str(j["user"]),
+                    str(j["gpus"]),
+                    num(j["gpu_hours"]),
+                    num(j["energy_kwh"]),
+                    num(j["climate_change_kg"]),
+                    str(j["run_dir"]),
+                ]
+                for j in r.top_jobs
+            ],
+        )
+    if r.not_assessed:
+        lines += [
+            "",
+            f"Not assessed: {len(r.not_assessed)} job(s), e.g. {r.not_assessed[0]['job_id']}: {r.not_assessed[0]['reason']}",
+        ]
+    lines += ["", "All 16 categories: -o fleet.html | .csv | .json. Warnings:"] + [f"  - {w}" for w in r.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _columns(heads: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(heads)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    return [line(heads), line(["-" * w for w in widths])] + [line(x) for x in rows]
+
+
+def to_json(r: FleetReport) -> str:
+    return json.dumps(r.to_dict(), indent=2, default=str) + "\n"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def to_html(r: FleetReport) -> str:
+    from footprint import __version__
+    from footprint.lca import categories as cat
+    from footprint.lca.assessment import num
+    from footprint.lca.units import display_unit
+    from footprint.reports.report import CSS, _fig, _table
+
+    t = r.totals
+    win = r.meta.get("window") or {}
+    cc_unit = display_unit(r.units["climate_change"])
+    cards = [
+        ("Jobs assessed", f"{t.jobs:,} of {r.jobs_total:,}", "with a known GPU model and measured energy"),
+        ("GPU-hours", num(t.gpu_hours), f"{t.gpu_equivalents:,} GPU-equivalents ({t.gpu_lifetimes:,.2f} lifetimes)"),
+        ("Energy", f"{num(t.energy_kwh)} kWh", f"IT; {num(t.facility_energy_kwh)} kWh facility"),
+        ("Climate change", f"{num(t.impacts.get('climate_change'))}", cc_unit),
+        (
+            "Unallocated",
+            _pct(r.unallocated_share.get("gpu_time")),
+            f"of GPU time; {_pct(r.unallocated_share.get('gpu_energy'))} of GPU energy",
+        ),
+    ]
+    card_html = "".join(
+        f'<div class="card"><div>{html.escape(a)}</div><div class="v">{html.escape(b)}</div>'
+        f'<div class="u">{html.escape(c)}</div></div>'
+        for a, b, c in cards
+    )
+    head = [r.by, "Jobs", "GPU-hours", "Energy kWh", "GPU-eq.", "Single score (Pt)"] + [
+        f"{r_.name} ({display_unit(r_.unit)})" for r_ in (cat.by_key(k) for k in cat.HEADLINE)
+    ]
+
+    def line(x: Rows) -> list[str]:
+        return [
+            x.label,
+            f"{x.jobs:,}" if x.jobs else "",
+            num(x.gpu_hours),
+            num(x.energy_kwh),
+            f"{x.gpu_equivalents:,}",
+            num(x.single_score_pt),
+        ] + [num(x.impacts.get(k)) for k in cat.HEADLINE]
+
+    group_rows = [line(g) for g in r.groups] + [line(t)] + ([line(r.unallocated)] if r.unallocated else [])
+    shown = r.groups[:8]
+    cat_rows = [
+        [c.name, display_unit(c.unit)]
+        + [num(g.impacts.get(c.key)) for g in shown]
+        + [num(t.impacts.get(c.key)), num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
+        for c in cat.categories()
+    ]
+    top_rows = [
+        [
+            j["job_id"],
+            str(j["name"]),
+            str(j["user"]),
+            str(j["gpus"]),
+            num(j["gpu_hours"]),
+            num(j["energy_kwh"]),
+            num(j["climate_change_kg"]),
+            _pct(j["coverage"]),
+        ]
+        for j in r.top_jobs
+    ]
+    parts = [
+        f"<h1>Fleet footprint</h1><p class='sub'>{html.escape(r.fleet)} · {html.escape(str(win.get('start')))} – "
+        f"{html.escape(str(win.get('end')))} · by {html.escape(r.by)} · footprint {__version__}</p>",
+        f'<div class="cards">{card_html}</div>',
+        _fig(_figure(r), f"Climate change by {r.by} and life-cycle stage (unallocated GPU time beside the groups)."),
+        f"<h2>By {html.escape(r.by)}</h2>",
+        _table(head, group_rows),
+        "<h2>All 16 EF 3.1 categories</h2>",
+        '<div class="cmp">',
+        _table(["Category", "Unit"] + [g.label for g in shown] + ["All jobs", UNALLOCATED], cat_rows),
+        "</div>",
+        f"<p class='sub'>{len(r.groups) - len(shown)} more group(s) in the CSV/JSON output.</p>"
+        if len(r.groups) > len(shown)
+        else "",
+        "<h2>Top jobs</h2>",
+        _table(
+            ["Job", "Name", "User", "GPUs", "GPU-hours", "Energy kWh", f"Climate change ({cc_unit})", "Telemetry coverage"],
+            top_rows,
+        ),
+    ]
+    if r.not_assessed:
+        rows = [[x["job_id"], num(x["gpu_hours"]), x["reason"]] for x in r.not_assessed[:50]]
+        parts += ["<h2>Not assessed</h2>", _table(["Job", "GPU-hours", "Reason"], rows)]
+    parts += [
+        "<h2>Method</h2><ul>"
+        + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in METHOD.items())
+        + "</ul>",
+        "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{html.escape(w)}</li>" for w in r.warnings) + "</ul>",
+        "<h2>Sources and licences</h2>"
+        + _table(["Source", "Licence", "Link"], [[s["title"], s.get("licence") or "", s.get("url") or ""] for s in r.sources]),
+    ]
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+        f"content='width=device-width,initial-scale=1'><title>Fleet footprint — footprint</title><style>{CSS}</style></head>"
+        f"<body>{''.join(parts)}</body></html>\n"
+    )
+
+
+def _figure(r: FleetReport) -> str | None:
+    from footprint.lca import categories as cat
+    from footprint.reports.figures import _plt, _svg
+
+    rows = r.groups[:12] + ([r.unallocated] if r.unallocated else [])
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
+    left = np.zeros(len(rows))
+    colours = {"manufacturing": "#4C72B0", "transport": "#DD8452", "use": "#55A868", "end_of_life": "#8172B3"}
+    for s in cat.stages():
+        vals = np.array([x.by_stage["climate_change"].get(s) or 0.0 for x in rows])
+        ax.barh([x.label for x in rows], vals, left=left, color=colours.get(s), label=s.replace("_", " "))
+        left += vals
+    ax.invert_yaxis()
+    ax.set_xlabel("kg CO2 eq")
+    ax.legend(fontsize=7, frameon=False, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)))
+    return _svg(fig)
+
+
+def write_report(
+    fleet: str | Path, output: str | None, by: str = "user", fmt: str | None = None, top: int = 10, sets: list[str] | None = None
+) -> Path | None:
+    """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
+    fmt = infer_format(output, fmt)
+    rep = build_report(fleet, by, top, sets)
+    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+    if not output:
+        import sys
+
+        sys.stdout.write(text)
+        return None
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(out)
+    return out

@@ -1,0 +1,455 @@
+"""SLURM accounting: `sacct --parsable2` output read into GPU jobs.
+
+What sacct writes (sacct(1), slurm.conf(5)):
+
+- ``--parsable2``: fields separated by ``|``, no trailing ``|``, a header line naming them.
+- JobID: ``JobID[.JobStep]``, array tasks ``ArrayJobID_ArrayTaskID`` (pending ones ``123_[4-9]``),
+  heterogeneous jobs ``HetJobID+HetJobOffset``. Steps (``.batch``, ``.extern``, ``.0``) fold into their
+  job; the components of a heterogeneous job fold into one job.
+- Start/End ``YYYY-MM-DDTHH:MM:SS`` in the local time of the machine that ran sacct, ``Unknown`` (End
+  of a running job) or ``None``; Elapsed ``[days-]hours:minutes:seconds``.
+- AllocTRES ``billing=8,cpu=8,gres/gpu:a100=4,gres/gpu=4,mem=64G,node=1``: the GPU count and type.
+- NodeList as a hostlist expression: ``gpu-[01-03,07]``, ``rack[0-63]_blade[0-41]`` (a product),
+  ``node[1-2]-ib`` (a suffix), zero padding kept.
+- ConsumedEnergyRaw: joules, from the site's AcctGatherEnergyType plugin (node, CPU or GPU scope, and
+  "only in the case of an exclusive job allocation does this value reflect the job's real energy").
+
+A malformed line becomes a note naming its line and the job is left out; a file that is not sacct
+output at all is one clear error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+
+from footprint.errors import FootprintError
+
+SACCT_FIELDS = (
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "Start",
+    "End",
+    "Elapsed",
+    "AllocTRES",
+    "NodeList",
+    "State",
+    "ConsumedEnergyRaw",
+)
+REQUIRED = ("JobID", "Start", "End", "AllocTRES", "NodeList", "State")
+FREE_TEXT = ("JobName",)  # may contain the delimiter (sacct does not escape it)
+MAX_SACCT_BYTES = 2_000_000_000
+_NO_TIME = {"", "unknown", "none", "n/a"}
+_JOBID = re.compile(r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>.+))?$")
+
+
+# ---- hostlists ------------------------------------------------------------------------------------
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas (and whitespace) outside brackets."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced ']' in {text!r}")
+        if (ch == "," or ch.isspace()) and depth == 0:
+            if cur:
+                out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth:
+        raise ValueError(f"unbalanced '[' in {text!r}")
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def _range_items(body: str, expr: str) -> list[str]:
+    items: list[str] = []
+    for part in body.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ValueError(f"bad range {part!r} in {expr!r}")
+        lo_s, hi_s = m.group(1), m.group(2)
+        width = len(lo_s) if lo_s.startswith("0") and len(lo_s) > 1 else 0
+        lo, hi = int(lo_s), int(hi_s) if hi_s is not None else int(lo_s)
+        if hi < lo:
+            raise ValueError(f"range {part!r} runs backwards in {expr!r}")
+        if hi - lo > 1_000_000:
+            raise ValueError(f"range {part!r} in {expr!r} is implausibly large")
+        items += [str(i).zfill(width) for i in range(lo, hi + 1)]
+    return items
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """Host names of a SLURM hostlist expression, in SLURM's order (``scontrol show hostnames``)."""
+    text = (expr or "").strip()
+    if not text or text.lower() in ("none assigned", "(null)", "none"):
+        return []
+    hosts: list[str] = []
+    for token in _split_top(text):
+        pieces = re.split(r"(\[[^\]]*\])", token)
+        choices = [_range_items(p[1:-1], expr) if p.startswith("[") else [p] for p in pieces if p]
+        hosts += ["".join(c) for c in itertools.product(*choices)]
+    return hosts
+
+
+# ---- fields -----------------------------------------------------------------------------------------
+
+
+def parse_elapsed(text: str) -> float | None:
+    """``[days-]hours:minutes:seconds[.frac]`` (or ``minutes:seconds``) in seconds; None when not a duration."""
+    t = (text or "").strip()
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)", t)
+    if not m:
+        return None
+    d, h, mi, s = m.groups()
+    return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi) * 60 + float(s)
+
+
+def parse_time(text: str, tz: tzinfo) -> float | None:
+    """A sacct timestamp as Unix seconds; None for Unknown/None/empty."""
+    t = (text or "").strip()
+    if t.lower() in _NO_TIME:
+        return None
+    dt = datetime.fromisoformat(t)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=tz)
+    return dt.timestamp()
+
+
+@dataclass(frozen=True)
+class GpuTres:
+    count: int
+    types: dict[str, int]  # gres type -> count (empty when the site does not type its GPUs)
+
+
+def parse_tres(text: str) -> GpuTres:
+    """GPUs in an AllocTRES string (``gres/gpu=4``, ``gres/gpu:a100=4``); typed entries are summed when untyped is absent."""
+    total: int | None = None
+    types: dict[str, int] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item.startswith("gres/gpu"):
+            continue
+        key, _, value = item.partition("=")
+        if not value.strip().isdigit():
+            raise ValueError(f"{item!r}: expected gres/gpu[:type]=count")
+        n = int(value)
+        if key == "gres/gpu":
+            total = n
+        elif key.startswith("gres/gpu:"):
+            t = key[len("gres/gpu:") :]
+            types[t] = types.get(t, 0) + n
+    if total is None:
+        total = sum(types.values())
+    return GpuTres(total, types)
+
+
+# ---- jobs ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """GPUs a job (or a het-job component) holds: ``gpus_per_node`` on each of ``nodes``."""
+
+    nodes: tuple[str, ...]
+    gpus_per_node: tuple[int, ...]
+    gpu_type: str | None
+
+
+@dataclass
+class SlurmJob:
+    job_id: str  # as sacct prints it: 1001, 1003_2 (array task), 1010 (het job, components folded)
+    raw_id: str | None
+    name: str | None
+    user: str | None
+    account: str | None
+    partition: str | None
+    state: str
+    start: float
+    end: float | None  # None: still running when sacct ran
+    elapsed_s: float | None
+    allocations: list[Allocation]
+    consumed_energy_j: float | None = None
+    consumed_energy_from: str | None = None
+    line: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(sum(a.gpus_per_node) for a in self.allocations)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(dict.fromkeys(n for a in self.allocations for n in a.nodes))
+
+    @property
+    def ids(self) -> set[str]:
+        """Every id a job label may carry for this job (sacct's JobID and JobIDRaw)."""
+        return {self.job_id} | ({self.raw_id} if self.raw_id else set())
+
+    def gpus_on(self) -> dict[str, list[tuple[int, str | None]]]:
+        """node -> [(count, gres type)] over the job's allocations."""
+        out: dict[str, list[tuple[int, str | None]]] = {}
+        for a in self.allocations:
+            for n, k in zip(a.nodes, a.gpus_per_node, strict=True):
+                if k:
+                    out.setdefault(n, []).append((k, a.gpu_type))
+        return out
+
+
+@dataclass
+class SacctResult:
+    jobs: list[SlurmJob]
+    skipped: list[str]  # one line per job or line left out, saying why
+    source: str
+    fields: tuple[str, ...]
+    taken_at: float | None = None  # when sacct ran (running jobs are cut there unless the window ends before)
+
+
+def _split_gpus(total: int, nodes: list[str]) -> tuple[tuple[int, ...], str | None]:
+    if not nodes:
+        return (), None
+    base, extra = divmod(total, len(nodes))
+    per = tuple(base + (1 if i < extra else 0) for i in range(len(nodes)))
+    note = (
+        None
+        if extra == 0
+        else f"{total} GPUs over {len(nodes)} nodes is not a whole number per node: assumed {', '.join(map(str, per))}"
+    )
+    return per, note
+
+
+def _row(parts: list[str], header: list[str]) -> dict[str, str]:
+    if len(parts) > len(header):
+        free = [h for h in FREE_TEXT if h in header]
+        if len(free) != 1:
+            raise ValueError(f"{len(parts)} fields, header has {len(header)}")
+        i, extra = header.index(free[0]), len(parts) - len(header)
+        parts = parts[:i] + ["|".join(parts[i : i + extra + 1])] + parts[i + extra + 1 :]
+    if len(parts) < len(header):
+        raise ValueError(f"{len(parts)} fields, header has {len(header)}")
+    return dict(zip(header, parts, strict=True))
+
+
+def _gpu_type(tres: GpuTres) -> str | None:
+    if len(tres.types) == 1:
+        return next(iter(tres.types))
+    return None
+
+
+def _allocation(row: dict[str, str], notes: list[str]) -> Allocation | None:
+    tres = parse_tres(row.get("AllocTRES", ""))
+    if tres.count == 0 and row.get("AllocGRES", "").strip():  # before SLURM 20.11: AllocGRES=gpu:4
+        m = re.search(r"gpu(?::([^:,()]+))?:(\d+)", row["AllocGRES"])
+        if m:
+            tres = GpuTres(int(m.group(2)), {m.group(1): int(m.group(2))} if m.group(1) else {})
+    if tres.count <= 0:
+        return None
+    nodes = expand_hostlist(row.get("NodeList", ""))
+    if len(tres.types) > 1:
+        notes.append(f"GPU types {dict(tres.types)} in one allocation: the node of each type is not recorded by sacct")
+    per, note = _split_gpus(tres.count, nodes)
+    if note:
+        notes.append(note)
+    return Allocation(tuple(nodes), per, _gpu_type(tres))
+
+
+def _energy(text: str) -> float | None:
+    t = (text or "").strip()
+    if not t:
+        return None
+    v = float(t)
+    # SLURM prints 0 when no energy plugin ran and an all-ones value on plugin errors.
+    return v if 0 < v < 1.8e19 else None
+
+
+def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
+    """Jobs with GPUs from ``sacct --parsable2`` text (header line required)."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise FootprintError("empty: expected `sacct --parsable2` output with its header line", source)
+    header = [h.strip() for h in lines[first].split(delimiter)]
+    if "JobID" not in header:
+        raise FootprintError(
+            f"line {first + 1}: expected the header line of `sacct --parsable2` (fields separated by "
+            f"{delimiter!r}, e.g. {'|'.join(SACCT_FIELDS)}); got {lines[first][:80]!r}",
+            source,
+        )
+    missing = [f for f in REQUIRED if f not in header]
+    if missing:
+        raise FootprintError(
+            f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
+        )
+    jobs: dict[str, SlurmJob] = {}
+    het: dict[str, list[SlurmJob]] = {}
+    skipped: list[str] = []
+    step_energy: dict[str, list[tuple[str, float]]] = {}
+    for lineno, line in enumerate(lines[first + 1 :], start=first + 2):
+        if not line.strip():
+            continue
+        try:
+            row = _row(line.split(delimiter), header)
+            m = _JOBID.match(row["JobID"].strip())
+            if not m:
+                raise ValueError(f"JobID {row['JobID']!r} is not JobID[_task][+offset][.step]")
+            job, het_off, step = m.group("job"), m.group("het"), m.group("step")
+            if step is not None:  # steps fold into their job: only their energy is kept
+                e = _energy(row.get("ConsumedEnergyRaw", ""))
+                if e is not None:
+                    step_energy.setdefault(job, []).append((step, e))
+                continue
+            if "[" in job:
+                skipped.append(f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
+                continue
+            sj = _job(row, job, lineno, tz)
+        except (ValueError, KeyError) as exc:
+            skipped.append(f"line {lineno}: {exc}; line left out")
+            continue
+        if sj is None:
+            continue
+        if isinstance(sj, str):
+            skipped.append(f"line {lineno}: job {job}: {sj}")
+            continue
+        if het_off is not None:
+            het.setdefault(job, []).append(sj)
+        elif job in jobs:
+            skipped.append(f"line {lineno}: job {job} appears twice (sacct --duplicates?); the first line is kept")
+        else:
+            jobs[job] = sj
+    for job, parts in het.items():
+        jobs[job] = _fold_het(job, parts)
+    out: list[SlurmJob] = []
+    for job, sj in jobs.items():
+        if sj.consumed_energy_j is None and step_energy.get(job):
+            step, e = max(step_energy[job], key=lambda se: se[1])
+            sj.consumed_energy_j, sj.consumed_energy_from = e, f"step {job}.{step} (the largest of its steps)"
+        if sj.gpu_count == 0:
+            skipped.append(f"line {sj.line}: job {job}: no GPU in AllocTRES, left out (CPU-only job)")
+            continue
+        out.append(sj)
+    out.sort(key=lambda j: (j.start, j.job_id))
+    # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
+    # (and it ran after every End it prints)
+    seen = [j.start + j.elapsed_s for j in out if j.end is None and j.elapsed_s] + [j.end for j in out if j.end is not None]
+    return SacctResult(out, skipped, source, tuple(header), max(seen) if seen else None)
+
+
+def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | str | None:
+    state = (row.get("State") or "").split()[0].upper() if (row.get("State") or "").strip() else "UNKNOWN"
+    start = parse_time(row.get("Start", ""), tz)
+    if start is None:
+        return f"{state.lower()} and never started, left out"
+    end = parse_time(row.get("End", ""), tz)
+    notes: list[str] = []
+    alloc = _allocation(row, notes)
+    elapsed = parse_elapsed(row.get("Elapsed", ""))
+    if end is not None and end < start:
+        return f"End {row.get('End')} is before Start {row.get('Start')}, left out"
+    energy = _energy(row.get("ConsumedEnergyRaw", ""))
+
+    def opt(key: str) -> str | None:
+        v = (row.get(key) or "").strip()
+        return v or None
+
+    return SlurmJob(
+        job_id=job,
+        raw_id=opt("JobIDRaw"),
+        name=opt("JobName"),
+        user=opt("User"),
+        account=opt("Account"),
+        partition=opt("Partition"),
+        state=state,
+        start=start,
+        end=end,
+        elapsed_s=elapsed,
+        allocations=[alloc] if alloc else [],
+        consumed_energy_j=energy,
+        consumed_energy_from="job line" if energy is not None else None,
+        line=lineno,
+        notes=notes,
+    )
+
+
+def _fold_het(job: str, parts: list[SlurmJob]) -> SlurmJob:
+    """One job from the components of a heterogeneous job (``1010+0``, ``1010+1``)."""
+    first = parts[0]
+    ends = [p.end for p in parts]
+    energies = [p.consumed_energy_j for p in parts if p.consumed_energy_j is not None]
+    return replace(
+        first,
+        job_id=job,
+        raw_id=job,
+        state="RUNNING" if any(p.state == "RUNNING" for p in parts) else first.state,
+        start=min(p.start for p in parts),
+        end=None if any(e is None for e in ends) else max(e for e in ends if e is not None),
+        elapsed_s=max((p.elapsed_s or 0.0) for p in parts),
+        allocations=[a for p in parts for a in p.allocations],
+        consumed_energy_j=sum(energies) if energies else None,
+        consumed_energy_from="sum of the het-job components" if energies else None,
+        notes=[*(n for p in parts for n in p.notes), f"heterogeneous job: {len(parts)} components folded into one"],
+    )
+
+
+def read_sacct(path: str | Path, tz: tzinfo, delimiter: str = "|") -> SacctResult:
+    p = Path(path)
+    if not p.is_file():
+        raise FootprintError("no such sacct file", str(p))
+    if p.stat().st_size > MAX_SACCT_BYTES:
+        raise FootprintError(f"larger than {MAX_SACCT_BYTES} bytes: split the sacct export by time", str(p))
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError:
+        raise FootprintError("not a text file (expected `sacct --parsable2` output)", str(p)) from None
+    result = parse_sacct(text, tz, str(p), delimiter)
+    if result.taken_at is None:
+        result.taken_at = p.stat().st_mtime  # no running job to tell: the file was written when sacct ran
+    return result
+
+
+def sacct_command(start: float, end: float) -> list[str]:
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return [
+        "sacct",
+        "--allusers",
+        "--parsable2",
+        f"--format={','.join(SACCT_FIELDS)}",
+        f"--starttime={datetime.fromtimestamp(start, UTC).strftime(fmt)}",
+        f"--endtime={datetime.fromtimestamp(end, UTC).strftime(fmt)}",
+    ]
+
+
+def run_sacct(start: float, end: float, timeout_s: float = 600) -> str:
+    """Run sacct for the window, in UTC and SLURM's standard time format (whatever the user's environment says)."""
+    if shutil.which("sacct") is None:
+        raise FootprintError(
+            "sacct is not on PATH: run this on a SLURM login node, or give a file written by "
+            f"`sacct --allusers --parsable2 --format={','.join(SACCT_FIELDS)}`",
+            key="--run-sacct",
+        )
+    env = {**os.environ, "TZ": "UTC", "SLURM_TIME_FORMAT": "standard"}
+    try:
+        proc = subprocess.run(sacct_command(start, end), capture_output=True, text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise FootprintError(f"sacct did not answer within {timeout_s:g} s", key="--run-sacct") from None
+    if proc.returncode != 0:
+        raise FootprintError(f"sacct failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}", key="--run-sacct")
+    return proc.stdout

@@ -1,0 +1,355 @@
+"""Batch assessment: thousands of workloads that share factor lookups, assessed as arrays.
+
+A fleet has thousands of jobs but a handful of distinct *factor sets*: the same GPU model, site,
+lifetime and host model. For a fixed factor set the engine's central result is linear in the two
+things a job changes, its GPU-hours and its IT energy (embodied = per-GPU impacts x GPU-hours /
+(lifetime x utilisation); use = IT energy x PUE x per-kWh factors; water likewise). So instead of
+re-implementing any formula, `assess_many` runs the engine itself (`engine.assess`, no Monte Carlo)
+twice per factor set, on one GPU-hour without energy and on one kWh without GPU time, and every
+workload's result is ``gpu_hours x the first + it_energy_kwh x the second``. The engine's factor
+functions stay the one source of truth: whatever they become, the batch follows, and
+`BatchAssessment.assessment(i)` rebuilds the full `Assessment` of workload ``i`` so that tests can
+check it equals `assess(w, samples=0)` workload by workload.
+
+Uncertainty ranges need the Monte Carlo of each workload and are not part of the batch: assess one
+workload (``footprint assess``) for its low-high.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from footprint.lca import categories as cat
+from footprint.lca.assessment import Assessment, CategoryResult
+from footprint.lca.workload import Workload
+
+#: Workload fields that do not change the central result of the engine for given GPU-hours and
+#: IT energy (names, methods, model shape, Monte Carlo ranges, notes): everything else defines a
+#: factor set. Listing what is *excluded* keeps a new site or hardware field in the key by default.
+PER_WORKLOAD_FIELDS = frozenset(
+    {
+        "name",
+        "count",
+        "gpu_hours",
+        "gpu_hours_method",
+        "it_energy_kwh",
+        "energy_method",
+        "power_per_gpu_w",
+        "flops",
+        "mfu",
+        "mfu_method",
+        "dtype",
+        "model",
+        "ranges",
+        "source",
+        "description",
+        "notes",
+        "sources",
+    }
+)
+WATER_KEYS = ("on_site", "off_site", "total")
+
+
+def factor_key(w: Workload) -> tuple[Any, ...]:
+    """What identifies a workload's factor set (hashable)."""
+
+    def frozen(v: Any) -> Any:
+        if isinstance(v, dict):
+            return tuple(sorted((k, frozen(x)) for k, x in v.items()))
+        if isinstance(v, (list, tuple)):
+            return tuple(frozen(x) for x in v)
+        return getattr(v, "id", v)
+
+    return tuple(frozen(getattr(w, f.name)) for f in fields(w) if f.name not in PER_WORKLOAD_FIELDS)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """One factor set: the engine's result for one GPU-hour (no energy) and for one kWh (no GPU time)."""
+
+    template: Workload
+    per_gpu_hour: Assessment
+    per_kwh: Assessment
+
+    @staticmethod
+    def of(template: Workload) -> Basis:
+        from footprint.lca.engine import assess
+
+        clean = template.with_(notes=(), sources=())
+        return Basis(
+            template,
+            assess(clean.with_(gpu_hours=1.0, it_energy_kwh=0.0), samples=0),
+            assess(clean.with_(gpu_hours=0.0, it_energy_kwh=1.0), samples=0),
+        )
+
+
+def _linear(a: float | None, b: float | None, what: str) -> tuple[float, float] | None:
+    if a is None and b is None:
+        return None
+    if a is None or b is None:  # pragma: no cover - guards the linearity assumption against engine changes
+        raise ValueError(f"{what}: available per GPU-hour but not per kWh (or the reverse); the engine is no longer linear")
+    return float(a), float(b)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where one number of an Assessment lives, and its (per GPU-hour, per kWh) coefficients."""
+
+    path: tuple[str, ...]  # ("impacts", key, "total") | ("impacts", key, "by_stage", s) | ...
+    coef: tuple[float, float] | None  # None: not available for this factor set
+
+
+def _entries(basis: Basis) -> dict[tuple[str, ...], tuple[float, float] | None]:
+    a, b = basis.per_gpu_hour, basis.per_kwh
+    out: dict[tuple[str, ...], tuple[float, float] | None] = {}
+    for key, ra in a.impacts.items():
+        rb = b.impacts[key]
+        out[("impacts", key, "total")] = _linear(ra.total, rb.total, key)
+        for s in ra.by_stage:
+            out[("impacts", key, "by_stage", s)] = _linear(ra.by_stage[s], rb.by_stage.get(s), f"{key}.{s}")
+        for c in ra.by_component:
+            out[("impacts", key, "by_component", c)] = _linear(ra.by_component[c], rb.by_component.get(c), f"{key}.{c}")
+    out[("facility_energy_kwh",)] = _linear(a.facility_energy_kwh, b.facility_energy_kwh, "facility energy")
+    for k in WATER_KEYS:
+        out[("water_l", k)] = _linear(a.water_l.get(k), b.water_l.get(k), f"water {k}")
+    return out
+
+
+class BatchAssessment:
+    """Central results of many workloads: per-row drivers plus per-factor-set coefficients.
+
+    Rows are never expanded into Assessment objects unless asked (`assessment(i)`): totals, any
+    stage or component, and sums over groups of rows are array operations.
+    """
+
+    def __init__(
+        self,
+        bases: Sequence[Basis],
+        template_index: np.ndarray,
+        gpu_hours: np.ndarray,
+        it_energy_kwh: np.ndarray,
+        workloads: Sequence[Workload] | None = None,
+    ) -> None:
+        self.bases = list(bases)
+        self.template_index = np.asarray(template_index, dtype=np.int64)
+        self.gpu_hours = np.asarray(gpu_hours, dtype=float)
+        self.it_energy_kwh = np.asarray(it_energy_kwh, dtype=float)
+        n = len(self.template_index)
+        if not (len(self.gpu_hours) == len(self.it_energy_kwh) == n):
+            raise ValueError("template_index, gpu_hours and it_energy_kwh must have the same length")
+        if n and (self.template_index.min() < 0 or self.template_index.max() >= len(self.bases)):
+            raise ValueError("template_index out of range")
+        self._workloads = list(workloads) if workloads is not None else None
+        self._entries = [_entries(b) for b in self.bases]
+        paths: dict[tuple[str, ...], None] = {}
+        for e in self._entries:
+            paths.update(dict.fromkeys(e))
+        self.paths = list(paths)
+        self._col = {p: i for i, p in enumerate(self.paths)}
+        t, m = len(self.bases), len(self.paths)
+        self._a = np.full((t, m), np.nan)  # per GPU-hour
+        self._b = np.full((t, m), np.nan)  # per kWh IT
+        for ti, e in enumerate(self._entries):
+            for p, coef in e.items():
+                if coef is not None:
+                    self._a[ti, self._col[p]], self._b[ti, self._col[p]] = coef
+
+    def __len__(self) -> int:
+        return len(self.template_index)
+
+    # ---- per row ----------------------------------------------------------------------------------
+    def column(self, *path: str) -> np.ndarray:
+        """One number for every row, e.g. ``column("impacts", "climate_change", "by_stage", "use")``; NaN = n/a."""
+        if tuple(path) not in self._col:
+            if not self.bases:
+                return np.zeros(0)
+            raise KeyError(f"no number at {'.'.join(path)} (known: impacts.<category>.total|by_stage.<s>|by_component.<c>, ...)")
+        j = self._col[tuple(path)]
+        idx = self.template_index
+        return self.gpu_hours * self._a[idx, j] + self.it_energy_kwh * self._b[idx, j]
+
+    def total(self, key: str) -> np.ndarray:
+        """A category's (or extra's) total for every row."""
+        return self.column("impacts", key, "total")
+
+    def totals(self) -> dict[str, np.ndarray]:
+        return {c.key: self.total(c.key) for c in cat.categories() + cat.extras()}
+
+    def single_score(self) -> np.ndarray:
+        """EF 3.1 single score (Pt) of every row, by `footprint.lca.normalisation.single_scores`."""
+        from footprint.lca import normalisation
+
+        if not len(self):
+            return np.zeros(0)
+        return normalisation.single_scores(np.column_stack([self.total(k) for k in cat.keys()]))
+
+    @property
+    def facility_energy_kwh(self) -> np.ndarray:
+        return self.column("facility_energy_kwh")
+
+    @property
+    def gpu_lifetimes(self) -> np.ndarray:
+        """GPU-hours / (lifetime x utilisation), Workload.gpu_lifetimes for every row."""
+        life = np.array([b.template.lifetime_h * b.template.utilization for b in self.bases])
+        return self.gpu_hours / life[self.template_index]
+
+    # ---- groups -----------------------------------------------------------------------------------
+    def group_sums(self, codes: np.ndarray, n_groups: int | None = None, mask: np.ndarray | None = None) -> GroupSums:
+        """Sums over groups of rows (``codes[i]`` = group of row i; rows with code < 0 or masked out are left out).
+
+        Exact and cheap: per group and factor set, sum GPU-hours and energy, then apply the coefficients.
+        """
+        codes = np.asarray(codes, dtype=np.int64)
+        keep = codes >= 0
+        if mask is not None:
+            keep &= np.asarray(mask, dtype=bool)
+        g = int(n_groups if n_groups is not None else (codes.max() + 1 if keep.any() else 0))
+        t = len(self.bases)
+        flat = codes[keep] * t + self.template_index[keep]
+        gh = np.bincount(flat, weights=self.gpu_hours[keep], minlength=g * t).reshape(g, t)
+        en = np.bincount(flat, weights=self.it_energy_kwh[keep], minlength=g * t).reshape(g, t)
+        rows = np.bincount(flat, minlength=g * t).reshape(g, t)
+        life = np.array([b.template.lifetime_h * b.template.utilization for b in self.bases])
+        return GroupSums(self, gh, en, rows, (gh / life).sum(axis=1))
+
+    # ---- one row as a full Assessment --------------------------------------------------------------
+    def workload(self, i: int) -> Workload:
+        if self._workloads is not None:
+            return self._workloads[i]
+        t = self.bases[self.template_index[i]].template
+        return t.with_(gpu_hours=float(self.gpu_hours[i]), it_energy_kwh=float(self.it_energy_kwh[i]))
+
+    def assessment(self, i: int, workload: Workload | None = None) -> Assessment:
+        """Row i as the engine's `Assessment` (what `assess(w, samples=0)` returns for it)."""
+        from footprint.lca.database import db
+        from footprint.lca.engine import _materials
+
+        w = workload or self.workload(i)
+        basis = self.bases[self.template_index[i]]
+        gh, e = float(self.gpu_hours[i]), float(self.it_energy_kwh[i])
+        entries = self._entries[self.template_index[i]]
+
+        def val(*path: str) -> float | None:
+            coef = entries[path]
+            return None if coef is None else gh * coef[0] + e * coef[1]
+
+        impacts = {}
+        for key, r in basis.per_gpu_hour.impacts.items():
+            total = val("impacts", key, "total")
+            assert total is not None
+            impacts[key] = CategoryResult(
+                key,
+                r.name,
+                r.unit,
+                total,
+                {s: val("impacts", key, "by_stage", s) for s in r.by_stage},
+                {c: val("impacts", key, "by_component", c) for c in r.by_component},
+                total,
+                total,
+                r.not_available,
+            )
+        ref = basis.per_gpu_hour
+        from footprint.lca import normalisation
+
+        per, score = normalisation.normalise(impacts)  # the engine's own normalisation of these results
+        return Assessment(
+            workload=w,
+            impacts=impacts,
+            facility_energy_kwh=float(val("facility_energy_kwh") or 0.0),
+            water_l={k: val("water_l", k) for k in WATER_KEYS},
+            materials=_materials(db(), w),
+            embodied_method=ref.embodied_method,
+            zone=ref.zone,
+            samples=0,
+            warnings=tuple(dict.fromkeys([*w.notes, *ref.warnings])),
+            source_ids=tuple(dict.fromkeys([ref.source_ids[0], *w.sources, *ref.source_ids[1:]])),
+            use_factors=ref.use_factors,  # per factor set: the same for every row
+            contested=ref.contested,
+            normalised=per,
+            single_score=score,
+        )
+
+
+@dataclass(frozen=True)
+class GroupSums:
+    """Per-group sums of a BatchAssessment: GPU-hours and energy per (group, factor set), and any result."""
+
+    batch: BatchAssessment
+    gpu_hours_by_template: np.ndarray  # (groups, factor sets)
+    energy_kwh_by_template: np.ndarray
+    rows_by_template: np.ndarray
+    gpu_lifetimes: np.ndarray  # (groups,)
+
+    @property
+    def gpu_hours(self) -> np.ndarray:
+        return self.gpu_hours_by_template.sum(axis=1)
+
+    @property
+    def it_energy_kwh(self) -> np.ndarray:
+        return self.energy_kwh_by_template.sum(axis=1)
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.rows_by_template.sum(axis=1)
+
+    @property
+    def gpu_equivalents(self) -> np.ndarray:
+        """ceil of the GPU lifetimes the group consumes (Workload.gpu_equivalents, on the group's sum)."""
+        return np.ceil(self.gpu_lifetimes - 1e-9).astype(np.int64)
+
+    def value(self, *path: str) -> tuple[np.ndarray, np.ndarray]:
+        """(sum per group, partial) for one number; a group's sum covers the factor sets where it is
+        available (NaN where none of the group's factor sets has it); ``partial`` marks groups where
+        some factor set lacks it."""
+        g = len(self.gpu_lifetimes)
+        if tuple(path) not in self.batch._col and not self.batch.bases:
+            return np.full(g, np.nan), np.zeros(g, bool)
+        j = self.batch._col[tuple(path)]
+        a, b = self.batch._a[:, j], self.batch._b[:, j]
+        avail = ~np.isnan(a)
+        used = (self.gpu_hours_by_template + self.energy_kwh_by_template) > 0
+        s = self.gpu_hours_by_template @ np.where(avail, a, 0.0) + self.energy_kwh_by_template @ np.where(avail, b, 0.0)
+        any_avail = (used & avail).any(axis=1)
+        partial = (used & ~avail).any(axis=1) & any_avail
+        return np.where(any_avail | ~used.any(axis=1), s, np.nan), partial
+
+    def total(self, key: str) -> np.ndarray:
+        return self.value("impacts", key, "total")[0]
+
+    def single_score(self) -> np.ndarray:
+        """EF 3.1 single score (Pt) of each group's summed impacts (`normalisation.single_scores`, linear)."""
+        from footprint.lca import normalisation
+
+        return normalisation.single_scores(np.column_stack([self.total(k) for k in cat.keys()]).reshape(-1, len(cat.keys())))
+
+
+def assess_many(workloads: Sequence[Workload], progress: Callable[[int], None] | None = None) -> BatchAssessment:
+    """Central results of many workloads; factor lookups run once per distinct factor set (see module doc)."""
+    keys: dict[tuple[Any, ...], int] = {}
+    templates: list[Workload] = []
+    idx = np.empty(len(workloads), dtype=np.int64)
+    for i, w in enumerate(workloads):
+        k = factor_key(w)
+        if k not in keys:
+            keys[k] = len(templates)
+            templates.append(w)
+        idx[i] = keys[k]
+    bases = []
+    for t in templates:
+        bases.append(Basis.of(t))
+        if progress is not None:
+            progress(1)
+    gh = np.fromiter((w.gpu_hours for w in workloads), float, len(workloads))
+    en = np.fromiter((w.it_energy_kwh for w in workloads), float, len(workloads))
+    return BatchAssessment(bases, idx, gh, en, workloads)
+
+
+def assess_arrays(
+    templates: Sequence[Workload], template_index: np.ndarray, gpu_hours: np.ndarray, it_energy_kwh: np.ndarray
+) -> BatchAssessment:
+    """Columnar form: row i is ``templates[template_index[i]]`` with its own GPU-hours and IT energy (kWh)."""
+    return BatchAssessment([Basis.of(t) for t in templates], template_index, gpu_hours, it_energy_kwh)

@@ -1,0 +1,137 @@
+"""`footprint fleet report` and the dashboard's Fleet page on a fleet imported from SLURM accounting alone
+(energy from ConsumedEnergyRaw declared as GPU energy), so that they run where Prometheus is not installed."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _paths import REPO
+
+import footprint
+from footprint.errors import FootprintError
+from footprint.fleet import synthetic
+from footprint.fleet.importer import ImportOptions, import_fleet
+from footprint.fleet.report import build_report, write_report
+from footprint.fleet.slurm import parse_sacct
+from footprint.fleet.store import read_index
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    start = datetime(2025, 1, 25, tzinfo=UTC).timestamp()
+    c = synthetic.random_cluster(start, 14.0, 3, 4, synthetic.demo_profiles(), seed=3)
+    rng = np.random.default_rng(1)
+    for j in c.jobs:
+        j.gres_type = "h100" if j.gpus[0][0] == "gpu-02" else "a100"
+        j.consumed_energy_j = float(rng.uniform(2e5, 5e6)) * len(j.gpus)
+    c.jobs[0].gres_type = "rtx3090"  # a GPU the catalogue does not know
+    sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+    out = tmp_path_factory.mktemp("fleet") / "fleet"
+    opts = ImportOptions(
+        end=c.end,
+        sacct=sacct,
+        slurm_energy_scope="gpu",
+        gpu_types={"a100": "NVIDIA A100-SXM4-80GB", "h100": "NVIDIA H100 80GB HBM3"},
+        site={"grid": "DEU", "pue": 1.3},
+    )
+    import_fleet(out, opts)
+    return out
+
+
+def test_report_sums_equal_assess_on_every_record(fleet: Path) -> None:
+    idx = read_index(fleet)
+    rep = build_report(fleet, by="month")
+    assessable = idx[idx["gpu_model"].notna() & (idx["energy_j"] > 0)]
+    assert rep.totals.jobs == len(assessable) and len(rep.not_assessed) == len(idx) - len(assessable) >= 1
+    per_job = {
+        j: footprint.assess(fleet / d, samples=0) for j, d in zip(assessable["job_id"], assessable["run_dir"], strict=True)
+    }
+    for k in ("climate_change", "particulate_matter", "resource_use_minerals_metals"):
+        assert rep.totals.impacts[k] == pytest.approx(sum(a[k].total for a in per_job.values()), rel=1e-9)
+    assert rep.totals.gpu_hours == pytest.approx(sum(a.workload.gpu_hours for a in per_job.values()), rel=1e-12)
+    assert rep.totals.single_score_pt == pytest.approx(sum(a.single_score["value"] for a in per_job.values()), rel=1e-9)
+    assert rep.totals.energy_kwh == pytest.approx(sum(a.workload.it_energy_kwh for a in per_job.values()), rel=1e-12)
+    months = {g.label for g in rep.groups}
+    assert months == set(assessable["month"])  # January and February 2025
+    assert sum(g.jobs for g in rep.groups) == rep.totals.jobs
+    assert rep.unallocated is None and rep.unallocated_share == {"gpu_time": None, "gpu_energy": None}
+    assert any("rtx3090" in x["reason"] for x in rep.not_assessed)
+    one = rep.top_jobs[0]
+    assert one["climate_change_kg"] == pytest.approx(max(a["climate_change"].total for a in per_job.values()), rel=1e-12)
+
+
+def test_every_grouping_and_format(fleet: Path, tmp_path: Path) -> None:
+    for by in ("user", "account", "partition", "gpu", "month"):
+        rep = build_report(fleet, by)
+        assert rep.totals.impacts["climate_change"] == pytest.approx(sum(g.impacts["climate_change"] for g in rep.groups))
+    write_report(fleet, str(tmp_path / "r.json"), "user")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert set(doc) >= {"totals", "groups", "unallocated", "unallocated_share", "top_jobs", "not_assessed", "warnings", "sources"}
+    assert all(len(g["impacts"]) == 17 for g in doc["groups"])
+    assert doc["unallocated"] is None  # no telemetry: not available, never zero
+    write_report(fleet, str(tmp_path / "r.csv"), "gpu")
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0].startswith("row,gpu,jobs,gpu_hours,energy_kwh") and "climate_change [kg CO2 eq]" in lines[0]
+    assert lines[-1].startswith("total,all jobs,")
+    write_report(fleet, str(tmp_path / "r.html"), "account", top=3)
+    html = (tmp_path / "r.html").read_text()
+    assert "Not assessed" in html and "Top jobs" in html and "<svg" in html
+
+
+def test_reprojection_with_set(fleet: Path) -> None:
+    base = build_report(fleet, "user")
+    pol = build_report(fleet, "user", sets=["site.grid=POL"])
+    assert pol.totals.impacts["climate_change"] > base.totals.impacts["climate_change"]
+    assert pol.totals.gpu_hours == base.totals.gpu_hours
+    with pytest.raises(FootprintError, match="unknown grid zone"):
+        build_report(fleet, "user", sets=["site.grid=ATLANTIS"])
+
+
+def test_report_errors(fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from footprint.cli.app import main
+
+    assert main(["fleet", "report", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 2
+    assert "no index.parquet: not a fleet directory" in capsys.readouterr().err
+    assert main(["fleet", "report", str(fleet), "-o", str(tmp_path / "x.pdf")]) == 2
+    assert "cannot tell the format" in capsys.readouterr().err
+    assert main(["fleet", "report", str(fleet), "--top", "-1", "-o", str(tmp_path / "x.html")]) == 2
+    assert not list(tmp_path.glob("x.*"))
+    with pytest.raises(SystemExit):
+        main(["fleet", "report", str(fleet), "--by", "colour", "-o", "x.html"])
+
+
+# ---- the dashboard's Fleet page -----------------------------------------------------------------------
+
+
+def test_fleet_page_shows_the_report_numbers(fleet: Path) -> None:
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    from footprint.lca.assessment import num
+
+    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    at.sidebar.radio(key="page").set_value("Fleet").run()
+    assert not at.exception and "No fleet index" in at.info[0].value
+    at.text_input(key="fleet_dir").set_value(str(fleet)).run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    rep = build_report(fleet, "user")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Jobs assessed"] == f"{rep.totals.jobs:,} of {rep.jobs_total:,}"
+    assert metrics["Climate change (kg CO2 eq)"] == num(rep.totals.impacts["climate_change"])
+    assert metrics["GPU-hours"] == num(rep.totals.gpu_hours)
+    assert metrics["Unallocated GPU time"] == "n/a"
+    table = at.dataframe[0].value
+    assert list(table["User"]) == [g.label for g in rep.groups] + ["all jobs"]
+    at.radio(key="fleet_by").set_value("gpu").run()
+    assert not at.exception
+    by_gpu = build_report(fleet, "gpu")
+    assert list(at.dataframe[0].value["GPU model"]) == [g.label for g in by_gpu.groups] + ["all jobs"]
+    # the page keeps its folder when the user visits another page and comes back
+    at.sidebar.radio(key="page").set_value("Hardware").run()
+    at.sidebar.radio(key="page").set_value("Fleet").run()
+    assert at.text_input(key="fleet_dir").value == str(fleet)
