@@ -16,6 +16,7 @@ import pytest
 from _paths import REPO
 
 import footprint
+from footprint.tracking import runrecord
 from footprint.tracking.tracker import DistInfo, gpus_for_rank
 from meters.fake_nvml import FakeNVML, Faults
 
@@ -45,8 +46,11 @@ def test_context_manager_measures_each_gpu_and_assesses(tmp_path: Path, monkeypa
     assert run["steps"] == 5 and run["tokens"] == 2560 and run["flops"] == pytest.approx(5e12)
     assert run["world_size"] == 1 and run["hosts"][0]["ranks"] == [0] and run["site"]["grid"] == "FRA"
     assert run["windows"][0]["name"] == "eval" and "shorter than 1 s" in run["windows"][0]["note"]
-    samples = pd.read_parquet(tmp_path / "cm" / "samples.parquet")
+    samples = runrecord.read_samples(tmp_path / "cm")
     assert {"rank", "host", "uuid", "component", "t_s", "energy_j", "power_w"} <= set(samples.columns)
+    last = samples.sort_values("t_s").groupby("uuid")["energy_j"].last()
+    for d in gpus:  # the samples end on the energy the record reports (to the millijoule the segments keep)
+        assert last[d["uuid"]] == pytest.approx(d["energy_j"], abs=1e-3)
     a = footprint.assess(run, samples=100)
     assert a.workload.count == 2 and a.workload.grid == "FRA"
     assert a.workload.it_energy_kwh == pytest.approx(run["energy"]["total_j"] / 3.6e6)
@@ -133,7 +137,8 @@ def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> N
     assert len([d for d in run["devices"] if d["component"] == "gpu"]) == 2
     assert run["energy"]["gpu_j"] > 0 and run["steps"] > 0
     assert run["duration_s"] > 0.5  # samples up to about a second before the kill
-    assert (run_dir / "samples.parquet").is_file()
+    samples = runrecord.read_samples(run_dir, components=["gpu"])
+    assert set(samples["uuid"]) == {d["uuid"] for d in run["devices"] if d["component"] == "gpu"}
     assert (
         subprocess.run(
             [PY, "-m", "footprint.cli", "assess", str(run_dir), "--samples", "0"], capture_output=True, cwd=REPO
@@ -357,4 +362,4 @@ def test_interpreter_exit_without_stop_finalises(tmp_path: Path) -> None:
     proc = subprocess.run([PY, "-c", code, str(tmp_path)], cwd=REPO, env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"))
     assert proc.returncode == 0
     run = json.loads((tmp_path / "atexit" / "run.json").read_text())
-    assert run["steps"] == 1 and run["energy"]["gpu_j"] > 0 and (tmp_path / "atexit" / "samples.parquet").is_file()
+    assert run["steps"] == 1 and run["energy"]["gpu_j"] > 0 and len(runrecord.read_samples(tmp_path / "atexit")) > 0

@@ -1494,22 +1494,28 @@ def _cum_busy(starts: Any, ends: Any, cum: Any, t: Any) -> Any:
     return full + partial
 
 
-def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict[str, Any], list[str]]:
-    import pandas as pd
+SAMPLE_MARGIN_S = 120.0  # samples read either side of the trace: at least one reading at the coarsest kept resolution
+
+
+def _run_samples(
+    run_dir: Path, device_index: Any, file: str, window: tuple[float, float] | None = None
+) -> tuple[Any, dict[str, Any], list[str]]:
+    """The GPU power samples around the trace window (unix seconds), read lazily from the run's segments
+    (or a samples.parquet written before segments existed): never the whole run."""
+    from footprint.tracking import runrecord
 
     notes: list[str] = []
     if not run_dir.is_dir():
-        raise FootprintError("not a run directory (expected run.json, samples.parquet and ranks/)", str(run_dir))
-    samples_path = run_dir / "samples.parquet"
-    if not samples_path.exists():
+        raise FootprintError("not a run directory (expected run.json and ranks/ with the samples)", str(run_dir))
+    if not runrecord.journals(run_dir) and not (run_dir / runrecord.LEGACY_SAMPLES).exists():
         raise FootprintError(
-            "no samples.parquet: not a footprint run directory (run `footprint recover` for a killed run)", str(run_dir)
+            "no power samples (no ranks/rank-*.journal.jsonl, no samples.parquet): not a footprint run directory "
+            "(run `footprint recover` for a killed run)",
+            str(run_dir),
         )
     run = {}
     if (run_dir / "run.json").exists():
-        from footprint.tracking.runrecord import read_json
-
-        run = read_json(run_dir / "run.json")
+        run = runrecord.read_json(run_dir / "run.json")
     starts: dict[int, float] = {}
     for p in sorted((run_dir / "ranks").glob("rank-*.json")):
         try:
@@ -1529,17 +1535,23 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
                 "no start time (ranks/rank-*.json start_unix or run.json start_utc): cannot place the power samples in time",
                 str(run_dir),
             )
-    try:
-        df = pd.read_parquet(samples_path)
-    except Exception as exc:  # noqa: BLE001 - any unreadable parquet is a user-facing error
-        raise FootprintError(f"cannot read samples.parquet ({exc})", str(samples_path)) from None
-    missing = {"uuid", "t_s"} - set(df.columns)
-    if missing:
-        raise FootprintError(f"samples.parquet lacks columns {sorted(missing)}", str(samples_path))
-    if "component" in df.columns:
-        df = df[df["component"].isin(["gpu"]) | df["component"].isna()]
+    t_range = None
+    if window is not None:
+        t_range = (window[0] - max(starts.values()) - SAMPLE_MARGIN_S, window[1] - min(starts.values()) + SAMPLE_MARGIN_S)
+    df = runrecord.read_samples(
+        run_dir, t_range=t_range, components=["gpu"], columns=["rank", "uuid", "component", "t_s", "energy_j", "power_w"]
+    )
+    df = df[df["uuid"].notna()]
     if df.empty:
-        raise FootprintError("samples.parquet has no GPU samples", str(samples_path))
+        span = runrecord.sample_span(run_dir)
+        if span is None or window is None:
+            raise FootprintError("the run has no GPU power samples", str(run_dir))
+        t0 = min(starts.values())
+        raise FootprintError(
+            f"the run's power samples ({_iso(t0 + span[0])} to {_iso(t0 + span[1])}) do not overlap "
+            f"the trace ({_iso(window[0])} to {_iso(window[1])}): is this the run that was profiled?",
+            str(run_dir),
+        )
     uuids = list(dict.fromkeys(df["uuid"]))
     devices = [d for d in run.get("devices", []) if d.get("component", "gpu") == "gpu"]
     uuid = uuids[0]
@@ -1551,11 +1563,11 @@ def _run_samples(run_dir: Path, device_index: Any, file: str) -> tuple[Any, dict
         else:
             uuid = df["uuid"].value_counts().index[0]
             notes.append(
-                f"the run has {len(uuids)} GPUs and none has the trace's device index {device_index}: used {uuid} (most samples)"
+                f"the run has {len(uuids)} GPUs and none has the trace's device index {device_index}: used {uuid} "
+                "(most samples around the trace)"
             )
     df = df[df["uuid"] == uuid].copy()
-    rank = df["rank"] if "rank" in df.columns else 0
-    offset = rank.map(lambda r: starts.get(int(r), starts.get(min(starts)))) if "rank" in df.columns else starts[min(starts)]
+    offset = df["rank"].map(lambda r: starts.get(int(r), starts[min(starts)])) if "rank" in df.columns else starts[min(starts)]
     df["t_unix"] = df["t_s"].astype(float) + offset
     df = df.sort_values("t_unix")
     dev = next((d for d in devices if d.get("uuid") == uuid), {})
@@ -1582,17 +1594,16 @@ def attribute_energy(
             file,
             "baseTimeNanoseconds",
         )
-    df, dev, more = _run_samples(run_dir, result["device"]["index"], file)
-    notes += more
-    if not gpu:
-        raise FootprintError("the trace has no GPU events to attribute energy to", file)
-
     # per-category merged intervals in unix seconds
     per_cat: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for g, cat in zip(gpu, cats, strict=True):
         per_cat[cat].append((t0 + g[0] / 1e6, t0 + (g[0] + g[1]) / 1e6))
     merged = {c: _union(v) for c, v in per_cat.items()}
     all_iv = _union(iv for v in per_cat.values() for iv in v)
+    df, dev, more = _run_samples(run_dir, result["device"]["index"], file, (all_iv[0][0], all_iv[-1][1]) if all_iv else None)
+    notes += more
+    if not gpu:
+        raise FootprintError("the trace has no GPU events to attribute energy to", file)
     w0, w1 = all_iv[0][0], all_iv[-1][1]
 
     t = df["t_unix"].to_numpy(dtype=float)

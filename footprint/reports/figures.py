@@ -117,20 +117,26 @@ def materials(a: Assessment) -> str:
     return _svg(fig)
 
 
-def power_timeline(samples: Any) -> str | None:
-    """Power per device over the run (from samples.parquet)."""
-    if samples is None or len(samples) == 0:
+def power_timeline(timeline: Any) -> str | None:
+    """Power per device over the run: the min-max band of each time bucket and its mean
+    (``runrecord.power_timeline``: downsampled in bounded memory, peaks kept)."""
+    if timeline is None or len(timeline) == 0 or not timeline["power_w"].notna().any():
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3))
-    for uuid, g in samples.groupby("uuid"):
-        g = g.sort_values("t_s")
-        if g["power_w"].notna().any():
-            comp = g["component"].iloc[0]
-            ax.plot(g["t_s"], g["power_w"], lw=1, label=f"{comp} {str(uuid)[:12]}")
-    ax.set_xlabel("time since start (s)")
+    span = float(timeline["t_s"].max())
+    scale, unit = (3600.0, "h") if span > 3 * 3600 else (60.0, "min") if span > 3 * 60 else (1.0, "s")
+    for n, ((comp, uuid), g) in enumerate(timeline.groupby(["component", "uuid"], sort=True)):
+        if not g["power_w"].notna().any():
+            continue
+        colour = COMPONENT_COLORS[n % len(COMPONENT_COLORS)]
+        x = g["t_s"] / scale
+        if (g["power_max_w"] - g["power_min_w"]).max() > 0:
+            ax.fill_between(x, g["power_min_w"], g["power_max_w"], color=colour, alpha=0.2, lw=0, step="mid")
+        ax.plot(x, g["power_w"], lw=1, color=colour, label=f"{comp} {str(uuid)[:12]}")
+    ax.set_xlabel(f"time since start ({unit})")
     ax.set_ylabel("W")
-    ax.set_title("Power per device")
+    ax.set_title("Power per device (line: mean; band: min to max of each time bucket)")
     ax.legend(fontsize=7, ncol=2, frameon=False)
     return _svg(fig)
 
