@@ -266,7 +266,8 @@ class Journal:
     def samples(self) -> list[DeviceSample]:
         """The samples as objects (convenient for small journals; the columns are the compact form)."""
         return [
-            DeviceSample(u, t, e, None if p != p else p) for u, t, e, p in zip(self.uuid, self.t, self.energy, self.power, strict=True)
+            DeviceSample(u, t, e, None if p != p else p)
+            for u, t, e, p in zip(self.uuid, self.t, self.energy, self.power, strict=True)
         ]
 
     @property

@@ -185,7 +185,10 @@ class SegmentWriter:
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._last: dict[str, list[Any]] = {}  # uuid -> [t_ms, energy_mj, power_w, component]: the newest readings
-        self._tiers = {SECOND: _TierState(SECOND, retention.second_part_s * 1000), MINUTE: _TierState(MINUTE, retention.minute_part_s * 1000)}
+        self._tiers = {
+            SECOND: _TierState(SECOND, retention.second_part_s * 1000),
+            MINUTE: _TierState(MINUTE, retention.minute_part_s * 1000),
+        }
         self._covered = {RAW: -(2**62), SECOND: -(2**62), MINUTE: -(2**62)}  # end of the newest part of each tier
         self._closed = False
 

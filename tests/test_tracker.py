@@ -11,7 +11,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from _paths import REPO
 
