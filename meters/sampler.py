@@ -181,6 +181,13 @@ class Sampler:
         self._stop_event.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        for meter in self._started_meters:  # a meter still resolving (the CPU estimate's TDP lookup) gets to finish
+            wait = getattr(meter, "wait_resolved", None)
+            if callable(wait):
+                try:
+                    wait(10.0)
+                except Exception as exc:
+                    self._error(meter, exc)
         self._tick()  # final reading, so totals cover the window up to stop()
         for meter in self._started_meters:
             try:

@@ -264,12 +264,12 @@ class SegmentWriter:
             self._flush_tier(tier, (st.part_index + 1) * st.part_ms)
 
     def _flush_tier(self, tier: str, end_ms: int | None) -> None:
-        import pyarrow as pa
-        import pyarrow.compute  # noqa: F401
-
         st = self._tiers[tier]
         if not st.chunks or st.part_index is None:
             return
+        import pyarrow as pa
+        import pyarrow.compute  # noqa: F401
+
         table = pa.concat_tables(st.chunks)
         start = st.part_index * st.part_ms
         if end_ms is None:  # at close: the partial part covers up to the newest raw part (the tail holds the rest)
