@@ -472,13 +472,13 @@ def device_label(row: Any) -> str:
 
 
 def power_timeline(timeline: Any) -> Any:
-    """Long-form rows for the charts from ``runrecord.power_timeline`` (already one row per device and time
-    bucket): a device label, time, mean/min/max power and the cumulative energy."""
+    """Long-form rows for the charts from ``runrecord.power_timeline`` (an Arrow table, already one row per
+    device and time bucket): a device label, time, mean/min/max power and the cumulative energy."""
     import pandas as pd
 
     cols = ["device", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j"]
-    if timeline is None or timeline.empty:
+    if timeline is None or timeline.num_rows == 0:
         return pd.DataFrame(columns=cols)
-    df = timeline.copy()
+    df = timeline.to_pandas()
     df["device"] = [device_label(r) for r in df[["component", "uuid", "rank", "host"]].to_dict("records")]
     return df.sort_values(["device", "t_s"])[cols].reset_index(drop=True)

@@ -376,29 +376,51 @@ def read_journal(path: str | os.PathLike[str], samples: bool = True) -> Journal:
     return j
 
 
+def last_readings(path: str | os.PathLike[str], t0: float | None = None) -> dict[str, list[Any]]:
+    """{uuid: [t_ms since t0, energy_mj, power_w, component]} of each device's newest reading in one journal
+    file: streamed, memory O(devices), pure Python."""
+    p = Path(path)
+    j = Journal(path=p)
+    newest: dict[str, tuple[float, float, float]] = {}
+    for t, values, keys in _ticks(p, j):
+        for key, e, pw in _readings(values, keys):
+            newest[key] = (t, e, pw)
+    base = float(j.header.get("t0", j.header.get("t_monotonic", 0.0))) if t0 is None else t0
+    comp = {u: info.component for u, info in j.devices.items()}
+    out: dict[str, list[Any]] = {}
+    for u, (t, e, pw) in newest.items():
+        out[u] = [round((t - base) * 1000.0), round(e * 1000.0), None if pw != pw else pw, comp.get(u)]
+    return out
+
+
 def iter_journal_chunks(path: str | os.PathLike[str], t0: float | None = None, rows: int = 1 << 16) -> Iterator[pa.Table]:
     """Stream a journal as Arrow tables of the raw segment schema (uuid, component, t_ms since `t0`,
     energy_mj, power_w), `rows` readings at a time: a journal of any size in bounded memory."""
     import numpy as np
     import pyarrow as pa
 
-    from .segments import _schema
+    from .segments import _schema, dict_array
 
     p = Path(path)
     j = Journal(path=p)
     base = t0
-    uu: list[str] = []
+    codes: dict[str, int] = {}
+    dev = array("i")
     t_ms = array("q")
     e_j = array("d")
     p_w = array("d")
 
     def table() -> pa.Table:
-        comps = {u: (j.devices[u].component if u in j.devices else None) for u in set(uu)}
+        keys = list(codes)
+        comps = [j.devices[u].component if u in j.devices else None for u in keys]
+        values = sorted({c for c in comps if c is not None})
+        comp_idx = np.array([values.index(c) if c is not None else -1 for c in comps], dtype=np.int32)
+        d = np.frombuffer(dev, dtype=np.int32)
         power = np.frombuffer(p_w, dtype=np.float64).astype(np.float32)
         return pa.table(
             {
-                "uuid": pa.array(uu, pa.string()),
-                "component": pa.array([comps[u] for u in uu], pa.string()),
+                "uuid": dict_array(d, keys),
+                "component": dict_array(comp_idx[d], values),
                 "t_ms": pa.array(np.frombuffer(t_ms, dtype=np.int64)),
                 "energy_mj": pa.array(np.rint(np.frombuffer(e_j, dtype=np.float64) * 1000.0).astype(np.int64)),
                 "power_w": pa.array(power, mask=np.isnan(power)),
@@ -411,12 +433,12 @@ def iter_journal_chunks(path: str | os.PathLike[str], t0: float | None = None, r
             base = float(j.header.get("t0", j.header.get("t_monotonic", t)))
         ms = round((t - base) * 1000.0)
         for key, e, pw in _readings(values, keys):
-            uu.append(key)
+            dev.append(codes.setdefault(key, len(codes)))
             t_ms.append(ms)
             e_j.append(e)
             p_w.append(pw)
-        if len(uu) >= rows:
+        if len(t_ms) >= rows:
             yield table()
-            uu, t_ms, e_j, p_w = [], array("q"), array("d"), array("d")
-    if uu:
+            dev, t_ms, e_j, p_w = array("i"), array("q"), array("d"), array("d")
+    if len(t_ms):
         yield table()

@@ -119,21 +119,30 @@ def materials(a: Assessment) -> str:
 
 def power_timeline(timeline: Any) -> str | None:
     """Power per device over the run: the min-max band of each time bucket and its mean
-    (``runrecord.power_timeline``: downsampled in bounded memory, peaks kept)."""
-    if timeline is None or len(timeline) == 0 or not timeline["power_w"].notna().any():
+    (an Arrow table from ``runrecord.power_timeline``: downsampled in bounded memory, peaks kept)."""
+    import numpy as np
+
+    if timeline is None or timeline.num_rows == 0:
         return None
+    cols = {c: timeline[c].to_numpy(zero_copy_only=False) for c in ("t_s", "power_w", "power_min_w", "power_max_w")}
+    mean, lo, hi = (np.asarray(cols[c], dtype=float) for c in ("power_w", "power_min_w", "power_max_w"))
+    if not np.isfinite(mean).any():
+        return None
+    devices = list(zip(timeline["component"].to_pylist(), timeline["uuid"].to_pylist(), strict=True))
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3))
-    span = float(timeline["t_s"].max())
+    t = np.asarray(cols["t_s"], dtype=float)
+    span = float(np.nanmax(t))
     scale, unit = (3600.0, "h") if span > 3 * 3600 else (60.0, "min") if span > 3 * 60 else (1.0, "s")
-    for n, ((comp, uuid), g) in enumerate(timeline.groupby(["component", "uuid"], sort=True)):
-        if not g["power_w"].notna().any():
+    for n, key in enumerate(sorted(set(devices), key=lambda k: (str(k[0]), str(k[1])))):
+        sel = np.array([d == key for d in devices])
+        if not np.isfinite(mean[sel]).any():
             continue
         colour = COMPONENT_COLORS[n % len(COMPONENT_COLORS)]
-        x = g["t_s"] / scale
-        if (g["power_max_w"] - g["power_min_w"]).max() > 0:
-            ax.fill_between(x, g["power_min_w"], g["power_max_w"], color=colour, alpha=0.2, lw=0, step="mid")
-        ax.plot(x, g["power_w"], lw=1, color=colour, label=f"{comp} {str(uuid)[:12]}")
+        x = t[sel] / scale
+        if np.nanmax(hi[sel] - lo[sel]) > 0:
+            ax.fill_between(x, lo[sel], hi[sel], color=colour, alpha=0.2, lw=0, step="mid")
+        ax.plot(x, mean[sel], lw=1, color=colour, label=f"{key[0]} {str(key[1])[:12]}")
     ax.set_xlabel(f"time since start ({unit})")
     ax.set_ylabel("W")
     ax.set_title("Power per device (line: mean; band: min to max of each time bucket)")

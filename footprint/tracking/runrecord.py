@@ -196,8 +196,8 @@ def journals(run_dir: Path) -> list[Path]:
 
 
 def _stores(run_dir: Path) -> list[tuple[Any, Any, Any]]:
-    """(rank, host, meters.segments.Store) per rank journal."""
-    from meters.segments import Store
+    """(rank, host, meters.store.Store) per rank journal."""
+    from meters.store import Store
 
     out = []
     for jp in journals(run_dir):
@@ -230,9 +230,10 @@ def iter_samples(
     `t_range` (seconds since each rank's start), `uuids`, `components` and `columns` are pushed down to
     the files; `resolution_s` picks the coarsest stored resolution that is still at least that fine.
     Memory is one batch, whatever the run's length."""
+    import numpy as np
     import pyarrow as pa
 
-    from meters.segments import COLUMNS
+    from meters.segments import COLUMNS, dict_array
 
     run_dir = Path(run_dir)
     want = list(columns or ("rank", "host", *COLUMNS))
@@ -245,11 +246,11 @@ def iter_samples(
         return
     for rank, host, store in stores:
         for table in store.batches(lo, hi, resolution_s=resolution_s, uuids=uuids, components=components, columns=inner):
-            n = table.num_rows
-            if "host" in want:
-                table = table.append_column("host", pa.array([host] * n, pa.string()))
+            zeros = np.zeros(table.num_rows, dtype=np.int32)
+            if "host" in want:  # constant per rank: a one-value dictionary costs nothing
+                table = table.append_column("host", dict_array(zeros, [host]))
             if "rank" in want:
-                table = table.append_column("rank", pa.array([rank] * n, pa.int64()))
+                table = table.append_column("rank", pa.array(zeros.astype(np.int64) + rank))
             yield table.select(want)
 
 
@@ -304,7 +305,11 @@ def read_samples(run_dir: str | Path, **kwargs: Any) -> pd.DataFrame:
     if not tables:
         cols = list(kwargs.get("columns") or SAMPLE_COLUMNS)
         return pd.DataFrame({c: [] for c in cols})
-    return pa.concat_tables(tables).to_pandas()
+    df = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    for c in df.columns:  # device names arrive dictionary-encoded (categoricals): plain values for callers
+        if isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].astype(object)
+    return df
 
 
 def sample_span(run_dir: str | Path) -> tuple[float, float] | None:
@@ -324,24 +329,26 @@ def sample_span(run_dir: str | Path) -> tuple[float, float] | None:
     return (0.0, max(ends)) if ends else None
 
 
-def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterable[str] | None = None) -> pd.DataFrame:
-    """Power per device downsampled for a plot: one row per device and time bucket with min, mean and max power
-    (peaks survive: the max of a bucket is the max of every reading in it) and the last cumulative energy.
-    Streams the coarsest stored resolution that still fills the buckets: bounded memory at any run length."""
-    import pandas as pd
+TIMELINE_COLUMNS = ("rank", "host", "uuid", "component", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j", "n")
 
-    from meters.segments import downsample
+
+def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterable[str] | None = None) -> pa.Table:
+    """Power per device downsampled for a plot (an Arrow table): one row per device and time bucket with min,
+    mean and max power (peaks survive: the max of a bucket is the max of every reading in it) and the last
+    cumulative energy. Streams the coarsest stored resolution that still fills the buckets: bounded memory at
+    any run length, and no pandas (a report process stays small)."""
+    import pyarrow as pa
+
+    from meters.store import downsample
 
     span = sample_span(run_dir)
-    cols = ["rank", "host", "uuid", "component", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j", "n"]
     if span is None:
-        return pd.DataFrame({c: [] for c in cols})
+        return pa.table({c: pa.array([], pa.float64()) for c in TIMELINE_COLUMNS})
     lo, hi = span
     hi = max(hi, lo + 1e-3) + 1e-3
     keys = ("rank", "host", "uuid", "component")
     tables = iter_samples(run_dir, resolution_s=(hi - lo) / max(buckets, 1), components=components)
-    out = downsample(tables, lo, hi, buckets, keys=keys).to_pandas()
-    return out[cols] if len(out) else pd.DataFrame({c: [] for c in cols})
+    return downsample(tables, lo, hi, buckets, keys=keys).select(list(TIMELINE_COLUMNS))
 
 
 def merge(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
@@ -361,7 +368,7 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
     Bounded: each rank's energy is its newest counter readings (the newest Parquet part's footer plus the
     journal tail), its steps the last progress event; a journal written before segments is streamed."""
     from meters.journal import read_journal
-    from meters.segments import Store
+    from meters.store import Store
 
     run_dir = Path(run_dir)
     found = journals(run_dir)

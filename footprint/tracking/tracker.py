@@ -186,14 +186,18 @@ class Tracker:
             self._note(f"{exc}; the default retention is used")
             retention = Retention()
         meta["retention"] = retention.to_dict()
-        self._sampler = Sampler(
-            meters, period_s=self.period_s, journal_path=journal, meta=meta, progress=self._progress, retention=retention
-        )
+        self._sampler = self._new_sampler(Sampler, meters, journal, meta, retention)
         self._sampler.start()
         atexit.register(self._at_exit)
         if self._handle_sigterm and threading.current_thread() is threading.main_thread():
             with contextlib.suppress(Exception):
                 self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _new_sampler(self, sampler_cls: Any, meters: list[Any], journal: Path, meta: dict[str, Any], retention: Any) -> Any:
+        """The sampler of this rank (a seam for replaying a recorded or synthetic run through the real writer)."""
+        return sampler_cls(
+            meters, period_s=self.period_s, journal_path=journal, meta=meta, progress=self._progress, retention=retention
+        )
 
     def _progress(self) -> dict[str, Any]:
         return {"steps": self.steps, "tokens": self.tokens, "flops": self.flops}
