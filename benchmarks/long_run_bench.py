@@ -314,7 +314,7 @@ def _table(rows: list[dict[str, Any]], gpus: int) -> None:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         per30 = r["month_mb"]
-        stop_peak = f"{r['stop_peak_mb']:.0f} MB" if r["stop_peak_mb"] else "n/a"
+        stop_peak = f"{r['stop_peak_mb']:.0f} MB (before: {r['rss_before_mb']:.0f})" if r["stop_peak_mb"] else "n/a"
         cells = [
             f"{r['hours']:g} h",
             f"{r['disk_mb']:.1f} MB",
