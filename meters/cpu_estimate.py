@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import math
 import os
 import re
 import threading
@@ -36,6 +37,7 @@ from .base import ESTIMATED, DeviceInfo, DeviceSample
 GENERIC_TDP_W = 85.0
 CONSTANT_FRACTION = 0.5
 GENERIC_RAM_W = 10.0
+LOAD_INTERVAL_S = 1.0  # how often the machine's CPU load is read (codecarbon reads it every 15 s by default)
 POWER_PER_THREAD_W = 4.0  # codecarbon's DEFAULT_POWER_PER_CORE for CPUs missing from its table
 
 
@@ -114,8 +116,9 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str | None:
 
 
 @lru_cache(maxsize=2)
-def codecarbon_cpu_table(path: str | None = None) -> tuple[tuple[str, float], ...]:
-    """(name, TDP W) rows of codecarbon's packaged CPU table, found without importing codecarbon."""
+def codecarbon_cpu_table(path: str | None = None) -> tuple[tuple[str, float | None], ...]:
+    """(name, TDP W or None) rows of codecarbon's packaged CPU table, found without importing codecarbon;
+    every row is kept (as codecarbon's matcher sees them), an unreadable TDP as None."""
     if path is None:
         spec = importlib.util.find_spec("codecarbon")
         if spec is None or not spec.submodule_search_locations:
@@ -125,10 +128,13 @@ def codecarbon_cpu_table(path: str | None = None) -> tuple[tuple[str, float], ..
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             for row in csv.DictReader(fh):
-                try:
-                    rows.append((row["Name"], float(row["TDP"])))
-                except (KeyError, TypeError, ValueError):
+                name = row.get("Name")
+                if name is None:
                     continue
+                try:
+                    rows.append((name, float(row.get("TDP") or "nan")))
+                except ValueError:
+                    rows.append((name, None))
     except OSError:
         return ()
     return tuple(rows)
@@ -169,8 +175,9 @@ def fast_estimate(include_ram: bool = True) -> HostEstimate:
         return codecarbon_estimate(include_ram)
     est = HostEstimate(cpu_model=model)
     name = match_cpu(model, [n for n, _ in table])
-    if name is not None:
-        est.tdp_w = dict(table)[name]
+    tdp = dict(table).get(name) if name is not None else None
+    if tdp is not None and math.isfinite(tdp) and tdp > 0:
+        est.tdp_w = tdp
         est.notes.append(f"TDP {est.tdp_w:g} W for {model!r} from codecarbon's CPU table (matched {name!r})")
     else:
         try:
@@ -230,6 +237,7 @@ class CpuEstimateMeter:
         self._psutil: Any = None
         self._t0: float | None = None
         self._t_last: float | None = None
+        self._t_load = float("-inf")
         self._factor_integral = 0.0  # integral of the TDP fraction over time (s)
         self._factor_now = CONSTANT_FRACTION
         self.notes: list[str] = []
@@ -318,17 +326,18 @@ class CpuEstimateMeter:
         dt = t - self._t_last
         if dt <= 0:
             return
-        if self._psutil is not None:
+        self._factor_integral += self._factor_now * dt  # the load read last applies until the next read
+        self._t_last = t
+        if self._psutil is None:
+            self._factor_now = CONSTANT_FRACTION
+        elif t - self._t_load >= LOAD_INTERVAL_S:  # /proc/stat once a second, not at every 10 Hz tick
+            self._t_load = t
             try:
                 load = float(self._psutil.cpu_percent(interval=None)) / 100.0
                 self._factor_now = 0.1 + 0.9 * load**3
             except Exception as exc:
                 self._cpu.info.errors += 1
                 self._cpu.info.note(f"CPU load unreadable ({exc}); previous load kept")
-        else:
-            self._factor_now = CONSTANT_FRACTION
-        self._factor_integral += self._factor_now * dt
-        self._t_last = t
 
     def sample(self) -> list[DeviceSample]:
         """Estimated cumulative energy; empty until the TDP is resolved. Never raises."""

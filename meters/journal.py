@@ -46,9 +46,7 @@ MAX_EVENTS = 1000  # events kept by a reader (errors are rate-limited by the wri
 
 
 def _num(x: float | None, digits: int) -> str:
-    if x is None or x != x or x in (float("inf"), float("-inf")):
-        return "null"
-    return f"{x:.{digits}f}"
+    return f"{x:.{digits}f}" if x is not None and math.isfinite(x) else "null"
 
 
 class JournalWriter:
@@ -161,13 +159,20 @@ class JournalWriter:
             self.set_devices(t, [DeviceInfo(uuid=s.uuid, name=s.uuid) for s in unknown])
         row: list[str] = ["null"] * (2 * len(self._keys))
         buf = self._buf if self.segments is not None else None
-        for s in samples:
-            i = self._index[s.uuid]
-            e = s.energy_j_cumulative
-            row[2 * i] = _num(e, 4)
-            row[2 * i + 1] = _num(s.power_w, 2)
-            if buf is not None and e is not None and e == e and abs(e) != math.inf:
-                buf.add(i, t_ms, e, s.power_w)
+        index, finite = self._index, math.isfinite
+        for s in samples:  # the hot path of every tick: plain formatting, no helper calls
+            i = index[s.uuid]
+            e, p = s.energy_j_cumulative, s.power_w
+            ok_p = p is not None and finite(p)
+            if ok_p:
+                row[2 * i + 1] = f"{p:.2f}"
+            if e is not None and finite(e):
+                row[2 * i] = f"{e:.4f}"
+                if buf is not None:
+                    buf.dev.append(i)
+                    buf.t_ms.append(t_ms)
+                    buf.energy_j.append(e)
+                    buf.power_w.append(p if ok_p else math.nan)
         self._write(f"[{_num(t, 4)}{',' if row else ''}{','.join(row)}]")
 
     def _roll(self, t_ms: int, t: float) -> None:
