@@ -22,6 +22,7 @@ Version 1 journals (the whole run in one file, before segments) read the same wa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -103,9 +104,9 @@ class JournalWriter:
         keep = ("rank", "local_rank", "world_size", "host", "pid", "name", "t0", "start_unix", "period_s")
         return {"format": "footprint-meters-segments", "version": 1, **{k: self._meta[k] for k in keep if k in self._meta}}
 
-    def _open(self, now: float) -> None:
+    def _open(self, now: float, path: Path | None = None) -> None:
         """Open a (new) tail: its header, then the device records and the last progress, so each piece stands alone."""
-        self._fh = open(self.path, "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
+        self._fh = open(path or self.path, "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
         header = {
             "type": "header",
             "format": FORMAT,
@@ -187,12 +188,23 @@ class JournalWriter:
         self._fh.close()
         self._fh = None
         pending.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self.path, pending)
+        # The journal path never disappears (a kill at any instant leaves a tail to find): the piece gets a
+        # second name, the new tail is written aside and swapped in. Readers take the piece's span from the
+        # piece and the rest from the tail, so the moment both hold the same lines counts them once.
+        try:
+            os.link(self.path, pending)
+        except OSError:  # a filesystem without hard links: a plain rename (the tail is missing for a moment)
+            os.replace(self.path, pending)
         comps = [self._device_dicts.get(k, {}).get("component") for k in self._keys]
         job = _Job(self._seg_start, new_start, self._buf, list(self._keys), comps, pending)
         self._buf = RawBuffer()
         self._seg_start, self._seg_end = new_start, new_start + self._seg_ms
-        self._open(t)
+        fresh = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
+        with contextlib.suppress(FileNotFoundError):
+            fresh.unlink()
+        self._open(t, fresh)
+        self.flush(force=True, now=t)
+        os.replace(fresh, self.path)
         self.rolls += 1
         self.segments.submit(job)
 

@@ -53,6 +53,9 @@ class Store:
         self.journal_path = Path(journal_path)
         self.dir = segments_dir(self.journal_path)
         self.header = read_header(self.journal_path)
+        if not self.header:  # killed in the instant of a roll without hard links: the newest piece has the header
+            pieces = list_parts(self.dir, PENDING)
+            self.header = read_header(pieces[-1][0]) if pieces else {}
         self.version = int(self.header.get("version", 1) or 1)
         self.t0 = float(self.header.get("t0", self.header.get("t_monotonic", 0.0)) or 0.0)
 

@@ -191,8 +191,12 @@ def rank_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def journals(run_dir: Path) -> list[Path]:
-    """Each rank's journal (the tail of its samples; the whole run for runs recorded before segments)."""
-    return sorted((Path(run_dir) / RANKS_DIR).glob("rank-*.journal.jsonl"))
+    """Each rank's journal (the tail of its samples; the whole run for runs recorded before segments), also
+    where only its segments are left (a kill in the instant of a roll on a filesystem without hard links)."""
+    ranks = Path(run_dir) / RANKS_DIR
+    found = set(ranks.glob("rank-*.journal.jsonl"))
+    found |= {p.with_name(p.name.removesuffix(".segments") + ".journal.jsonl") for p in ranks.glob("rank-*.segments")}
+    return sorted(found)
 
 
 def _stores(run_dir: Path) -> list[tuple[Any, Any, Any]]:
@@ -368,6 +372,7 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
     Bounded: each rank's energy is its newest counter readings (the newest Parquet part's footer plus the
     journal tail), its steps the last progress event; a journal written before segments is streamed."""
     from meters.journal import read_journal
+    from meters.segments import PENDING, list_parts
     from meters.store import Store
 
     run_dir = Path(run_dir)
@@ -378,9 +383,14 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
         rec_path = Path(str(jp).replace(".journal.jsonl", ".json"))
         if rec_path.exists() and read_json(rec_path).get("complete"):
             continue
-        j = read_journal(jp, samples=False)  # header, devices, last progress; the samples come from the store
+        store = Store(jp)
+        pieces = list_parts(store.dir, PENDING)
+        source = jp if jp.exists() else pieces[-1][0] if pieces else None
+        if source is None:
+            continue
+        j = read_journal(source, samples=False)  # header, devices, last progress; the samples come from the store
         h = j.header
-        last = Store(jp).last_readings()
+        last = store.last_readings()
         duration = max((r["t_s"] for r in last.values()), default=0.0)
         duration = max(duration, 0.0)
         progress = j.progress or {}
