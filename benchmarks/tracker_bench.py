@@ -11,6 +11,8 @@
    paired by round, median (range) over rounds, in wall time (what the job feels) and in process CPU
    time (every thread of the process, the tool's own included; not inflated by other processes on a
    shared machine, and for a GIL-bound step an upper bound of the wall overhead). Goal: under 1 %.
+   Also the footprint sampler thread's own CPU time per second of run (its thread CPU clock: exact on
+   a busy machine; with a GIL-bound step it is about what the step loses, GIL hand-offs aside).
 
 Each tool measures what it can on this machine: footprint samples 8 fake H100s (the real NVML meter
 code against `meters.fake_nvml`, 10 Hz) plus host CPU and RAM (codecarbon's estimate method);
@@ -90,34 +92,31 @@ def python_step(n: int = 60_000) -> int:
 
 
 def make_array_step() -> tuple[str, Callable[[], Any]]:
-    """A step that releases the GIL: a torch matmul chain where torch is installed, else numpy."""
+    """A step that releases the GIL: a matmul chain in torch (one thread) where installed, else numpy."""
     if have("torch"):
         import torch
 
         torch.set_num_threads(1)
-        a = torch.randn(384, 384)
+        lib: Any = torch
+        a, label = torch.randn(384, 384), "torch matmul (1 thread)"
+    else:
+        import numpy as np
 
-        def step() -> Any:
-            x = a
-            for _ in range(4):
-                x = torch.tanh(x @ a) * 0.1
-            return x
-
-        return "torch matmul (1 thread)", step
-    import numpy as np
-
-    a = np.random.default_rng(0).standard_normal((384, 384))
+        lib = np
+        a, label = np.random.default_rng(0).standard_normal((384, 384)), "numpy matmul"
 
     def step() -> Any:
         x = a
         for _ in range(4):
-            x = np.tanh(x @ a) * 0.1
+            x = lib.tanh(x @ a) * 0.1
         return x
 
-    return "numpy matmul", step
+    return label, step
 
 
 class NoTool:
+    """No tracker at all (and the base of the others: each does nothing until it overrides)."""
+
     name = "none"
 
     def start(self) -> None:
@@ -130,29 +129,35 @@ class NoTool:
         pass
 
 
-class Footprint:
+class Footprint(NoTool):
     name = "footprint"
 
     def __init__(self, out: str) -> None:
         self.out, self.t, self.n = out, None, 0
+        self.thread_cpu = self.thread_wall = 0.0
 
     def start(self) -> None:
         import footprint
 
         self.n += 1
         self.t = footprint.track(name=f"b{self.n}", output_dir=self.out, period_s=0.1).start()
+        self._clock = time.pthread_getcpuclockid(self.t._sampler._thread.ident)
+        self._c0, self._w0 = time.clock_gettime(self._clock), time.perf_counter()
 
     def step(self) -> None:
         self.t.step(tokens=1)
 
     def stop(self) -> None:
+        # the sampler thread's own CPU time: exact whatever else runs on the machine
+        self.thread_cpu += time.clock_gettime(self._clock) - self._c0
+        self.thread_wall += time.perf_counter() - self._w0
         self.t.stop()
 
     def sampler_stats(self) -> dict[str, float]:
         return self.t._sampler.tick_stats() if self.t and self.t._sampler else {}
 
 
-class Codecarbon:
+class Codecarbon(NoTool):
     name = "codecarbon"
 
     def start(self) -> None:
@@ -161,14 +166,11 @@ class Codecarbon:
         self.t = OfflineEmissionsTracker(country_iso_code="FRA", save_to_file=False, log_level="error", measure_power_secs=1)
         self.t.start()
 
-    def step(self) -> None:
-        pass
-
     def stop(self) -> None:
         self.t.stop()
 
 
-class Zeus:
+class Zeus(NoTool):
     name = "zeus"
 
     def start(self) -> None:
@@ -176,9 +178,6 @@ class Zeus:
 
         self.m = getattr(self, "m", None) or ZeusMonitor()
         self.m.begin_window("block")
-
-    def step(self) -> None:
-        pass
 
     def stop(self) -> None:
         self.m.end_window("block")
@@ -213,6 +212,8 @@ def overhead(label: str, step: Callable[[], Any], tools: list[Any], rounds: int,
     steps = calibrate(step, seconds)
     for tool in tools:  # warm each tool once (imports, the CPU estimate's table, NVML init) outside the blocks
         block(step, tool, 3)
+        if isinstance(tool, Footprint):
+            tool.thread_cpu = tool.thread_wall = 0.0
     per: dict[str, list[tuple[float, float]]] = {t.name: [] for t in tools}
     for r in range(rounds):
         order = tools[r % len(tools) :] + tools[: r % len(tools)]
@@ -231,8 +232,11 @@ def overhead(label: str, step: Callable[[], Any], tools: list[Any], rounds: int,
         extra = ""
         if isinstance(tool, Footprint):
             st = tool.sampler_stats()
+            share = tool.thread_cpu / tool.thread_wall * 100 if tool.thread_wall else float("nan")
+            extra = f"; sampler thread CPU {share:.2f} % of one core"
             if st.get("ticks"):
-                extra = f"; sampler tick median {st['median_s'] * 1e3:.2f} ms wall"
+                extra += f", tick median {st['median_s'] * 1e3:.2f} ms wall"
+            tool.thread_cpu = tool.thread_wall = 0.0
         print(
             f"  {tool.name:<10} wall {statistics.median(wall):+.2f} % ({min(wall):+.2f} to {max(wall):+.2f}), "
             f"process CPU {statistics.median(cpu):+.2f} % ({min(cpu):+.2f} to {max(cpu):+.2f}) per step{extra}"

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 import tracemalloc
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from _child import kill_after, sampler_child
 
 from meters.base import DeviceInfo, DeviceSample
 from meters.fake_nvml import ManualClock
@@ -146,33 +143,13 @@ def test_a_reused_journal_path_is_set_aside_not_mixed(tmp_path: Path) -> None:
     assert max(Store(path).last_readings()["gpu-0"]["t_s"] for _ in [0]) == pytest.approx(20.0, abs=0.2)
 
 
-CHILD = textwrap.dedent("""
-    import sys, time
-    from meters.nvml import NvmlMeter
-    from meters.sampler import Sampler
-    from meters.segments import Retention
-    s = Sampler([NvmlMeter()], period_s=0.05, journal_path=sys.argv[1],
-                retention=Retention(segment_s=1, raw_s=2, second_s=60, second_part_s=60, minute_part_s=60)).start()
-    print("started", time.monotonic(), flush=True)
-    time.sleep(60)
-""")
+CHILD = sampler_child(0.05, "Retention(segment_s=1, raw_s=2, second_s=60, second_part_s=60, minute_part_s=60)")
 
 
 def test_kill_9_mid_roll_loses_at_most_a_second(tmp_path: Path) -> None:
     path = tmp_path / "k.journal.jsonl"
-    env = {**os.environ, "FOOTPRINT_FAKE_NVML": "2xA100-SXM4-40GB@300W", "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, env=env, text=True)
-    try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("started"), line
-        t_started = float(line.split()[1])
-        time.sleep(3.7)
-        t_kill = time.monotonic()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    t_started, t_kill, rc, pid = kill_after(CHILD, path, 3.7)
+    assert rc == -signal.SIGKILL
     store = Store(path)
     assert list_parts(store.dir, RAW) and (store.dir / LAST).is_file()  # it rolled: parts and pending pieces
     last = store.last_readings()
