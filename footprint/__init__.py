@@ -5,6 +5,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     load_scenario(path, sets=None) -> Workload
     assess(workload | scenario path | run dir | run, samples=2000, seed=0) -> Assessment
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
+    read_samples(run_dir, t_range=..., uuids=..., columns=...) -> DataFrame; power_timeline(run_dir, buckets=1000)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
     Workload, Assessment, FootprintError
 """
@@ -23,6 +24,8 @@ __all__ = [
     "compute_mfu",
     "load_scenario",
     "measure_flops",
+    "power_timeline",
+    "read_samples",
     "track",
     "transformer_flops",
     "__version__",
@@ -39,6 +42,8 @@ _LAZY = {
     "transformer_flops": ("footprint.flops", "transformer_flops"),
     "compute_mfu": ("footprint.flops", "compute_mfu"),
     "Tracker": ("footprint.tracking.tracker", "Tracker"),
+    "read_samples": ("footprint.tracking.runrecord", "read_samples"),
+    "power_timeline": ("footprint.tracking.runrecord", "power_timeline"),
 }
 
 

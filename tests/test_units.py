@@ -108,3 +108,24 @@ def test_yaml_uses_the_c_loader_where_built() -> None:
     assert safe_load("a: [1, 2.5e+3, x]\nb: {c: null}") == {"a": [1, 2500.0, "x"], "b": {"c": None}}
     with pytest.raises(yaml.YAMLError):
         safe_load("a: !!python/object:os.system ls")
+
+
+@given(
+    st.one_of(st.integers(-(10**6), 10**6).map(str), st.floats(-1e9, 1e9, allow_nan=False).map(repr)),
+    st.sampled_from(["W", "g", "GB/s", "mm**2", "kg CO2 eq/kWh", "years", "L/kWh", "1/s", "kWh", "degC", "CTUh", "kg*m/s**2"]),
+)
+def test_number_unit_fast_path_equals_pints_parser(number: str, unit: str) -> None:
+    """`Q("400 W")` skips pint's expression parser: same units, magnitude and type, or pint's own error."""
+    from footprint.lca.units import _number_and_unit, normalise, ureg
+
+    text = normalise(f"{number} {unit}")
+    fast = _number_and_unit(text)
+    try:
+        slow = ureg.Quantity(text)
+    except Exception:
+        slow = None
+    if fast is not None:
+        assert slow is not None and fast.units == slow.units and fast.magnitude == slow.magnitude
+        assert type(fast.magnitude) is type(slow.magnitude)
+    elif slow is not None:
+        assert "degC" in unit or "e" in number.lower() or "inf" in number  # only what the fast path leaves to pint
