@@ -1,4 +1,4 @@
-"""Columnar segments of a journal: compact Parquet parts written as the run goes, read lazily.
+"""Columnar segments of a journal: the format, the retention, and the writer (`meters.store` reads them).
 
 A run of any length must stop, recover and be read in bounded time and memory, so the journal
 (`X.journal.jsonl`, JSON lines, crash-safe) only holds the *tail* of the run: every `segment_s`
@@ -20,7 +20,8 @@ per-minute beyond. A part is deleted only once the coarser tier covering it is o
 instant the process dies at, the files cover the whole run (kill -9 loses at most the unflushed
 ~0.5 s of the tail).
 
-pyarrow and numpy are imported only by the background thread and by readers, never at start.
+pyarrow and numpy are imported only by the background thread (at the first roll) and by readers, never
+at start; Arrow only writes the files (numpy sorts and aggregates).
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ def _unit(text: str) -> pint.Unit:
 
 
 def _number_and_unit(text: str) -> pint.Quantity | None:
-    """"400 W" as 400 x a cached unit: the same quantity pint's expression parser gives, at a fraction of its
+    """Read "400 W" as 400 x a cached unit: the same quantity pint's expression parser gives, at a fraction of its
     cost (the database alone parses ~450 such strings per process). Anything else (expressions, no space,
     unknown or offset units) returns None for the full parser."""
     m = _NUMBER_UNIT.match(text)
