@@ -468,24 +468,26 @@ def find_runs(root: Path) -> list[Path]:
     return [p for p in subdirs if (p / "run.json").is_file() and p.resolve().is_relative_to(base)]
 
 
+TIMELINE_BUCKETS = 1000  # time buckets per device on the Runs page (about one per pixel of a wide chart)
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
-    """run.json, the power samples and the per-rank per-step MFU of a run directory (cached on mtime)."""
-    import pandas as pd
-
-    from footprint.tracking.runrecord import read_json
+    """run.json, the power timeline (downsampled: min/mean/max per time bucket, never the raw samples) and the
+    per-rank per-step MFU of a run directory. Cached on run.json's mtime: what is cached is O(buckets x devices),
+    whatever the run's length, so a slider move never re-reads the samples."""
+    from footprint.tracking import runrecord
 
     p = Path(run_dir)
-    record = read_json(p / "run.json")
-    samples = None
+    record = runrecord.read_json(p / "run.json")
+    timeline = None
     note = None
-    if (p / "samples.parquet").is_file():
-        try:
-            samples = pd.read_parquet(p / "samples.parquet")
-        except Exception as exc:  # a damaged parquet must not hide the rest of the run
-            note = f"samples.parquet could not be read: {type(exc).__name__}: {exc}"
-    else:
-        note = "no samples.parquet in the run directory (no power timeline)"
+    try:
+        timeline = power_timeline(runrecord.power_timeline(p, buckets=TIMELINE_BUCKETS))
+    except Exception as exc:  # damaged samples must not hide the rest of the run
+        note = f"the power samples could not be read: {type(exc).__name__}: {exc}"
+    if note is None and (timeline is None or timeline.empty):
+        note = "no power samples in the run directory (no power timeline)"
     per_step: list[dict[str, Any]] = []
     for rank_file in sorted((p / "ranks").glob("rank-*.json")):
         try:
@@ -494,7 +496,7 @@ def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
             continue
         for i, v in enumerate(((rec.get("mfu") or {}).get("per_step_mfu")) or []):
             per_step.append({"rank": f"rank {rec.get('rank', rank_file.stem)}", "step": i + 1, "MFU %": 100.0 * v})
-    return {"record": record, "samples": samples, "samples_note": note, "per_step_mfu": per_step}
+    return {"record": record, "timeline": timeline, "samples_note": note, "per_step_mfu": per_step}
 
 
 def device_label(row: Any) -> str:
@@ -502,17 +504,14 @@ def device_label(row: Any) -> str:
     return f"{row.get('component', 'gpu')} {uuid[-8:] or '?'} (rank {row.get('rank', '?')}, {row.get('host', '?')})"
 
 
-def power_timeline(samples: Any, max_points: int = 4000) -> Any:
-    """Long-form power and cumulative energy per device, thinned to at most ``max_points`` per device."""
+def power_timeline(timeline: Any) -> Any:
+    """Long-form rows for the charts from ``runrecord.power_timeline`` (an Arrow table, already one row per
+    device and time bucket): a device label, time, mean/min/max power and the cumulative energy."""
     import pandas as pd
 
-    if samples is None or samples.empty:
-        return pd.DataFrame(columns=["device", "t_s", "power_w", "energy_j"])
-    df = samples.copy()
+    cols = ["device", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j"]
+    if timeline is None or timeline.num_rows == 0:
+        return pd.DataFrame(columns=cols)
+    df = timeline.to_pandas()
     df["device"] = [device_label(r) for r in df[["component", "uuid", "rank", "host"]].to_dict("records")]
-    parts = []
-    for _, g in df.groupby("device", sort=True):
-        g = g.sort_values("t_s")
-        step = max(1, math.ceil(len(g) / max_points))
-        parts.append(g.iloc[::step])
-    return pd.concat(parts)[["device", "t_s", "power_w", "energy_j"]]
+    return df.sort_values(["device", "t_s"])[cols].reset_index(drop=True)

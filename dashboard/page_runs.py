@@ -1,4 +1,4 @@
-"""Runs: a measured run directory (run.json, samples.parquet, ranks/): power, energy, MFU, re-projection."""
+"""Runs: a measured run directory (run.json, ranks/ with each rank's segments): power, energy, MFU, re-projection."""
 
 from __future__ import annotations
 
@@ -70,15 +70,61 @@ def _line(rows: Any, x: tuple[str, str], y: tuple[str, str], colour: str, height
     )
 
 
-def _timeline(samples: Any) -> None:
-    df = core.power_timeline(samples)
-    if df.empty:
-        st.info("No power samples in samples.parquet.")
+def _power_band(rows: Any, height: int) -> None:
+    """Mean power per device as a line over its min-max band (one bucket per pixel: peaks stay visible)."""
+    x = {"field": "t_s", "type": "quantitative", "title": "time since start (s)"}
+    colour = {
+        "field": "device",
+        "type": "nominal",
+        "scale": {"range": ui.PALETTE},
+        "legend": {"orient": "bottom", "title": None, "labelLimit": 400},
+    }
+    ui.vega(
+        rows,
+        {
+            "height": height,
+            "layer": [
+                {
+                    "mark": {"type": "area", "opacity": 0.25},
+                    "encoding": {
+                        "x": x,
+                        "y": {"field": "power_min_w", "type": "quantitative", "title": "power (W)"},
+                        "y2": {"field": "power_max_w"},
+                        "color": colour,
+                    },
+                },
+                {
+                    "mark": {"type": "line"},
+                    "encoding": {
+                        "x": x,
+                        "y": {"field": "power_w", "type": "quantitative"},
+                        "color": colour,
+                        "tooltip": [
+                            {"field": "device", "type": "nominal"},
+                            {"field": "t_s", "type": "quantitative", "format": ".1f"},
+                            {"field": "power_w", "type": "quantitative", "format": ".4g", "title": "mean W"},
+                            {"field": "power_min_w", "type": "quantitative", "format": ".4g", "title": "min W"},
+                            {"field": "power_max_w", "type": "quantitative", "format": ".4g", "title": "max W"},
+                        ],
+                    },
+                },
+            ],
+        },
+    )
+
+
+def _timeline(df: Any) -> None:
+    if df is None or df.empty:
+        st.info("No power samples in this run directory.")
         return
-    _line(df, ("t_s", "time since start (s)"), ("power_w", "power (W)"), "device", 260)
+    _power_band(df, 260)
     _line(df, ("t_s", "time since start (s)"), ("energy_j", "cumulative energy (J)"), "device", 200)
     totals = df.groupby("device")["energy_j"].max()
-    st.caption("Energy per device (last cumulative sample): " + "; ".join(f"{d}: {num(float(e))} J" for d, e in totals.items()))
+    st.caption(
+        "Energy per device (last cumulative reading): "
+        + "; ".join(f"{d}: {num(float(e))} J" for d, e in totals.items())
+        + f". Power is shown as {core.TIMELINE_BUCKETS:,} time buckets per device: line = mean, band = min to max."
+    )
 
 
 def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:
@@ -251,7 +297,7 @@ def render(samples: int) -> None:
     with t1:
         if run["samples_note"]:
             st.info(run["samples_note"])
-        _timeline(run["samples"])
+        _timeline(run["timeline"])
     with t2:
         _mfu(rec, run["per_step_mfu"])
     with t3:

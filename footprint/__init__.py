@@ -7,6 +7,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
     assess_many(workloads) -> BatchAssessment  (central values of thousands of workloads, factor lookups shared)
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
+    read_samples(run_dir, t_range=..., uuids=..., columns=...) -> DataFrame; power_timeline(run_dir, buckets=1000)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
     Workload, Assessment, FootprintError
 """
@@ -26,6 +27,8 @@ __all__ = [
     "compute_mfu",
     "load_scenario",
     "measure_flops",
+    "power_timeline",
+    "read_samples",
     "report",
     "track",
     "transformer_flops",
@@ -45,6 +48,8 @@ _LAZY = {
     "transformer_flops": ("footprint.flops", "transformer_flops"),
     "compute_mfu": ("footprint.flops", "compute_mfu"),
     "Tracker": ("footprint.tracking.tracker", "Tracker"),
+    "read_samples": ("footprint.tracking.runrecord", "read_samples"),
+    "power_timeline": ("footprint.tracking.runrecord", "power_timeline"),
 }
 
 

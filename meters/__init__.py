@@ -8,6 +8,8 @@ Submodules are imported lazily so that `import meters` stays cheap:
 - `meters.replay.ReplayMeter`: a recorded power log played back as a live meter
 - `meters.importers`: nvidia-smi / codecarbon / PMD log readers and integration
 - `meters.sampler.Sampler`, `meters.journal.read_journal`: background sampling, crash-safe journal
+- `meters.segments.Retention`, `meters.store.Store`: the journal's Parquet segments, written as the run
+  goes and read lazily (`Store.batches`, `meters.store.downsample`)
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _LAZY = {
     "Sampler": "sampler",
     "DeviceTotal": "sampler",
     "read_journal": "journal",
+    "Retention": "segments",
+    "Store": "store",
 }
 
 __all__ = ["DeviceInfo", "DeviceSample", "Meter", *_LAZY]

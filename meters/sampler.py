@@ -9,7 +9,9 @@ Design choices (ARCHITECTURE.md principles "never lose a run", "fast start"):
   errors are counted, kept in a bounded log and journaled;
 - memory is bounded whatever the run length: a ring buffer of recent ticks plus a coarse series that
   halves its resolution when full (energies are cumulative, so dropping points loses no energy);
-- samples go to an append-only journal flushed at least every `flush_interval_s` (<= 1 s);
+- samples go to an append-only journal flushed at least every `flush_interval_s` (<= 1 s), which rolls
+  into compact Parquet segments every few minutes (`meters.segments`, written by a background thread):
+  stopping costs one segment, never the whole run, and so does any reader;
 - nothing heavy is imported here: starting costs milliseconds plus the meters' own start.
 """
 
@@ -27,6 +29,7 @@ from typing import Any
 
 from .base import DeviceInfo, DeviceSample, Meter
 from .journal import JournalWriter
+from .segments import Retention
 
 
 @dataclass
@@ -86,7 +89,13 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         progress: Callable[[], dict[str, Any]] | None = None,
         progress_interval_s: float = 1.0,
+        retention: Retention | dict[str, Any] | None = None,
+        segments: bool = True,
+        background: bool = True,
     ) -> None:
+        """`retention` sets how long each resolution of the samples is kept on disk (see `Retention`);
+        `segments=False` keeps the whole run in the one journal file; `background=False` starts no thread
+        (the caller drives `tick()`, e.g. to replay a recorded or synthetic run through the real writer)."""
         self.meters: list[Meter] = [meters] if not isinstance(meters, Sequence) else list(meters)
         self.period_s = max(float(period_s), 0.001)
         self.journal_path = journal_path
@@ -94,6 +103,8 @@ class Sampler:
         self.fsync_interval_s = fsync_interval_s
         self.start_meters = start_meters
         self.meta = dict(meta or {})
+        self.retention = Retention.of(retention) if segments else None
+        self.background = background
         self._clock = clock
         # The caller's counters (steps, tokens...), journaled from this thread so the caller never does I/O.
         self._progress = progress
@@ -142,6 +153,7 @@ class Sampler:
                     clock=self._clock,
                     flush_interval_s=self.flush_interval_s,
                     fsync_interval_s=self.fsync_interval_s,
+                    retention=self.retention,
                 )
             except Exception as exc:
                 self._error("journal", exc)
@@ -153,8 +165,9 @@ class Sampler:
                 except Exception as exc:
                     self._error(meter, exc)
         self._refresh_devices(self._t_start)
-        self._thread = threading.Thread(target=self._run, name="footprint-sampler", daemon=True)
-        self._thread.start()
+        if self.background:
+            self._thread = threading.Thread(target=self._run, name="footprint-sampler", daemon=True)
+            self._thread.start()
         atexit.register(self._at_exit)
         return self
 
@@ -168,6 +181,13 @@ class Sampler:
         self._stop_event.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        for meter in self._started_meters:  # a meter still resolving (the CPU estimate's TDP lookup) gets to finish
+            wait = getattr(meter, "wait_resolved", None)
+            if callable(wait):
+                try:
+                    wait(10.0)
+                except Exception as exc:
+                    self._error(meter, exc)
         self._tick()  # final reading, so totals cover the window up to stop()
         for meter in self._started_meters:
             try:
@@ -184,6 +204,9 @@ class Sampler:
                     self._journal.close(self._t_stop, {k: v.to_dict() for k, v in totals.items()})
                 except Exception as exc:
                     self._error("journal", exc)
+                for msg in self._journal.errors:
+                    self.errors += 1
+                    self.error_log.append(msg)
                 self._journal = None
         with contextlib.suppress(Exception):
             atexit.unregister(self._at_exit)
@@ -219,6 +242,10 @@ class Sampler:
                 next_t += skipped * self.period_s
                 delay = next_t - time.monotonic()
             self._stop_event.wait(max(delay, 0.0))
+
+    def tick(self) -> None:
+        """Take one reading of every meter now (the thread does this every `period_s`). Never raises."""
+        self._tick()
 
     def _tick(self) -> None:
         """One round of sampling. Everything is guarded: a tick never raises."""

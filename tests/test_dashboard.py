@@ -293,7 +293,7 @@ def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             os.environ.pop("FOOTPRINT_FAKE_NVML", None)
         else:
             os.environ["FOOTPRINT_FAKE_NVML"] = old
-    assert (root / "demo" / "samples.parquet").is_file()
+    assert (root / "demo" / "ranks" / "rank-00000.journal.jsonl").is_file()  # samples stay with the rank
     return root
 
 

@@ -100,9 +100,9 @@ def fast_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
     from footprint.kernels import bench
     from meters import cpu_estimate
 
-    monkeypatch.setattr(
-        cpu_estimate, "codecarbon_estimate", lambda include_ram=True: cpu_estimate.HostEstimate(cpu_model="test CPU", tdp_w=10.0)
-    )
+    fixed = lambda include_ram=True: cpu_estimate.HostEstimate(cpu_model="test CPU", tdp_w=10.0)  # noqa: E731
+    monkeypatch.setattr(cpu_estimate, "fast_estimate", fixed)  # the default resolver
+    monkeypatch.setattr(cpu_estimate, "codecarbon_estimate", fixed)
     small = {
         "gemm": [{"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 256, "K": 64}],
         "attention": [{"b": 1, "h": 2, "s": 64, "d": 32, "causal": True}],

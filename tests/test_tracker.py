@@ -16,6 +16,7 @@ import pytest
 from _paths import REPO
 
 import footprint
+from footprint.tracking import runrecord
 from footprint.tracking.tracker import DistInfo, gpus_for_rank
 from meters.fake_nvml import FakeNVML, Faults
 
@@ -45,8 +46,11 @@ def test_context_manager_measures_each_gpu_and_assesses(tmp_path: Path, monkeypa
     assert run["steps"] == 5 and run["tokens"] == 2560 and run["flops"] == pytest.approx(5e12)
     assert run["world_size"] == 1 and run["hosts"][0]["ranks"] == [0] and run["site"]["grid"] == "FRA"
     assert run["windows"][0]["name"] == "eval" and "shorter than 1 s" in run["windows"][0]["note"]
-    samples = pd.read_parquet(tmp_path / "cm" / "samples.parquet")
+    samples = runrecord.read_samples(tmp_path / "cm")
     assert {"rank", "host", "uuid", "component", "t_s", "energy_j", "power_w"} <= set(samples.columns)
+    last = samples.sort_values("t_s").groupby("uuid")["energy_j"].last()
+    for d in gpus:  # the samples end on the energy the record reports (to the millijoule the segments keep)
+        assert last[d["uuid"]] == pytest.approx(d["energy_j"], abs=1e-3)
     a = footprint.assess(run, samples=100)
     assert a.workload.count == 2 and a.workload.grid == "FRA"
     assert a.workload.it_energy_kwh == pytest.approx(run["energy"]["total_j"] / 3.6e6)
@@ -133,7 +137,8 @@ def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> N
     assert len([d for d in run["devices"] if d["component"] == "gpu"]) == 2
     assert run["energy"]["gpu_j"] > 0 and run["steps"] > 0
     assert run["duration_s"] > 0.5  # samples up to about a second before the kill
-    assert (run_dir / "samples.parquet").is_file()
+    samples = runrecord.read_samples(run_dir, components=["gpu"])
+    assert set(samples["uuid"]) == {d["uuid"] for d in run["devices"] if d["component"] == "gpu"}
     assert (
         subprocess.run(
             [PY, "-m", "footprint.cli", "assess", str(run_dir), "--samples", "0"], capture_output=True, cwd=REPO
@@ -187,6 +192,15 @@ def test_ranks_without_process_group_then_merge(tmp_path: Path) -> None:
     assert len(gpus) == 2 and len({d["uuid"] for d in gpus}) == 2  # each rank measured only its own GPU
     assert {d["rank"] for d in gpus} == {0, 1} and run["world_size"] == 2
     assert run["steps"] == 5 and run["tokens"] == 100 and run["slurm"]["job_id"] == "4242"
+    # samples stay with each rank (run.json holds summaries only) and are read lazily across ranks
+    assert "samples" in run and not (run_dir / "samples.parquet").exists()
+    one = runrecord.read_samples(run_dir, uuids=[gpus[1]["uuid"]], columns=["rank", "uuid", "t_s", "energy_j"])
+    assert list(one.columns) == ["rank", "uuid", "t_s", "energy_j"] and set(one["rank"]) == {gpus[1]["rank"]}
+    timeline = runrecord.power_timeline(run_dir, buckets=50).to_pylist()
+    assert {(r["rank"], r["uuid"]) for r in timeline} == {(d["rank"], d["uuid"]) for d in gpus}
+    for d in gpus:  # the downsampled timeline ends on each GPU's energy in run.json
+        last = max((r for r in timeline if r["uuid"] == d["uuid"]), key=lambda r: r["t_s"])
+        assert last["energy_j"] == pytest.approx(d["energy_j"], abs=1e-3)
 
 
 TORCHRUN = textwrap.dedent("""
@@ -357,4 +371,64 @@ def test_interpreter_exit_without_stop_finalises(tmp_path: Path) -> None:
     proc = subprocess.run([PY, "-c", code, str(tmp_path)], cwd=REPO, env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"))
     assert proc.returncode == 0
     run = json.loads((tmp_path / "atexit" / "run.json").read_text())
-    assert run["steps"] == 1 and run["energy"]["gpu_j"] > 0 and (tmp_path / "atexit" / "samples.parquet").is_file()
+    assert run["steps"] == 1 and run["energy"]["gpu_j"] > 0 and len(runrecord.read_samples(tmp_path / "atexit")) > 0
+
+
+def test_retention_is_recorded_and_a_bad_one_is_a_note(tmp_path: Path) -> None:
+    nvml = FakeNVML("1xA100-SXM4-40GB")
+    t = footprint.track(name="ret", output_dir=tmp_path, nvml=nvml, host=False, retention={"raw_s": 3600}).start()
+    run = t.stop()
+    rank = json.loads((tmp_path / "ret" / "ranks" / "rank-00000.json").read_text())
+    assert rank["retention"]["raw_s"] == 3600 and run["samples"]["retention"]["raw_s"] == 3600
+    bad = footprint.track(name="bad", output_dir=tmp_path, nvml=FakeNVML("1xL4"), host=False, retention={"raw": 1}).start()
+    run = bad.stop()
+    assert any("unknown keys" in n for n in run["notes"]) and run["energy"]["gpu_j"] > 0
+
+
+def _legacy_run(root: Path, killed: bool) -> Path:
+    """A run directory as footprint wrote it before segments: a v1 journal, samples.parquet, run.json."""
+    run_dir = root / "legacy"
+    (run_dir / "ranks").mkdir(parents=True)
+    header = {"type": "header", "format": "footprint-meters-journal", "version": 1, "t0": 50.0, "rank": 0, "host": "n1"}
+    header.update({"start_unix": 1.7e9, "world_size": 1, "name": "legacy", "site": {"grid": "FRA"}})
+    devices = [{"uuid": "GPU-a", "name": "NVIDIA A100-SXM4-40GB", "method": "energy_counter", "component": "gpu", "index": 0}]
+    lines = [json.dumps(header), json.dumps({"type": "devices", "t": 50.0, "keys": ["GPU-a"], "devices": devices})]
+    lines += [f"[{50 + k * 0.1:.4f},{k * 30.0:.4f},300.00]" for k in range(1, 1201)]
+    lines.append(json.dumps({"type": "event", "t": 170.0, "kind": "progress", "steps": 9, "tokens": 90, "flops": 0}))
+    (run_dir / "ranks" / "rank-00000.journal.jsonl").write_text("\n".join(lines) + "\n")
+    if not killed:
+        rows = {"rank": [0] * 1200, "host": ["n1"] * 1200, "uuid": ["GPU-a"] * 1200, "component": ["gpu"] * 1200}
+        rows.update({"t_s": [k * 0.1 for k in range(1, 1201)], "energy_j": [k * 30.0 for k in range(1, 1201)]})
+        rows["power_w"] = [300.0] * 1200
+        pd.DataFrame(rows).to_parquet(run_dir / "samples.parquet", index=False)
+        rec = {"rank": 0, "host": "n1", "start_unix": 1.7e9, "end_unix": 1.7e9 + 120, "duration_s": 120.0, "steps": 9}
+        rec.update({"devices": [{**devices[0], "energy_j": 36000.0}], "complete": True, "world_size": 1})
+        runrecord.write_json(run_dir / "ranks" / "rank-00000.json", rec)
+        runrecord.merge(run_dir)
+    return run_dir
+
+
+def test_old_run_directories_still_read(tmp_path: Path) -> None:
+    run_dir = _legacy_run(tmp_path, killed=False)
+    samples = runrecord.read_samples(run_dir, t_range=(10.0, 20.0))
+    assert len(samples) == 100 and samples["t_s"].between(10.0, 20.0).all()
+    timeline = runrecord.power_timeline(run_dir, buckets=20).to_pylist()
+    assert len(timeline) == 20 and timeline[-1]["energy_j"] == pytest.approx(36000.0)
+    out = subprocess.run(
+        [PY, "-m", "footprint.cli", "report", str(run_dir), "-o", str(tmp_path / "r.html"), "--quiet", "--samples", "0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Power per device" in (tmp_path / "r.html").read_text()
+
+
+def test_old_killed_run_recovers(tmp_path: Path) -> None:
+    run_dir = _legacy_run(tmp_path, killed=True)
+    out = subprocess.run([PY, "-m", "footprint.cli", "recover", str(run_dir)], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["energy"]["gpu_j"] == pytest.approx(36000.0) and run["steps"] == 9
+    assert run["duration_s"] == pytest.approx(120.0)
+    assert len(runrecord.read_samples(run_dir)) == 1200

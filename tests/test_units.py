@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from _paths import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,3 +75,57 @@ def test_quantity_string_round_trip(x: float, unit: str) -> None:
     q = Q(f"{x!r} {unit}")
     back = Q(f"{q.magnitude!r} {display_unit(str(q.units))}")
     assert math.isclose(back.magnitude, x, rel_tol=1e-12)
+
+
+def test_registry_disk_cache_is_used_and_never_breaks(tmp_path: Path) -> None:
+    """pint's cache of parsed definitions (FOOTPRINT_CACHE_DIR) is written, reused, and a damaged one is ignored."""
+    code = "from footprint.lca.units import Q; print(Q('3 kg CO2 eq', 'g CO2 eq').magnitude)"
+    cache = tmp_path / "cache"
+
+    def run(folder: str) -> str:
+        env = {**os.environ, "FOOTPRINT_CACHE_DIR": folder}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run(str(cache)) == "3000.0"
+    files = [p for p in (cache / "pint").rglob("*") if p.is_file()]
+    assert files  # parsed definitions cached
+    assert run(str(cache)) == "3000.0"
+    for p in files:
+        p.write_bytes(b"not a pickle")
+    assert run(str(cache)) == "3000.0"
+    assert run("") == "3000.0"  # empty: no cache at all
+
+
+def test_yaml_uses_the_c_loader_where_built() -> None:
+    import yaml
+
+    from lca_data.loader import SAFE_LOADER, safe_load
+
+    if yaml.__with_libyaml__:
+        assert SAFE_LOADER is yaml.CSafeLoader
+    assert safe_load("a: [1, 2.5e+3, x]\nb: {c: null}") == {"a": [1, 2500.0, "x"], "b": {"c": None}}
+    with pytest.raises(yaml.YAMLError):
+        safe_load("a: !!python/object:os.system ls")
+
+
+@given(
+    st.one_of(st.integers(-(10**6), 10**6).map(str), st.floats(-1e9, 1e9, allow_nan=False).map(repr)),
+    st.sampled_from(["W", "g", "GB/s", "mm**2", "kg CO2 eq/kWh", "years", "L/kWh", "1/s", "kWh", "degC", "CTUh", "kg*m/s**2"]),
+)
+def test_number_unit_fast_path_equals_pints_parser(number: str, unit: str) -> None:
+    """`Q("400 W")` skips pint's expression parser: same units, magnitude and type, or pint's own error."""
+    from footprint.lca.units import _number_and_unit, normalise, ureg
+
+    text = normalise(f"{number} {unit}")
+    fast = _number_and_unit(text)
+    try:
+        slow = ureg.Quantity(text)
+    except Exception:
+        slow = None
+    if fast is not None:
+        assert slow is not None and fast.units == slow.units and fast.magnitude == slow.magnitude
+        assert type(fast.magnitude) is type(slow.magnitude)
+    elif slow is not None:
+        assert "degC" in unit or "e" in number.lower() or "inf" in number  # only what the fast path leaves to pint

@@ -23,22 +23,19 @@ class MissingEnergy(FootprintError):
     """The run directory has no samples of the kind the trace needs (said in one line, not an error exit)."""
 
 
-def _run_samples(run_dir: Path, device_index: Any, file: str, component: str = "gpu") -> tuple[Any, dict[str, Any], list[str]]:
-    import pandas as pd
+SAMPLE_MARGIN_S = 120.0  # samples read either side of the trace: at least one reading at the coarsest kept resolution
 
-    notes: list[str] = []
-    if not run_dir.is_dir():
-        raise FootprintError("not a run directory (expected run.json, samples.parquet and ranks/)", str(run_dir))
-    samples_path = run_dir / "samples.parquet"
-    if not samples_path.exists():
-        raise FootprintError(
-            "no samples.parquet: not a footprint run directory (run `footprint recover` for a killed run)", str(run_dir)
-        )
-    run = {}
-    if (run_dir / "run.json").exists():
-        from footprint.tracking.runrecord import read_json
 
-        run = read_json(run_dir / "run.json")
+def _iso(t: float | None) -> str:
+    if t is None:
+        return "?"
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+
+
+def _rank_starts(run_dir: Path, run: dict[str, Any], notes: list[str]) -> dict[int, float]:
+    """Unix start time of each rank's sample clock (t_s counts from it)."""
     starts: dict[int, float] = {}
     for p in sorted((run_dir / "ranks").glob("rank-*.json")):
         try:
@@ -48,56 +45,83 @@ def _run_samples(run_dir: Path, device_index: Any, file: str, component: str = "
         if rec.get("start_unix") is not None:
             starts[int(rec.get("rank", 0))] = float(rec["start_unix"])
     if not starts:
-        if run.get("start_utc"):
-            from datetime import datetime
-
-            starts[0] = datetime.fromisoformat(run["start_utc"]).timestamp()
-            notes.append("no per-rank start_unix: samples aligned with run.json start_utc (1 s resolution)")
-        else:
+        if not run.get("start_utc"):
             raise FootprintError(
                 "no start time (ranks/rank-*.json start_unix or run.json start_utc): cannot place the power samples in time",
                 str(run_dir),
             )
-    try:
-        df = pd.read_parquet(samples_path)
-    except Exception as exc:  # noqa: BLE001 - any unreadable parquet is a user-facing error
-        raise FootprintError(f"cannot read samples.parquet ({exc})", str(samples_path)) from None
-    missing = {"uuid", "t_s"} - set(df.columns)
-    if missing:
-        raise FootprintError(f"samples.parquet lacks columns {sorted(missing)}", str(samples_path))
-    devices = [d for d in run.get("devices", []) if d.get("component", "gpu") == component]
-    if component == "gpu":
-        if "component" in df.columns:
-            df = df[df["component"].isin(["gpu"]) | df["component"].isna()]
-        if df.empty:
-            raise FootprintError("samples.parquet has no GPU samples", str(samples_path))
-    else:
-        rapl = {d.get("uuid") for d in devices if d.get("method") == "rapl"}
-        kinds = sorted({str(d.get("method")) for d in devices}) or ["none"]
-        df = (
-            df[df["uuid"].isin(rapl)] if "component" not in df.columns else df[df["uuid"].isin(rapl) & (df["component"] == "cpu")]
+        from datetime import datetime
+
+        starts[0] = datetime.fromisoformat(run["start_utc"]).timestamp()
+        notes.append("no per-rank start_unix: samples aligned with run.json start_utc (1 s resolution)")
+    return starts
+
+
+def _run_samples(
+    run_dir: Path, device_index: Any, file: str, component: str = "gpu", window: tuple[float, float] | None = None
+) -> tuple[Any, dict[str, Any], list[str]]:
+    """The `component` samples around the trace window (unix seconds), read lazily from the run's segments
+    (or a samples.parquet written before segments existed): never the whole run."""
+    from footprint.tracking import runrecord
+
+    notes: list[str] = []
+    if not run_dir.is_dir():
+        raise FootprintError("not a run directory (expected run.json and ranks/ with the samples)", str(run_dir))
+    if not runrecord.journals(run_dir) and not (run_dir / runrecord.LEGACY_SAMPLES).exists():
+        raise FootprintError(
+            "no power samples (no ranks/rank-*.journal.jsonl, no samples.parquet): not a footprint run directory "
+            "(run `footprint recover` for a killed run)",
+            str(run_dir),
         )
-        if df.empty:
+    run = runrecord.read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    starts = _rank_starts(run_dir, run, notes)
+    devices = [d for d in run.get("devices", []) if d.get("component", "gpu") == component]
+    uuids = None
+    if component != "gpu":
+        uuids = {d.get("uuid") for d in devices if d.get("method") == "rapl"}
+        if not uuids:
+            kinds = sorted({str(d.get("method")) for d in devices}) or ["none"]
             raise MissingEnergy(
                 f"no RAPL CPU package samples in this run (its CPU energy method: {', '.join(kinds)}), so CPU energy "
                 "is not attributed to operators: record the run where /sys/class/powercap/intel-rapl is readable",
                 str(run_dir),
             )
-    uuids = list(dict.fromkeys(df["uuid"]))
-    uuid = uuids[0]
-    if len(uuids) > 1:
-        match = [d.get("uuid") for d in devices if d.get("index") == device_index and d.get("uuid") in uuids]
+    t_range = None
+    if window is not None:
+        t_range = (window[0] - max(starts.values()) - SAMPLE_MARGIN_S, window[1] - min(starts.values()) + SAMPLE_MARGIN_S)
+    df = runrecord.read_samples(
+        run_dir,
+        t_range=t_range,
+        uuids=uuids,
+        components=[component],
+        columns=["rank", "uuid", "component", "t_s", "energy_j", "power_w"],
+    )
+    df = df[df["uuid"].notna()]
+    if df.empty:
+        span = runrecord.sample_span(run_dir)
+        if span is None or window is None:
+            raise FootprintError(f"the run has no {component.upper()} power samples", str(run_dir))
+        t0 = min(starts.values())
+        raise FootprintError(
+            f"the run's power samples ({_iso(t0 + span[0])} to {_iso(t0 + span[1])}) do not overlap "
+            f"the trace ({_iso(window[0])} to {_iso(window[1])}): is this the run that was profiled?",
+            str(run_dir),
+        )
+    found = list(dict.fromkeys(df["uuid"]))
+    uuid = found[0]
+    if len(found) > 1:
+        match = [d.get("uuid") for d in devices if d.get("index") == device_index and d.get("uuid") in found]
         if match:
             uuid = match[0]
-            notes.append(f"the run has {len(uuids)} GPUs: used {uuid} (index {device_index}, the trace's device)")
+            notes.append(f"the run has {len(found)} devices: used {uuid} (index {device_index}, the trace's device)")
         else:
             uuid = df["uuid"].value_counts().index[0]
             notes.append(
-                f"the run has {len(uuids)} GPUs and none has the trace's device index {device_index}: used {uuid} (most samples)"
+                f"the run has {len(found)} devices and none has the trace's device index {device_index}: used {uuid} "
+                "(most samples around the trace)"
             )
     df = df[df["uuid"] == uuid].copy()
-    rank = df["rank"] if "rank" in df.columns else 0
-    offset = rank.map(lambda r: starts.get(int(r), starts.get(min(starts)))) if "rank" in df.columns else starts[min(starts)]
+    offset = df["rank"].map(lambda r: starts.get(int(r), starts[min(starts)])) if "rank" in df.columns else starts[min(starts)]
     df["t_unix"] = df["t_s"].astype(float) + offset
     df = df.sort_values("t_unix")
     dev = next((d for d in devices if d.get("uuid") == uuid), {})
@@ -147,14 +171,13 @@ def attribute(
             file,
             "baseTimeNanoseconds",
         )
-    df, dev, more = _run_samples(run_dir, result["device"]["index"], file, component)
-    notes += more
-
     # per-category merged intervals in unix seconds
     per_cat = {c: [(t0 + a / 1e6, t0 + b / 1e6) for a, b in v] for c, v in per_cat_us.items()}
     merged = {c: union(v) for c, v in per_cat.items()}
     all_iv = union(iv for v in per_cat.values() for iv in v)
     w0, w1 = all_iv[0][0], all_iv[-1][1]
+    df, dev, more = _run_samples(run_dir, result["device"]["index"], file, component, (w0, w1))
+    notes += more
 
     t = df["t_unix"].to_numpy(dtype=float)
     if "energy_j" in df.columns and df["energy_j"].notna().all():

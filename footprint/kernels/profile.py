@@ -300,6 +300,8 @@ def load_profile(path: str | Path, key: str | None = None) -> Profile:
     """Read and validate a profile YAML (yaml.safe_load). Errors name the file and the key."""
     import yaml
 
+    from lca_data.loader import safe_load
+
     p = Path(path)
     if not p.is_file():
         where = " (a relative kernel_profile is relative to the scenario file)" if key else ""
@@ -307,7 +309,7 @@ def load_profile(path: str | Path, key: str | None = None) -> Profile:
     if p.stat().st_size > MAX_PROFILE_BYTES:
         raise FootprintError(f"file larger than {MAX_PROFILE_BYTES // 1_000_000} MB: not a kernel profile", str(p))
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = safe_load(p.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise FootprintError("not a UTF-8 text file (expected a profile YAML)", str(p)) from None
     except yaml.YAMLError as exc:

@@ -17,6 +17,7 @@ import yaml
 from footprint.errors import FootprintError, ScenarioError
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
+from lca_data.loader import safe_load
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.factorfile import FactorSet
@@ -116,7 +117,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 def parse_yaml_text(text: str, file: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -138,7 +139,7 @@ def apply_overrides(data: dict[str, Any], sets: list[str], file: str | None = No
         if not keys:
             raise FootprintError(f"--set {item!r}: empty key", file, "--set")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else None
+            value = safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
         node = out

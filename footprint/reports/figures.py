@@ -117,20 +117,35 @@ def materials(a: Assessment) -> str:
     return _svg(fig)
 
 
-def power_timeline(samples: Any) -> str | None:
-    """Power per device over the run (from samples.parquet)."""
-    if samples is None or len(samples) == 0:
+def power_timeline(timeline: Any) -> str | None:
+    """Power per device over the run: the min-max band of each time bucket and its mean
+    (an Arrow table from ``runrecord.power_timeline``: downsampled in bounded memory, peaks kept)."""
+    import numpy as np
+
+    if timeline is None or timeline.num_rows == 0:
         return None
+    cols = {c: timeline[c].to_numpy(zero_copy_only=False) for c in ("t_s", "power_w", "power_min_w", "power_max_w")}
+    mean, lo, hi = (np.asarray(cols[c], dtype=float) for c in ("power_w", "power_min_w", "power_max_w"))
+    if not np.isfinite(mean).any():
+        return None
+    devices = list(zip(timeline["component"].to_pylist(), timeline["uuid"].to_pylist(), strict=True))
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3))
-    for uuid, g in samples.groupby("uuid"):
-        g = g.sort_values("t_s")
-        if g["power_w"].notna().any():
-            comp = g["component"].iloc[0]
-            ax.plot(g["t_s"], g["power_w"], lw=1, label=f"{comp} {str(uuid)[:12]}")
-    ax.set_xlabel("time since start (s)")
+    t = np.asarray(cols["t_s"], dtype=float)
+    span = float(np.nanmax(t))
+    scale, unit = (3600.0, "h") if span > 3 * 3600 else (60.0, "min") if span > 3 * 60 else (1.0, "s")
+    for n, key in enumerate(sorted(set(devices), key=lambda k: (str(k[0]), str(k[1])))):
+        sel = np.array([d == key for d in devices])
+        if not np.isfinite(mean[sel]).any():
+            continue
+        colour = COMPONENT_COLORS[n % len(COMPONENT_COLORS)]
+        x = t[sel] / scale
+        if np.nanmax(hi[sel] - lo[sel]) > 0:
+            ax.fill_between(x, lo[sel], hi[sel], color=colour, alpha=0.2, lw=0, step="mid")
+        ax.plot(x, mean[sel], lw=1, color=colour, label=f"{key[0]} {str(key[1])[:12]}")
+    ax.set_xlabel(f"time since start ({unit})")
     ax.set_ylabel("W")
-    ax.set_title("Power per device")
+    ax.set_title("Power per device (line: mean; band: min to max of each time bucket)")
     ax.legend(fontsize=7, ncol=2, frameon=False)
     return _svg(fig)
 

@@ -120,12 +120,7 @@ def _run_figures(s: Section, run_dir: Path) -> None:
     from footprint.reports import figures
     from footprint.tracking import runrecord
 
-    samples = None
-    if (run_dir / "samples.parquet").is_file():
-        import pandas as pd
-
-        samples = pd.read_parquet(run_dir / "samples.parquet")
-    fig = figures.power_timeline(samples)
+    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800))
     if fig:
         s.figures["power"] = fig
     steps: list[float] = []

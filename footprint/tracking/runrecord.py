@@ -2,13 +2,17 @@
 
 Layout of a run directory (one per job):
 
-    run.json              job record: devices (each GPU once), energy, duration, steps, ranks, hosts, site
-    samples.parquet       time series: rank, host, uuid, component, t_s, energy_j (cumulative), power_w
-    ranks/rank-00000.json            one record per rank (merged into run.json)
-    ranks/rank-00000.journal.jsonl   the crash-safe journal each rank writes as it goes
+    run.json                          job record: devices (each GPU once), energy, duration, steps, ranks, hosts, site
+    ranks/rank-00000.json             one record per rank (small: summaries, never samples; merged into run.json)
+    ranks/rank-00000.journal.jsonl    the crash-safe tail of the rank's samples (the last few minutes)
+    ranks/rank-00000.segments/        the rest as Parquet parts: raw/ (10 Hz, recent), 1s/ and 60s/ (min/mean/max
+                                      power and the cumulative counter), written as the run goes (meters.segments)
+    samples.parquet                   runs recorded before segments existed: the whole time series in one file
 
-Every energy says how it was obtained (device ``method``, ``measured``); anything estimated or
-missing is in ``notes``.
+Samples are read lazily, in bounded memory, whatever the run's length: `iter_samples` / `read_samples`
+push the time range, devices and columns down to the files, `power_timeline` streams min/mean/max per
+time bucket for plots. Every energy says how it was obtained (device ``method``, ``measured``);
+anything estimated or missing is in ``notes``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from footprint.errors import FootprintError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
 
 FORMAT = "footprint-run"
 VERSION = 1
@@ -30,6 +38,8 @@ RANKS_DIR = "ranks"
 GPU_COMPONENTS = ("gpu",)
 CPU_COMPONENTS = ("cpu",)
 RAM_COMPONENTS = ("dram", "ram")
+LEGACY_SAMPLES = "samples.parquet"
+SAMPLE_COLUMNS = ("rank", "host", "uuid", "component", "t_s", "energy_j", "power_w")
 
 
 def utc_iso(ts: float | None = None) -> str:
@@ -140,6 +150,10 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         "slurm": first.get("slurm"),
         "windows": [w for r in records for w in r.get("windows", [])],
         "step_times": first.get("step_times"),
+        "samples": {
+            "layout": f"per rank: {RANKS_DIR}/rank-N.journal.jsonl (tail) + {RANKS_DIR}/rank-N.segments/ (Parquet parts)",
+            "retention": first.get("retention"),
+        },
         "notes": list(dict.fromkeys(notes)),
     }
 
@@ -177,70 +191,214 @@ def rank_records(run_dir: Path) -> list[dict[str, Any]]:
     return [read_json(p) for p in sorted((run_dir / RANKS_DIR).glob("rank-*.json"))]
 
 
-def write_samples(run_dir: Path) -> Path | None:
-    """samples.parquet from every rank's journal (pandas/pyarrow are imported here, at stop, never per step)."""
-    import pandas as pd
+def journals(run_dir: Path) -> list[Path]:
+    """Each rank's journal (the tail of its samples; the whole run for runs recorded before segments), also
+    where only its segments are left (a kill in the instant of a roll on a filesystem without hard links)."""
+    ranks = Path(run_dir) / RANKS_DIR
+    found = set(ranks.glob("rank-*.journal.jsonl"))
+    found |= {p.with_name(p.name.removesuffix(".segments") + ".journal.jsonl") for p in ranks.glob("rank-*.segments")}
+    return sorted(found)
 
-    from meters.journal import read_journal
 
-    frames = []
-    for jp in sorted((run_dir / RANKS_DIR).glob("rank-*.journal.jsonl")):
-        j = read_journal(jp)
-        if not j.samples:
-            continue
-        df = j.to_frame()
-        rank = int(j.header.get("rank", jp.name.split("-")[1].split(".")[0]))
-        df.insert(0, "rank", rank)
-        df.insert(1, "host", j.header.get("host"))
-        df["component"] = [j.devices[u].component if u in j.devices else None for u in df["uuid"]]
-        t0 = j.header.get("t0", df["t_monotonic"].min())
-        df["t_s"] = df["t_monotonic"] - t0
-        frames.append(df.rename(columns={"energy_j_cumulative": "energy_j"}))
-    if not frames:
-        return None
-    out = run_dir / "samples.parquet"
-    cols = ["rank", "host", "uuid", "component", "t_s", "energy_j", "power_w"]
-    pd.concat(frames, ignore_index=True)[cols].to_parquet(out, index=False)
+def _stores(run_dir: Path) -> list[tuple[Any, Any, Any]]:
+    """(rank, host, meters.store.Store) per rank journal."""
+    from meters.store import Store
+
+    out = []
+    for jp in journals(run_dir):
+        store = Store(jp)
+        rank = store.header.get("rank", jp.name.split("-")[1].split(".")[0])
+        out.append((int(rank), store.header.get("host"), store))
     return out
 
 
+def _legacy(run_dir: Path, stores: list[tuple[Any, Any, Any]]) -> Path | None:
+    """samples.parquet of a run recorded before segments, unless a rank wrote segments (then they are the truth)."""
+    path = Path(run_dir) / LEGACY_SAMPLES
+    if not path.is_file():
+        return None
+    return None if any(s.version >= 2 for _, _, s in stores) else path
+
+
+def iter_samples(
+    run_dir: str | Path,
+    *,
+    t_range: tuple[float | None, float | None] | None = None,
+    uuids: Iterable[str] | None = None,
+    components: Iterable[str] | None = None,
+    resolution_s: float = 0.0,
+    columns: Iterable[str] | None = None,
+) -> Iterator[pa.Table]:
+    """The run's samples as Arrow tables (rank, host, uuid, component, t_s, energy_j, power_w, power_min_w,
+    power_max_w, n, res_s), streamed rank by rank and in time order within each device.
+
+    `t_range` (seconds since each rank's start), `uuids`, `components` and `columns` are pushed down to
+    the files; `resolution_s` picks the coarsest stored resolution that is still at least that fine.
+    Memory is one batch, whatever the run's length."""
+    import numpy as np
+    import pyarrow as pa
+
+    from meters.segments import COLUMNS, dict_array
+
+    run_dir = Path(run_dir)
+    want = list(columns or ("rank", "host", *COLUMNS))
+    inner = [c for c in want if c not in ("rank", "host")]
+    lo, hi = t_range or (None, None)
+    stores = _stores(run_dir)
+    legacy = _legacy(run_dir, stores)
+    if legacy is not None:
+        yield from _legacy_tables(legacy, lo, hi, uuids, components, want)
+        return
+    for rank, host, store in stores:
+        for table in store.batches(lo, hi, resolution_s=resolution_s, uuids=uuids, components=components, columns=inner):
+            zeros = np.zeros(table.num_rows, dtype=np.int32)
+            if "host" in want:  # constant per rank: a one-value dictionary costs nothing
+                table = table.append_column("host", dict_array(zeros, [host]))
+            if "rank" in want:
+                table = table.append_column("rank", pa.array(zeros.astype(np.int64) + rank))
+            yield table.select(want)
+
+
+def _legacy_tables(
+    path: Path, lo: float | None, hi: float | None, uuids: Iterable[str] | None, components: Iterable[str] | None, want: list[str]
+) -> Iterator[pa.Table]:
+    """samples.parquet (runs before segments) read with the same pushdown, in the same columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    try:
+        dataset = ds.dataset(str(path), format="parquet")
+    except Exception as exc:  # noqa: BLE001 - a damaged file is a user-facing error
+        raise FootprintError(f"cannot read {LEGACY_SAMPLES} ({exc})", str(path)) from None
+    names = set(dataset.schema.names)
+    flt = None
+    for cond in (
+        ds.field("t_s") >= lo if lo is not None and "t_s" in names else None,
+        ds.field("t_s") < hi if hi is not None and "t_s" in names else None,
+        ds.field("uuid").isin(sorted(set(uuids))) if uuids is not None and "uuid" in names else None,
+        ds.field("component").isin(sorted(set(components))) if components is not None and "component" in names else None,
+    ):
+        if cond is not None:
+            flt = cond if flt is None else flt & cond
+    stored = [c for c in want if c in names] + (["power_w"] if "power_w" in names and "power_w" not in want else [])
+    try:
+        for batch in dataset.to_batches(columns=stored, filter=flt, batch_size=1 << 16):
+            if not batch.num_rows:
+                continue
+            t = pa.Table.from_batches([batch])
+            n = t.num_rows
+            power = t["power_w"] if "power_w" in t.column_names else pa.nulls(n, pa.float64())
+            fill = {
+                "power_min_w": power,
+                "power_max_w": power,
+                "n": pc.if_else(pc.is_null(power), 0, 1).cast(pa.int32()),
+                "res_s": pa.nulls(n, pa.float64()),
+            }
+            yield pa.table({c: t[c] if c in t.column_names else fill.get(c, pa.nulls(n)) for c in want})
+    except Exception as exc:  # noqa: BLE001
+        raise FootprintError(f"cannot read {LEGACY_SAMPLES} ({exc})", str(path)) from None
+
+
+def read_samples(run_dir: str | Path, **kwargs: Any) -> pd.DataFrame:
+    """`iter_samples` gathered into one DataFrame: ask for the span, devices and columns you need (a 30-day run
+    read whole at full resolution is what the segments exist to avoid)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    tables = list(iter_samples(run_dir, **kwargs))
+    if not tables:
+        cols = list(kwargs.get("columns") or SAMPLE_COLUMNS)
+        return pd.DataFrame({c: [] for c in cols})
+    df = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    for c in df.columns:  # device names arrive dictionary-encoded (categoricals): plain values for callers
+        if isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].astype(object)
+    return df
+
+
+def sample_span(run_dir: str | Path) -> tuple[float, float] | None:
+    """(first, last) sample time in seconds since start over all ranks, read from the newest readings only."""
+    run_dir = Path(run_dir)
+    stores = _stores(run_dir)
+    legacy = _legacy(run_dir, stores)
+    if legacy is not None:
+        import pyarrow.compute as pc
+
+        top = None
+        for table in _legacy_tables(legacy, None, None, None, None, ["t_s"]):
+            m = pc.max(table["t_s"]).as_py()
+            top = m if top is None or (m is not None and m > top) else top
+        return None if top is None else (0.0, max(0.0, float(top)))
+    ends = [r["t_s"] for _, _, s in stores for r in s.last_readings().values()]
+    return (0.0, max(ends)) if ends else None
+
+
+TIMELINE_COLUMNS = ("rank", "host", "uuid", "component", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j", "n")
+
+
+def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterable[str] | None = None) -> pa.Table:
+    """Power per device downsampled for a plot (an Arrow table): one row per device and time bucket with min,
+    mean and max power (peaks survive: the max of a bucket is the max of every reading in it) and the last
+    cumulative energy. Streams the coarsest stored resolution that still fills the buckets: bounded memory at
+    any run length, and no pandas (a report process stays small)."""
+    import pyarrow as pa
+
+    from meters.store import downsample
+
+    span = sample_span(run_dir)
+    if span is None:
+        return pa.table({c: pa.array([], pa.float64()) for c in TIMELINE_COLUMNS})
+    lo, hi = span
+    hi = max(hi, lo + 1e-3) + 1e-3
+    keys = ("rank", "host", "uuid", "component")
+    tables = iter_samples(run_dir, resolution_s=(hi - lo) / max(buckets, 1), components=components)
+    return downsample(tables, lo, hi, buckets, keys=keys).select(list(TIMELINE_COLUMNS))
+
+
 def merge(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
-    """`footprint merge`: write run.json + samples.parquet from the per-rank records."""
+    """`footprint merge`: write run.json from the per-rank records (small: no sample is read)."""
     run_dir = Path(run_dir)
     records = rank_records(run_dir)
     if not records:
         raise FootprintError(f"no per-rank records in {RANKS_DIR}/ (run `footprint recover` for a killed run)", str(run_dir))
     record = merge_ranks(records, name or records[0].get("name") or run_dir.name)
     write_json(run_dir / "run.json", record)
-    write_samples(run_dir)
     return record
 
 
 def recover(run_dir: str | Path) -> dict[str, Any]:
-    """`footprint recover`: rebuild rank records from the journals of a killed run, then merge."""
+    """`footprint recover`: rebuild rank records from the journals of a killed run, then merge.
+
+    Bounded: each rank's energy is its newest counter readings (the newest Parquet part's footer plus the
+    journal tail), its steps the last progress event; a journal written before segments is streamed."""
     from meters.journal import read_journal
+    from meters.segments import PENDING, list_parts
+    from meters.store import Store
 
     run_dir = Path(run_dir)
-    journals = sorted((run_dir / RANKS_DIR).glob("rank-*.journal.jsonl"))
-    if not journals:
+    found = journals(run_dir)
+    if not found:
         raise FootprintError(f"no journal found under {RANKS_DIR}/: is this a run directory?", str(run_dir))
-    for jp in journals:
+    for jp in found:
         rec_path = Path(str(jp).replace(".journal.jsonl", ".json"))
         if rec_path.exists() and read_json(rec_path).get("complete"):
             continue
-        j = read_journal(jp)
+        store = Store(jp)
+        pieces = list_parts(store.dir, PENDING)
+        source = jp if jp.exists() else pieces[-1][0] if pieces else None
+        if source is None:
+            continue
+        j = read_journal(source, samples=False)  # header, devices, last progress; the samples come from the store
         h = j.header
-        energies = j.energy_j()
-        t_first = min((s.t_monotonic for s in j.samples), default=h.get("t0"))
-        t_last = j.last_t if j.last_t is not None else t_first
-        t0 = h.get("t0", t_first)
-        duration = max((t_last or 0.0) - (t0 or 0.0), 0.0)
-        progress = [e for e in j.events if e.get("kind") == "progress"]
-        last = progress[-1] if progress else {}
+        last = store.last_readings()
+        duration = max((r["t_s"] for r in last.values()), default=0.0)
+        duration = max(duration, 0.0)
+        progress = j.progress or {}
         devices = []
         for uuid, info in j.devices.items():
             d = info.to_dict()
-            d["energy_j"] = energies.get(uuid)
+            d["energy_j"] = last[uuid]["energy_j"] if uuid in last else None
             d["notes"] = [*d.get("notes", []), "recovered from the journal of a killed run"]
             devices.append(d)
         start_unix = h.get("start_unix")
@@ -256,10 +414,11 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
             "start_unix": start_unix,
             "end_unix": (start_unix + duration) if start_unix is not None else None,
             "duration_s": duration,
-            "steps": last.get("steps", 0),
-            "tokens": last.get("tokens", 0),
-            "flops": last.get("flops", 0),
+            "steps": progress.get("steps", 0),
+            "tokens": progress.get("tokens", 0),
+            "flops": progress.get("flops", 0),
             "devices": devices,
+            "retention": h.get("retention"),
             "complete": False,
             "recovered": True,
             "notes": [

@@ -8,7 +8,8 @@
 
 Principles: the tracker never raises into user code (every public method swallows and records its
 own errors), never does I/O on the step (the sampler thread journals counters), starts in
-milliseconds (meters and journal only; pandas is imported at stop), and makes no network call.
+milliseconds (meters and journal only), stops in O(one segment) whatever the run's length (the
+journal rolls into Parquet segments as it goes, see `meters.segments`), and makes no network call.
 Under torchrun each rank measures only its own GPU and host meters run once per node; the job
 record (each GPU once) is written by rank 0 when a process group is up, else `footprint merge`.
 
@@ -125,8 +126,10 @@ class Tracker:
         model: dict[str, Any] | None = None,
         dtype: str | None = None,
         source: str = "footprint.track",
+        retention: Any = None,
     ) -> None:
         self.dist = dist_info()
+        self.retention = retention  # meters.segments.Retention or a dict of its fields; None: the defaults
         self.name = name or _default_name(self.dist)
         self.run_dir = Path(output_dir) / self.name
         self.site = {"grid": site} if isinstance(site, str) else (dict(site) if site else None)
@@ -187,8 +190,8 @@ class Tracker:
         atexit.register(self._at_exit)
 
     def _start(self) -> None:
-        # pandas/pyarrow (imported at stop to write samples.parquet) import concurrent.futures, which
-        # cannot register its exit hook once the interpreter is shutting down: import it now (~3 ms).
+        # pyarrow (imported by the segment writer) imports concurrent.futures, which cannot register its
+        # exit hook once the interpreter is shutting down (a stop from atexit): import it now (~3 ms).
         import concurrent.futures.thread  # noqa: F401
 
         from meters.nvml import NvmlMeter
@@ -219,12 +222,26 @@ class Tracker:
             "slurm": runrecord.slurm_info(),
             **runrecord.host_info(),
         }
-        self._sampler = Sampler(meters, period_s=self.period_s, journal_path=journal, meta=meta, progress=self._progress)
+        from meters.segments import Retention
+
+        try:
+            retention = Retention.of(self.retention)
+        except ValueError as exc:
+            self._note(f"{exc}; the default retention is used")
+            retention = Retention()
+        meta["retention"] = retention.to_dict()
+        self._sampler = self._new_sampler(Sampler, meters, journal, meta, retention)
         self._sampler.start()
         atexit.register(self._at_exit)
         if self._handle_sigterm and threading.current_thread() is threading.main_thread():
             with contextlib.suppress(Exception):
                 self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _new_sampler(self, sampler_cls: Any, meters: list[Any], journal: Path, meta: dict[str, Any], retention: Any) -> Any:
+        """The sampler of this rank (a seam for replaying a recorded or synthetic run through the real writer)."""
+        return sampler_cls(
+            meters, period_s=self.period_s, journal_path=journal, meta=meta, progress=self._progress, retention=retention
+        )
 
     def _progress(self) -> dict[str, Any]:
         return {"steps": self.steps, "tokens": self.tokens, "flops": self.flops}
@@ -447,6 +464,7 @@ class Tracker:
             "step_times": _step_stats(self.step_times),
             "complete": True,
             "sampler": {"period_s": self.period_s, **stats},
+            "retention": self._sampler.retention.to_dict() if self._sampler.retention else None,
             "notes": list(self.notes) + list(self._sampler.error_log),
         }
         runrecord.write_json(self._record_path, self.record)
@@ -513,12 +531,7 @@ class Tracker:
             return None
         record = runrecord.merge_ranks(records, self.name, self.site)
         record["run_dir"] = str(self.run_dir)
-        runrecord.write_json(self.run_dir / "run.json", record)
-        try:
-            runrecord.write_samples(self.run_dir)
-        except Exception as exc:
-            record["notes"].append(f"samples.parquet not written: {exc}")
-            runrecord.write_json(self.run_dir / "run.json", record)
+        runrecord.write_json(self.run_dir / "run.json", record)  # samples stay in each rank's segments: nothing to copy
         return record
 
     def _stop_attached(self) -> dict[str, Any] | None:

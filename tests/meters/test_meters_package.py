@@ -36,7 +36,7 @@ def test_meters_imports_nothing_from_the_rest_of_the_project() -> None:
 def test_heavy_modules_are_imported_lazily() -> None:
     code = (
         "import sys, meters, meters.sampler, meters.nvml, meters.fake_nvml, meters.rapl, "
-        "meters.cpu_estimate, meters.replay, meters.importers, meters.journal; "
+        "meters.cpu_estimate, meters.replay, meters.importers, meters.journal, meters.segments, meters.store; "
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}

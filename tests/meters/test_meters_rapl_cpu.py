@@ -9,9 +9,18 @@ from pathlib import Path
 
 import pytest
 
+import meters.cpu_estimate as est_mod
 import meters.rapl as rapl_mod
 from meters.base import ESTIMATED, RAPL, UNAVAILABLE
-from meters.cpu_estimate import CpuEstimateMeter, HostEstimate, host_meters
+from meters.cpu_estimate import (
+    CpuEstimateMeter,
+    HostEstimate,
+    codecarbon_cpu_table,
+    cpu_model,
+    fast_estimate,
+    host_meters,
+    match_cpu,
+)
 from meters.fake_nvml import ManualClock
 from meters.rapl import RaplMeter
 
@@ -184,7 +193,7 @@ def test_cpu_estimate_start_is_fast_and_samples_wait_for_tdp() -> None:
 
 
 def test_cpu_estimate_with_real_codecarbon() -> None:
-    """The default resolver really uses codecarbon's tables (slow: ~2 s; runs in a thread)."""
+    """The default resolver really uses codecarbon's table and RAM heuristic (in milliseconds, in a thread)."""
     clock = ManualClock()
     meter = CpuEstimateMeter(mode="constant", clock=clock)
     meter.start()
@@ -194,3 +203,52 @@ def test_cpu_estimate_with_real_codecarbon() -> None:
     assert cpu.power_w and cpu.power_w > 0 and ram.power_w and ram.power_w > 0
     assert any("codecarbon" in n for n in meter.devices[0].notes + meter.devices[1].notes)
     meter.stop()
+
+
+MODELS = [
+    "Intel(R) Xeon(R) Platinum 8480+",
+    "AMD EPYC 7763 64-Core Processor",
+    "Intel(R) Core(TM) i7-8700K CPU @ 3.70GHz",
+    "Intel(R) Xeon(R) CPU E5-2698 v4 @ 2.20GHz",
+    "AMD EPYC 9654 96-Core Processor",
+    "AMD EPYC",
+    "Apple M2",
+    "Neoverse-V2",
+    "Intel(R) Xeon(R) Gold 6248R CPU @ 3.00GHz",
+]
+
+
+def test_fast_cpu_match_agrees_with_codecarbon() -> None:
+    """`match_cpu` gives codecarbon's own `TDP._get_matching_cpu` answer (rapidfuzz), table names and variants."""
+    import logging
+
+    from codecarbon.core.cpu import TDP
+    from codecarbon.input import DataSource
+
+    logging.getLogger("codecarbon").setLevel(logging.ERROR)
+    table = DataSource().get_cpu_power_data()
+    names = [n for n, _ in codecarbon_cpu_table()]
+    assert names == list(table["Name"])  # the same table, read without pandas
+    tdp = TDP.__new__(TDP)  # its matcher only; no CPU detection
+    queries = (
+        MODELS
+        + names[::97]
+        + [n.upper() + " Processor" for n in names[5::131]]
+        + [f"Intel(R) {n} CPU @ 2.00GHz" for n in names[9::151]]
+    )
+    for q in queries:
+        assert match_cpu(q, names) == tdp._get_matching_cpu(q, table), q
+
+
+def test_fast_estimate_reads_cpuinfo_and_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC 7763 64-Core Processor\nflags\t: fpu\n")
+    assert cpu_model(str(info)) == "AMD EPYC 7763 64-Core Processor"
+    assert cpu_model(str(tmp_path / "none")) is None
+    monkeypatch.setattr(est_mod, "cpu_model", lambda: "AMD EPYC 7763 64-Core Processor")
+    est = fast_estimate(include_ram=False)
+    assert est.tdp_w == 280.0 and "codecarbon's CPU table" in est.notes[0]
+    called = []
+    monkeypatch.setattr(est_mod, "cpu_model", lambda: None)  # no model: codecarbon's own (slow) path
+    monkeypatch.setattr(est_mod, "codecarbon_estimate", lambda ram: called.append(ram) or HostEstimate("cc", 1.0, 2.0))
+    assert fast_estimate(True).cpu_model == "cc" and called == [True]

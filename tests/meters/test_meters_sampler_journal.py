@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from _child import kill_after, sampler_child
 
 from meters.base import DeviceInfo, DeviceSample
 from meters.fake_nvml import FakeNVML, Faults
@@ -195,37 +192,14 @@ def test_journal_tolerates_torn_and_garbage_lines(tmp_path: Path) -> None:
     assert j.energy_j() == {"a": 1.5, "b": 3.5, "c": 9.0}
 
 
-CHILD = textwrap.dedent("""
-    import sys, time
-    from meters.nvml import NvmlMeter
-    from meters.sampler import Sampler
-    s = Sampler([NvmlMeter()], period_s=0.1, journal_path=sys.argv[1]).start()
-    print("started", time.monotonic(), flush=True)
-    time.sleep(60)
-""")
+CHILD = sampler_child(0.1)
 
 
 def test_journal_survives_sigkill(tmp_path: Path) -> None:
     """kill -9 a process mid-run: the journal holds samples up to ~1 s before the kill."""
     path = tmp_path / "journal.jsonl"
-    env = {
-        **os.environ,
-        "FOOTPRINT_FAKE_NVML": "2xA100-SXM4-40GB@300W",
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, env=env, text=True)
-    try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("started"), line
-        t_started = float(line.split()[1])
-        time.sleep(1.5)
-        t_kill = time.monotonic()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    t_started, t_kill, rc, pid = kill_after(CHILD, path, 1.5)
+    assert rc == -signal.SIGKILL
     j = read_journal(path)
     assert not j.complete and len(j.devices) == 2
     assert j.last_t is not None and j.last_t >= t_kill - 1.0  # at most ~1 s lost
@@ -233,4 +207,4 @@ def test_journal_survives_sigkill(tmp_path: Path) -> None:
     for uuid, energy in j.energy_j().items():
         assert energy == pytest.approx(300.0 * (j.last_t - t_started), rel=0.1), uuid
     header = json.loads(path.read_text().splitlines()[0])
-    assert header["type"] == "header" and header["pid"] == proc.pid
+    assert header["type"] == "header" and header["pid"] == pid
