@@ -3,6 +3,7 @@ and memory that does not grow with the run (a shortened long run)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import signal
@@ -190,17 +191,23 @@ def test_v1_journal_reads_lazily(tmp_path: Path) -> None:
     assert read_journal(path, samples=False).progress["steps"] == 7
 
 
-def _writer_peak(tmp: Path, minutes: float) -> tuple[int, float]:
+def _writer_memory(tmp: Path, minutes: float) -> tuple[int, int, float]:
+    """(retained, peak) bytes of Python memory while the writer runs `minutes`, and the stop time.
+
+    Retained is measured after a garbage collection: the peak depends on when Python's cyclic collector
+    happens to run (seen from 0.6 to 3 MB at the same length), so growth is judged on what stays alive.
+    """
     ret = Retention(segment_s=10, raw_s=60, second_s=600, second_part_s=60, minute_part_s=600)
     tracemalloc.start()
     # the sampler's in-memory history and coarse series have fixed caps; small ones here so that both runs pass them
     s, _ = run(tmp / f"m{minutes}.journal.jsonl", minutes * 60, ret, period=0.5, n=4, history_s=60, max_points=256)
     s._journal.segments.wait_idle()  # a real run rolls every few minutes: the writer is idle when stop comes
-    peak = tracemalloc.get_traced_memory()[1]
+    gc.collect()
+    retained, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     t0 = time.perf_counter()
     s.stop()
-    return peak, time.perf_counter() - t0
+    return retained, peak, time.perf_counter() - t0
 
 
 def _reader_peak(path: Path) -> int:
@@ -215,11 +222,11 @@ def _reader_peak(path: Path) -> int:
 
 def test_long_run_memory_is_bounded(tmp_path: Path) -> None:
     """Shortened long run: 4x the run length, same writer and reader memory; stop stays O(one segment)."""
-    _writer_peak(tmp_path, 1)  # first use: imports and caches are not the run's memory
-    short_peak, short_stop = _writer_peak(tmp_path, 10)
-    long_peak, long_stop = _writer_peak(tmp_path, 40)
-    assert long_peak < 1.5 * short_peak + 256 * 1024, (short_peak, long_peak)
-    assert long_peak < 8 * 1024 * 1024 and long_stop < 1.0
+    _writer_memory(tmp_path, 1)  # first use: imports and caches are not the run's memory
+    short_kept, short_peak, short_stop = _writer_memory(tmp_path, 10)
+    long_kept, long_peak, long_stop = _writer_memory(tmp_path, 40)
+    assert long_kept < 1.1 * short_kept + 64 * 1024, (short_kept, long_kept)
+    assert max(short_peak, long_peak) < 8 * 1024 * 1024 and max(short_stop, long_stop) < 1.0
     r_short = _reader_peak(tmp_path / "m10.journal.jsonl")
     r_long = _reader_peak(tmp_path / "m40.journal.jsonl")
     assert r_long < 1.5 * r_short + 256 * 1024, (r_short, r_long)
