@@ -12,13 +12,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, training_numbers
 
 PREFIX = "footprint/"
 
 
-def resolve(target: Any, samples: int = 500) -> tuple[Assessment, Path | None]:
+def resolve(target: Any, samples: int = DEFAULT_SAMPLES) -> tuple[Assessment, Path | None]:
     """(assessment, run directory or None) of a run directory, run record, stopped tracker, scenario or Assessment."""
     from footprint.api import assess
 

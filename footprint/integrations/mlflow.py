@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from footprint.integrations import metrics as m
+from footprint.lca import DEFAULT_SAMPLES
 
 
-def log_run(target: Any, *, run_id: str | None = None, report: bool = True, samples: int = 500) -> str:
+def log_run(target: Any, *, run_id: str | None = None, report: bool = True, samples: int = DEFAULT_SAMPLES) -> str:
     """Log ``target``'s assessment; returns the MLflow run id."""
     import mlflow
 

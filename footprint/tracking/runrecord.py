@@ -356,6 +356,36 @@ def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterabl
     return downsample(tables, lo, hi, buckets, keys=keys).select(list(TIMELINE_COLUMNS))
 
 
+def device_label(device: dict[str, Any]) -> str:
+    """A device as a person names it: kind and index, model, host ("GPU 0 · NVIDIA A100-SXM4-40GB · node1"), never a
+    UUID fragment. ``device`` is a run.json device (or a sample row: component, uuid, host)."""
+    comp = str(device.get("component") or "gpu")
+    kind = {"gpu": "GPU", "cpu": "CPU", "dram": "DRAM", "ram": "RAM"}.get(comp, comp)
+    index = device.get("index")
+    head = kind if index is None else f"{kind} {index}"
+    name = str(device.get("name") or "")
+    if not name and index is None and comp == "gpu":  # a GPU row without its record: only its UUID tells it apart
+        name = str(device.get("uuid") or "?")[-8:]
+    parts = [name] if index is None and name.upper().startswith(kind) else [head, name]
+    if device.get("host"):
+        parts.append(str(device["host"]))
+    return " · ".join(dict.fromkeys(p for p in parts if p))
+
+
+def device_labels(record: dict[str, Any]) -> dict[tuple[str | None, str], str]:
+    """(host, uuid) -> `device_label` for every device of a run record, made unique (rank added where two clash)."""
+    devices = record.get("devices") or []
+    labels = {(d.get("host"), str(d.get("uuid"))): device_label(d) for d in devices}
+    seen: dict[str, int] = {}
+    for v in labels.values():
+        seen[v] = seen.get(v, 0) + 1
+    for d in devices:
+        key = (d.get("host"), str(d.get("uuid")))
+        if seen[labels[key]] > 1:
+            labels[key] += f" · rank {d.get('rank', '?')}" if d.get("rank") is not None else f" · {str(d.get('uuid'))[-8:]}"
+    return labels
+
+
 def merge(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
     """`footprint merge`: write run.json from the per-rank records (small: no sample is read)."""
     run_dir = Path(run_dir)
