@@ -111,7 +111,7 @@ def render(samples: int) -> None:
                 "color": {
                     "field": "stage",
                     "type": "nominal",
-                    "scale": {"range": ui.STAGE_COLOURS},
+                    "scale": ui.STAGE_SCALE,
                     "legend": {"orient": "bottom"},
                 },
                 "tooltip": [{"field": "group"}, {"field": "stage"}, {"field": "kg CO2 eq", "format": ".4g"}],

@@ -27,7 +27,8 @@ from footprint.lca.units import display_unit  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
 
 APP = str(REPO / "dashboard" / "app.py")
-SAMPLES = 500  # the dashboard's default Monte Carlo samples
+from footprint.lca import DEFAULT_SAMPLES as SAMPLES  # noqa: E402 - the dashboard's default, the CLI's
+
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -86,10 +87,10 @@ def test_explorer_base_scenario_matches_assess() -> None:
     shown = _metrics(at)
     for k in cat.HEADLINE:
         assert shown[_label(a, k)] == (num(a[k].total), "")  # no change from the base yet
-    assert shown["GPU-equivalents"][0] == f"{a.workload.gpu_equivalents:,}"
-    table = at.dataframe[0].value
+    assert shown["GPU lifetimes consumed"][0] == f"{a.workload.gpu_lifetimes:,.2f}"  # never rounded up
+    table = at.table[0].value.reset_index()  # a static table: it wraps, never scrolls sideways
     assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
-    assert table.loc[0, "Manufacturing"] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
+    assert table.loc[0, "Manuf."] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
     assert len(at.get("vega_lite_chart")) >= 1  # the stacked stage-share chart
     labels = [s.label for s in at.sidebar.slider]
     assert any("MFU" in label for label in labels)
@@ -312,7 +313,7 @@ def test_runs_page_power_energy_mfu_and_reprojection(runs_dir: Path, tmp_path: P
     assert shown["Run MFU"][0] == pct_sig(rec["mfu"]["run_mfu"])  # significant figures, never "0.0%"
     story = next(str(df.value) for df in at.dataframe if "Steps and tokens" in str(df.value))  # the Training tab
     assert "25 optimizer steps, 6,400 tokens" in story
-    assert len(at.get("vega_lite_chart")) >= 3  # power, cumulative energy, per-step MFU (+ stage shares)
+    assert len(at.get("vega_lite_chart")) >= 3  # power panels, energy per device, per-step MFU (+ stage shares)
     measured = footprint.assess(workload_from_run(run_dir), samples=SAMPLES)
     _same_totals(at.session_state["run_result"]["totals"], measured)
     at.selectbox(key="run_grid").set_value("POL")

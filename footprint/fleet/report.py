@@ -546,6 +546,7 @@ def to_html(r: FleetReport) -> str:
 
 def _figure(r: FleetReport) -> str | None:
     from footprint.lca import categories as cat
+    from footprint.reports import palette
     from footprint.reports.figures import _plt, _svg
 
     rows = r.groups[:12] + ([r.unallocated] if r.unallocated else [])
@@ -554,10 +555,9 @@ def _figure(r: FleetReport) -> str | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
     left = np.zeros(len(rows))
-    colours = {"manufacturing": "#4C72B0", "transport": "#DD8452", "use": "#55A868", "end_of_life": "#8172B3"}
     for s in cat.stages():
         vals = np.array([x.by_stage["climate_change"].get(s) or 0.0 for x in rows])
-        ax.barh([x.label for x in rows], vals, left=left, color=colours.get(s), label=s.replace("_", " "))
+        ax.barh([x.label for x in rows], vals, left=left, color=palette.stage(s), label=palette.label(s))
         left += vals
     ax.invert_yaxis()
     ax.set_xlabel("kg CO2 eq")

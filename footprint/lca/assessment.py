@@ -282,13 +282,17 @@ def plain(x: float) -> str:
     return num(x) if abs(x) >= 0.01 or x == 0 else f"{x:.2g}"
 
 
+def lifetimes(x: float) -> str:
+    """GPU lifetimes consumed, as every front end writes them: 2,514.13, 24.22, 0.38, 0.00042 (never rounded up)."""
+    return f"{x:,.2f}" if x >= 1 else plain(x)
+
+
 def hardware_text(a: Assessment) -> str:
     """The hardware a run uses up, one meaning everywhere: GPU lifetimes consumed (GPU-hours / (lifetime x
     utilisation)) and their mass (lifetimes x card mass); Falk et al.'s GPU-equivalents are that number rounded
     up, said as such, and only from one whole GPU on (a 19-second run is not "1 GPU-equivalent")."""
     w, m = a.workload, a.materials
-    life = f"{w.gpu_lifetimes:,.2f}" if w.gpu_lifetimes >= 1 else plain(w.gpu_lifetimes)
-    text = f"{life} GPU lifetimes consumed ({plain(m['mass_consumed_kg'])} kg of hardware)"
+    text = f"{lifetimes(w.gpu_lifetimes)} GPU lifetimes consumed ({plain(m['mass_consumed_kg'])} kg of hardware)"
     if w.gpu_lifetimes >= 1:
         text += f"; {w.gpu_equivalents:,} GPU-equivalents when rounded up"
     return text

@@ -14,7 +14,9 @@ import base64
 import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -86,7 +88,7 @@ class Browser:
         binary = find_chromium()
         if not binary:
             raise FootprintError("needs Chromium (Debian package chromium)", "chromium")
-        self._tmp = tempfile.TemporaryDirectory(prefix="footprint-chromium-")
+        self._tmp = tempfile.TemporaryDirectory(prefix="footprint-chromium-", ignore_cleanup_errors=True)
         profile = Path(self._tmp.name)
         self._proc = subprocess.Popen(
             [
@@ -125,12 +127,14 @@ class Browser:
         if self._ws is not None:
             with contextlib.suppress(Exception):
                 self._ws.close()
-        if self._proc is not None:
-            self._proc.terminate()
+        if self._proc is not None:  # Chromium and its helper processes: the session it was started in
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGTERM)
             try:
                 self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
                 self._proc.wait(timeout=10)
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -181,12 +185,26 @@ class Browser:
                 )
             time.sleep(poll_s)
 
-    def screenshot(self, out: Path, full_page: bool = False) -> Path:
-        """A PNG of the viewport (or of the whole document's height)."""
-        params: dict[str, Any] = {"format": "png"}
+    def content_height(self) -> int:
+        """The height of the page's content, also where an inner element scrolls (Streamlit's main area does)."""
+        js = (
+            "Math.ceil(Math.max(document.documentElement.scrollHeight, ...[...document.querySelectorAll('section, main, div')]"
+            ".filter(e => e.scrollHeight > e.clientHeight + 1 && getComputedStyle(e).overflowY !== 'visible')"
+            ".map(e => e.scrollHeight + e.getBoundingClientRect().top)))"
+        )
+        return int(self.evaluate(js) or self.height)
+
+    def screenshot(self, out: Path, full_page: bool = False, settle_s: float = 0.5) -> Path:
+        """A PNG of the viewport, or of the whole content (the viewport is stretched to the content's height for
+        the capture, so inner scrolling areas are drawn whole, then restored)."""
+        width, height = self.width, self.height
         if full_page:
-            height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)") or self.height)
-            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1})
-        data = self.send("Page.captureScreenshot", **params)["data"]
+            self.resize(width, max(height, self.content_height()))
+            time.sleep(settle_s)  # let the page lay out and draw at the new height
+        try:
+            data = self.send("Page.captureScreenshot", format="png")["data"]
+        finally:
+            if full_page:
+                self.resize(width, height)
         out.write_bytes(base64.b64decode(data))
         return out

@@ -93,12 +93,13 @@ def components(a: Assessment) -> str:
 def materials(a: Assessment) -> str:
     """Hardware the run uses up (GPU lifetimes x each part's mass), and the elements of its board and chips where
     a composition is cited: a bar from low to high where sources give a range, a diamond where they give one value."""
+    from footprint.lca.assessment import lifetimes as fmt_lifetimes
     from footprint.lca.assessment import plain
 
     plt = _plt()
     m = a.materials
-    lifetimes = m["gpu_lifetimes"]
-    parts = {k: v * lifetimes for k, v in m["components_kg"].items() if v}
+    life = m["gpu_lifetimes"]
+    parts = {k: v * life for k, v in m["components_kg"].items() if v}
     elements = {k: v for k, v in ((m.get("elements_estimate") or {}).get("elements") or {}).items() if v.get("high_kg")}
     fig, axes = plt.subplots(
         1, 2, figsize=(9, 3.6), width_ratios=[1, 1.3] if elements else [1, 0.01], layout="constrained", squeeze=True
@@ -109,10 +110,8 @@ def materials(a: Assessment) -> str:
     ax.set_yticks(range(len(names)), [palette.label(k) for k in names])
     ax.invert_yaxis()
     ax.set_xlabel("kg")
-    life = f"{lifetimes:,.2f}" if lifetimes >= 1 else plain(lifetimes)
-    ax.set_title(
-        f"Hardware consumed: {plain(m['mass_consumed_kg'])} kg\n({life} GPU lifetimes x card parts)", loc="left", fontsize=9
-    )
+    title = f"Hardware consumed: {plain(m['mass_consumed_kg'])} kg\n({fmt_lifetimes(life)} GPU lifetimes x card parts)"
+    ax.set_title(title, loc="left", fontsize=9)
     ax = axes[1]
     if not elements:
         ax.axis("off")
@@ -143,7 +142,7 @@ def power_timeline(timeline: Any, labels: dict[tuple[Any, str], str] | None = No
     readable name (``runrecord.device_labels``)."""
     import numpy as np
 
-    from footprint.tracking.runrecord import device_label
+    from footprint.tracking.runrecord import DEVICE_ORDER, device_label
 
     if timeline is None or timeline.num_rows == 0:
         return None
@@ -154,8 +153,7 @@ def power_timeline(timeline: Any, labels: dict[tuple[Any, str], str] | None = No
     comps, uuids = timeline["component"].to_pylist(), timeline["uuid"].to_pylist()
     hosts = timeline["host"].to_pylist() if "host" in timeline.column_names else [None] * len(uuids)
     keys = list(zip(hosts, uuids, comps, strict=True))
-    order = {"gpu": 0, "cpu": 1, "dram": 2, "ram": 3}
-    devices = sorted(set(keys), key=lambda k: (order.get(str(k[2]), 9), str(k[0]), _label(k, labels, device_label)))
+    devices = sorted(set(keys), key=lambda k: (DEVICE_ORDER.get(str(k[2]), 9), str(k[0]), _label(k, labels, device_label)))
     devices = [d for d in devices if np.isfinite(mean[np.array([k == d for k in keys])]).any()]
     shown = devices[:MAX_DEVICE_PANELS]
     plt = _plt()

@@ -356,6 +356,9 @@ def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterabl
     return downsample(tables, lo, hi, buckets, keys=keys).select(list(TIMELINE_COLUMNS))
 
 
+DEVICE_ORDER = {"gpu": 0, "cpu": 1, "dram": 2, "ram": 3}  # how plots and tables list a run's devices: GPUs first
+
+
 def device_label(device: dict[str, Any]) -> str:
     """A device as a person names it: kind and index, model, host ("GPU 0 · NVIDIA A100-SXM4-40GB · node1"), never a
     UUID fragment. ``device`` is a run.json device (or a sample row: component, uuid, host)."""
