@@ -39,6 +39,7 @@ GPU_COMPONENTS = ("gpu",)
 CPU_COMPONENTS = ("cpu",)
 RAM_COMPONENTS = ("dram", "ram")
 LEGACY_SAMPLES = "samples.parquet"
+SAMPLES_LAYOUT = f"per rank: {RANKS_DIR}/rank-N.journal.jsonl (tail) + {RANKS_DIR}/rank-N.segments/ (Parquet parts)"
 SAMPLE_COLUMNS = ("rank", "host", "uuid", "component", "t_s", "energy_j", "power_w")
 
 
@@ -151,7 +152,7 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         "windows": [w for r in records for w in r.get("windows", [])],
         "step_times": first.get("step_times"),
         "samples": {
-            "layout": f"per rank: {RANKS_DIR}/rank-N.journal.jsonl (tail) + {RANKS_DIR}/rank-N.segments/ (Parquet parts)",
+            "layout": SAMPLES_LAYOUT,
             "retention": first.get("retention"),
         },
         "notes": list(dict.fromkeys(notes)),
