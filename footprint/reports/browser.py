@@ -80,6 +80,7 @@ class Browser:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._ws: Any = None
+        self._conn: Any = None
 
     # ---- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Browser:
@@ -107,7 +108,8 @@ class Browser:
         port = self._port(profile / "DevToolsActivePort")
         pages = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
         page = next(p for p in pages if p.get("type") == "page")
-        self._ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        self._conn = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        self._ws = self._conn.__enter__()
         self.send("Page.enable")
         self.send("Runtime.enable")
         self.resize(self.width, self.height)
@@ -126,7 +128,7 @@ class Browser:
     def __exit__(self, *exc: object) -> None:
         if self._ws is not None:
             with contextlib.suppress(Exception):
-                self._ws.close()
+                self._conn.__exit__(None, None, None)
         if self._proc is not None:  # Chromium and its helper processes: the session it was started in
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGTERM)

@@ -50,7 +50,7 @@ def stage_matrix(a: Assessment) -> str:
         for j, v in enumerate(row):
             if v is None:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", color=palette.NOT_AVAILABLE))
-                ax.text(j, i, "n/a", ha="center", va="center", color="#777777")
+                ax.text(j, i, "n/a", ha="center", va="center", color=palette.MUTED)
             else:
                 alpha = 0.15 + 0.85 * max(min(v, 1.0), 0.0)
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=palette.stage(stages[j]), alpha=alpha))
@@ -232,7 +232,7 @@ def compare_headline(assessments: list[Assessment]) -> str:
         positive = [v for v in [*vals, *los] if v and v > 0]
         floor = min(positive) / 3 if positive else 1e-12
         err = [[max(v - lo, 0) for v, lo in zip(vals, los, strict=True)], [max(h - v, 0) for v, h in zip(vals, his, strict=True)]]
-        ax.barh(range(n), vals, xerr=err, left=0, color=[palette.series(i) for i in range(n)], capsize=3, ecolor="#444444")
+        ax.barh(range(n), vals, xerr=err, left=0, color=[palette.series(i) for i in range(n)], capsize=3, ecolor=palette.WHISKER)
         ax.set_xscale("log")
         ax.set_xlim(left=floor, right=max(his + vals) * 8)
         for i, v in enumerate(vals):

@@ -35,8 +35,8 @@ COMPONENTS: dict[str, str] = {
 #: Series without a meaning of their own (scenarios compared, devices of a run), in order.
 SERIES: tuple[str, ...] = (BLUE, ORANGE, GREEN, RED, PURPLE, TEAL, YELLOW, BROWN, PINK, GREY)
 
-#: Neutral fills: "not available" hatching and element ranges.
-NOT_AVAILABLE, MATERIAL = "#BBBBBB", BROWN
+#: Neutrals: "not available" hatching, element ranges, muted text, error whiskers.
+NOT_AVAILABLE, MATERIAL, MUTED, WHISKER = "#BBBBBB", BROWN, "#777777", "#444444"
 
 
 def label(key: str) -> str:
