@@ -308,10 +308,12 @@ def from_nvidia_smi(
         gpu = db().find_gpu(gpu, str(path), "--gpu").name
     names = df.groupby("device")["name"].first().to_dict() if "name" in df else {}
     uuids = df.groupby("device")["uuid"].first().to_dict() if "uuid" in df else {}
+    indices = df.groupby("device")["index"].first().to_dict() if "index" in df else {}
     for dev, r in per_device.items():
+        index = indices.get(dev, dev)
         devices.append(
             {
-                "index": int(dev) if str(dev).isdigit() else None,
+                "index": int(index) if str(index).isdigit() else None,
                 "name": str(gpu or names.get(dev) or "unknown GPU"),
                 "uuid": str(uuids.get(dev) or f"nvidia-smi:{dev}"),
                 "component": "gpu",
