@@ -396,7 +396,7 @@ def stage_shares(a: Assessment) -> list[dict[str, Any]]:
 
 
 def summary_rows(a: Assessment) -> list[dict[str, str]]:
-    """The assessment's key figures (GPU-hours, MFU, energy, water, GPU-equivalents) as label/value rows."""
+    """The assessment's key figures (GPU-hours, MFU, energy, water, GPU lifetimes) as label/value rows."""
     return [{"": k, "value": v} for k, v in summary_facts(a).items()]
 
 

@@ -25,7 +25,7 @@ LABEL_LIMIT = 260  # pixels of an axis label before Vega-Lite cuts it
 
 def headline(a: Assessment, base: Assessment | None = None) -> None:
     """The three headline categories (climate change, human toxicity cancer, minerals and metals) as metrics,
-    with their change from ``base``; then GPU-hours, energy, GPU-equivalents and water."""
+    with their change from ``base``; then GPU-hours, energy, GPU lifetimes consumed and water."""
     cols = st.columns(len(cat.HEADLINE))
     for col, k in zip(cols, cat.HEADLINE, strict=True):
         r = a.impacts[k]

@@ -60,7 +60,9 @@ def metrics(a: Assessment) -> dict[str, float]:
         "energy_kwh": w.it_energy_kwh,
         "facility_energy_kwh": a.facility_energy_kwh,
         "gpu_hours": w.gpu_hours,
-        "gpu_equivalents": float(w.gpu_equivalents),
+        "gpu_lifetimes": w.gpu_lifetimes,  # the hardware a run uses up, never rounded up
+        "hardware_consumed_kg": a.materials.get("mass_consumed_kg"),
+        "gpu_equivalents": float(w.gpu_equivalents),  # Falk et al.'s count: gpu_lifetimes rounded up
         "water_l": a.water_l.get("total"),
         "mfu": w.mfu,
     }
