@@ -516,6 +516,27 @@ def test_a_link_opens_a_run_and_identical_gpus_get_a_panel_each(tmp_path: Path) 
     assert not at.exception and "No run 'nope'" in at.warning[0].value
 
 
+def test_the_runs_page_draws_an_imported_nvidia_smi_log(tmp_path: Path) -> None:
+    """`footprint import nvidia-smi` writes the log's readings as samples: the Runs page draws a panel per GPU."""
+    run = tmp_path / "smi"
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "import", "nvidia-smi", str(REPO / "examples" / "logs" / "nvidia-smi.csv")]
+        + ["-o", str(run), "--utc-offset", "+1"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = str(run)
+    at.run()
+    _ok(at)
+    assert not any("no power samples" in i.value for i in at.info)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    devices = next(s for s in specs if "facet" in s)["facet"]["row"]["sort"]
+    assert devices == [f"GPU {i} · NVIDIA H100 80GB HBM3 · nvidia-smi.csv" for i in (0, 1)]
+
+
 # ---- the real server and a browser --------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""`footprint import nvidia-smi` writes the log's readings as a run's samples, so reports and the Runs page draw it."""
+"""`footprint import nvidia-smi` writes the log's readings as a run's samples, so reports and the Runs page draw it
+(the Runs page's check is in test_dashboard.py, with the other Streamlit AppTest tests)."""
 
 from __future__ import annotations
 
@@ -49,20 +50,6 @@ def test_a_report_of_the_import_draws_its_power(smi_run: Path, tmp_path: Path) -
     text = out.read_text()
     assert "Measured run" in text and "GPU 0 · NVIDIA H100 80GB HBM3 · nvidia-smi.csv" in text
     assert "GPU 1 · NVIDIA H100 80GB HBM3 · nvidia-smi.csv" in text
-
-
-def test_the_runs_page_draws_the_import(smi_run: Path) -> None:
-    pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
-    at.query_params["run"] = str(smi_run)
-    at.run()
-    assert not at.exception and not at.error
-    assert not any("no power samples" in i.value for i in at.info)
-    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
-    panels = next(s for s in specs if "facet" in s)
-    assert len(panels["facet"]["row"]["sort"]) == 2
 
 
 def test_a_long_log_rolls_into_parquet_segments(shared: Path, tmp_path: Path) -> None:
