@@ -21,6 +21,7 @@ dashboard's Runs page (``?run=examples/runs/two-gpus``) show the run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import shutil
 import time
@@ -75,7 +76,9 @@ def tracked_run(runs: Path, name: str = "two-gpus", seconds: float = 6.0) -> Pat
 
     fake = FakeNVML("2xA100-SXM4-40GB", power=training_load(400, 60, 5.0))
     shutil.rmtree(runs / name, ignore_errors=True)
-    with footprint.track(name=name, output_dir=runs, site={"grid": "FRA", "pue": 1.2}, nvml=fake, host=False) as t:
+    runs.mkdir(parents=True, exist_ok=True)
+    site = {"grid": "FRA", "pue": 1.2}
+    with contextlib.chdir(runs.parent), footprint.track(name=name, output_dir=runs.name, site=site, nvml=fake, host=False) as t:
         step_s = seconds / 70
         for step in range(60):
             time.sleep(step_s)
