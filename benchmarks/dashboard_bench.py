@@ -5,7 +5,12 @@ Each timed rerun moves the MFU slider to a value not seen before, so the assessm
 the browser's drawing. Also: the explorer's one-move what-if, a PUE change on a scenario with a
 stated MFU, and the same with 10,000 Monte Carlo samples.
 
-Run: python benchmarks/dashboard_bench.py [--runs 15]
+`--cold N` also measures what a newcomer waits for on a first visit: N times, a fresh server (`streamlit run`,
+as `footprint dashboard`) with an empty footprint cache and no compiled bytecode (PYTHONPYCACHEPREFIX set to an
+empty folder, so every module is compiled again), opened in headless Chromium at 1,400 px: seconds from the
+navigation to the first content (the page title) and to the headline metrics.
+
+Run: python benchmarks/dashboard_bench.py [--runs 15] [--cold 3]
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import logging
 import statistics
 import time
 from pathlib import Path
+
+from footprint.lca import DEFAULT_SAMPLES
 
 REPO = Path(__file__).resolve().parents[1]
 APP = str(REPO / "dashboard" / "app.py")
@@ -36,10 +43,56 @@ def _report(label: str, times: list[float]) -> None:
     print(f"{label}: median {statistics.median(ms):.0f} ms (min {ms[0]:.0f}, max {ms[-1]:.0f}, {len(ms)} reruns)")
 
 
+def cold_loads(n: int) -> None:
+    """First visits to a fresh server in Chromium: navigation -> title, -> headline metrics (median, min, max)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+    import urllib.request
+
+    from footprint.reports.browser import Browser
+
+    firsts, fulls = [], []
+    for _ in range(n):
+        with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as pyc, socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            sock.close()
+            env = dict(os.environ, FOOTPRINT_CACHE_DIR=cache, PYTHONPYCACHEPREFIX=pyc)
+            cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(port), "--server.headless", "true"]
+            srv = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            )
+            try:
+                for _ in range(600):
+                    try:
+                        urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+                with Browser(width=1400, height=1000) as b:
+                    first = b.open(f"http://127.0.0.1:{port}/", ready="document.querySelector('[data-testid=stMain] h1')")
+                    full = first + b.wait_for("document.querySelectorAll('[data-testid=stMetric]').length >= 7", 120)
+                firsts.append(first)
+                fulls.append(full)
+            finally:
+                os.killpg(srv.pid, signal.SIGTERM)
+                srv.wait(timeout=10)
+    for label, xs in (("first content (page title)", firsts), ("headline metrics", fulls)):
+        xs = sorted(xs)
+        print(f"cold first visit, {label}: median {statistics.median(xs):.1f} s (min {xs[0]:.1f}, max {xs[-1]:.1f}, {n} servers)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--cold", type=int, default=0, help="also time N cold first visits in Chromium (fresh servers)")
     args = parser.parse_args()
+    if args.cold:
+        cold_loads(args.cold)
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     from streamlit.testing.v1 import AppTest
 
@@ -53,7 +106,7 @@ def main() -> None:
 
     n = args.runs
     mfus = [round(0.30 + 0.01 * i, 2) for i in range(n)]  # BLOOM: MFU restated as derived FLOPs + MFU
-    _report("BLOOM-176B, MFU slider moved (500 Monte Carlo samples)", _rerun(at, "ex_mfu", mfus))
+    _report(f"BLOOM-176B, MFU slider moved ({DEFAULT_SAMPLES:,} Monte Carlo samples, the default)", _rerun(at, "ex_mfu", mfus))
     _report("BLOOM-176B, MFU slider back to a value seen before (cached assessment)", _rerun(at, "ex_mfu", mfus[:5]))
 
     box = at.selectbox(key="ex_scenario")

@@ -40,8 +40,9 @@ def keep_widget_state() -> None:
 
 
 def read_query_params() -> None:
-    """Once per session: ?page=Compare, and for the explorer ?scenario=gpt-4-falk.yaml&mfu=0.5&lifetime_years=5&grid=POL
-    (any of mfu, gpu, count, lifetime_years, utilization, grid, pue, wue, ewif): shareable what-if links."""
+    """Once per session: ?page=Compare, for the explorer ?scenario=gpt-4-falk.yaml&mfu=0.5&lifetime_years=5&grid=POL
+    (any of mfu, gpu, count, lifetime_years, utilization, grid, pue, wue, ewif): shareable what-if links; and
+    ?run=NAME (a run of the runs folder, ./runs unless ?runs=DIR) or ?run=PATH/TO/RUN opens the Runs page on it."""
     ss = st.session_state
     if ss.get("qp_read"):
         return
@@ -49,6 +50,9 @@ def read_query_params() -> None:
     qp = st.query_params
     if qp.get("page") in PAGES:
         ss["page"] = qp["page"]
+    if qp.get("run"):
+        ss["run_pending"] = {"run": qp["run"], "runs": qp.get("runs")}
+        ss.setdefault("page", "Runs")
     pending = {k: qp[k] for k in ("scenario", *core.CONTROL_KEYS) if k in qp}
     if pending:
         ss["ex_pending"] = pending

@@ -18,15 +18,16 @@ import streamlit as st
 import yaml
 
 from footprint.errors import FootprintError, ScenarioError
+from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, num, pct, summary_facts
+from footprint.lca.assessment import Assessment, lifetimes, num, pct, plain, summary_facts
 from footprint.lca.units import UnitParseError, display_unit
 from footprint.lca.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, parse_yaml_text, workload_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = REPO / "scenarios"
 MAX_UPLOAD_BYTES = MAX_SCENARIO_BYTES  # 1 MB, the CLI's limit for a scenario file
-SAMPLES = 500  # Monte Carlo samples by default: fast reruns
+SAMPLES = DEFAULT_SAMPLES  # Monte Carlo samples by default: the CLI's, so the same scenario shows the same range
 MORE_SAMPLES = 10_000  # with the "more samples" toggle
 USER_ERRORS = (FootprintError, UnitParseError)
 STAGE_LABELS = {"manufacturing": "Manufacturing", "transport": "Transport", "use": "Use", "end_of_life": "End of life"}
@@ -55,10 +56,10 @@ def gpu_options() -> dict[str, str]:
 
 @st.cache_data(show_spinner=False)
 def zone_options() -> dict[str, str]:
-    """codecarbon zone code -> 'CODE - Country' label (plus WORLD)."""
-    from footprint.lca.electricity import zone, zone_codes
+    """codecarbon zone code -> 'CODE - Country' label (plus WORLD): names only, no zone's factors computed."""
+    from footprint.lca.electricity import zone_names
 
-    return {code: f"{code} - {zone(code).name}" for code in zone_codes()}
+    return {code: f"{code} - {name}" for code, name in zone_names().items()}
 
 
 @st.cache_data(show_spinner=False)
@@ -376,17 +377,10 @@ def normalised_rows(a: Assessment, base: Assessment | None = None) -> list[dict[
 
 
 def contested_rows(a: Assessment) -> list[dict[str, str]]:
-    """Factors whose sources disagree by more than 3x (the Monte Carlo range spans them)."""
-    return [
-        {
-            "factor": c["factor"],
-            "value": f"{num(c['value'])} ({c['source']})",
-            "other source": f"{num(c['second_value'])} ({c['second_source']})",
-            "ratio": "one is zero" if c.get("ratio") is None else f"{c['ratio']:.3g}",
-            "unit": c.get("unit", ""),
-        }
-        for c in a.contested
-    ]
+    """Factors whose sources disagree by more than 3x (the Monte Carlo range spans them), as the report's table."""
+    from footprint.lca.notes import contested_rows
+
+    return contested_rows(a)
 
 
 def stage_shares(a: Assessment) -> list[dict[str, Any]]:
@@ -402,23 +396,33 @@ def stage_shares(a: Assessment) -> list[dict[str, Any]]:
 
 
 def summary_rows(a: Assessment) -> list[dict[str, str]]:
-    """The assessment's key figures (GPU-hours, MFU, energy, water, GPU-equivalents) as label/value rows."""
+    """The assessment's key figures (GPU-hours, MFU, energy, water, GPU lifetimes) as label/value rows."""
     return [{"": k, "value": v} for k, v in summary_facts(a).items()]
 
 
 def materials_rows(a: Assessment) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(hardware mass rows, element range rows) from the assessment's materials."""
+    """(hardware mass rows, element range rows) from the assessment's materials: one meaning of the hardware mass,
+    the GPU lifetimes consumed x each part's mass (as the report's figure)."""
     m = a.materials
+    life = m["gpu_lifetimes"]
     mass = [
-        {"item": "card mass", "kg": num(m["card_mass_kg"])},
-        *({"item": f"  {k.replace('_', ' ')}", "kg": num(v)} for k, v in m["components_kg"].items()),
-        {"item": "hardware consumed (GPU lifetimes x card mass)", "kg": num(m["mass_consumed_kg"])},
-        {"item": f"{m['gpu_equivalents']:,} GPU-equivalents x card mass", "kg": num(m["mass_gpu_equivalents_kg"])},
+        {"item": "card mass (one GPU)", "kg": num(m["card_mass_kg"])},
+        *({"item": f"  {k.replace('_', ' ')} (one GPU)", "kg": num(v)} for k, v in m["components_kg"].items()),
+        {"item": "hardware consumed (GPU lifetimes x card mass)", "kg": plain(m["mass_consumed_kg"])},
+        *({"item": f"  {k.replace('_', ' ')} consumed", "kg": plain(v * life)} for k, v in m["components_kg"].items() if v),
     ]
     elements = []
     est = m.get("elements_estimate") or {}
     for el, r in (est.get("elements") or {}).items():
-        elements.append({"element": el, "low kg": num(r["low_kg"]), "high kg": num(r["high_kg"])})
+        single = r["high_kg"] <= r["low_kg"]
+        elements.append(
+            {
+                "element": el,
+                "low kg": plain(r["low_kg"]),
+                "high kg": plain(r["high_kg"]),
+                "sources": "one value" if single else "range",
+            }
+        )
     return mass, elements
 
 
@@ -429,13 +433,13 @@ def compare_table(items: list[tuple[str, Assessment]]) -> list[dict[str, str]]:
     def add(label: str, unit: str, values: list[float | None]) -> None:
         row = {"": label, "Unit": display_unit(unit) if unit else ""}
         for (name, _), v in zip(items, values, strict=True):
-            row[name] = f"{int(v):,}" if label == "GPU-equivalents" and v is not None else num(v)
+            row[name] = "n/a" if v is None else lifetimes(v) if label.startswith("GPU lifetimes") else num(v)
         rows.append(row)
 
     add("GPU-hours", "h", [a.workload.gpu_hours for _, a in items])
     add("IT energy", "kWh", [a.workload.it_energy_kwh for _, a in items])
-    add("GPU-equivalents", "", [float(a.workload.gpu_equivalents) for _, a in items])
-    add("Hardware mass consumed", "kg", [a.materials["mass_consumed_kg"] for _, a in items])
+    add("GPU lifetimes consumed", "", [a.workload.gpu_lifetimes for _, a in items])
+    add("Hardware consumed", "kg", [a.materials["mass_consumed_kg"] for _, a in items])
     add("Water", "L", [a.water_l["total"] for _, a in items])
     for k in cat.keys():
         add(items[0][1].impacts[k].name, items[0][1].impacts[k].unit, [a.impacts[k].total for _, a in items])
@@ -483,7 +487,7 @@ def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
     timeline = None
     note = None
     try:
-        timeline = power_timeline(runrecord.power_timeline(p, buckets=TIMELINE_BUCKETS))
+        timeline = power_timeline(runrecord.power_timeline(p, buckets=TIMELINE_BUCKETS), runrecord.device_labels(record))
     except Exception as exc:  # damaged samples must not hide the rest of the run
         note = f"the power samples could not be read: {type(exc).__name__}: {exc}"
     if note is None and (timeline is None or timeline.empty):
@@ -499,19 +503,19 @@ def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
     return {"record": record, "timeline": timeline, "samples_note": note, "per_step_mfu": per_step}
 
 
-def device_label(row: Any) -> str:
-    uuid = str(row.get("uuid") or "")
-    return f"{row.get('component', 'gpu')} {uuid[-8:] or '?'} (rank {row.get('rank', '?')}, {row.get('host', '?')})"
-
-
-def power_timeline(timeline: Any) -> Any:
+def power_timeline(timeline: Any, labels: dict[tuple[Any, str], str] | None = None) -> Any:
     """Long-form rows for the charts from ``runrecord.power_timeline`` (an Arrow table, already one row per
-    device and time bucket): a device label, time, mean/min/max power and the cumulative energy."""
+    device and time bucket): a readable device label (``runrecord.device_labels``: index, model, host), time,
+    mean/min/max power and the cumulative energy."""
     import pandas as pd
+
+    from footprint.tracking.runrecord import DEVICE_ORDER, device_label
 
     cols = ["device", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j"]
     if timeline is None or timeline.num_rows == 0:
         return pd.DataFrame(columns=cols)
     df = timeline.to_pandas()
-    df["device"] = [device_label(r) for r in df[["component", "uuid", "rank", "host"]].to_dict("records")]
-    return df.sort_values(["device", "t_s"])[cols].reset_index(drop=True)
+    keys = df[["host", "uuid", "component"]].astype(object).to_dict("records")
+    df["device"] = [(labels or {}).get((k["host"], str(k["uuid"]))) or device_label(k) for k in keys]
+    df["order"] = df["component"].astype(object).map(DEVICE_ORDER).fillna(len(DEVICE_ORDER))  # GPUs first, as the report
+    return df.sort_values(["order", "device", "t_s"])[cols].reset_index(drop=True)

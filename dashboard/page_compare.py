@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import core, ui
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, num
+from footprint.lca.assessment import Assessment, lifetimes, num
 from footprint.lca.units import display_unit
 
 MAX_ITEMS = 4
@@ -74,10 +74,11 @@ def render(samples: int) -> None:
                 delta = None if a is ref else core.change(r.total, ref.impacts[k].total)
                 st.metric(f"{r.name} ({display_unit(r.unit)})", num(r.total), delta=delta, delta_color="inverse")
             st.metric(
-                "GPU-equivalents",
-                f"{a.workload.gpu_equivalents:,}",
-                delta=None if a is ref else core.change(a.workload.gpu_equivalents, ref.workload.gpu_equivalents),
+                "GPU lifetimes consumed",
+                lifetimes(a.workload.gpu_lifetimes),
+                delta=None if a is ref else core.change(a.workload.gpu_lifetimes, ref.workload.gpu_lifetimes),
                 delta_color="inverse",
+                help=ui.hardware_help(a),
             )
     st.subheader("All 16 categories")
     st.dataframe(core.compare_table(items), hide_index=True, **ui.WIDE)

@@ -160,8 +160,9 @@ def render(samples: int) -> None:
     )
     c2.button("Reset", key="btn_reset", on_click=_reset, help="Back to the scenario as stated")
     try:
-        base = core.assess_data(data, file, samples)
-        a = core.assess_whatif(data, sets, file, samples)
+        with st.spinner(f"Assessing the 16 categories ({samples:,} Monte Carlo samples)..."):
+            base = core.assess_data(data, file, samples)
+            a = core.assess_whatif(data, sets, file, samples)
     except core.USER_ERRORS as exc:
         ui.show_user_error(exc)
         st.caption("Equivalent command: `" + core.cli_command(file, sets) + "`")
@@ -173,6 +174,7 @@ def render(samples: int) -> None:
         "totals": {k: r.total for k, r in a.impacts.items()},
         "base_totals": {k: r.total for k, r in base.impacts.items()},
         "gpu_hours": a.workload.gpu_hours,
+        "gpu_lifetimes": a.workload.gpu_lifetimes,
         "gpu_equivalents": a.workload.gpu_equivalents,
     }
     if sets:
@@ -194,9 +196,9 @@ def render(samples: int) -> None:
         [
             "16 categories",
             "Person-equivalents and single score",
-            "GPU-equivalents and materials",
+            "GPU lifetimes and materials",
             "Summary",
-            "Warnings and sources",
+            "Notes and sources",
         ]
     )
     with t1:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import core, ui
 from footprint.lca import categories as cat
-from footprint.lca.assessment import num
+from footprint.lca.assessment import lifetimes, num
 from footprint.lca.units import display_unit
 
 GROUP_LABELS = {"user": "User", "account": "Account", "partition": "Partition", "gpu": "GPU model", "month": "Month"}
@@ -35,7 +35,7 @@ def group_rows(rep: Any) -> list[dict[str, Any]]:
             "Jobs": g.jobs or None,
             "GPU-hours": num(g.gpu_hours),
             "Energy (kWh)": num(g.energy_kwh),
-            "GPU-equivalents": g.gpu_equivalents,
+            "GPU lifetimes": lifetimes(g.gpu_lifetimes),
         }
         for k in cat.HEADLINE:
             c = cat.by_key(k)
@@ -90,7 +90,7 @@ def render(samples: int) -> None:
     st.caption(f"Window {win.get('start')} – {win.get('end')}")
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Jobs assessed", f"{t.jobs:,} of {rep.jobs_total:,}", help="jobs with a known GPU model and measured energy")
-    c2.metric("GPU-hours", num(t.gpu_hours), help=f"{t.gpu_equivalents:,} GPU-equivalents ({t.gpu_lifetimes:,.2f} lifetimes)")
+    c2.metric("GPU-hours", num(t.gpu_hours), help=f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed (never rounded up)")
     c3.metric("Energy (kWh)", num(t.energy_kwh), help=f"IT energy; facility {num(t.facility_energy_kwh)} kWh")
     c4.metric("Climate change (kg CO2 eq)", num(t.impacts.get("climate_change")))
     share = rep.unallocated_share
@@ -111,7 +111,7 @@ def render(samples: int) -> None:
                 "color": {
                     "field": "stage",
                     "type": "nominal",
-                    "scale": {"range": ui.STAGE_COLOURS},
+                    "scale": ui.STAGE_SCALE,
                     "legend": {"orient": "bottom"},
                 },
                 "tooltip": [{"field": "group"}, {"field": "stage"}, {"field": "kg CO2 eq", "format": ".4g"}],

@@ -9,14 +9,33 @@ import streamlit as st
 
 from dashboard import core, ui
 from footprint.lca.assessment import num, pct_sig, training_facts
+from footprint.reports import palette
+from footprint.tracking.runrecord import device_labels
 
 RUN_CONTROLS = ("grid", "pue", "gpu", "lifetime_years")
+
+
+def _apply_link() -> None:
+    """A deep link (?run=NAME or ?run=PATH, read once by app.read_query_params): the folder and the run to open."""
+    ss = st.session_state
+    link = ss.pop("run_pending", None)
+    if not link:
+        return
+    run = Path(str(link["run"])).expanduser()
+    if link.get("runs"):
+        ss["run_root"], ss["run_pick"] = str(link["runs"]), run.name
+    elif len(run.parts) > 1 or (run / "run.json").is_file():  # a path to the run directory itself
+        ss["run_root"] = str(run)
+    else:  # a name in the default runs folder
+        ss["run_root"], ss["run_pick"] = ss.get("run_root") or "runs", run.name
+    ss["run_link_wanted"] = run.name
 
 
 def _pick_run() -> Path | None:
     """The run directory the user chose: a run directory itself, or one of a runs folder's subdirectories."""
     ss = st.session_state
     ss.setdefault("run_root", "runs")
+    _apply_link()
     text = st.text_input(
         "Runs folder or run directory",
         key="run_root",
@@ -39,6 +58,9 @@ def _pick_run() -> Path | None:
     if runs == [root]:
         return root
     names = [p.name for p in runs]
+    wanted = ss.pop("run_link_wanted", None)
+    if wanted and wanted not in names:
+        st.warning(f"No run {wanted!r} in {root} (from the link); showing the newest one.")
     if ss.get("run_pick") not in names:
         ss["run_pick"] = names[-1]
     name = st.selectbox("Run", names, key="run_pick")
@@ -70,45 +92,90 @@ def _line(rows: Any, x: tuple[str, str], y: tuple[str, str], colour: str, height
     )
 
 
-def _power_band(rows: Any, height: int) -> None:
-    """Mean power per device as a line over its min-max band (one bucket per pixel: peaks stay visible)."""
+PANEL_PX = 90  # height of one device's power panel
+PANEL_WIDTH_PX = 820  # a faceted chart does not stretch to the container: about the main area at 1,400 px
+MAX_PANELS = 16  # devices drawn as panels; a bigger run shows the first 16 and says so
+
+
+def _power_panels(rows: Any) -> None:
+    """Mean power per device as a line over its min-max band (one bucket per pixel: peaks stay visible), one panel
+    per device on a shared scale, so that two GPUs drawing the same power never look like one."""
     x = {"field": "t_s", "type": "quantitative", "title": "time since start (s)"}
+    devices = list(dict.fromkeys(rows["device"]))
     colour = {
         "field": "device",
         "type": "nominal",
-        "scale": {"range": ui.PALETTE},
-        "legend": {"orient": "bottom", "title": None, "labelLimit": 400},
+        "scale": {"domain": devices, "range": [palette.series(i) for i in range(len(devices))]},
+        "legend": None,
     }
     ui.vega(
         rows,
         {
-            "height": height,
-            "layer": [
-                {
-                    "mark": {"type": "area", "opacity": 0.25},
-                    "encoding": {
-                        "x": x,
-                        "y": {"field": "power_min_w", "type": "quantitative", "title": "power (W)"},
-                        "y2": {"field": "power_max_w"},
-                        "color": colour,
+            "facet": {
+                "row": {
+                    "field": "device",
+                    "type": "nominal",
+                    "sort": devices,
+                    "title": None,
+                    "header": {"labelAngle": 0, "labelAlign": "left", "labelAnchor": "start", "labelOrient": "top"},
+                }
+            },
+            "spacing": 18,
+            "resolve": {"scale": {"y": "shared"}},
+            "spec": {
+                "height": PANEL_PX,
+                "width": PANEL_WIDTH_PX,
+                "layer": [
+                    {
+                        "mark": {"type": "area", "opacity": 0.25},
+                        "encoding": {
+                            "x": x,
+                            "y": {"field": "power_min_w", "type": "quantitative", "title": "W"},
+                            "y2": {"field": "power_max_w"},
+                            "color": colour,
+                        },
                     },
-                },
-                {
-                    "mark": {"type": "line"},
-                    "encoding": {
-                        "x": x,
-                        "y": {"field": "power_w", "type": "quantitative"},
-                        "color": colour,
-                        "tooltip": [
-                            {"field": "device", "type": "nominal"},
-                            {"field": "t_s", "type": "quantitative", "format": ".1f"},
-                            {"field": "power_w", "type": "quantitative", "format": ".4g", "title": "mean W"},
-                            {"field": "power_min_w", "type": "quantitative", "format": ".4g", "title": "min W"},
-                            {"field": "power_max_w", "type": "quantitative", "format": ".4g", "title": "max W"},
-                        ],
+                    {
+                        "mark": {"type": "line"},
+                        "encoding": {
+                            "x": x,
+                            "y": {"field": "power_w", "type": "quantitative"},
+                            "color": colour,
+                            "tooltip": [
+                                {"field": "device", "type": "nominal"},
+                                {"field": "t_s", "type": "quantitative", "format": ".1f"},
+                                {"field": "power_w", "type": "quantitative", "format": ".4g", "title": "mean W"},
+                                {"field": "power_min_w", "type": "quantitative", "format": ".4g", "title": "min W"},
+                                {"field": "power_max_w", "type": "quantitative", "format": ".4g", "title": "max W"},
+                            ],
+                        },
                     },
+                ],
+            },
+            "height": (PANEL_PX + 40) * len(devices),
+        },
+    )
+
+
+def _energy_bars(totals: Any) -> None:
+    """Energy per device (its last cumulative reading), one bar each."""
+    rows = [{"device": d, "energy (kWh)": float(e) / 3.6e6} for d, e in totals.items()]
+    ui.vega(
+        rows,
+        {
+            "mark": {"type": "bar"},
+            "height": 30 + 26 * len(rows),
+            "encoding": {
+                "y": {"field": "device", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 400}},
+                "x": {"field": "energy (kWh)", "type": "quantitative"},
+                "color": {
+                    "field": "device",
+                    "type": "nominal",
+                    "scale": {"domain": list(totals.index), "range": [palette.series(i) for i in range(len(rows))]},
+                    "legend": None,
                 },
-            ],
+                "tooltip": [{"field": "device"}, {"field": "energy (kWh)", "format": ".4g"}],
+            },
         },
     )
 
@@ -117,14 +184,17 @@ def _timeline(df: Any) -> None:
     if df is None or df.empty:
         st.info("No power samples in this run directory.")
         return
-    _power_band(df, 260)
-    _line(df, ("t_s", "time since start (s)"), ("energy_j", "cumulative energy (J)"), "device", 200)
-    totals = df.groupby("device")["energy_j"].max()
+    devices = list(dict.fromkeys(df["device"]))
+    shown = devices[:MAX_PANELS]
+    _power_panels(df[df["device"].isin(shown)])
+    totals = df.groupby("device", sort=False)["energy_j"].max()
+    more = f" The first {len(shown)} of {len(devices)} devices are drawn." if len(devices) > len(shown) else ""
     st.caption(
-        "Energy per device (last cumulative reading): "
-        + "; ".join(f"{d}: {num(float(e))} J" for d, e in totals.items())
-        + f". Power is shown as {core.TIMELINE_BUCKETS:,} time buckets per device: line = mean, band = min to max."
+        f"Power per device, one panel each on a shared scale: {core.TIMELINE_BUCKETS:,} time buckets, line = mean, "
+        f"band = min to max.{more}"
     )
+    _energy_bars(totals)
+    st.caption("Energy per device: " + "; ".join(f"{d}: {num(float(e) / 3.6e6)} kWh" for d, e in totals.items()) + ".")
 
 
 def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:
@@ -260,6 +330,7 @@ def render(samples: int) -> None:
     rec = run["record"]
     energy = rec.get("energy") or {}
     st.subheader(str(rec.get("name") or run_dir.name))
+    st.caption(f"Link to this run: `?run={run_dir}` (or `?run={run_dir.name}` for a run in ./runs).")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Duration", f"{float(rec.get('duration_s') or 0):,.1f} s")
     steps, tokens = rec.get("steps"), rec.get("tokens")
@@ -278,8 +349,10 @@ def render(samples: int) -> None:
         "n/a" if energy.get("total_j") is None else f"{num(energy['total_j'] / 3.6e6)} kWh",
         help=f"GPU {num(energy.get('gpu_j'))} J, CPU {num(energy.get('cpu_j'))} J, RAM {num(energy.get('ram_j'))} J",
     )
+    labels = device_labels(rec)
     devices = [
         {
+            "device": labels.get((d.get("host"), str(d.get("uuid"))), ""),
             "component": d.get("component", "gpu"),
             "name": d.get("name"),
             "uuid": d.get("uuid"),

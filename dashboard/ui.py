@@ -9,21 +9,23 @@ import streamlit as st
 
 from dashboard import core
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, num
+from footprint.lca.assessment import Assessment, lifetimes, num, plain
 from footprint.lca.units import display_unit
+from footprint.reports import palette
 
 STAGE_ORDER = list(core.STAGE_LABELS.values())
 _VERSION = tuple(int(x) for x in re.findall(r"\d+", st.__version__)[:2])
 # width="stretch" replaced use_container_width=True (deprecated) in recent Streamlit releases.
 WIDE: dict[str, Any] = {"width": "stretch"} if _VERSION >= (1, 50) else {"use_container_width": True}
-STAGE_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2"]
-PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d", "#bab0ac", "#ff9da6"]
+# Colours: the report's (footprint.reports.palette), so that a stage or a component has one colour everywhere.
+STAGE_SCALE = palette.vega_scale(palette.STAGES, core.STAGE_LABELS)
+PALETTE = list(palette.SERIES)
 LABEL_LIMIT = 260  # pixels of an axis label before Vega-Lite cuts it
 
 
 def headline(a: Assessment, base: Assessment | None = None) -> None:
     """The three headline categories (climate change, human toxicity cancer, minerals and metals) as metrics,
-    with their change from ``base``; then GPU-hours, energy, GPU-equivalents and water."""
+    with their change from ``base``; then GPU-hours, energy, GPU lifetimes consumed and water."""
     cols = st.columns(len(cat.HEADLINE))
     for col, k in zip(cols, cat.HEADLINE, strict=True):
         r = a.impacts[k]
@@ -42,21 +44,34 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     figures = [
         ("GPU-hours", w.gpu_hours, bw.gpu_hours if bw else None, "h"),
         ("Energy (IT)", w.it_energy_kwh, bw.it_energy_kwh if bw else None, "kWh"),
-        ("GPU-equivalents", float(w.gpu_equivalents), float(bw.gpu_equivalents) if bw else None, ""),
+        ("GPU lifetimes consumed", w.gpu_lifetimes, bw.gpu_lifetimes if bw else None, ""),
         ("Water", a.water_l["total"], base.water_l["total"] if base is not None else None, "L"),
     ]
     for col, (label, value, old, unit) in zip(cols, figures, strict=True):
-        shown = num(value) if unit else f"{int(value):,}"
-        col.metric(f"{label} ({unit})" if unit else label, shown, delta=core.change(value, old), delta_color="inverse")
+        col.metric(
+            f"{label} ({unit})" if unit else label,
+            num(value) if unit else lifetimes(value),
+            delta=core.change(value, old),
+            delta_color="inverse",
+            help=None if unit else f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
+        )
+
+
+STAGE_SHORT = {"manufacturing": "Manuf.", "transport": "Transp.", "use": "Use", "end_of_life": "EoL"}
 
 
 def categories(a: Assessment, base: Assessment | None = None) -> None:
-    """All 16 categories: a table with stage shares, and a stacked bar chart of the shares."""
-    st.dataframe(core.categories_table(a, base), hide_index=True, **WIDE)
+    """All 16 categories: a static table with stage shares (it wraps long cells instead of scrolling sideways: every
+    row and column is visible at 1,400 px), and a stacked bar chart of the shares."""
+    import pandas as pd
+
+    rename = {core.STAGE_LABELS[k]: v for k, v in STAGE_SHORT.items()}
+    rows = [{rename.get(k, k): v for k, v in r.items()} for r in core.categories_table(a, base)]
+    st.table(pd.DataFrame(rows).set_index("Category"))
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
     st.caption(
-        "Shares: stage / total. n/a = not available (no open data for that stage), never zero; "
-        "n/a stages are left out of the chart."
+        "Shares: stage / total (Manuf. manufacturing, Transp. transport, EoL end of life). n/a = not available (no open "
+        "data for that stage), never zero; n/a stages are left out of the chart."
     )
 
 
@@ -77,13 +92,9 @@ def normalised(a: Assessment, base: Assessment | None = None) -> None:
     st.dataframe(core.normalised_rows(a, base), hide_index=True, **WIDE)
     st.caption(
         "Person-equivalents: impact / EF 3.1 normalisation factor (the annual impact of an average world citizen). "
-        f"Electricity: {a.use_factors.label if a.use_factors else 'n/a'}."
+        f"Electricity: {a.use_factors.label if a.use_factors else 'n/a'}. Factors whose sources disagree by more "
+        "than 3x are under Notes and sources (contested data)."
     )
-    rows = core.contested_rows(a)
-    if rows:
-        with st.expander(f"Contested data ({len(rows)}): sources that differ by more than 3x"):
-            st.dataframe(rows, hide_index=True, **WIDE)
-            st.caption("The Monte Carlo range of each of these factors spans both sources.")
 
 
 def vega(rows: Any, spec: dict[str, Any]) -> None:
@@ -104,7 +115,10 @@ def stage_chart(rows: list[dict[str, Any]], group: str = "stage", order: list[st
     names = list(dict.fromkeys(r["category"] for r in rows))
     order = order or list(dict.fromkeys(r[group] for r in rows))
     rows = [{**r, "rank": order.index(r[group])} for r in rows]
-    scale = {"domain": order, "range": STAGE_COLOURS if group == "stage" else PALETTE}
+    if group == "stage":
+        scale = STAGE_SCALE
+    else:  # components, named as people read them ("gpu die"): the palette's colour of each
+        scale = {"domain": order, "range": [palette.component(x.replace(" ", "_")) for x in order]}
     vega(
         rows,
         {
@@ -131,20 +145,25 @@ def stage_chart(rows: list[dict[str, Any]], group: str = "stage", order: list[st
     )
 
 
+def hardware_help(a: Assessment) -> str:
+    m = a.materials
+    text = f"{plain(m['mass_consumed_kg'])} kg of hardware (GPU lifetimes x {num(m['card_mass_kg'])} kg card mass)"
+    if a.workload.gpu_lifetimes >= 1:
+        text += f"; {a.workload.gpu_equivalents:,} GPU-equivalents when rounded up (Falk et al.)"
+    return text
+
+
 def materials(a: Assessment) -> None:
     m = a.materials
     c1, c2, c3 = st.columns(3)
     c1.metric(
         "GPU lifetimes consumed",
-        f"{m['gpu_lifetimes']:,.2f}",
-        help="GPU-hours / (lifetime x utilisation): the hardware lifetimes the run uses up (Falk et al.)",
+        lifetimes(m["gpu_lifetimes"]),
+        help="GPU-hours / (lifetime x utilisation): the hardware lifetimes the run uses up (Falk et al.); "
+        "never rounded up (a short run uses a fraction of one GPU)",
     )
-    c2.metric("GPU-equivalents", f"{m['gpu_equivalents']:,}", help="ceil of the GPU lifetimes consumed")
-    c3.metric(
-        "Material footprint",
-        f"{num(m['mass_gpu_equivalents_kg'])} kg",
-        help=f"GPU-equivalents x card mass (hardware consumed: {num(m['mass_consumed_kg'])} kg)",
-    )
+    c2.metric("Hardware consumed", f"{plain(m['mass_consumed_kg'])} kg", help=hardware_help(a))
+    c3.metric("Card mass", f"{num(m['card_mass_kg'])} kg", help="one GPU card, the data source's mass")
     mass, elements = core.materials_rows(a)
     left, right = st.columns(2)
     left.dataframe(mass, hide_index=True, **WIDE)
@@ -172,15 +191,31 @@ def materials(a: Assessment) -> None:
             )
 
 
+def notes(a: Assessment) -> None:
+    """The caveats in groups, as the report and `footprint assess`: a summary line each, the items folded."""
+    from footprint.lca.notes import note_count, note_groups
+
+    groups = note_groups(a)
+    st.caption(f"{note_count(groups)} notes in {len(groups)} groups (the Assessment JSON lists them all).")
+    for g in groups:
+        with st.expander(f"**{g.title} ({len(g.items)})**: {g.summary}"):
+            if g.rows:
+                st.dataframe(list(g.rows), hide_index=True, **WIDE)
+            else:
+                st.markdown("\n".join(f"- {x}" for x in g.items))
+
+
 def warnings_and_sources(a: Assessment) -> None:
-    with st.expander(f"Warnings ({len(a.warnings)}) and method"):
-        for w in a.warnings:
-            st.markdown(f"- {w}")
+    notes(a)
+    with st.expander("Method"):
         d = a.to_dict()["method"]
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in d.items()))
     with st.expander(f"Sources ({len(a.sources)})"):
         st.dataframe(
-            [{k: s.get(k) for k in ("id", "title", "year", "licence", "url")} for s in a.sources], hide_index=True, **WIDE
+            [{k: s.get(k) for k in ("title", "licence", "year", "url", "id")} for s in a.sources],
+            hide_index=True,
+            column_config={"url": st.column_config.LinkColumn("link"), "title": st.column_config.TextColumn(width="large")},
+            **WIDE,
         )
 
 

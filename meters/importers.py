@@ -206,6 +206,31 @@ def _to_seconds(value: Any, df: pd.DataFrame) -> float | None:
     return float((ts - epoch) / pd.Timedelta(seconds=1))
 
 
+def power_series(df: pd.DataFrame, power_column: str | None = None) -> dict[str, tuple[Any, Any, int]]:
+    """Per device of a tidy power log: (times in ``t_s`` seconds, power in W, rows skipped), the readings that
+    `integrate_energy` integrates: finite values only, in time order, the last reading of a repeated timestamp."""
+    import numpy as np
+
+    col = power_column or df.attrs.get("power_column") or ("power_w" if "power_w" in df else None)
+    if col is None or col not in df:
+        raise ValueError("no power column to integrate")
+    out: dict[str, tuple[Any, Any, int]] = {}
+    devices = df["device"].astype(str).to_numpy() if "device" in df else np.full(len(df), "0")
+    for device in dict.fromkeys(devices.tolist()):
+        sub = df[devices == device]
+        t = sub["t_s"].to_numpy(dtype=float)
+        p = sub[col].to_numpy(dtype=float)
+        ok = np.isfinite(t) & np.isfinite(p)
+        t, p = t[ok], p[ok]
+        order = np.argsort(t, kind="stable")
+        t, p = t[order], p[order]
+        if len(t):  # duplicate timestamps: keep the last reading
+            keep = np.concatenate([t[1:] != t[:-1], [True]])
+            t, p = t[keep], p[keep]
+        out[device] = (t, p, int((~ok).sum()))
+    return out
+
+
 def integrate_energy(
     df: pd.DataFrame,
     *,
@@ -238,21 +263,10 @@ def integrate_energy(
     t_start = _to_seconds(start, df)
     t_end = _to_seconds(end, df)
     out: dict[str, dict[str, Any]] = {}
-    devices = df["device"].astype(str).to_numpy() if "device" in df else np.full(len(df), "0")
-    for device in dict.fromkeys(devices.tolist()):
-        sub = df[devices == device]
-        t = sub["t_s"].to_numpy(dtype=float)
-        p = sub[col].to_numpy(dtype=float)
+    for device, (t, p, skipped) in power_series(df, col).items():
         notes: list[str] = []
-        ok = np.isfinite(t) & np.isfinite(p)
-        if (~ok).any():
-            notes.append(f"{int((~ok).sum())} rows without a power value skipped")
-        t, p = t[ok], p[ok]
-        order = np.argsort(t, kind="stable")
-        t, p = t[order], p[order]
-        if len(t):  # duplicate timestamps: keep the last reading
-            keep = np.concatenate([t[1:] != t[:-1], [True]])
-            t, p = t[keep], p[keep]
+        if skipped:
+            notes.append(f"{skipped} rows without a power value skipped")
         if len(t) < 2:
             out[device] = {
                 "energy_j": math.nan,

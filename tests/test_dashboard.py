@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ from footprint.lca.units import display_unit  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
 
 APP = str(REPO / "dashboard" / "app.py")
-SAMPLES = 500  # the dashboard's default Monte Carlo samples
+from footprint.lca import DEFAULT_SAMPLES as SAMPLES  # noqa: E402 - the dashboard's default, the CLI's
+
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -86,10 +88,10 @@ def test_explorer_base_scenario_matches_assess() -> None:
     shown = _metrics(at)
     for k in cat.HEADLINE:
         assert shown[_label(a, k)] == (num(a[k].total), "")  # no change from the base yet
-    assert shown["GPU-equivalents"][0] == f"{a.workload.gpu_equivalents:,}"
-    table = at.dataframe[0].value
+    assert shown["GPU lifetimes consumed"][0] == f"{a.workload.gpu_lifetimes:,.2f}"  # never rounded up
+    table = at.table[0].value.reset_index()  # a static table: it wraps, never scrolls sideways
     assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
-    assert table.loc[0, "Manufacturing"] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
+    assert table.loc[0, "Manuf."] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
     assert len(at.get("vega_lite_chart")) >= 1  # the stacked stage-share chart
     labels = [s.label for s in at.sidebar.slider]
     assert any("MFU" in label for label in labels)
@@ -312,7 +314,7 @@ def test_runs_page_power_energy_mfu_and_reprojection(runs_dir: Path, tmp_path: P
     assert shown["Run MFU"][0] == pct_sig(rec["mfu"]["run_mfu"])  # significant figures, never "0.0%"
     story = next(str(df.value) for df in at.dataframe if "Steps and tokens" in str(df.value))  # the Training tab
     assert "25 optimizer steps, 6,400 tokens" in story
-    assert len(at.get("vega_lite_chart")) >= 3  # power, cumulative energy, per-step MFU (+ stage shares)
+    assert len(at.get("vega_lite_chart")) >= 3  # power panels, energy per device, per-step MFU (+ stage shares)
     measured = footprint.assess(workload_from_run(run_dir), samples=SAMPLES)
     _same_totals(at.session_state["run_result"]["totals"], measured)
     at.selectbox(key="run_grid").set_value("POL")
@@ -418,6 +420,123 @@ def test_kernels_page_shows_the_example_cpu_trace() -> None:
     assert list(ops["Op"]) == [o["name"] for o in expected["cpu"]["ops"]]
 
 
+# ---- the report and the dashboard agree, number for number --------------------------------------------
+
+
+class _Tables(HTMLParser):
+    """The tables of an HTML document as lists of rows of cell texts (stdlib only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_report_and_dashboard_agree_number_for_number(tmp_path: Path) -> None:
+    """`footprint report` with its defaults and the dashboard's explorer on the same scenario: the same numbers."""
+    out = tmp_path / "bloom.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "report", str(SCENARIOS / "bloom-176b.yaml"), "-o", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    parser = _Tables()
+    parser.feed(out.read_text())
+    cats = next(t for t in parser.tables if t and t[0][:3] == ["Category", "Total", "Unit"])
+    report = {r[0]: r for r in cats[1:]}
+    summary = {r[0]: r[1] for r in next(t for t in parser.tables if t and t[0] == ["", ""])[1:]}
+    at = _app()
+    _ok(at)
+    shown = at.table[0].value.reset_index()
+    assert len(report) == len(shown) == 16
+    for _, row in shown.iterrows():
+        r = report[row["Category"]]  # Category, Total, Unit, Low, High, Person-eq., 4 stages, dominant stage
+        assert [row["Total"], row["Unit"], row["Low - high"]] == [r[1], r[2], f"{r[3]} - {r[4]}"], row["Category"]
+        assert [row["Manuf."], row["Transp."], row["Use"], row["EoL"]] == r[6:10], row["Category"]
+    metrics = _metrics(at)
+    a = footprint.assess(SCENARIOS / "bloom-176b.yaml")  # the API's default: the same samples and seed
+    assert summary["GPU lifetimes"].startswith(f"{metrics['GPU lifetimes consumed'][0]} GPU lifetimes consumed")
+    assert f"({_metrics(at)['Water (L)'][0]} L" in f"({summary['Water']}"
+    assert metrics["Climate change (kg CO2 eq)"][0] == report["Climate change"][1] == num(a["climate_change"].total)
+    score = next(m for m in at.metric if m.label == "EF 3.1 single score (Pt)").value
+    assert f"{score} Pt" in out.read_text()
+    mass = next(m for m in at.metric if m.label == "Hardware consumed").value
+    assert f"({mass} of hardware)" in summary["GPU lifetimes"]
+    normalised = next(t for t in parser.tables if t and t[0][:2] == ["Category", "Person-equivalents"])
+    pe = at.dataframe[0].value  # the person-equivalents tab
+    assert list(pe["Person-equivalents"]) == [r[1] for r in normalised[1:]]
+
+
+def test_a_link_opens_a_run_and_identical_gpus_get_a_panel_each(tmp_path: Path) -> None:
+    from meters.fake_nvml import FakeNVML
+
+    with footprint.track(name="twins", output_dir=tmp_path, host=False, nvml=FakeNVML("2xA100-SXM4-40GB", power=250.0)) as t:
+        for _ in range(6):
+            time.sleep(0.05)
+            t.step(tokens=10)
+    run = tmp_path / "twins"
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = str(run)
+    at.run()
+    _ok(at)
+    assert at.title[0].value == "Runs" and at.text_input(key="run_root").value == str(run)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    panels = next(s for s in specs if "facet" in s)
+    devices = panels["facet"]["row"]["sort"]
+    assert devices[:2] == [f"GPU {i} · NVIDIA A100-SXM4-40GB · {socket.gethostname()}" for i in (0, 1)]
+    assert not any("GPU-" in d for d in devices)  # readable labels, no UUID fragments
+    # a run name in a runs folder, and one that is not there
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"run": "twins", "runs": str(tmp_path)})
+    at.run()
+    _ok(at)
+    assert at.selectbox(key="run_pick").value == "twins"
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"run": "nope", "runs": str(tmp_path)})
+    at.run()
+    assert not at.exception and "No run 'nope'" in at.warning[0].value
+
+
+def test_the_runs_page_draws_an_imported_nvidia_smi_log(tmp_path: Path) -> None:
+    """`footprint import nvidia-smi` writes the log's readings as samples: the Runs page draws a panel per GPU."""
+    run = tmp_path / "smi"
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "import", "nvidia-smi", str(REPO / "examples" / "logs" / "nvidia-smi.csv")]
+        + ["-o", str(run), "--utc-offset", "+1"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = str(run)
+    at.run()
+    _ok(at)
+    assert not any("no power samples" in i.value for i in at.info)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    devices = next(s for s in specs if "facet" in s)["facet"]["row"]["sort"]
+    assert devices == [f"GPU {i} · NVIDIA H100 80GB HBM3 · nvidia-smi.csv" for i in (0, 1)]
+
+
 # ---- the real server and a browser --------------------------------------------------------------
 
 
@@ -438,39 +557,48 @@ def _ink(png: Path) -> float:
     return 1.0 - sum(hist[235:]) / (main.size[0] * main.size[1])
 
 
+MAIN = "[data-testid=stMain]"
+TABLE_FIT = """(() => {
+  const t = document.querySelector('[data-testid=stTable] table');
+  if (!t) return {error: 'the 16 categories are not an HTML table'};
+  const wrap = t.closest('[data-testid=stTable]'), main = document.querySelector('[data-testid=stMain]');
+  return {
+    rows: t.querySelectorAll('tbody tr').length,
+    sideways: wrap.scrollWidth - wrap.clientWidth,
+    right_edge_past_main: Math.round(t.getBoundingClientRect().right - main.getBoundingClientRect().right),
+    cut: [...t.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent),
+  };
+})()"""
+
+
+def _fits(b: object) -> None:
+    fit = b.evaluate(TABLE_FIT)
+    assert fit.get("rows") == 16 and fit["sideways"] <= 1 and fit["right_edge_past_main"] <= 0 and not fit["cut"], fit
+
+
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed")
-def test_real_server_renders_in_headless_chromium(tmp_path: Path) -> None:
+def test_real_server_first_load_and_layout_in_chromium(tmp_path: Path) -> None:
+    """The real server, from the repository root (its .streamlit/config.toml applies), in headless Chromium at 1,400 px:
+    the first (cold) load shows content within 15 s, the 16-category table never scrolls sideways, with or without a
+    what-if's extra columns, no Deploy button, and the page is drawn."""
     pytest.importorskip("PIL")
+    pytest.importorskip("websockets")
+    from footprint.reports.browser import Browser
+
     port = _free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            APP,
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.scriptHealthCheckEnabled",
-            "true",
-        ],
+        [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(port), "--server.headless", "true"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    png = tmp_path / "dashboard.png"
+    url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                with urllib.request.urlopen(f"{url}_stcore/health", timeout=2) as r:
                     if r.status == 200:
                         break
             except OSError:
@@ -478,50 +606,29 @@ def test_real_server_renders_in_headless_chromium(tmp_path: Path) -> None:
             assert server.poll() is None, server.stdout.read().decode() if server.stdout else "server exited"
             assert time.monotonic() < deadline, "the dashboard server did not start in 60 s"
             time.sleep(0.3)
-        ink = 0.0
-        # Run the script once in the server (imports, caches) so that the browser's session is drawn quickly;
-        # Chromium's virtual time can still expire before the websocket delivers the page: then load again.
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/script-health-check", timeout=120) as r:
-                assert r.status == 200
-        except urllib.error.HTTPError as exc:  # 503: the script fails; 404: a Streamlit without this check
-            assert exc.code == 404, f"the app script fails in the server: {exc.read().decode(errors='replace')}"
-        for attempt in range(6):
-            png.unlink(missing_ok=True)
-            subprocess.run(
-                [
-                    CHROMIUM,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    f"--user-data-dir={tmp_path / f'profile{attempt}'}",
-                    "--window-size=1400,1000",
-                    "--virtual-time-budget=15000",
-                    f"--screenshot={png}",
-                    f"http://127.0.0.1:{port}",
-                ],
-                capture_output=True,
-                timeout=90,
-                check=False,
+        with Browser(width=1400, height=1000) as b:
+            first = b.open(url, ready=f"document.querySelector('{MAIN} h1') !== null", timeout_s=15)  # the cold load
+            full = first + b.wait_for("document.querySelectorAll('[data-testid=stMetric]').length >= 7", 60)
+            print(f"cold first load: content after {first:.1f} s, headline metrics after {full:.1f} s")
+            b.wait_for("document.querySelector('[data-testid=stTable] table, [data-testid=stDataFrame]') !== null", 30)
+            time.sleep(0.5)  # the table's layout
+            assert b.evaluate("document.querySelector('[data-testid=stAppDeployButton]')") is None
+            _fits(b)
+            png = b.screenshot(tmp_path / "explorer.png", full_page=True)
+            assert _ink(png) > 0.05, f"the screenshot's main area is blank ({_ink(png):.1%} ink)"
+            b.open(
+                f"{url}?scenario=gpt-4-falk.yaml&mfu=0.5&lifetime_years=5&grid=POL", ready=f"document.querySelector('{MAIN} h1')"
             )
-            if png.is_file():
-                ink = _ink(png)
-                if ink > 0.05:
-                    break
-            time.sleep(1.5)
-        assert png.is_file() and png.stat().st_size > 20_000
-        assert ink > 0.05, f"the screenshot's main area is blank ({ink:.1%} ink)"
+            b.wait_for("[...document.querySelectorAll('[data-testid=stMetric]')].some(m => m.textContent.includes('%'))", 60)
+            time.sleep(0.5)
+            assert "Change" in b.evaluate("document.querySelector('[data-testid=stTable] thead').textContent")
+            _fits(b)
     finally:
-        server.terminate()
+        os.killpg(server.pid, 15)
         try:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, 9)
             server.wait(timeout=10)
         if server.stdout:
             server.stdout.close()

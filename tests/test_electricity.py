@@ -152,7 +152,8 @@ def test_contested_factors_reach_the_assessment_json_and_table() -> None:
     assert "nuclear electricity, ionising radiation" in factors
     from footprint.lca.assessment import to_table
 
-    text = to_table(a)
+    assert "Contested data (" in to_table(a)  # one line by default (footprint assess), every factor with --details
+    text = to_table(a, details=True)
     assert "Contested data" in text and "nuclear electricity, ionising radiation" in text
 
 

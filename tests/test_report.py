@@ -47,13 +47,13 @@ def test_html_has_every_section_and_category(bloom_html: Path) -> None:
         "Embodied impacts by GPU component",
         "Material footprint",
         "Methods",
-        "Warnings",
+        "Notes: scope, contested data and warnings",
         "Sources and licences",
     ):
         assert heading in text
     for c in cat.categories():
         assert c.name.replace(",", ",") in text
-    assert "GPU-equivalents" in text and "MFU" in text and "Water" in text and "n/a" in text
+    assert "GPU lifetimes consumed" in text and "MFU" in text and "Water" in text and "n/a" in text
     assert "CC BY-SA 4.0" in text and text.count("<svg") >= 3
 
 

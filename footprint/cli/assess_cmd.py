@@ -15,9 +15,14 @@ SETS_HELP = "override a scenario key, repeatable: --set training.mfu=0.5 --set s
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from footprint.lca import DEFAULT_SAMPLES
+
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=SETS_HELP)
     p.add_argument(
-        "--samples", type=int, default=2000, help="Monte Carlo samples for the low-high ranges (default 2000; 0: none)"
+        "--samples",
+        type=int,
+        default=DEFAULT_SAMPLES,
+        help=f"Monte Carlo samples for the low-high ranges (default {DEFAULT_SAMPLES}, as the dashboard; 0: none)",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed of the Monte Carlo (default 0: reproducible)")
 
@@ -31,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "assess a scenario YAML or a run directory in the 16 EF 3.1 categories",
         """
 footprint assess scenarios/bloom-176b.yaml
+footprint assess scenarios/bloom-176b.yaml --details     every note: use-phase scope, contested data, warnings
 footprint assess scenarios/gpt-4-falk.yaml --set training.mfu=0.5 --set hardware.lifetime="5 years"
 footprint assess runs/demo --set site.grid=POL        re-project a measured run onto another grid
 footprint assess scenarios/llama-2-70b.yaml --format json -o llama.json""",
@@ -41,6 +47,11 @@ footprint assess scenarios/llama-2-70b.yaml --format json -o llama.json""",
         "--format", choices=FORMATS, default="table", help="table (default), the Assessment JSON, CSV, or a Markdown table"
     )
     _common(a)
+    a.add_argument(
+        "--details",
+        action="store_true",
+        help="table: list every note (use-phase scope per category, contested data, warnings) instead of one line per group",
+    )
     a.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 
     rp = command(
@@ -84,7 +95,7 @@ def assess(args: argparse.Namespace) -> int:
 
     _check_samples(args.samples)
     workload = to_workload(Path(args.target), args.sets)
-    emit(render(assess(workload, samples=args.samples, seed=args.seed), args.format), args.output)
+    emit(render(assess(workload, samples=args.samples, seed=args.seed), args.format, args.details), args.output)
     return 0
 
 

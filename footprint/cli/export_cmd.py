@@ -36,7 +36,14 @@ footprint export prometheus runs/llama-ft -o /var/lib/node_exporter/textfile/foo
     )
     pr.add_argument("target", help="run directory (or scenario .yaml)")
     pr.add_argument("-o", "--output", required=True, help="e.g. /var/lib/node_exporter/textfile/footprint.prom")
-    pr.add_argument("--samples", type=int, default=500, help="Monte Carlo samples for the _low/_high gauges (0: none)")
+    from footprint.lca import DEFAULT_SAMPLES
+
+    pr.add_argument(
+        "--samples",
+        type=int,
+        default=DEFAULT_SAMPLES,
+        help=f"Monte Carlo samples for the _low/_high gauges (default {DEFAULT_SAMPLES}, as assess; 0: none)",
+    )
 
 
 def _check(target: str) -> None:

@@ -379,7 +379,7 @@ def to_csv(r: FleetReport) -> str:
 def to_table(r: FleetReport) -> str:
     """The report as text for a terminal: totals, groups with the headline categories, top jobs."""
     from footprint.lca import categories as cat
-    from footprint.lca.assessment import num
+    from footprint.lca.assessment import lifetimes, num
     from footprint.lca.units import display_unit
 
     t, win = r.totals, r.meta.get("window") or {}
@@ -387,17 +387,17 @@ def to_table(r: FleetReport) -> str:
     lines = [
         f"Fleet {r.fleet}: {win.get('start')} - {win.get('end')}",
         f"  Jobs assessed: {t.jobs:,} of {r.jobs_total:,}  |  GPU-hours: {num(t.gpu_hours)}  |  "
-        f"GPU-equivalents: {t.gpu_equivalents:,} ({t.gpu_lifetimes:,.3f} GPU lifetimes)",
+        f"GPU lifetimes consumed: {lifetimes(t.gpu_lifetimes)}",
         f"  Energy: {num(t.energy_kwh)} kWh IT, {num(t.facility_energy_kwh)} kWh facility",
         f"  Unallocated: {_pct(share.get('gpu_time'))} of GPU time, {_pct(share.get('gpu_energy'))} of GPU energy "
         f"(idle GPUs; assessed apart, not spread over the jobs)",
         "",
     ]
-    heads = [r.by, "jobs", "GPU-h", "kWh", "GPU-eq"] + [
+    heads = [r.by, "jobs", "GPU-h", "kWh", "GPU lifetimes"] + [
         f"{cat.by_key(k).name} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
     ]
     rows = [
-        [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), str(g.gpu_equivalents)]
+        [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), lifetimes(g.gpu_lifetimes)]
         + [num(g.impacts.get(k)) for k in cat.HEADLINE]
         for g in [*r.groups, t, *([r.unallocated] if r.unallocated else [])]
     ]
@@ -448,7 +448,7 @@ def _pct(x: float | None) -> str:
 def to_html(r: FleetReport) -> str:
     from footprint import __version__
     from footprint.lca import categories as cat
-    from footprint.lca.assessment import num
+    from footprint.lca.assessment import lifetimes, num
     from footprint.lca.units import display_unit
     from footprint.reports.report import CSS, _fig, _table
 
@@ -457,7 +457,7 @@ def to_html(r: FleetReport) -> str:
     cc_unit = display_unit(r.units["climate_change"])
     cards = [
         ("Jobs assessed", f"{t.jobs:,} of {r.jobs_total:,}", "with a known GPU model and measured energy"),
-        ("GPU-hours", num(t.gpu_hours), f"{t.gpu_equivalents:,} GPU-equivalents ({t.gpu_lifetimes:,.2f} lifetimes)"),
+        ("GPU-hours", num(t.gpu_hours), f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed"),
         ("Energy", f"{num(t.energy_kwh)} kWh", f"IT; {num(t.facility_energy_kwh)} kWh facility"),
         ("Climate change", f"{num(t.impacts.get('climate_change'))}", cc_unit),
         (
@@ -471,7 +471,7 @@ def to_html(r: FleetReport) -> str:
         f'<div class="u">{html.escape(c)}</div></div>'
         for a, b, c in cards
     )
-    head = [r.by, "Jobs", "GPU-hours", "Energy kWh", "GPU-eq.", "Single score (Pt)"] + [
+    head = [r.by, "Jobs", "GPU-hours", "Energy kWh", "GPU lifetimes", "Single score (Pt)"] + [
         f"{r_.name} ({display_unit(r_.unit)})" for r_ in (cat.by_key(k) for k in cat.HEADLINE)
     ]
 
@@ -481,7 +481,7 @@ def to_html(r: FleetReport) -> str:
             f"{x.jobs:,}" if x.jobs else "",
             num(x.gpu_hours),
             num(x.energy_kwh),
-            f"{x.gpu_equivalents:,}",
+            lifetimes(x.gpu_lifetimes),
             num(x.single_score_pt),
         ] + [num(x.impacts.get(k)) for k in cat.HEADLINE]
 
@@ -546,6 +546,7 @@ def to_html(r: FleetReport) -> str:
 
 def _figure(r: FleetReport) -> str | None:
     from footprint.lca import categories as cat
+    from footprint.reports import palette
     from footprint.reports.figures import _plt, _svg
 
     rows = r.groups[:12] + ([r.unallocated] if r.unallocated else [])
@@ -554,10 +555,9 @@ def _figure(r: FleetReport) -> str | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
     left = np.zeros(len(rows))
-    colours = {"manufacturing": "#4C72B0", "transport": "#DD8452", "use": "#55A868", "end_of_life": "#8172B3"}
     for s in cat.stages():
         vals = np.array([x.by_stage["climate_change"].get(s) or 0.0 for x in rows])
-        ax.barh([x.label for x in rows], vals, left=left, color=colours.get(s), label=s.replace("_", " "))
+        ax.barh([x.label for x in rows], vals, left=left, color=palette.stage(s), label=palette.label(s))
         left += vals
     ax.invert_yaxis()
     ax.set_xlabel("kg CO2 eq")

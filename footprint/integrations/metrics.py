@@ -12,13 +12,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, training_numbers
 
 PREFIX = "footprint/"
 
 
-def resolve(target: Any, samples: int = 500) -> tuple[Assessment, Path | None]:
+def resolve(target: Any, samples: int = DEFAULT_SAMPLES) -> tuple[Assessment, Path | None]:
     """(assessment, run directory or None) of a run directory, run record, stopped tracker, scenario or Assessment."""
     from footprint.api import assess
 
@@ -59,7 +60,9 @@ def metrics(a: Assessment) -> dict[str, float]:
         "energy_kwh": w.it_energy_kwh,
         "facility_energy_kwh": a.facility_energy_kwh,
         "gpu_hours": w.gpu_hours,
-        "gpu_equivalents": float(w.gpu_equivalents),
+        "gpu_lifetimes": w.gpu_lifetimes,  # the hardware a run uses up, never rounded up
+        "hardware_consumed_kg": a.materials.get("mass_consumed_kg"),
+        "gpu_equivalents": float(w.gpu_equivalents),  # Falk et al.'s count: gpu_lifetimes rounded up
         "water_l": a.water_l.get("total"),
         "mfu": w.mfu,
     }

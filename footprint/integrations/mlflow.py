@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from footprint.integrations import metrics as m
+from footprint.lca import DEFAULT_SAMPLES
 
 
-def log_run(target: Any, *, run_id: str | None = None, report: bool = True, samples: int = 500) -> str:
+def log_run(target: Any, *, run_id: str | None = None, report: bool = True, samples: int = DEFAULT_SAMPLES) -> str:
     """Log ``target``'s assessment; returns the MLflow run id."""
     import mlflow
 
@@ -25,9 +26,10 @@ def log_run(target: Any, *, run_id: str | None = None, report: bool = True, samp
         mlflow.log_params(m.params(a))
         mlflow.log_metrics(m.metrics(a))
         files, tmp = m.artifacts(a, run_dir, report)
-        with tmp:
+        client = mlflow.MlflowClient()  # to this run by its id: the fluent call follows MLflow's active-run state,
+        with tmp:  # which another library's callback can leave pointing elsewhere (the files then land in a new run)
             for f in files:
-                mlflow.log_artifact(str(f), artifact_path="footprint")
+                client.log_artifact(run.info.run_id, str(f), artifact_path="footprint")
         return run.info.run_id
     finally:
         if started:

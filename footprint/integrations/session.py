@@ -163,7 +163,7 @@ class Session:
             try:
                 from footprint.api import report
 
-                self.report_path = report(t.run_dir, out, samples=500)
+                self.report_path = report(t.run_dir, out)
             except Exception as exc:  # the run record is written; a report failure must not fail training
                 log.warning("footprint: report not written: %s", exc)
         return self.run

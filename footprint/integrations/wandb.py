@@ -14,10 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from footprint.integrations import metrics as m
+from footprint.lca import DEFAULT_SAMPLES
 
 
 def log_run(
-    target: Any, *, project: str = "footprint", mode: str = "offline", report: bool = True, samples: int = 500, **init: Any
+    target: Any,
+    *,
+    project: str = "footprint",
+    mode: str = "offline",
+    report: bool = True,
+    samples: int = DEFAULT_SAMPLES,
+    **init: Any,
 ) -> str:
     """Log ``target``'s assessment; returns the W&B run id."""
     import wandb

@@ -15,9 +15,13 @@ from typing import Any
 
 __all__ = ["DEFAULT_SAMPLES", "assess"]
 
+#: Monte Carlo samples of the low-high ranges, for every front end (CLI, reports, dashboard, Python API, exports),
+#: so that the same scenario shows the same range everywhere. Defined here so the CLI can read it without the engine.
+DEFAULT_SAMPLES = 2000
+
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name == "assess":
         from footprint.lca import engine
 
         return getattr(engine, name)

@@ -271,11 +271,31 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         "MFU": mfu_text(w),
         "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); {w.energy_method}",
         "Grid": grid,
-        "GPU-equivalents": f"{w.gpu_equivalents:,} ({w.gpu_lifetimes:,.2f} GPU lifetimes consumed; "
-        f"{num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)",
+        "GPU lifetimes": hardware_text(a),
         "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         "Embodied data": a.embodied_method,
     }
+
+
+def plain(x: float) -> str:
+    """A small number a person reads at a glance: 24.2, 0.38, 0.00042 (`num`, without its exponent above 1e-4)."""
+    return num(x) if abs(x) >= 0.01 or x == 0 else f"{x:.2g}"
+
+
+def lifetimes(x: float) -> str:
+    """GPU lifetimes consumed, as every front end writes them: 2,514.13, 24.22, 0.38, 0.00042 (never rounded up)."""
+    return f"{x:,.2f}" if x >= 1 else plain(x)
+
+
+def hardware_text(a: Assessment) -> str:
+    """The hardware a run uses up, one meaning everywhere: GPU lifetimes consumed (GPU-hours / (lifetime x
+    utilisation)) and their mass (lifetimes x card mass); Falk et al.'s GPU-equivalents are that number rounded
+    up, said as such, and only from one whole GPU on (a 19-second run is not "1 GPU-equivalent")."""
+    w, m = a.workload, a.materials
+    text = f"{lifetimes(w.gpu_lifetimes)} GPU lifetimes consumed ({plain(m['mass_consumed_kg'])} kg of hardware)"
+    if w.gpu_lifetimes >= 1:
+        text += f"; {w.gpu_equivalents:,} GPU-equivalents when rounded up"
+    return text
 
 
 def _rows(a: Assessment) -> list[list[str]]:
@@ -307,11 +327,10 @@ def _summary_lines(a: Assessment) -> list[str]:
     water = a.water_l
     lines = [
         f"{w.name}",
-        f"  GPU: {w.count} x {w.gpu.name}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
+        f"  GPU: {w.count:,} x {w.gpu.name}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
         f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g})"
         f"  |  grid: {w.grid} ({a.zone.name})",
-        f"  GPU lifetimes consumed: {w.gpu_lifetimes:.2f} -> {w.gpu_equivalents} GPU-equivalents "
-        f"({num(a.materials['mass_gpu_equivalents_kg'])} kg of hardware)",
+        f"  Hardware: {hardware_text(a)}",
         f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         f"  Embodied data: {a.embodied_method}",
     ]
@@ -332,35 +351,28 @@ def single_score_line(a: Assessment) -> str | None:
 
 
 def contested_lines(a: Assessment) -> list[str]:
-    """One line per contested factor: its value and each disagreeing source, with the ratio."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for c in a.contested:
-        groups.setdefault(c["factor"], []).append(c)
-    out = []
-    for factor, cs in groups.items():
-        first = cs[0]
-        others = "; ".join(
-            f"{num(c['second_value'])} ({c['second_source']}, "
-            + ("one of the two is zero" if c.get("ratio") is None else f"ratio {c['ratio']:.3g}")
-            + ")"
-            for c in cs
-        )
-        out.append(f"{factor} [{first.get('unit', '')}]: {num(first['value'])} ({first['source']}) vs {others}")
-    return out
+    """One line per contested factor (`footprint.lca.notes.contested_items`)."""
+    from footprint.lca.notes import contested_items
+
+    return contested_items(a)
 
 
 def scope_lines(a: Assessment) -> list[str]:
-    """Per category, what the use-phase value covers where it is not the whole life cycle of the mix."""
-    if a.use_factors is None:
-        return []
-    return [f"{cat.by_key(k).name}: {s}" for k, s in zip(cat.keys(), a.use_factors.scope, strict=True) if s]
+    """Per category, what the use phase covers where it is not the whole life cycle (`footprint.lca.notes.scope_items`)."""
+    from footprint.lca.notes import scope_items
+
+    return scope_items(a)
 
 
 PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
 NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
 
 
-def to_table(a: Assessment) -> str:
+def to_table(a: Assessment, details: bool = False) -> str:
+    """The summary, the 16 categories, the single score, then the caveats: one line per group (`note_groups`),
+    or every item with ``details`` (`footprint assess --details`)."""
+    from footprint.lca.notes import note_count, note_groups
+
     rows = _rows(a)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
 
@@ -376,21 +388,22 @@ def to_table(a: Assessment) -> str:
     out.append("Shares: stage / total. n/a = not available (no data), never zero. " + NORMALISATION_NOTE)
     if a.use_factors is not None:
         out.append(f"Electricity: {a.use_factors.label}.")
-    scope = scope_lines(a)
-    if scope:
-        out.append("Scope of the use phase:")
-        out += [f"  - {x}" for x in scope]
-    contested = contested_lines(a)
-    if contested:
-        out.append("Contested data (sources differ by more than 3x; the Monte Carlo range spans them):")
-        out += [f"  - {x}" for x in contested]
-    if a.warnings:
-        out.append("Warnings:")
-        out += [f"  - {w}" for w in a.warnings]
+    groups = note_groups(a)
+    if groups and details:
+        for g in groups:
+            out.append(f"{g.title} ({len(g.items)}): {g.summary}")
+            out += [f"  - {x}" for x in g.items]
+    elif groups:
+        out.append(f"Notes ({note_count(groups)}, one line per group; --details lists each, --format json has them all):")
+        out += [f"  {g.line()}" for g in groups]
     return "\n".join(out) + "\n"
 
 
 def to_markdown(a: Assessment) -> str:
+    """A Markdown table with the summary above and the caveats below, each group's items folded (GitHub renders
+    `<details>`)."""
+    from footprint.lca.notes import note_groups
+
     out = [f"# {a.workload.name}", ""]
     out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
@@ -398,13 +411,28 @@ def to_markdown(a: Assessment) -> str:
     score = single_score_line(a)
     if score:
         out += ["", score, "", NORMALISATION_NOTE]
-    if scope_lines(a):
-        out += ["", "## Scope of the use phase", ""] + [f"- {x}" for x in scope_lines(a)]
-    if contested_lines(a):
-        out += ["", "## Contested data", ""] + [f"- {x}" for x in contested_lines(a)]
-    out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
-    out += ["", "## Sources", ""] + [f"- {s['title']} ({s.get('licence')}) {s.get('url') or ''}".rstrip() for s in a.sources]
+    groups = note_groups(a)
+    if groups:
+        out += ["", "## Notes: scope, contested data and warnings", ""]
+        for g in groups:
+            out += [f"<details><summary><b>{g.title} ({len(g.items)})</b>: {_md_html(g.summary)}</summary>", ""]
+            out += [f"- {x}" for x in g.items] + ["", "</details>", ""]
+    out += ["", "## Sources", ""] + [f"- {md_source(s)}" for s in a.sources]
     return "\n".join(out) + "\n"
+
+
+def _md_html(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=False)
+
+
+def md_source(s: dict[str, Any]) -> str:
+    """A source as a Markdown link (its title) with its licence."""
+    title = s["title"].replace("[", "(").replace("]", ")")
+    url = s.get("url") or ""
+    link = f"[{title}]({url})" if url.startswith(("http://", "https://")) else title
+    return f"{link} — {s.get('licence') or 'licence not stated'}"
 
 
 def to_csv(a: Assessment) -> str:
@@ -446,11 +474,11 @@ def to_csv(a: Assessment) -> str:
     return buf.getvalue()
 
 
-def render(a: Assessment, fmt: str) -> str:
+def render(a: Assessment, fmt: str, details: bool = False) -> str:
     if fmt == "json":
         return a.to_json() + "\n"
     if fmt == "csv":
         return to_csv(a)
     if fmt in ("md", "markdown"):
         return to_markdown(a)
-    return to_table(a)
+    return to_table(a, details)

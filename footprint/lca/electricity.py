@@ -138,6 +138,12 @@ def zone_codes() -> list[str]:
     return sorted(_energy_mix()) + [WORLD]
 
 
+def zone_names() -> dict[str, str]:
+    """Zone code -> country name, read from the energy mix alone (no factor computed: a picker's options, cheap)."""
+    data = _energy_mix()
+    return {**{c: str(data[c].get("country_name") or c) for c in sorted(data)}, WORLD: "World"}
+
+
 def resolve_zone(name: str, file: str | None = None, key: str | None = "site.grid") -> str:
     """ISO3 code of a zone given as ISO3 code or country name (case-insensitive), or WORLD."""
     data = _energy_mix()

@@ -19,15 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from footprint.lca import DEFAULT_SAMPLES, electricity, normalisation
 from footprint.lca import categories as cat
-from footprint.lca import electricity, normalisation
 from footprint.lca.assessment import Assessment, CategoryResult
 from footprint.lca.database import IDX, N_IND, Database, Embodied, db
 from footprint.lca.units import Q
 from footprint.lca.workload import Workload
 
 N_CAT = 16
-DEFAULT_SAMPLES = 2000
 
 
 def embodied_parts(d: Database, w: Workload) -> tuple[dict[tuple[str, str], np.ndarray], Embodied, list[str]]:
@@ -345,8 +344,8 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
         "components_kg": comps,
         "gpu_lifetimes": w.gpu_lifetimes,
         "gpu_equivalents": w.gpu_equivalents,
-        "mass_consumed_kg": w.gpu_lifetimes * mass,
-        "mass_gpu_equivalents_kg": w.gpu_equivalents * mass,
+        "mass_consumed_kg": w.gpu_lifetimes * mass,  # the hardware mass every front end shows
+        "mass_gpu_equivalents_kg": w.gpu_equivalents * mass,  # Falk et al.'s rounded-up count x card mass (JSON only)
         "estimate": bool(g.proxy_of),
         "note": "board_and_chips = card mass - casing - heatsink (board, GPU package, memory, other parts)",
     }
@@ -360,7 +359,7 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
         for el, rng in (comp.get("elements") or {}).items():
             lo = float(Q(rng["low"], "percent").to("dimensionless").magnitude)
             hi = float(Q(rng["high"], "percent").to("dimensionless").magnitude)
-            base = comps["board_and_chips"] * w.gpu_equivalents
+            base = comps["board_and_chips"] * w.gpu_lifetimes  # the hardware consumed, as mass_consumed_kg
             elements[el] = {"low_kg": lo * base, "high_kg": hi * base}
         out["elements_estimate"] = {
             "component": "board_and_chips",

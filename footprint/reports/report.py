@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
-import subprocess
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,16 +21,18 @@ from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
     Assessment,
-    contested_lines,
+    md_source,
     num,
     pct,
-    scope_lines,
-    single_score_line,
     summary_facts,
     to_csv,
     training_facts,
 )
+from footprint.lca.notes import NoteGroup, note_count, note_groups
 from footprint.lca.units import display_unit
+from footprint.reports.browser import find_chromium, html_to_pdf
+
+__all__ = ["FORMATS", "Section", "build_sections", "find_chromium", "html_to_pdf", "to_html", "to_markdown", "write_report"]
 
 FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
 
@@ -120,7 +119,8 @@ def _run_figures(s: Section, run_dir: Path) -> None:
     from footprint.reports import figures
     from footprint.tracking import runrecord
 
-    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800))
+    labels = runrecord.device_labels(runrecord.read_json(run_dir / "run.json")) if (run_dir / "run.json").is_file() else {}
+    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800), labels)
     if fig:
         s.figures["power"] = fig
     steps: list[float] = []
@@ -144,18 +144,41 @@ def top_categories(a: Assessment, n: int = 3) -> list[str]:
 
 
 def summary_rows(a: Assessment) -> list[tuple[str, str]]:
+    """The key figures (what ran, where, how long, how much energy, hardware and water) and the training story;
+    the headline numbers (single score, categories) are in the headline above, never repeated here."""
     w = a.workload
     rows = [("Model / run", w.name + (f" — {w.description}" if w.description else "")), *summary_facts(a).items()]
     rows += list(training_facts(a).items())  # measured runs that counted steps or tokens
     if a.use_factors is not None:
         rows.append(("Electricity factors", a.use_factors.label))
-    line = single_score_line(a)
-    if line:
-        rows.append(("EF 3.1 single score", line.removeprefix("Single score: ") + " — weighting is a value choice"))
-    for key in cat.HEADLINE:
-        r = a.impacts[key]
-        rows.append((r.name, f"{num(r.total)} {display_unit(r.unit)} (low-high {num(r.low)} - {num(r.high)})"))
     return rows
+
+
+def headline(a: Assessment) -> list[tuple[str, str, str]]:
+    """(label, value, detail) of the headline: the EF 3.1 single score, the categories that weigh most in it, and
+    climate change (the number most readers look for) when it is not among them."""
+    out = []
+    if a.single_score:
+        sc = a.single_score
+        out.append(
+            (
+                "EF 3.1 single score",
+                f"{num(sc['value'])} Pt",
+                f"range {num(sc['low'])} – {num(sc['high'])} · weighting is a value choice",
+            )
+        )
+    keys = top_categories(a)
+    if "climate_change" not in keys:
+        keys = [*keys, "climate_change"]
+    for k in keys:
+        r, n = a.impacts[k], a.normalised.get(k)
+        total = f"{num(r.total)} {display_unit(r.unit)}, range {num(r.low)} – {num(r.high)}"
+        if n is None:
+            out.append((r.name, num(r.total), f"{display_unit(r.unit)} · range {num(r.low)} – {num(r.high)}"))
+        else:
+            share = pct(n["share_of_single_score"])
+            out.append((r.name, num(n["person_equivalents"]), f"person-equivalents, {share} of the single score · {total}"))
+    return out
 
 
 CAT_HEADERS = [
@@ -193,17 +216,10 @@ def normalised_rows(a: Assessment) -> list[list[str]]:
     return rows
 
 
-def _card(a: Assessment, k: str) -> str:
-    r, n = a.impacts[k], a.normalised.get(k)
-    if n is None:
-        return (
-            f'<div class="card"><div>{html.escape(r.name)}</div><div class="v">{num(r.total)}</div>'
-            f'<div class="u">{html.escape(display_unit(r.unit))} · range {num(r.low)} – {num(r.high)}</div></div>'
-        )
+def _card(label: str, value: str, detail: str) -> str:
     return (
-        f'<div class="card"><div>{html.escape(r.name)}</div><div class="v">{num(n["person_equivalents"])}</div>'
-        f'<div class="u">person-equivalents ({pct(n["share_of_single_score"])} of the single score) · '
-        f"{num(r.total)} {html.escape(display_unit(r.unit))}, range {num(r.low)} – {num(r.high)}</div></div>"
+        f'<div class="card"><div>{html.escape(label)}</div><div class="v">{html.escape(value)}</div>'
+        f'<div class="u">{html.escape(detail)}</div></div>'
     )
 
 
@@ -243,54 +259,98 @@ def methods_text(a: Assessment) -> list[str]:
 CSS = """
 body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;max-width:1100px;margin:24px auto;
 padding:0 16px;color:#222;line-height:1.4}
-h1{font-size:1.7em;margin-bottom:0}h2{border-bottom:2px solid #4C72B0;padding-bottom:4px;margin-top:32px}
+h1{font-size:1.7em;margin-bottom:0}h2{border-bottom:2px solid #4E79A7;padding-bottom:4px;margin-top:32px}
 .sub{color:#666;margin-top:4px}table{border-collapse:collapse;width:100%;font-size:.88em;margin:8px 0}
-th,td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:right}th{background:#f4f6fa}
+th,td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:right;vertical-align:top}th{background:#f4f6fa}
 td:first-child,th:first-child{text-align:left}.kv td{text-align:left}.kv td:first-child{font-weight:600;width:180px}
-.cards{display:flex;gap:12px;flex-wrap:wrap}.card{flex:1;min-width:200px;border:1px solid #dde3ee;border-radius:8px;
+.cmp td,.cmp th{text-align:left}.src td,.src th{text-align:left}.num td:not(:first-child){white-space:nowrap}
+.src td:first-child{width:62%}.src td:last-child{width:38%}
+.notes td,.notes th{text-align:left}
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{flex:1;min-width:180px;border:1px solid #dde3ee;border-radius:8px;
 padding:10px 14px;background:#fafbfe}.card .v{font-size:1.5em;font-weight:700}.card .u{color:#666;font-size:.85em}
-.fig{margin:12px 0}.fig svg{max-width:100%;height:auto}.warn li{color:#8a5300}
-.cmp{overflow-x:auto}@media print{body{max-width:none}h2{page-break-after:avoid}.fig{page-break-inside:avoid}}
+.fig{margin:12px 0}.fig svg{max-width:100%;height:auto}
+details{border:1px solid #e3e3e3;border-radius:6px;padding:6px 10px;margin:6px 0;background:#fcfcfd}
+details summary{cursor:pointer}details[open] summary{margin-bottom:6px}details.warn summary b{color:#8a5300}
+a{color:#2b5d99;overflow-wrap:anywhere}.cmp{overflow-x:auto}
+@page{size:A4;margin:14mm 12mm}
+@media print{body{max-width:none;margin:0;padding:0;font-size:10pt}h2{page-break-after:avoid}.fig{page-break-inside:avoid}
+.cards{gap:6px}.card{min-width:0;padding:6px 8px}.card .v{font-size:1.2em}table{font-size:8pt}th,td{padding:3px 4px}
+tr{page-break-inside:avoid}details{border:none;padding:0;background:none}
+.src td:first-child{width:70%}.src td:last-child{width:30%}}
 """
 
 
-def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+def _table(headers: list[str], rows: list[list[str]], cls: str = "", raw: bool = False) -> str:
+    """An HTML table; cells are escaped unless ``raw`` (cells built here with their own escaping, e.g. links)."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    cell = (lambda c: str(c)) if raw else (lambda c: html.escape(str(c)))
+    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _link(text: str, url: str | None) -> str:
+    """An escaped link (http(s) URLs only; anything else stays text)."""
+    if url and url.startswith(("http://", "https://")):
+        return f'<a href="{html.escape(url, quote=True)}">{html.escape(text)}</a>'
+    return html.escape(text)
+
+
+def sources_html(a: Assessment) -> str:
+    """Every source: its title linked to its URL, and its licence (two columns that print on A4)."""
+    rows = [[_link(src["title"], src.get("url")), html.escape(src.get("licence") or "not stated")] for src in a.sources]
+    return _table(["Source", "Licence"], rows, "src", raw=True)
+
+
+def notes_html(groups: list[NoteGroup], open_all: bool = False) -> str:
+    """The caveats, one folded block per group: its summary shows, its items open on a click (all open in a PDF)."""
+    out = []
+    for g in groups:
+        cls = ' class="warn"' if g.key in ("inputs", "embodied", "electricity", "other") else ""
+        cls += " open" if open_all else ""
+        body = (
+            _table(["Factor", "Unit", "Value (source)", "Other source", "Ratio"], [list(r.values()) for r in g.rows], "notes")
+            if g.rows
+            else "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in g.items) + "</ul>"
+        )
+        out.append(
+            f"<details{cls}><summary><b>{html.escape(g.title)} ({len(g.items)})</b>: {html.escape(g.summary)}</summary>"
+            f"{body}</details>"
+        )
+    return "".join(out)
 
 
 def _fig(svg: str | None, caption: str) -> str:
     return f'<div class="fig">{svg}<div class="sub">{html.escape(caption)}</div></div>' if svg else ""
 
 
-def _section_html(s: Section) -> str:
+def _section_html(s: Section, printed: bool = False) -> str:
     a = s.assessment
-    cards = "".join(_card(a, k) for k in top_categories(a))
-    if a.single_score:
-        sc = a.single_score
-        cards = (
-            f'<div class="card"><div>EF 3.1 single score</div><div class="v">{num(sc["value"])} Pt</div>'
-            f'<div class="u">range {num(sc["low"])} – {num(sc["high"])} · weighting is a value choice</div></div>'
-        ) + cards
+    groups = note_groups(a)
     parts = [
         f"<h2>Summary — {html.escape(a.workload.name)}</h2>",
-        f'<div class="cards">{cards}</div>',
+        f'<div class="cards">{"".join(_card(*h) for h in headline(a))}</div>',
         _table(["", ""], [list(r) for r in summary_rows(a)], "kv"),
         "<h2>All 16 EF 3.1 categories</h2>",
-        _table(CAT_HEADERS, category_rows(a)),
+        _table(CAT_HEADERS, category_rows(a), "num"),
         _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
         *_normalised_html(s),
-        *_scope_and_contested_html(a),
+        "<h2>Notes: scope, contested data and warnings</h2>",
+        f'<p class="sub">{note_count(groups)} notes in {len(groups)} groups; open a group for its items. The Assessment '
+        "JSON (<code>--format json</code>) lists them all.</p>",
+        notes_html(groups, open_all=printed),
         "<h2>Embodied impacts by GPU component</h2>",
         _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
         "<h2>Material footprint</h2>",
-        _fig(s.figures.get("materials"), "Element ranges are estimates from a generic PCB composition."),
+        _fig(
+            s.figures.get("materials"),
+            "Hardware consumed = GPU lifetimes x each part's mass. Element ranges are estimates from a generic PCB "
+            "composition across literature sources (a diamond: the sources give one value).",
+        ),
     ]
     if "power" in s.figures or "mfu" in s.figures:
         parts += [
             "<h2>Measured run</h2>",
-            _fig(s.figures.get("power"), "Power samples per device."),
+            _fig(s.figures.get("power"), "Power per device, one panel each (same scale)."),
             _fig(s.figures.get("mfu"), "Steady-state MFU per step."),
         ]
     if s.kernels:
@@ -303,11 +363,7 @@ def _section_html(s: Section) -> str:
         ]
     parts += [
         "<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
-        "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{html.escape(w)}</li>" for w in a.warnings) + "</ul>",
-        "<h2>Sources and licences</h2>"
-        + _table(
-            ["Source", "Licence", "Link"], [[src["title"], src.get("licence") or "", src.get("url") or ""] for src in a.sources]
-        ),
+        "<h2>Sources and licences</h2>" + sources_html(a),
     ]
     return "\n".join(parts)
 
@@ -319,25 +375,9 @@ def _normalised_html(s: Section) -> list[str]:
     return [
         "<h2>Which categories matter: EF 3.1 normalisation and weighting</h2>",
         _fig(s.figures.get("single_score"), "Share of the single score per category, with person-equivalents."),
-        _table(NORM_HEADERS, normalised_rows(a)),
+        _table(NORM_HEADERS, normalised_rows(a), "num"),
         f'<p class="sub">{html.escape(PE_NOTE)} {html.escape(a.single_score.get("note", ""))}</p>',
     ]
-
-
-def _scope_and_contested_html(a: Assessment) -> list[str]:
-    out = []
-    scope = scope_lines(a)
-    if scope:
-        out += [
-            "<h2>Scope of the use phase, per category</h2><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in scope) + "</ul>"
-        ]
-    contested = contested_lines(a)
-    if contested:
-        out += [
-            "<h2>Contested data</h2><p class='sub'>Factors whose sources differ by more than 3x; the Monte Carlo range "
-            "of each spans its sources.</p><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in contested) + "</ul>"
-        ]
-    return out
 
 
 def _compare_html(sections: list[Section]) -> str:
@@ -359,9 +399,12 @@ def _compare_html(sections: list[Section]) -> str:
         [
             "<h2>Comparison</h2>",
             '<div class="cmp">',
-            _table([""] + names, summary),
+            _table([""] + names, summary, "cmp"),
             "</div>",
-            _fig(figures.compare_headline([s.assessment for s in sections]), "Headline categories."),
+            _fig(
+                figures.compare_headline([s.assessment for s in sections]),
+                "Headline categories, log scale (each total at the end of its bar; whiskers: Monte Carlo low-high).",
+            ),
             '<div class="cmp">',
             _table(["Category", "Unit"] + names, rows),
             "</div>",
@@ -369,12 +412,13 @@ def _compare_html(sections: list[Section]) -> str:
     )
 
 
-def to_html(sections: list[Section]) -> str:
+def to_html(sections: list[Section], printed: bool = False) -> str:
+    """One self-contained HTML document; ``printed``: for the PDF (every folded note group open)."""
     title = " vs ".join(s.assessment.workload.name for s in sections)
     body = []
     if len(sections) > 1:
         body.append(_compare_html(sections))
-    body += [_section_html(s) for s in sections]
+    body += [_section_html(s, printed) for s in sections]
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
@@ -399,6 +443,8 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def to_markdown(sections: list[Section], out: Path) -> str:
+    from footprint.reports import figures
+
     fig_dir = out.parent / f"{out.stem}_files"
     fig_dir.mkdir(parents=True, exist_ok=True)
 
@@ -428,11 +474,14 @@ def to_markdown(sections: list[Section], out: Path) -> str:
                 ],
             ),
             "",
+            fig("compare", figures.compare_headline([s.assessment for s in sections]), "Headline categories, log scale", 0),
         ]
     for i, s in enumerate(sections):
         a = s.assessment
         lines += [
             f"## Summary — {a.workload.name}",
+            "",
+            *[f"- **{label}: {value}** ({detail})" for label, value, detail in headline(a)],
             "",
             _md_table(["", ""], [list(r) for r in summary_rows(a)]),
             "",
@@ -442,13 +491,13 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             "",
             fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
             *_normalised_md(s, fig, i),
-            *_scope_and_contested_md(a),
+            *_notes_md(a),
             "## Embodied impacts by GPU component",
             "",
             fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
             "## Material footprint",
             "",
-            fig("materials", s.figures.get("materials"), "Material footprint", i),
+            fig("materials", s.figures.get("materials"), "Hardware consumed and the elements of its board and chips", i),
         ]
         if "power" in s.figures:
             lines += [
@@ -459,9 +508,8 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             ]
         if s.kernels:
             lines += ["## Kernel analysis", "", fig("kernels", s.figures.get("kernels"), "GPU time by kernel category", i)]
-        lines += ["## Methods", ""] + [f"- {m}" for m in methods_text(a)] + ["", "## Warnings", ""]
-        lines += [f"- {w}" for w in a.warnings] + ["", "## Sources and licences", ""]
-        lines += [f"- {src['title']} — {src.get('licence')} {src.get('url') or ''}".rstrip() for src in a.sources]
+        lines += ["## Methods", ""] + [f"- {m}" for m in methods_text(a)] + ["", "## Sources and licences", ""]
+        lines += [f"- {md_source(src)}" for src in a.sources]
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -481,18 +529,15 @@ def _normalised_md(s: Section, fig: Any, i: int) -> list[str]:
     ]
 
 
-def _scope_and_contested_md(a: Assessment) -> list[str]:
-    out = []
-    if scope_lines(a):
-        out += ["## Scope of the use phase, per category", ""] + [f"- {x}" for x in scope_lines(a)] + [""]
-    if contested_lines(a):
-        out += [
-            "## Contested data",
-            "",
-            "Factors whose sources differ by more than 3x; the Monte Carlo range of each spans its sources.",
-            "",
-        ]
-        out += [f"- {x}" for x in contested_lines(a)] + [""]
+def _notes_md(a: Assessment) -> list[str]:
+    """The caveats, one folded `<details>` block per group (GitHub renders them)."""
+    groups = note_groups(a)
+    if not groups:
+        return []
+    out = ["## Notes: scope, contested data and warnings", "", f"{note_count(groups)} notes in {len(groups)} groups.", ""]
+    for g in groups:
+        out += [f"<details><summary><b>{html.escape(g.title)} ({len(g.items)})</b>: {html.escape(g.summary)}</summary>", ""]
+        out += [f"- {x}" for x in g.items] + ["", "</details>", ""]
     return out
 
 
@@ -558,40 +603,6 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
             },
         },
     }
-
-
-# ---- PDF ----------------------------------------------------------------------------------------
-
-
-def find_chromium() -> str | None:
-    """The headless browser that prints PDFs (Debian's chromium, or Chrome), if installed."""
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-def html_to_pdf(html_text: str, out: Path) -> None:
-    browser = find_chromium()
-    if not browser:
-        raise FootprintError("PDF output needs Chromium (Debian package chromium); write .html and print it instead", str(out))
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "report.html"
-        src.write_text(html_text)
-        cmd = [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp}/profile",
-            "--no-pdf-header-footer",
-            f"--print-to-pdf={out.resolve()}",
-            src.as_uri(),
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0 or not out.exists():
-            raise FootprintError(f"Chromium could not print the PDF: {proc.stderr.strip()[-300:]}", str(out))
 
 
 STDOUT_FORMATS = ("html", "json", "csv", "boamps")
@@ -660,7 +671,7 @@ def write_report(
         else:
             bar.update(task, description="printing PDF")
             out.parent.mkdir(parents=True, exist_ok=True)
-            html_to_pdf(to_html(sections), out)
+            html_to_pdf(to_html(sections, printed=True), out)
         bar.advance(task)
     return out
 

@@ -211,26 +211,94 @@ def _kwh(j: float | None) -> str:
 
 
 def import_log(args: argparse.Namespace) -> int:
+    """`footprint import`: a run directory from a log. An nvidia-smi log is a time series: its readings are written
+    as the tracker writes its own (journal and Parquet segments), so reports and the Runs page draw its power."""
     out = Path(args.output)
+    if (out / "run.json").exists():
+        raise FootprintError("already holds a run record: choose a new directory", str(out))
+    series = None
     if args.import_command == "nvidia-smi":
-        record = from_nvidia_smi(Path(args.file), args.utc_offset, _site(args.grid), args.gpu)
+        record, series = from_nvidia_smi(Path(args.file), args.utc_offset, _site(args.grid), args.gpu, with_series=True)
     else:
         record = from_codecarbon(Path(args.file), args.gpu, args.gpu_count)
     record["name"] = record.get("name") or out.name
+    if series is not None:
+        record["samples"] = write_log_samples(out, record, series)
     runrecord.write_json(out / "run.json", record)
     e = record["energy"]
-    print(f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, GPU energy {_kwh(e['gpu_j'])}")
+    samples = f", {record['samples']['readings']:,} power readings" if series is not None else ""
+    print(
+        f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, "
+        f"GPU energy {_kwh(e['gpu_j'])}{samples}"
+    )
     return 0
 
 
-def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None) -> dict[str, Any]:
-    from meters.importers import integrate_energy, read_nvidia_smi_csv
+def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
+    """A log's readings (per device: times in Unix seconds, power in W) written through the tracker's own journal
+    writer (`meters.journal.JournalWriter`, rolled into Parquet segments), as rank 0 of the run directory: the
+    cumulative energy of each reading is the trapezoid integral up to it, so the samples' energy is the record's.
+    Every reading is kept (an imported log is evidence), in bounded memory (one segment at a time)."""
+    import numpy as np
+
+    from meters.base import DeviceInfo, DeviceSample
+    from meters.journal import JournalWriter
+    from meters.segments import Retention
+
+    devices = {d["uuid"]: d for d in record["devices"]}
+    keys = [d["uuid"] for d in record["devices"] if d["uuid"] in series]
+    t0 = min(float(series[u][0][0]) for u in keys)
+    host = str(devices[keys[0]].get("host") or "imported log")  # the readers key a rank's devices by host
+    meta = {"rank": 0, "local_rank": 0, "world_size": 1, "host": host, "name": record.get("name"), "t0": t0, "start_unix": t0}
+    _, journal = runrecord.rank_paths(run_dir, 0)
+    writer = JournalWriter(journal, meta=meta, clock=lambda: t0, retention=Retention(raw_s=None, second_s=None))
+    info = [
+        DeviceInfo(
+            uuid=u, name=devices[u]["name"], index=devices[u].get("index"), method=devices[u]["method"], power_scope="board"
+        )
+        for u in keys
+    ]
+    writer.set_devices(t0, info)
+    # every reading in time order, with the cumulative trapezoid energy of its device up to it
+    ts, idx, energy, power = [], [], [], []
+    for i, u in enumerate(keys):
+        t, p = (np.asarray(x, dtype=float) for x in series[u])
+        cum = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
+        ts.append(t)
+        idx.append(np.full(len(t), i))
+        energy.append(cum)
+        power.append(p)
+    t_all, i_all, e_all, p_all = (np.concatenate(x) for x in (ts, idx, energy, power))
+    order = np.argsort(t_all, kind="stable")
+    t_all, i_all, e_all, p_all = t_all[order], i_all[order], e_all[order], p_all[order]
+    cuts = np.flatnonzero(np.diff(t_all)) + 1  # one journal tick per distinct timestamp
+    for a, b in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(t_all)]]).tolist(), strict=True):
+        t = float(t_all[a])
+        writer.write_samples(t, [DeviceSample(keys[int(i_all[k])], t, float(e_all[k]), float(p_all[k])) for k in range(a, b)])
+    totals = {u: float(energy[i][-1]) for i, u in enumerate(keys)}
+    writer.close(float(t_all[-1]), totals=totals)
+    if writer.errors:
+        raise FootprintError(f"could not write the samples: {writer.errors[0]}", str(run_dir))
+    return {
+        "layout": runrecord.SAMPLES_LAYOUT,
+        "retention": writer.retention.to_dict() if writer.retention else None,
+        "readings": len(t_all),
+        "source": "the imported log, every reading",
+    }
+
+
+def from_nvidia_smi(
+    path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None, with_series: bool = False
+) -> Any:
+    """The run record of an nvidia-smi log; with ``with_series`` also (record, {uuid: (times, power)}) to write."""
+    from meters.importers import integrate_energy, power_series, read_nvidia_smi_csv
 
     if not path.is_file():
         raise FootprintError("no such file", str(path))
     try:
         df = read_nvidia_smi_csv(path, utc_offset=utc_offset)
         per_device = integrate_energy(df)
+        series = power_series(df, df.attrs.get("power_column") or "power_w")
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not an nvidia-smi CSV log this importer understands ({exc})", str(path)) from None
     devices, notes = [], []
@@ -240,13 +308,16 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
         gpu = db().find_gpu(gpu, str(path), "--gpu").name
     names = df.groupby("device")["name"].first().to_dict() if "name" in df else {}
     uuids = df.groupby("device")["uuid"].first().to_dict() if "uuid" in df else {}
+    indices = df.groupby("device")["index"].first().to_dict() if "index" in df else {}
     for dev, r in per_device.items():
+        index = indices.get(dev, dev)
         devices.append(
             {
-                "index": int(dev) if str(dev).isdigit() else None,
+                "index": int(index) if str(index).isdigit() else None,
                 "name": str(gpu or names.get(dev) or "unknown GPU"),
                 "uuid": str(uuids.get(dev) or f"nvidia-smi:{dev}"),
                 "component": "gpu",
+                "host": path.name,  # the log names no host: its file stands in (labels, the samples' rank)
                 "method": f"nvidia-smi {r['method']}",
                 "measured": True,
                 "energy_j": r["energy_j"],
@@ -257,7 +328,7 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
         )
         notes += [f"device {dev}: {n}" for n in r.get("notes", [])]
     duration = max((d["duration_s"] for d in devices), default=0.0)
-    return {
+    record = {
         "format": runrecord.FORMAT,
         "version": runrecord.VERSION,
         "name": None,
@@ -273,6 +344,14 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
         "site": site,
         "notes": ["imported from an nvidia-smi log: GPU board power only (no CPU/RAM)", *notes],
     }
+    if not with_series:
+        return record
+    by_uuid = {
+        d["uuid"]: (series[dev][0], series[dev][1])
+        for d, dev in zip(devices, per_device, strict=True)
+        if len(series[dev][0]) >= 2
+    }
+    return record, by_uuid
 
 
 def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:

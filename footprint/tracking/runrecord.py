@@ -39,6 +39,7 @@ GPU_COMPONENTS = ("gpu",)
 CPU_COMPONENTS = ("cpu",)
 RAM_COMPONENTS = ("dram", "ram")
 LEGACY_SAMPLES = "samples.parquet"
+SAMPLES_LAYOUT = f"per rank: {RANKS_DIR}/rank-N.journal.jsonl (tail) + {RANKS_DIR}/rank-N.segments/ (Parquet parts)"
 SAMPLE_COLUMNS = ("rank", "host", "uuid", "component", "t_s", "energy_j", "power_w")
 
 
@@ -151,7 +152,7 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         "windows": [w for r in records for w in r.get("windows", [])],
         "step_times": first.get("step_times"),
         "samples": {
-            "layout": f"per rank: {RANKS_DIR}/rank-N.journal.jsonl (tail) + {RANKS_DIR}/rank-N.segments/ (Parquet parts)",
+            "layout": SAMPLES_LAYOUT,
             "retention": first.get("retention"),
         },
         "notes": list(dict.fromkeys(notes)),
@@ -354,6 +355,39 @@ def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterabl
     keys = ("rank", "host", "uuid", "component")
     tables = iter_samples(run_dir, resolution_s=(hi - lo) / max(buckets, 1), components=components)
     return downsample(tables, lo, hi, buckets, keys=keys).select(list(TIMELINE_COLUMNS))
+
+
+DEVICE_ORDER = {"gpu": 0, "cpu": 1, "dram": 2, "ram": 3}  # how plots and tables list a run's devices: GPUs first
+
+
+def device_label(device: dict[str, Any]) -> str:
+    """A device as a person names it: kind and index, model, host ("GPU 0 · NVIDIA A100-SXM4-40GB · node1"), never a
+    UUID fragment. ``device`` is a run.json device (or a sample row: component, uuid, host)."""
+    comp = str(device.get("component") or "gpu")
+    kind = {"gpu": "GPU", "cpu": "CPU", "dram": "DRAM", "ram": "RAM"}.get(comp, comp)
+    index = device.get("index")
+    head = kind if index is None else f"{kind} {index}"
+    name = str(device.get("name") or "")
+    if not name and index is None and comp == "gpu":  # a GPU row without its record: only its UUID tells it apart
+        name = str(device.get("uuid") or "?")[-8:]
+    parts = [name] if index is None and name.upper().startswith(kind) else [head, name]
+    if device.get("host"):
+        parts.append(str(device["host"]))
+    return " · ".join(dict.fromkeys(p for p in parts if p))
+
+
+def device_labels(record: dict[str, Any]) -> dict[tuple[str | None, str], str]:
+    """(host, uuid) -> `device_label` for every device of a run record, made unique (rank added where two clash)."""
+    devices = record.get("devices") or []
+    labels = {(d.get("host"), str(d.get("uuid"))): device_label(d) for d in devices}
+    seen: dict[str, int] = {}
+    for v in labels.values():
+        seen[v] = seen.get(v, 0) + 1
+    for d in devices:
+        key = (d.get("host"), str(d.get("uuid")))
+        if seen[labels[key]] > 1:
+            labels[key] += f" · rank {d.get('rank', '?')}" if d.get("rank") is not None else f" · {str(d.get('uuid'))[-8:]}"
+    return labels
 
 
 def merge(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
