@@ -286,8 +286,8 @@ def test_footprint_run_wraps_a_command(tmp_path: Path) -> None:
         (["run", "--name", "x"], "no command given"),
         (["run", "--grid", "Atlantis", "--", "true"], "unknown grid zone"),
         (["run", "--", "definitely-not-a-program-xyz"], "cannot start"),
-        (["recover", "/nonexistent/run"], "no journal found"),
-        (["merge", "/nonexistent/run"], "no per-rank records"),
+        (["recover", "/nonexistent/run"], "no such run directory"),
+        (["merge", "/nonexistent/run"], "no such run directory"),
         (["import", "nvidia-smi", "/nonexistent.csv", "-o", "/tmp/x"], "no such file"),
     ],
 )

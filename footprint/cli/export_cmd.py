@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from footprint.inputs import MAX_SAMPLES, number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command, group
@@ -36,7 +38,12 @@ footprint export prometheus runs/llama-ft -o /var/lib/node_exporter/textfile/foo
     )
     pr.add_argument("target", help="run directory (or scenario .yaml)")
     pr.add_argument("-o", "--output", required=True, help="e.g. /var/lib/node_exporter/textfile/footprint.prom")
-    pr.add_argument("--samples", type=int, default=500, help="Monte Carlo samples for the _low/_high gauges (0: none)")
+    pr.add_argument(
+        "--samples",
+        type=number_arg(int, 0, MAX_SAMPLES),
+        default=500,
+        help="Monte Carlo samples for the _low/_high gauges (0: none)",
+    )
 
 
 def _check(target: str) -> None:
@@ -59,8 +66,6 @@ def prometheus(args: argparse.Namespace) -> int:
     from footprint.integrations.metrics import metrics, resolve
 
     _check(args.target)
-    if args.samples < 0:
-        raise FootprintError(f"--samples must be >= 0, got {args.samples}", key="--samples")
     try:
         from footprint.integrations.prometheus import write_run_textfile
     except ImportError:

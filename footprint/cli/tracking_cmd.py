@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from footprint.inputs import MAX_GPUS, number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command, group
@@ -22,8 +24,13 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
     r.add_argument("--name", help="run name: the directory under --output-dir (default: SLURM job or a timestamp)")
     r.add_argument("--output-dir", default="runs", help="where run directories go (default: ./runs)")
     r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA) for later assessment")
-    r.add_argument("--pue", type=float, help="PUE of the site (>= 1)")
-    r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
+    r.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1)")
+    r.add_argument(
+        "--period",
+        type=number_arg(float, 0.001, 3600),
+        default=0.1,
+        help="sampling period in seconds (default 0.1; 0.001 to 3600)",
+    )
     r.add_argument(
         "--count-steps",
         action="store_true",
@@ -31,7 +38,7 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
     )
     r.add_argument(
         "--prometheus-port",
-        type=int,
+        type=number_arg(int, 1, 65535),
         help="serve live metrics for Prometheus on 127.0.0.1:PORT while the command runs (needs prometheus_client)",
     )
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
@@ -72,7 +79,12 @@ footprint import codecarbon emissions.csv -o runs/from-cc --gpu A100-SXM4-40GB -
     cc.add_argument("file", help="codecarbon's emissions.csv")
     cc.add_argument("-o", "--output", required=True, help="run directory to write")
     cc.add_argument("--gpu", help="GPU model (codecarbon does not record it), e.g. A100-SXM4-40GB")
-    cc.add_argument("--gpu-count", type=int, default=1, help="GPUs the logged energy covers (default 1)")
+    cc.add_argument(
+        "--gpu-count",
+        type=number_arg(int, 1, MAX_GPUS),
+        default=1,
+        help="GPUs the logged energy covers (default 1; with a log that has GPU energy, or no --gpu)",
+    )
     cc.set_defaults(handler=import_log)
 
 

@@ -120,17 +120,22 @@ def _run_figures(s: Section, run_dir: Path) -> None:
     from footprint.reports import figures
     from footprint.tracking import runrecord
 
-    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800))
+    notes: list[str] = []  # damaged parts and rank records, skipped: the report says so and shows the rest
+    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800, notes=notes))
     if fig:
         s.figures["power"] = fig
     steps: list[float] = []
-    for rec in runrecord.rank_records(run_dir) if (run_dir / runrecord.RANKS_DIR).is_dir() else []:
+    for rec in runrecord.rank_records(run_dir, notes):
         steps = (rec.get("mfu") or {}).get("per_step_mfu") or steps
         if steps:
             break
-    fig = figures.mfu_over_steps(steps)
+    fig = figures.mfu_over_steps([float(v) for v in steps if isinstance(v, (int, float))])
     if fig:
         s.figures["mfu"] = fig
+    if notes:
+        from dataclasses import replace
+
+        s.assessment = replace(s.assessment, warnings=tuple(dict.fromkeys([*s.assessment.warnings, *notes])))
 
 
 # ---- text pieces shared by HTML and Markdown ----------------------------------------------------
