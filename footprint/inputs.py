@@ -25,6 +25,7 @@ MAX_TEXT_BYTES = 50_000_000  # a log or record larger than this is not read whol
 #: sample, so 100,000 samples peak at ~0.1 GB; the 2.5-97.5 % percentiles are stable long before.
 MAX_SAMPLES = 100_000
 MAX_GPUS = 10_000_000  # GPUs in one job or scenario: more than any cluster has, within every integer type downstream
+MAX_RECORD_DEVICES = 100_000  # devices a run record lists one by one (an import's --gpu-count, a sacct job's GPUs)
 
 
 def _where(path: str | os.PathLike[str]) -> str:

@@ -59,6 +59,10 @@ _STRING_FIELDS = {
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
 _HEADER_UNIT = re.compile(r"^(.*?)\s*\[([^\]]*)\]\s*$")
 NVIDIA_SMI_TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
+# A device's power reading above this is not a reading (the largest accelerator boards draw ~1-2 kW): such rows
+# are skipped with a note, like negative or missing ones, so an imported energy is never negative or absurd.
+MAX_DEVICE_POWER_W = 10_000.0
+MAX_UTC_OFFSET_H = 14  # UTC-12 to UTC+14 are the offsets in use
 
 # Preferred power column when integrating: the instantaneous reading first (power.draw is a 1 s
 # average on Ampere (except GA100) and newer drivers/boards).
@@ -89,12 +93,17 @@ def _utc_offset(value: float | str | timedelta) -> timedelta:
     if isinstance(value, timedelta):
         return value
     if isinstance(value, int | float):
+        if not abs(float(value)) <= MAX_UTC_OFFSET_H:  # also refuses nan
+            raise ValueError(f"utc_offset {value!r}: hours from -{MAX_UTC_OFFSET_H} to +{MAX_UTC_OFFSET_H}")
         return timedelta(hours=float(value))
     m = re.fullmatch(r"\s*(?:UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?\s*", str(value))
     if not m:
         raise ValueError(f"utc_offset {value!r}: expected hours (1, -5.5), a timedelta or '+01:00'")
     sign = 1 if m.group(1) == "+" else -1
-    return sign * timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
+    hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+    if hours > MAX_UTC_OFFSET_H or minutes >= 60:
+        raise ValueError(f"utc_offset {value!r}: hours from -{MAX_UTC_OFFSET_H} to +{MAX_UTC_OFFSET_H}, minutes below 60")
+    return sign * timedelta(hours=hours, minutes=minutes)
 
 
 def read_nvidia_smi_csv(path: PathLike, utc_offset: float | str | timedelta | None = None) -> pd.DataFrame:
@@ -247,6 +256,13 @@ def integrate_energy(
         ok = np.isfinite(t) & np.isfinite(p)
         if (~ok).any():
             notes.append(f"{int((~ok).sum())} rows without a power value skipped")
+        implausible = ok & ((p < 0) | (p > MAX_DEVICE_POWER_W))
+        if implausible.any():
+            notes.append(
+                f"{int(implausible.sum())} rows with a power reading below 0 or above {MAX_DEVICE_POWER_W:g} W skipped "
+                "(not a reading a device can give)"
+            )
+            ok &= ~implausible
         t, p = t[ok], p[ok]
         order = np.argsort(t, kind="stable")
         t, p = t[order], p[order]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from footprint.inputs import MAX_GPUS, number_arg
+from footprint.inputs import MAX_RECORD_DEVICES, number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -81,7 +81,7 @@ footprint import codecarbon emissions.csv -o runs/from-cc --gpu A100-SXM4-40GB -
     cc.add_argument("--gpu", help="GPU model (codecarbon does not record it), e.g. A100-SXM4-40GB")
     cc.add_argument(
         "--gpu-count",
-        type=number_arg(int, 1, MAX_GPUS),
+        type=number_arg(int, 1, MAX_RECORD_DEVICES),
         default=1,
         help="GPUs the logged energy covers (default 1; with a log that has GPU energy, or no --gpu)",
     )

@@ -223,16 +223,34 @@ def import_log(args: argparse.Namespace) -> int:
     return 0
 
 
-def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None) -> dict[str, Any]:
-    from meters.importers import integrate_energy, read_nvidia_smi_csv
+def _imported_energy(value: Any) -> float | None:
+    """An imported energy in joules: a finite number >= 0, else None (not available, never NaN, negative or inf)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return v if v == v and 0 <= v < float("inf") else None
 
-    if not path.is_file():
-        raise FootprintError("no such file", str(path))
+
+def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None) -> dict[str, Any]:
+    from footprint.inputs import read_text
+    from meters.importers import _utc_offset, integrate_energy, read_nvidia_smi_csv
+
+    read_text(path, "nvidia-smi CSV log")  # the input contract: a readable UTF-8 text file, or one clear error
+    if utc_offset is not None:
+        try:
+            _utc_offset(utc_offset)
+        except ValueError as exc:
+            raise FootprintError(str(exc), key="--utc-offset") from None
     try:
         df = read_nvidia_smi_csv(path, utc_offset=utc_offset)
         per_device = integrate_energy(df)
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not an nvidia-smi CSV log this importer understands ({exc})", str(path)) from None
+    if not any(_imported_energy(r["energy_j"]) is not None for r in per_device.values()):
+        raise FootprintError(
+            "no device has two timestamped readings with a power value: no energy to import (nothing written)", str(path)
+        )
     devices, notes = [], []
     if gpu:
         from footprint.lca.database import db
@@ -248,8 +266,8 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
                 "uuid": str(uuids.get(dev) or f"nvidia-smi:{dev}"),
                 "component": "gpu",
                 "method": f"nvidia-smi {r['method']}",
-                "measured": True,
-                "energy_j": r["energy_j"],
+                "measured": _imported_energy(r["energy_j"]) is not None,
+                "energy_j": _imported_energy(r["energy_j"]),
                 "duration_s": r["duration_s"],
                 "reliable": r.get("reliable", True),
                 "notes": list(r.get("notes", [])),
@@ -276,39 +294,56 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
 
 
 def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
+    from footprint.inputs import MAX_RECORD_DEVICES, read_text
     from meters.importers import read_codecarbon_csv
 
-    if not path.is_file():
-        raise FootprintError("no such file", str(path))
+    read_text(path, "codecarbon emissions.csv")  # the input contract: a readable UTF-8 text file, or one clear error
     try:
         df = read_codecarbon_csv(path)
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not a codecarbon emissions.csv ({exc})", str(path)) from None
+    if df.empty:
+        raise FootprintError("no row in this codecarbon emissions.csv (nothing written)", str(path))
     row = df.iloc[-1]
+    duration = _imported_energy(row.get("duration_s"))
+    if duration is None:
+        raise FootprintError(f"expected seconds >= 0, got {row.get('duration_s')!r} (nothing written)", str(path), "duration")
     devices: list[dict[str, Any]] = []
+    notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
     recorded = str(row.get("gpu_model") or "").strip()
     if not gpu and recorded and recorded.lower() != "nan":
         gpu = recorded.split(",")[0].split(" x ")[-1].strip()
-        count = int(row.get("gpu_count") or count or 1)
+        logged = _imported_energy(row.get("gpu_count"))
+        count = int(logged) if logged is not None and 1 <= logged <= MAX_RECORD_DEVICES else count
+    gpu_j = _imported_energy(row.get("gpu_energy_j"))
     if gpu:
         from footprint.lca.database import db
 
         card = db().find_gpu(gpu, str(path), "--gpu")
-        per = (float(row.get("gpu_energy_j", 0.0) or 0.0)) / max(count, 1)
+        # codecarbon writes 0 J when it saw no GPU: that is "not measured", never 8 GPUs measured at 0 J
+        measured = gpu_j is not None and gpu_j > 0
+        if not measured:
+            notes.append(
+                f"this codecarbon log has no GPU energy ({row.get('gpu_energy_j')!r} J): the {count} {card.name} GPU(s) "
+                "are recorded for their embodied impacts, their energy is not available (not zero)"
+            )
         devices += [
             {
                 "index": i,
                 "name": card.name,
                 "uuid": f"codecarbon:gpu{i}",
                 "component": "gpu",
-                "method": "codecarbon",
-                "measured": True,
-                "energy_j": per,
+                "method": "codecarbon" if measured else "not measured",
+                "measured": measured,
+                "energy_j": gpu_j / count if measured else None,
             }
             for i in range(count)
         ]
     for comp, col in (("cpu", "cpu_energy_j"), ("ram", "ram_energy_j")):
-        if col in row and row[col] == row[col]:
+        if col in row:
+            energy = _imported_energy(row[col])
+            if energy is None and row[col] == row[col]:
+                notes.append(f"{col.removesuffix('_j')} {row[col]!r} is not an energy >= 0: not available")
             devices.append(
                 {
                     "name": f"host {comp}",
@@ -316,11 +351,11 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
                     "component": comp,
                     "method": "codecarbon",
                     "measured": False,
-                    "energy_j": float(row[col]),
+                    "energy_j": energy,
                 }
             )
-    site = {"grid": str(row["country_iso_code"])} if "country_iso_code" in row and row["country_iso_code"] else None
-    notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
+    iso = row.get("country_iso_code")
+    site = {"grid": str(iso)} if isinstance(iso, str) and iso.strip() else None
     if not gpu:
         notes.append("no GPU in this codecarbon log: give --gpu (and --gpu-count) to assess embodied impacts")
     return {
@@ -329,7 +364,7 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         "name": str(row.get("project_name") or "") or None,
         "source_file": str(path),
         "imported_from": "codecarbon",
-        "duration_s": float(row.get("duration_s", 0.0) or 0.0),
+        "duration_s": duration,
         "steps": None,
         "tokens": None,
         "devices": devices,
