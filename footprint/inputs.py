@@ -40,7 +40,7 @@ def read_bytes(
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise FootprintError(f"no such {what}", _where(p), key) from None
+        raise FootprintError("no such file", _where(p), key) from None
     except OSError as exc:
         raise FootprintError(f"cannot read it ({exc.strerror or exc})", _where(p), key) from None
     if p.is_dir():

@@ -245,6 +245,17 @@ class JournalWriter:
         if self.segments is not None:
             self.segments.close()
 
+    def abandon(self) -> None:
+        """Give up the journal after a write error: close what can be closed, never raise (the segment writer
+        finishes the parts it holds)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(Exception):
+                fh.close()
+        if self.segments is not None:
+            with contextlib.suppress(Exception):
+                self.segments.close()
+
     @property
     def errors(self) -> list[str]:
         return self.segments.errors if self.segments is not None else []

@@ -118,7 +118,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     except ScenarioError:
         raise
     except FootprintError as exc:
-        raise ScenarioError(exc.detail.replace("no such scenario YAML", "no such scenario file"), exc.file, exc.key) from None
+        raise ScenarioError(exc.detail.replace("no such file", "no such scenario file"), exc.file, exc.key) from None
     return parse_yaml_text(text, str(p))
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,8 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run the command as a child process while the tracker measures every visible GPU and the host."""
+    """Run the command as a child process while the tracker measures every visible GPU and the host (signals,
+    exit code and the child's fate if we die: `footprint.tracking.supervise`)."""
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -45,35 +45,37 @@ def run_command(args: argparse.Namespace) -> int:
         raise FootprintError("no command given: footprint run [--name N] -- python train.py", key="cmd")
     if args.period <= 0:
         raise FootprintError(f"--period must be > 0, got {args.period}", key="--period")
-    from footprint.tracking.tracker import Tracker
+    from footprint.tracking.supervise import Supervisor
+    from footprint.tracking.tracker import Tracker, check_name
 
-    tracker = Tracker(
-        name=args.name, output_dir=args.output_dir, site=_site(args.grid, args.pue), period_s=args.period, handle_sigterm=False
-    )
-    os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
-    tracker.start()
-    exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
-    try:
-        proc = subprocess.Popen(cmd, env=child_env(tracker.run_dir, getattr(args, "count_steps", False)))
-    except OSError as exc:
-        tracker.stop()
-        raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
-    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if exporter is not None:
-            exporter.stop()
-        run = tracker.stop()
+    if args.name is not None and (why := check_name(args.name)):
+        raise FootprintError(f"{why}: it names the run's directory inside --output-dir", key="--name")
+    site = _site(args.grid, args.pue)
+    with Supervisor() as sup:  # before the tracker's threads start: they inherit the blocked signals
+        tracker = Tracker(name=args.name, output_dir=args.output_dir, site=site, period_s=args.period, handle_sigterm=False)
+        os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
+        tracker.start()
+        exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
+        try:
+            proc = sup.spawn(cmd, child_env(tracker.run_dir, getattr(args, "count_steps", False)))
+        except OSError as exc:
+            tracker.stop()
+            raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
+        try:
+            code = sup.wait(proc)
+        finally:
+            if exporter is not None:
+                exporter.stop()
+            if sup.forwarded:
+                names = ", ".join(signal.Signals(s).name for s in sup.forwarded)
+                tracker._note(f"footprint run passed on {names} to the command")
+            run = tracker.stop()
     if run:
         run = merge_attached(tracker, run)
         e = run["energy"]
+        where = f"{tracker.run_dir}/run.json" if not tracker.memory_only else f"run {tracker.name!r} (not written)"
         print(
-            f"footprint: {tracker.run_dir}/run.json: {run['duration_s']:.1f} s, GPU "
+            f"footprint: {where}: {run['duration_s']:.1f} s, GPU "
             f"{_kwh(e['gpu_j'])}, total {_kwh(e['total_j'])}, steps "
             f"{'not measured' if run['steps'] is None else run['steps']} (exit code {code})",
             file=sys.stderr,
@@ -137,9 +139,18 @@ def _energy_at(series: list[tuple[float, dict[str, float]]], t: float) -> dict[s
 
 
 def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
-    """Fold the child's attached records (steps, tokens, FLOPs, windows) into run.json; null + a note when none came."""
-    files = sorted((tracker.run_dir / ATTACHED_DIR).glob("*.json"))
-    records = _chosen([runrecord.read_json(f) for f in files])
+    """Fold the child's attached records (steps, tokens, FLOPs, windows) into run.json; null + a note when none came.
+    A damaged attached record is left out with a note; a run.json that cannot be written leaves the record in memory."""
+    files = sorted((tracker.run_dir / ATTACHED_DIR).glob("*.json")) if not tracker.memory_only else []
+    damaged: list[str] = []
+    readable = []
+    for f in files:
+        try:
+            readable.append(runrecord.clean_record(runrecord.read_json(f), str(f)))
+        except FootprintError as exc:
+            damaged.append(f"{ATTACHED_DIR}/{f.name} skipped: {exc.detail}")
+    records = _chosen(readable)
+    run["notes"] = [*run.get("notes", []), *damaged]
     if not records:
         run.update(steps=None, tokens=None, flops=None, hardware_flops=None, mfu=None)
         run["notes"] = [*run.get("notes", []), NOT_MEASURED]
@@ -152,9 +163,10 @@ def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
         series = tracker._sampler.series() if tracker._sampler is not None else []
         windows = []
         for r in records:
-            for w in r.get("windows", []):
-                start = float(r["t0_monotonic"]) + float(w["start_s"])
-                e0, e1 = _energy_at(series, start), _energy_at(series, start + float(w["duration_s"]))
+            t0 = runrecord.finite_or_none(r.get("t0_monotonic"), float("-inf"))
+            for w in r.get("windows", []) if t0 is not None else []:
+                start = t0 + float(w.get("start_s") or 0.0)
+                e0, e1 = _energy_at(series, start), _energy_at(series, start + float(w.get("duration_s") or 0.0))
                 windows.append({**w, "start_s": start - tracker._t0, "energy_j": {u: e1[u] - e0.get(u, 0.0) for u in e1}})
         sources = sorted({str(r.get("source")) for r in records})
         run.update(
@@ -171,7 +183,8 @@ def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
         if not tokens:
             notes.append("tokens not measured (the optimizer hook counts steps only): null, not zero")
         run["notes"] = [*run.get("notes", []), *notes, *(n for r in records for n in r.get("notes", []))]
-    runrecord.write_json(tracker.run_dir / "run.json", run)
+    if not tracker.memory_only and not tracker._write(tracker.run_dir / "run.json", run):
+        run["notes"].append("not written to disk (no writable directory): this record exists in memory only")
     return run
 
 

@@ -86,7 +86,7 @@ def read_record(path: str | Path) -> dict[str, Any]:
     return clean_record(read_json(p), str(p))
 
 
-def _finite(v: Any, lo: float = 0.0) -> float | None:
+def finite_or_none(v: Any, lo: float = 0.0) -> float | None:
     """A finite number >= lo, else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -127,7 +127,7 @@ def clean_record(record: Any, file: str = "run.json") -> dict[str, Any]:
         dropped.append(f"{Path(file).name}: {key} {why}: ignored")
 
     for k in _COUNTERS:
-        if out.get(k) is not None and _finite(out[k], -math.inf if k.endswith("unix") else 0.0) is None:
+        if out.get(k) is not None and finite_or_none(out[k], -math.inf if k.endswith("unix") else 0.0) is None:
             drop(k, f"is not a finite number >= 0 ({str(out[k])[:40]!r})")
             out[k] = None
     for k, kinds in [(k, dict) for k in _MAPPINGS] + [(k, list) for k in _LISTS] + [(k, str) for k in _TEXTS]:
@@ -141,7 +141,7 @@ def clean_record(record: Any, file: str = "run.json") -> dict[str, Any]:
     out["windows"] = _clean_windows(out.get("windows"), drop)
     energy = out.get("energy")
     keys = ("gpu_j", "cpu_j", "ram_j", "total_j")
-    if not isinstance(energy, dict) or any(energy.get(k) is not None and _finite(energy[k]) is None for k in keys):
+    if not isinstance(energy, dict) or any(energy.get(k) is not None and finite_or_none(energy[k]) is None for k in keys):
         if energy is not None:
             drop("energy", "has a value that is not a finite number >= 0 (recomputed from the devices)")
         out["energy"] = energy_summary(out["devices"])
@@ -168,7 +168,7 @@ def _clean_devices(devices: Any, drop: Any) -> list[dict[str, Any]]:
         for k in ("name", "uuid", "component", "method"):
             if d.get(k) is not None and not isinstance(d[k], str):
                 d[k] = str(d[k])[:200]
-        if d.get("energy_j") is not None and _finite(d["energy_j"]) is None:
+        if d.get("energy_j") is not None and finite_or_none(d["energy_j"]) is None:
             drop(f"devices[{i}].energy_j", f"is not a finite number >= 0 ({str(d['energy_j'])[:40]!r}): not available")
             d["energy_j"] = None
         if d.get("notes") is not None and not isinstance(d["notes"], list):
@@ -187,10 +187,10 @@ def _clean_windows(windows: Any, drop: Any) -> list[dict[str, Any]]:
     for i, w in enumerate(windows):
         ok = (
             isinstance(w, dict)
-            and _finite(w.get("duration_s", 0.0)) is not None
-            and _finite(w.get("start_s", 0.0), -math.inf) is not None
+            and finite_or_none(w.get("duration_s", 0.0)) is not None
+            and finite_or_none(w.get("start_s", 0.0), -math.inf) is not None
             and isinstance(w.get("energy_j", {}), dict)
-            and all(_finite(v, -math.inf) is not None for v in (w.get("energy_j") or {}).values())
+            and all(finite_or_none(v, -math.inf) is not None for v in (w.get("energy_j") or {}).values())
         )
         if ok:
             out.append({**w, **{k: str(w[k])[:200] for k in ("name", "kind") if w.get(k) is not None}})
@@ -609,7 +609,7 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         d["energy_j"] = last[uuid]["energy_j"] if uuid in last else None
         d["notes"] = [*d.get("notes", []), "recovered from the journal of a killed run"]
         devices.append(d)
-    start_unix = _finite(h.get("start_unix"), -math.inf)
+    start_unix = finite_or_none(h.get("start_unix"), -math.inf)
     rec = {
         "rank": h.get("rank") if isinstance(h.get("rank"), int) else _rank_of(jp),
         "local_rank": h.get("local_rank", 0),
@@ -622,9 +622,9 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         "start_unix": start_unix,
         "end_unix": (start_unix + duration) if start_unix is not None else None,
         "duration_s": duration,
-        "steps": _finite(progress.get("steps")) or 0,
-        "tokens": _finite(progress.get("tokens")) or 0,
-        "flops": _finite(progress.get("flops")) or 0,
+        "steps": finite_or_none(progress.get("steps")) or 0,
+        "tokens": finite_or_none(progress.get("tokens")) or 0,
+        "flops": finite_or_none(progress.get("flops")) or 0,
         "devices": devices,
         "retention": h.get("retention"),
         "complete": False,
