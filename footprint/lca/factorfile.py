@@ -114,8 +114,9 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
         unit = row.get("unit", "")
         try:
             scale = float(Q(f"1 {unit}", target).magnitude)
-        except UnitParseError:
-            raise _err(name, f"{where}, column 'unit'", f"{unit!r} is not convertible to {target}") from None
+        except UnitParseError as exc:
+            why = str(exc).split(" (", 1)[1].rstrip(")") if " (" in str(exc) else "unknown unit"
+            raise _err(name, f"{where}, column 'unit'", f"{unit!r} is not convertible to {target} ({why})") from None
         v = _number(name, f"{where}, column 'value'", row["value"], scale)
         low = _number(name, f"{where}, column 'low'", row["low"], scale) if row.get("low") else v
         high = _number(name, f"{where}, column 'high'", row["high"], scale) if row.get("high") else v

@@ -427,9 +427,11 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
             **(shape if len(shape) == 3 else {}),
         )
         try:
-            derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype))
+            derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype)) if math.isfinite(f.flops) else None
         except KeyError:
             derived = None
+        if not math.isfinite(f.flops):
+            notes.append("model.parameters x model.tokens is beyond floating point: FLOPs and MFU not derived (check them)")
         if derived is not None and 0 < derived <= 1:
             flops, mfu, mfu_method = f.flops, derived, f"derived: {f.formula} over GPU-hours x dense {dtype} peak"
         elif derived is not None:

@@ -169,6 +169,14 @@ class Tracker:
         if not isinstance(source, str):
             problems.append(f"source {source!r} is not a string")
             source = "footprint.track"
+        if retention is not None:
+            from meters.segments import Retention
+
+            try:
+                Retention.of(retention)
+            except (ValueError, TypeError) as exc:
+                problems.append(str(exc))
+                retention = None
         self.retention = retention  # meters.segments.Retention or a dict of its fields; None: the defaults
         self.name = name or _default_name(self.dist)
         self.output_dir = Path(output_dir)
