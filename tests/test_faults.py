@@ -192,45 +192,39 @@ needs_mounts = pytest.mark.skipif(
 )
 
 
-def _in_namespace(mount_opts: str, mountpoint: Path, script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_on_tmpfs(tmp: Path, mount_opts: str, gpus: str, name: str, args: str, after: str = "") -> tuple[Any, dict[str, Any]]:
+    """`footprint run --output-dir MNT/runs` on a tmpfs mounted with ``mount_opts`` in a private mount namespace, then
+    the shell commands ``after`` ({run}: the run directory); (the process, the record it wrote to
+    $TMPDIR/footprint-runs/NAME-*), after checking it exited 0 without a traceback."""
     assert NAMESPACE is not None
-    cmd = f"mount -t tmpfs -o {mount_opts} tmpfs {mountpoint} && {script}"
-    return subprocess.run([*NAMESPACE, "sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=90)
+    mnt = tmp / "mnt"
+    mnt.mkdir()
+    run = f"{mnt}/runs/{name}"
+    script = f"{PY} -m footprint.cli run --name {name} --output-dir {mnt}/runs {args}; echo rc=$?; {after.format(run=run)}"
+    cmd = f"mount -t tmpfs -o {mount_opts} tmpfs {mnt} && {script}"
+    env = _env(FOOTPRINT_FAKE_NVML=gpus, TMPDIR=str(tmp))
+    proc = subprocess.run([*NAMESPACE, "sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=90)
+    assert "rc=0" in proc.stdout and "Traceback" not in proc.stderr, proc.stderr
+    return proc, json.loads((next((tmp / "footprint-runs").glob(f"{name}-*")) / "run.json").read_text())
 
 
 @needs_mounts
 def test_read_only_output_dir_loses_nothing(tmp_path: Path) -> None:
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    env = _env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB", TMPDIR=str(tmp_path))
-    script = f"{PY} -m footprint.cli run --name r --output-dir {ro}/runs -- {PY} -c 'import time; time.sleep(0.5)'; echo rc=$?"
-    proc = _in_namespace("ro", ro, script, env)
-    assert "rc=0" in proc.stdout and "Traceback" not in proc.stderr, proc.stderr
+    proc, run = _run_on_tmpfs(tmp_path, "ro", "1xA100-SXM4-40GB", "r", f"-- {PY} -c 'import time; time.sleep(0.5)'")
     assert proc.stderr.count("cannot write the run directory") == 1 and "Read-only file system" in proc.stderr
-    fallback = next((tmp_path / "footprint-runs").glob("r-*"))
-    run = json.loads((fallback / "run.json").read_text())
     assert run["energy"]["gpu_j"] > 0 and run["duration_s"] >= 0.5
 
 
 @needs_mounts
 def test_disk_full_during_a_run_loses_nothing(tmp_path: Path) -> None:
     """Disk full during a run gave exit 0, no run.json, a 0-byte temp file, no message, and `recover` crashed."""
-    full = tmp_path / "full"
-    full.mkdir()
-    env = _env(FOOTPRINT_FAKE_NVML="8xA100-SXM4-40GB", TMPDIR=str(tmp_path))
-    child = f"{PY} -c 'import time; time.sleep(3)'"
-    script = (
-        f"{PY} -m footprint.cli run --name f --output-dir {full} --period 0.01 -- {child}; echo rc=$?; "
-        f"ls -la {full}/f/ranks; {PY} -m footprint.cli recover {full}/f; echo recover=$?"
-    )
-    proc = _in_namespace("size=48k", full, script, env)
-    assert "rc=0" in proc.stdout and "Traceback" not in proc.stderr, proc.stderr
+    args = f"--period 0.01 -- {PY} -c 'import time; time.sleep(3)'"
+    after = f"ls -la {{run}}/ranks; {PY} -m footprint.cli recover {{run}}; echo recover=$?"
+    proc, run = _run_on_tmpfs(tmp_path, "size=48k", "8xA100-SXM4-40GB", "f", args, after)
     assert proc.stderr.count("No space left on device") >= 1
     assert proc.stderr.count("footprint: writing the run directory") == 1  # said once, however many ticks failed
     assert ".tmp" not in proc.stdout  # no temporary file left behind
     assert "recover=0" in proc.stdout or ("recover=2" in proc.stdout and "cannot write it" in proc.stderr)
-    fallback = next((tmp_path / "footprint-runs").glob("f-*"))
-    run = json.loads((fallback / "run.json").read_text())
     gpus = [d for d in run["devices"] if d["component"] == "gpu"]
     assert len(gpus) == 8 and all(d["energy_j"] > 0 for d in gpus) and run["duration_s"] >= 3  # measured to the end
 

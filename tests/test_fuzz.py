@@ -701,6 +701,9 @@ VALID = {
 }
 
 
+INSERTS = [b"\xe9", b"\x00", b"[" * 200, b"&a [*a]", b"9**9**9", b"-1e400", b"\n\n|||\n", b"NaN"]
+
+
 def _mutate(data: st.DataObject, content: bytes) -> bytes:
     how = data.draw(st.sampled_from(["random", "flip", "truncate", "insert", "duplicate"]), label="damage")
     if how == "random" or not content:
@@ -713,9 +716,7 @@ def _mutate(data: st.DataObject, content: bytes) -> bytes:
         b = b[: data.draw(st.integers(0, len(b)))]
     elif how == "insert":
         i = data.draw(st.integers(0, len(b)))
-        b[i:i] = data.draw(
-            st.sampled_from([b"\xe9", b"\x00", b"[" * 200, b"&a [*a]", b"9**9**9", b"-1e400", b"\n\n|||\n", b"NaN"])
-        )
+        b[i:i] = data.draw(st.sampled_from(INSERTS))
     else:
         b = b * data.draw(st.integers(2, 50))
     return bytes(b)
@@ -912,3 +913,52 @@ def test_fuzz_yaml_nesting_and_aliases_are_bounded(depth: int, fan: int, levels:
     if depth > MAX_YAML_DEPTH + 2 or expanded > 2 * MAX_YAML_NODES:
         assert not ok, (depth, expanded)  # well past them: refused
     assert time.perf_counter() - t0 < 2 and peak < 50 << 20
+
+
+def test_a_damaged_fleet_directory_reports_what_is_left(cli: CliServer, tmp_path: Path) -> None:
+    """A fleet directory whose index holds text, NaN, infinite or negative numbers, whose fleet.json is not an
+    object and whose gpus.parquet is garbage: the report assesses the jobs whose numbers are usable."""
+    import pandas as pd
+
+    src = REPO / "tests" / "data" / "sacct_parsable2.txt"
+    fleet = tmp_path / "fleet"
+    _ok(cli.run(["fleet", "import", "slurm", src, "-o", fleet, "--tz", "UTC", "--quiet"]))
+    idx = pd.read_parquet(fleet / "index.parquet")
+    assert len(idx) >= 4
+    idx["energy_j"] = idx["energy_j"].astype(object)
+    idx.loc[idx.index[:4], "energy_j"] = ["abc", -5e6, math.inf, math.nan]
+    idx["energy_j"] = idx["energy_j"].astype(str)
+    idx.to_parquet(fleet / "index.parquet")
+    (fleet / "gpus.parquet").write_bytes(b"garbage" * 20)
+    o = cli.run(["fleet", "report", fleet, "-o", tmp_path / "r.json"])
+    _ok(o)
+    assert o.code == 0, o.err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert bad_numbers(report, ("land_use",)) == [], bad_numbers(report, ("land_use",))[:5]
+    (fleet / "fleet.json").write_text("[1, 2]")
+    _error(cli.run(["fleet", "report", fleet]), "fleet.json", "expected an object")
+
+
+@FUZZ
+@given(
+    content=st.one_of(
+        st.binary(max_size=1500),
+        VALUES.map(lambda v: yaml.safe_dump(v).encode()),
+        st.builds(lambda cut, extra: BASE.encode()[:cut] + extra, st.integers(0, len(BASE)), st.sampled_from(INSERTS)),
+    )
+)
+def test_fuzz_dashboard_uploads_and_pastes(content: bytes) -> None:
+    """The dashboard's upload and paste path (in-process): a scenario mapping or a one-line user error, bounded."""
+    pytest.importorskip("streamlit")
+    from dashboard.core import USER_ERRORS, parse_upload
+
+    tracemalloc.start()
+    try:
+        data = parse_upload("upload.yaml", content)
+        assert isinstance(data, dict)
+    except USER_ERRORS as exc:
+        assert "\n" not in str(exc)
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < 64 << 20

@@ -59,7 +59,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     temporary file behind; the OSError goes to the caller."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(data, indent=2, default=str)
+    text = json.dumps(finite_json(data), indent=2, default=str, allow_nan=False)
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -68,6 +68,18 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None: a record on disk never holds NaN or Infinity
+    (JSON has neither; Python would write them as bare words other readers reject)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -150,17 +162,22 @@ def clean_record(record: Any, file: str = "run.json") -> dict[str, Any]:
         drop("notes", f"is a {type(notes).__name__}, not a list")
         notes = []
     out["notes"] = [str(n) for n in (notes or [])] + dropped
-    return out
+    return finite_json(out)
+
+
+def _listed(value: Any, key: str, drop: Any) -> list[Any]:
+    """A list field of a record ([] when absent; when it is something else, [] and a note)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        drop(key, f"is a {type(value).__name__}, not a list")
+        return []
+    return value
 
 
 def _clean_devices(devices: Any, drop: Any) -> list[dict[str, Any]]:
-    if devices is None:
-        return []
-    if not isinstance(devices, list):
-        drop("devices", f"is a {type(devices).__name__}, not a list")
-        return []
     out = []
-    for i, d in enumerate(devices):
+    for i, d in enumerate(_listed(devices, "devices", drop)):
         if not isinstance(d, dict):
             drop(f"devices[{i}]", f"is a {type(d).__name__}, not an object")
             continue
@@ -178,13 +195,8 @@ def _clean_devices(devices: Any, drop: Any) -> list[dict[str, Any]]:
 
 
 def _clean_windows(windows: Any, drop: Any) -> list[dict[str, Any]]:
-    if windows is None:
-        return []
-    if not isinstance(windows, list):
-        drop("windows", f"is a {type(windows).__name__}, not a list")
-        return []
     out = []
-    for i, w in enumerate(windows):
+    for i, w in enumerate(_listed(windows, "windows", drop)):
         ok = (
             isinstance(w, dict)
             and finite_or_none(w.get("duration_s", 0.0)) is not None
