@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ def read_bytes(
         raise FootprintError(f"cannot read it ({exc.strerror or exc})", _where(p), key) from None
     if p.is_dir():
         raise FootprintError(f"is a directory, expected a {what}", _where(p), key)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever, a device never end
+        raise FootprintError(f"not a regular file (a pipe or a device), expected a {what}", _where(p), key)
     if st.st_size > max_bytes:
         raise FootprintError(
             f"file is larger than {max_bytes:,} bytes ({st.st_size:,}): not a {what} this tool reads", _where(p), key
@@ -71,6 +74,28 @@ def decode(data: bytes, name: str, what: str = "file", key: str | None = None) -
             name,
             key,
         ) from None
+
+
+def sniff_text(path: str | os.PathLike[str], what: str = "file", key: str | None = None, head: int = 1 << 16) -> None:
+    """Check that a file of any size is a readable, regular UTF-8 text file from its first ``head`` bytes (for
+    logs too large to read whole here: their readers stream them)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise FootprintError("no such file", _where(p), key) from None
+    except OSError as exc:
+        raise FootprintError(f"cannot read it ({exc.strerror or exc})", _where(p), key) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise FootprintError(f"not a regular file, expected a {what}", _where(p), key)
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(head)
+    except OSError as exc:
+        raise FootprintError(f"cannot read it ({exc.strerror or exc})", _where(p), key) from None
+    if len(data) == head:  # a multi-byte character cut by the end of the sample is not an error
+        data = data[: max(len(data) - 3, 0)] + data[max(len(data) - 3, 0) :].decode("utf-8", "ignore").encode()
+    decode(data, _where(p), what, key)
 
 
 def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_TEXT_BYTES, key: str | None = None) -> str:

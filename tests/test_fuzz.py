@@ -263,6 +263,22 @@ def test_unreadable_scenario_paths_are_one_line_errors(cli: CliServer, tmp_path:
     _error(cli.run(["assess", big]), "larger than 1,000,000 bytes")
 
 
+def test_pipes_devices_and_unreadable_files_are_one_line_errors(cli: CliServer, tmp_path: Path) -> None:
+    """Reading a FIFO would block forever and a device never end: refused before any read. An unreadable file
+    (permissions) is one line too, tested where the suite does not run as root (root reads every file)."""
+    fifo = tmp_path / "s.yaml"
+    os.mkfifo(fifo)
+    o = cli.run(["assess", fifo], timeout_s=10)
+    _error(o, "not a scenario file")
+    (tmp_path / "log.csv").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "log.csv")
+    _error(cli.run(["import", "nvidia-smi", tmp_path / "log.csv", "-o", tmp_path / "o"], timeout_s=10), "not a regular file")
+    if os.geteuid() != 0:
+        locked = _scenario(tmp_path, BASE, "locked.yaml")
+        locked.chmod(0)
+        _error(cli.run(["assess", locked]), "cannot read it", "Permission denied")
+
+
 @pytest.mark.parametrize("seed", ["-5", str(2**80)])
 def test_seed_out_of_range_is_refused(cli: CliServer, seed: str) -> None:
     _error(cli.run(["assess", SCENARIOS / "finetune-small.yaml", "--seed", seed]), "argument --seed")
@@ -962,3 +978,17 @@ def test_fuzz_dashboard_uploads_and_pastes(content: bytes) -> None:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     assert peak < 64 << 20
+
+
+def test_the_runs_page_shows_a_damaged_run_and_says_what_was_skipped(good_run: Path, tmp_path: Path) -> None:
+    pytest.importorskip("streamlit")
+    from dashboard import core
+
+    d = tmp_path / "run"
+    shutil.copytree(good_run, d)
+    part = sorted((d / "ranks" / "rank-00000.segments" / "raw").glob("*.parquet"))[1]
+    part.write_bytes(b"garbage")
+    (d / "ranks" / "rank-00001.json").write_text("{")
+    run = core.read_run(str(d), (d / "run.json").stat().st_mtime)
+    assert run["record"]["energy"]["gpu_j"] > 0 and not run["timeline"].empty
+    assert part.name in run["samples_note"] and "rank-00001.json skipped" in run["samples_note"]

@@ -191,7 +191,8 @@ class Fetcher:
         """The gauge of the GPUs that report it but not the energy counter in this chunk (usually none): the
         chunk's gauge series from the index (no samples read), less the GPUs whose counter was fetched."""
         n = self.names
-        found = [s for s in self.client.series(n.power_metric + n.matchers(), a, b) if self._gpu_key(s) not in self._with_counter]
+        listed = self.client.series(n.power_metric + n.matchers(), a, b)
+        found = [s for s in listed if isinstance(s, dict) and self._gpu_key(s) not in self._with_counter]
         if not found:
             return Chunk.empty()
         keys = {self._gpu_key(m) for m in found}
@@ -295,14 +296,15 @@ class Fetcher:
         if len(self.t.queries) < 16:
             self.t.queries.append(expr)
         data = self.client.query(expr, at=b)
-        if data.get("resultType") != "matrix":
-            raise FootprintError(f"expected a matrix for {expr!r}, got {data.get('resultType')!r}", key="--url")
+        if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result") or [], list):
+            got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
+            raise FootprintError(f"expected a matrix for {expr!r}, got {got!r}", key="--url")
         per_dev: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
         for s in data.get("result") or []:
-            labels = s.get("metric") or {}
-            values = s.get("values") or []
-            if not values:
-                continue
+            labels = s.get("metric") if isinstance(s, dict) else None
+            values = s.get("values") if isinstance(s, dict) else None
+            if not isinstance(labels, dict) or not isinstance(values, list) or not values:
+                continue  # an entry that is not a series (a damaged or foreign answer): skipped
             if kind == GPU_GAUGE and (
                 self._gpu_key(labels) in self._with_counter or (only is not None and self._gpu_key(labels) not in only)
             ):

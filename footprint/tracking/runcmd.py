@@ -246,10 +246,10 @@ def _imported_energy(value: Any) -> float | None:
 
 
 def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None) -> dict[str, Any]:
-    from footprint.inputs import read_text
+    from footprint.inputs import sniff_text
     from meters.importers import _utc_offset, integrate_energy, read_nvidia_smi_csv
 
-    read_text(path, "nvidia-smi CSV log")  # the input contract: a readable UTF-8 text file, or one clear error
+    sniff_text(path, "nvidia-smi CSV log")  # the input contract: a readable UTF-8 text file, or one clear error
     if utc_offset is not None:
         try:
             _utc_offset(utc_offset)
@@ -307,10 +307,10 @@ def from_nvidia_smi(path: Path, utc_offset: str | None, site: dict[str, Any] | N
 
 
 def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
-    from footprint.inputs import MAX_RECORD_DEVICES, read_text
+    from footprint.inputs import MAX_RECORD_DEVICES, sniff_text
     from meters.importers import read_codecarbon_csv
 
-    read_text(path, "codecarbon emissions.csv")  # the input contract: a readable UTF-8 text file, or one clear error
+    sniff_text(path, "codecarbon emissions.csv")  # the input contract: a readable UTF-8 text file, or one clear error
     try:
         df = read_codecarbon_csv(path)
     except (ValueError, KeyError) as exc:
