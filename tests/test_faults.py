@@ -92,6 +92,19 @@ def test_track_never_raises_for_bad_arguments(bad: dict[str, Any], tmp_path: Pat
     assert Path(t.run["run_dir"]).resolve().is_relative_to(Path(tmp_path).resolve())
 
 
+def test_framework_callbacks_never_raise_for_bad_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every callback (Hugging Face, Lightning, Accelerate) opens its tracker through the shared session."""
+    from footprint.integrations.session import Session
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xL4")
+    with pytest.warns(FootprintWarning, match="unknown argument"):
+        session = Session("test", name="../x", output_dir=tmp_path, site=123, host=False, bogus=1)
+        t = session.begin()
+    t.step(tokens=3)
+    run = t.stop()
+    assert run is not None and run["tokens"] == 3 and sum("argument ignored" in n for n in run["notes"]) == 3
+
+
 def test_track_methods_never_raise_for_bad_values(tmp_path: Path) -> None:
     with footprint.track(name="m", output_dir=tmp_path, nvml=FakeNVML("1xL4"), host=False) as t:
         t.step(tokens="many", flops=object())  # type: ignore[arg-type]

@@ -924,7 +924,7 @@ def _gather(dist: Any, record: dict[str, Any], world: int, timeout_s: float) -> 
 def _default_name(d: DistInfo) -> str:
     job = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID")
     if d.distributed and job and job != "none":
-        return f"job-{job}"
+        return "job-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", job)[:100].strip(".")  # a plain name, whatever the env says
     return time.strftime("run-%Y%m%d-%H%M%S")
 
 
