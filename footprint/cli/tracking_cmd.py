@@ -21,7 +21,11 @@ footprint run --name ft --count-steps -- python train.py    count its optimizer 
 footprint assess runs/llama-ft                        then assess it (or: footprint report runs/llama-ft -o r.html)""",
         handler=run,
     )
-    r.add_argument("--name", help="run name: the directory under --output-dir (default: SLURM job or a timestamp)")
+    r.add_argument(
+        "--name",
+        help="run name: one plain name, the directory under --output-dir (default: SLURM job or a timestamp); "
+        "a name already taken there gets a suffix (-2, -3...)",
+    )
     r.add_argument("--output-dir", default="runs", help="where run directories go (default: ./runs)")
     r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA) for later assessment")
     r.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1)")
@@ -41,7 +45,12 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
         type=number_arg(int, 1, 65535),
         help="serve live metrics for Prometheus on 127.0.0.1:PORT while the command runs (needs prometheus_client)",
     )
-    r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
+    r.add_argument(
+        "cmd",
+        nargs=argparse.REMAINDER,
+        help="the command, after --; signals sent to footprint run are passed on once, its exit code is the "
+        "command's (128 + N if signal N killed it), and it gets SIGTERM if footprint run dies",
+    )
 
     rc = command(
         sub,
