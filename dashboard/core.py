@@ -85,14 +85,20 @@ def read_scenario(path: str) -> dict[str, Any]:
 
 
 def parse_upload(name: str, content: bytes) -> dict[str, Any]:
-    """An uploaded or pasted scenario: size-limited, UTF-8, yaml.safe_load (parse_yaml_text), a mapping."""
+    """An uploaded or pasted scenario under the CLI's input contract: size-limited, UTF-8 (``footprint.inputs``),
+    YAML within the loader's limits (an alias bomb is refused before it is built), then validated as a scenario
+    (``workload_from_dict``) before anything serialises it (the caches key on its JSON)."""
+    from footprint.inputs import decode
+
     if len(content) > MAX_UPLOAD_BYTES:
         raise ScenarioError(f"file is larger than {MAX_UPLOAD_BYTES} bytes ({len(content):,} bytes uploaded)", name)
     try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError("not a UTF-8 text file (expected a scenario YAML)", name) from None
-    return parse_yaml_text(text, name)
+        text = decode(content, name, "scenario YAML")
+    except FootprintError as exc:
+        raise ScenarioError(exc.detail, name) from None
+    data = parse_yaml_text(text, name)
+    workload_from_dict(data, name)  # a ScenarioError here names the key, as the CLI does
+    return data
 
 
 def data_key(data: dict[str, Any]) -> str:
@@ -483,23 +489,26 @@ def read_run(run_dir: str, mtime: float) -> dict[str, Any]:
     from footprint.tracking import runrecord
 
     p = Path(run_dir)
-    record = runrecord.read_json(p / "run.json")
+    record = runrecord.read_record(p / "run.json")
     timeline = None
     note = None
+    skipped: list[str] = []  # damaged parts and rank records, left out: said under the chart
     try:
-        timeline = power_timeline(runrecord.power_timeline(p, buckets=TIMELINE_BUCKETS), runrecord.device_labels(record))
+        timeline = power_timeline(
+            runrecord.power_timeline(p, buckets=TIMELINE_BUCKETS, notes=skipped), runrecord.device_labels(record)
+        )
     except Exception as exc:  # damaged samples must not hide the rest of the run
         note = f"the power samples could not be read: {type(exc).__name__}: {exc}"
     if note is None and (timeline is None or timeline.empty):
         note = "no power samples in the run directory (no power timeline)"
     per_step: list[dict[str, Any]] = []
-    for rank_file in sorted((p / "ranks").glob("rank-*.json")):
-        try:
-            rec = json.loads(rank_file.read_text())
-        except (OSError, ValueError):
-            continue
-        for i, v in enumerate(((rec.get("mfu") or {}).get("per_step_mfu")) or []):
-            per_step.append({"rank": f"rank {rec.get('rank', rank_file.stem)}", "step": i + 1, "MFU %": 100.0 * v})
+    for rec in runrecord.rank_records(p, skipped):
+        values = ((rec.get("mfu") or {}).get("per_step_mfu")) or []
+        for i, v in enumerate(values if isinstance(values, list) else []):
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                per_step.append({"rank": f"rank {rec.get('rank')}", "step": i + 1, "MFU %": 100.0 * v})
+    if skipped:
+        note = "; ".join(([note] if note else []) + skipped)
     return {"record": record, "timeline": timeline, "samples_note": note, "per_step_mfu": per_step}
 
 

@@ -3,13 +3,13 @@
 Public API (imported lazily so that ``import footprint`` costs milliseconds):
 
     load_scenario(path, sets=None) -> Workload
-    assess(workload | scenario path | run dir | run, samples=2000, seed=0) -> Assessment
+    assess(workload | scenario path | run dir | run, samples=DEFAULT_SAMPLES (2000), seed=0) -> Assessment
     report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
     assess_many(workloads) -> BatchAssessment  (central values of thousands of workloads, factor lookups shared)
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
     read_samples(run_dir, t_range=..., uuids=..., columns=...) -> DataFrame; power_timeline(run_dir, buckets=1000)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
-    Workload, Assessment, FootprintError
+    Workload, Assessment, FootprintError, FootprintWarning (a bad track() argument, worked around)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Assessment",
     "FootprintError",
+    "FootprintWarning",
     "Tracker",
     "Workload",
     "assess",
@@ -43,6 +44,7 @@ _LAZY = {
     "report": ("footprint.api", "report"),
     "Assessment": ("footprint.lca.assessment", "Assessment"),
     "FootprintError": ("footprint.errors", "FootprintError"),
+    "FootprintWarning": ("footprint.errors", "FootprintWarning"),
     "track": ("footprint.tracking.tracker", "track"),
     "measure_flops": ("footprint.flops", "measure_flops"),
     "transformer_flops": ("footprint.flops", "transformer_flops"),

@@ -21,3 +21,8 @@ class ScenarioError(FootprintError):
 
 class UnknownGpuError(FootprintError):
     """A GPU name that no catalogue card answers to."""
+
+
+class FootprintWarning(UserWarning):
+    """Something footprint could not use and worked around (a bad `track()` argument: the default is used and the
+    run's notes say so). Warned, never raised: the training goes on."""

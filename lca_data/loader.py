@@ -38,18 +38,81 @@ def _path(name: str, root: Path | None = None) -> Path:
     return (root or DATA_DIR) / name
 
 
-def safe_load(stream: Any) -> Any:
-    """``yaml.safe_load`` with the C loader where available."""
-    return yaml.load(stream, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
+# Limits every YAML the project reads is held to, checked on the parser's events before a single Python
+# object is built: a 2 KB alias bomb would otherwise expand to gigabytes in whoever walks it (json.dumps,
+# str, a deep copy), and libyaml's composer recurses once per nesting level (100,000 levels crash it).
+MAX_YAML_BYTES = 5_000_000  # characters; scenario files and uploads have their own 1 MB limit on top
+MAX_YAML_DEPTH = 64  # nested mappings and sequences (the deepest shipped file has 6)
+MAX_YAML_NODES = 200_000  # nodes once every alias is expanded (gpus.yaml, the largest data file, has ~3,200)
+
+
+class YamlLimitError(yaml.MarkedYAMLError):
+    """A YAML document over the size, nesting or (alias-expanded) node limits: refused before it is built."""
+
+
+def check_limits(
+    text: str, max_bytes: int = MAX_YAML_BYTES, max_depth: int = MAX_YAML_DEPTH, max_nodes: int = MAX_YAML_NODES
+) -> None:
+    """Raise YamlLimitError if ``text`` is too large, nested too deep, or expands past ``max_nodes`` through its
+    aliases. Reads libyaml's event stream (a state machine, no recursion); an alias counts every node of what
+    it names, so a billion laughs is caught at its second line, in microseconds."""
+    if len(text) > max_bytes:
+        raise YamlLimitError(problem=f"document is larger than {max_bytes:,} characters")
+    total = 0
+    depth = 0
+    starts: list[tuple[int, str | None]] = []  # per open collection: nodes counted before it, its anchor
+    sizes: dict[str, int] = {}  # anchor -> nodes it expands to
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    opening, closing = (yaml.SequenceStartEvent, yaml.MappingStartEvent), (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    for ev in yaml.parse(text, Loader=SAFE_LOADER):
+        if isinstance(ev, scalar):
+            total += 1
+            if ev.anchor:
+                sizes[ev.anchor] = 1
+        elif isinstance(ev, alias):
+            total += sizes.get(ev.anchor, 1)
+        elif isinstance(ev, opening):
+            depth += 1
+            if depth > max_depth:
+                raise YamlLimitError(problem=f"nested deeper than {max_depth} levels", problem_mark=ev.start_mark)
+            starts.append((total, ev.anchor))
+            total += 1
+        elif isinstance(ev, closing):
+            depth -= 1
+            before, anchor = starts.pop()
+            if anchor:
+                sizes[anchor] = total - before
+        else:
+            continue
+        if total > max_nodes:
+            what = "its aliases expand to" if sizes else "it has"
+            raise YamlLimitError(
+                problem=f"{what} more than {max_nodes:,} nodes (an alias bomb?)", problem_mark=getattr(ev, "start_mark", None)
+            )
+
+
+def safe_load(stream: Any, max_bytes: int = MAX_YAML_BYTES) -> Any:
+    """``yaml.safe_load`` (libyaml's C loader where available) within the limits above: every YAML the project
+    reads (lca_data, scenarios, ``--set`` values, dashboard uploads and pastes, kernel profiles) comes here.
+    Bytes must be UTF-8; a document over a limit raises YamlLimitError (a yaml.YAMLError) before it is built."""
+    text = stream.read() if hasattr(stream, "read") else stream
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # UnicodeDecodeError: callers name the file
+    if not isinstance(text, str):
+        raise TypeError(f"safe_load expects text, got {type(text).__name__}")
+    check_limits(text, max_bytes)
+    return yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader
 
 
 def read_yaml(name: str, root: Path | None = None) -> Any:
     path = _path(name, root)
     try:
-        with path.open() as fh:
+        with path.open(encoding="utf-8") as fh:
             return safe_load(fh)
     except FileNotFoundError:
         raise LcaDataError(path, "-", "file is missing") from None
+    except UnicodeDecodeError:
+        raise LcaDataError(path, "-", "not UTF-8 text") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "-"

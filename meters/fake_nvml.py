@@ -193,6 +193,9 @@ def _model_key(text: str) -> str:
 _SPEC_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX]\s*)?([A-Za-z0-9_\- ]+?)\s*(?:@\s*([\d.]+)\s*W?)?\s*$")
 
 
+MAX_FAKE_GPUS = 4096  # a fake machine larger than this is a typo in FOOTPRINT_FAKE_NVML, not a machine
+
+
 def parse_spec(spec: str) -> list[tuple[str, float | None]]:
     """ "2xA100-SXM4-40GB,1xV100-SXM2-32GB@250W" -> [(model key, watts or None), ...], one per GPU."""
     out: list[tuple[str, float | None]] = []
@@ -203,6 +206,8 @@ def parse_spec(spec: str) -> list[tuple[str, float | None]]:
         if not m:
             raise ValueError(f"bad fake NVML device spec {item!r}; expected e.g. '2xA100-SXM4-40GB'")
         count = int(m.group(1) or 1)
+        if len(out) + count > MAX_FAKE_GPUS:
+            raise ValueError(f"more than {MAX_FAKE_GPUS} fake GPUs in {spec[:60]!r}")
         key = _model_key(m.group(2))
         if key not in MODELS:
             raise ValueError(f"unknown fake GPU model {m.group(2)!r}; known: {', '.join(sorted(MODELS))}")

@@ -59,6 +59,10 @@ _STRING_FIELDS = {
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
 _HEADER_UNIT = re.compile(r"^(.*?)\s*\[([^\]]*)\]\s*$")
 NVIDIA_SMI_TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
+# A device's power reading above this is not a reading (the largest accelerator boards draw ~1-2 kW): such rows
+# are skipped with a note, like negative or missing ones, so an imported energy is never negative or absurd.
+MAX_DEVICE_POWER_W = 10_000.0
+MAX_UTC_OFFSET_H = 14  # UTC-12 to UTC+14 are the offsets in use
 
 # Preferred power column when integrating: the instantaneous reading first (power.draw is a 1 s
 # average on Ampere (except GA100) and newer drivers/boards).
@@ -89,12 +93,17 @@ def _utc_offset(value: float | str | timedelta) -> timedelta:
     if isinstance(value, timedelta):
         return value
     if isinstance(value, int | float):
+        if not abs(float(value)) <= MAX_UTC_OFFSET_H:  # also refuses nan
+            raise ValueError(f"utc_offset {value!r}: hours from -{MAX_UTC_OFFSET_H} to +{MAX_UTC_OFFSET_H}")
         return timedelta(hours=float(value))
     m = re.fullmatch(r"\s*(?:UTC)?\s*([+-])(\d{1,2})(?::?(\d{2}))?\s*", str(value))
     if not m:
         raise ValueError(f"utc_offset {value!r}: expected hours (1, -5.5), a timedelta or '+01:00'")
     sign = 1 if m.group(1) == "+" else -1
-    return sign * timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
+    hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+    if hours > MAX_UTC_OFFSET_H or minutes >= 60:
+        raise ValueError(f"utc_offset {value!r}: hours from -{MAX_UTC_OFFSET_H} to +{MAX_UTC_OFFSET_H}, minutes below 60")
+    return sign * timedelta(hours=hours, minutes=minutes)
 
 
 def read_nvidia_smi_csv(path: PathLike, utc_offset: float | str | timedelta | None = None) -> pd.DataFrame:
@@ -206,28 +215,31 @@ def _to_seconds(value: Any, df: pd.DataFrame) -> float | None:
     return float((ts - epoch) / pd.Timedelta(seconds=1))
 
 
-def power_series(df: pd.DataFrame, power_column: str | None = None) -> dict[str, tuple[Any, Any, int]]:
-    """Per device of a tidy power log: (times in ``t_s`` seconds, power in W, rows skipped), the readings that
-    `integrate_energy` integrates: finite values only, in time order, the last reading of a repeated timestamp."""
+def power_series(df: pd.DataFrame, power_column: str | None = None) -> dict[str, tuple[Any, Any, int, int]]:
+    """Per device of a tidy power log: (times in ``t_s`` seconds, power in W, rows without a value skipped, rows
+    with an implausible power skipped), the readings that `integrate_energy` integrates: finite values between 0
+    and `MAX_DEVICE_POWER_W` only, in time order, the last reading of a repeated timestamp."""
     import numpy as np
 
     col = power_column or df.attrs.get("power_column") or ("power_w" if "power_w" in df else None)
     if col is None or col not in df:
         raise ValueError("no power column to integrate")
-    out: dict[str, tuple[Any, Any, int]] = {}
+    out: dict[str, tuple[Any, Any, int, int]] = {}
     devices = df["device"].astype(str).to_numpy() if "device" in df else np.full(len(df), "0")
     for device in dict.fromkeys(devices.tolist()):
         sub = df[devices == device]
         t = sub["t_s"].to_numpy(dtype=float)
         p = sub[col].to_numpy(dtype=float)
         ok = np.isfinite(t) & np.isfinite(p)
-        t, p = t[ok], p[ok]
+        implausible = ok & ((p < 0) | (p > MAX_DEVICE_POWER_W))
+        keep_rows = ok & ~implausible
+        t, p = t[keep_rows], p[keep_rows]
         order = np.argsort(t, kind="stable")
         t, p = t[order], p[order]
         if len(t):  # duplicate timestamps: keep the last reading
             keep = np.concatenate([t[1:] != t[:-1], [True]])
             t, p = t[keep], p[keep]
-        out[device] = (t, p, int((~ok).sum()))
+        out[device] = (t, p, int((~ok).sum()), int(implausible.sum()))
     return out
 
 
@@ -263,10 +275,15 @@ def integrate_energy(
     t_start = _to_seconds(start, df)
     t_end = _to_seconds(end, df)
     out: dict[str, dict[str, Any]] = {}
-    for device, (t, p, skipped) in power_series(df, col).items():
+    for device, (t, p, skipped, implausible) in power_series(df, col).items():
         notes: list[str] = []
         if skipped:
             notes.append(f"{skipped} rows without a power value skipped")
+        if implausible:
+            notes.append(
+                f"{implausible} rows with a power reading below 0 or above {MAX_DEVICE_POWER_W:g} W skipped "
+                "(not a reading a device can give)"
+            )
         if len(t) < 2:
             out[device] = {
                 "energy_j": math.nan,

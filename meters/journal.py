@@ -245,6 +245,17 @@ class JournalWriter:
         if self.segments is not None:
             self.segments.close()
 
+    def abandon(self) -> None:
+        """Give up the journal after a write error: close what can be closed, never raise (the segment writer
+        finishes the parts it holds)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(Exception):
+                fh.close()
+        if self.segments is not None:
+            with contextlib.suppress(Exception):
+                self.segments.close()
+
     @property
     def errors(self) -> list[str]:
         return self.segments.errors if self.segments is not None else []
@@ -314,10 +325,25 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The first line's header ({} if there is none or it is unreadable): cheap on a journal of any size."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            value = json.loads(fh.readline() or "{}")
-    except (OSError, ValueError):
+            value = json.loads(fh.readline(1 << 20) or "{}")
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) and value.get("type") == "header" else {}
+
+
+def header_number(header: dict[str, Any], *keys: str, default: float = 0.0) -> float:
+    """The first of ``keys`` in a header that is a finite number (a damaged header reads as the default)."""
+    for k in keys:
+        v = header.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return default
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    return None
 
 
 def _ticks(path: Path, j: Journal) -> Iterator[tuple[float, list[Any], list[str]]]:
@@ -334,25 +360,33 @@ def _ticks(path: Path, j: Journal) -> Iterator[tuple[float, list[Any], list[str]
                 continue
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 j.bad_lines += 1
                 continue
             if isinstance(value, list):
-                if value and keys:
-                    yield float(value[0]), value, keys
+                t = _number(value[0]) if value else None
+                if t is None:
+                    j.bad_lines += 1  # a tick line whose time is not a number: skipped, the next ones read on
+                elif keys:
+                    yield t, value, keys
             elif isinstance(value, dict):
                 kind = value.get("type")
                 if kind == "header":
                     if not j.header:
                         j.header = value
                 elif kind == "devices":
-                    keys = [str(k) for k in value.get("keys", [])]
-                    for d in value.get("devices", []):
+                    listed, devices = value.get("keys"), value.get("devices")
+                    if not isinstance(listed, list) or not isinstance(devices, list):
+                        j.bad_lines += 1
+                        continue
+                    keys = [str(k) for k in listed]
+                    for d in devices:
                         try:
                             info = DeviceInfo.from_dict(d)
-                        except TypeError:
+                        except Exception:  # noqa: BLE001 - a damaged device record is skipped
                             continue
-                        j.devices[info.uuid] = info
+                        if isinstance(info.uuid, str):
+                            j.devices[info.uuid] = info
                 elif kind == "event":
                     if value.get("kind") == "progress":
                         j.progress = value
@@ -366,14 +400,18 @@ def _ticks(path: Path, j: Journal) -> Iterator[tuple[float, list[Any], list[str]
 
 
 def _readings(values: list[Any], keys: list[str]) -> Iterator[tuple[str, float, float]]:
-    """(uuid, energy J, power W or NaN) of one tick line; devices without an energy reading are skipped."""
+    """(uuid, energy J, power W or NaN) of one tick line; devices without a finite energy reading >= 0 are
+    skipped (a damaged value costs that reading, never the line or the journal)."""
     n = len(values)
     for i, key in enumerate(keys):
         k = 1 + 2 * i
-        if k >= n or values[k] is None:
+        if k >= n:
+            break
+        energy = _number(values[k])
+        if energy is None or energy < 0:
             continue
-        power = values[k + 1] if k + 1 < n else None
-        yield key, float(values[k]), math.nan if power is None else float(power)
+        power = _number(values[k + 1]) if k + 1 < n else None
+        yield key, energy, math.nan if power is None or power < 0 else power
 
 
 def read_journal(path: str | os.PathLike[str], samples: bool = True) -> Journal:
@@ -402,7 +440,7 @@ def last_readings(path: str | os.PathLike[str], t0: float | None = None) -> dict
     for t, values, keys in _ticks(p, j):
         for key, e, pw in _readings(values, keys):
             newest[key] = (t, e, pw)
-    base = float(j.header.get("t0", j.header.get("t_monotonic", 0.0))) if t0 is None else t0
+    base = header_number(j.header, "t0", "t_monotonic") if t0 is None else t0
     comp = {u: info.component for u, info in j.devices.items()}
     out: dict[str, list[Any]] = {}
     for u, (t, e, pw) in newest.items():
@@ -447,7 +485,7 @@ def iter_journal_chunks(path: str | os.PathLike[str], t0: float | None = None, r
 
     for t, values, keys in _ticks(p, j):
         if base is None:
-            base = float(j.header.get("t0", j.header.get("t_monotonic", t)))
+            base = header_number(j.header, "t0", "t_monotonic", default=t)
         ms = round((t - base) * 1000.0)
         for key, e, pw in _readings(values, keys):
             dev.append(codes.setdefault(key, len(codes)))

@@ -132,6 +132,10 @@ class Sampler:
         self._device_sig: tuple[tuple[str, str, int], ...] = ()
         self._tick_costs: deque[float] = deque(maxlen=2048)
         self._tick_cost_total = 0.0
+        # Called once, from the sampling thread, when the journal cannot be written any more (disk full, read-only,
+        # volume gone): the sampler then stops journaling and goes on measuring in memory (totals are unaffected).
+        self.on_journal_error: Callable[[BaseException], None] | None = None
+        self.journal_failed: str | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -156,7 +160,7 @@ class Sampler:
                     retention=self.retention,
                 )
             except Exception as exc:
-                self._error("journal", exc)
+                self._journal_error(exc)
         if self.start_meters:
             for meter in self.meters:
                 try:
@@ -279,7 +283,7 @@ class Sampler:
                         self._journal_progress(t, force=self._stop_event.is_set())
                         self._journal.maybe_flush()
                     except Exception as exc:
-                        self._error("journal", exc)
+                        self._journal_error(exc)
             except Exception as exc:  # defensive: a bug here must not kill the thread
                 self._error("sampler", exc)
             cost = time.perf_counter() - c0
@@ -316,8 +320,26 @@ class Sampler:
             try:
                 self._journal.set_devices(t, infos)
             except Exception as exc:
-                self._error("journal", exc)
+                self._journal_error(exc)
         self._device_sig = self._device_signature()
+
+    def _journal_error(self, exc: BaseException) -> None:
+        """The journal failed (an OSError: disk full, read-only): stop journaling, say so once, keep measuring."""
+        self._error("journal", exc)
+        if not isinstance(exc, OSError) or self.journal_failed is not None:
+            return
+        self.journal_failed = f"{type(exc).__name__}: {exc}"
+        journal, self._journal = self._journal, None
+        if journal is not None:
+            with contextlib.suppress(Exception):
+                journal.abandon()
+            for msg in journal.errors:
+                self.error_log.append(msg)
+        self.error_log.append("journal: stopped after a write error; energy measured in memory from then on")
+        callback = self.on_journal_error
+        if callback is not None:
+            with contextlib.suppress(Exception):
+                callback(exc)
 
     def _error(self, source: Any, exc: BaseException) -> None:
         self.errors += 1

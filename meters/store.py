@@ -48,25 +48,31 @@ class Store:
     writer's start): rows' `t_s` count from it."""
 
     def __init__(self, journal_path: str | os.PathLike[str]) -> None:
-        from .journal import read_header
+        from .journal import header_number, read_header
 
         self.journal_path = Path(journal_path)
         self.dir = segments_dir(self.journal_path)
-        self.header = read_header(self.journal_path)
+        self.notes: list[str] = []  # parts skipped because they could not be read (damaged, truncated, not Parquet)
+        self.header = read_header(self.journal_path) if self.journal_path.is_file() else {}
         if not self.header:  # killed in the instant of a roll without hard links: the newest piece has the header
-            pieces = list_parts(self.dir, PENDING)
+            pieces = list_parts(self.dir, PENDING) if self.dir.is_dir() else []
             self.header = read_header(pieces[-1][0]) if pieces else {}
-        self.version = int(self.header.get("version", 1) or 1)
-        self.t0 = float(self.header.get("t0", self.header.get("t_monotonic", 0.0)) or 0.0)
+        self.version = int(header_number(self.header, "version", default=1))
+        self.t0 = header_number(self.header, "t0", "t_monotonic")
+        self._segment_start = int(header_number(self.header, "segment_start_ms", default=-BIG))
 
     # ---- planning ----------------------------------------------------------------------------------
     def sources(self) -> dict[str, list[Source]]:
         """Every file, by kind. The tail covers from its segment start onwards (a v1 journal: everything)."""
-        out = {k: [Source(k, p, a, b) for p, (a, b) in list_parts(self.dir, k)] for k in (RAW, SECOND, MINUTE, PENDING)}
+        listed = self.dir.is_dir()
+        out = {
+            k: [Source(k, p, a, b) for p, (a, b) in (list_parts(self.dir, k) if listed else [])]
+            for k in (RAW, SECOND, MINUTE, PENDING)
+        }
         out["tail"] = []
-        if self.journal_path.exists():
+        if self.journal_path.is_file():
             kind = "tail" if self.version >= 2 else "journal"
-            out["tail"] = [Source(kind, self.journal_path, int(self.header.get("segment_start_ms", -BIG)), BIG)]
+            out["tail"] = [Source(kind, self.journal_path, self._segment_start, BIG)]
         return out
 
     def plan(self, lo_ms: int = -BIG, hi_ms: int = BIG, resolution_ms: int = 0) -> list[Source]:
@@ -115,10 +121,18 @@ class Store:
             if src.kind in (PENDING, "tail", "journal"):
                 from .journal import iter_journal_chunks
 
-                for chunk in iter_journal_chunks(src.path, t0=self.t0):
-                    yield from _finish(chunk, src, uu, cc, want)
+                try:
+                    for chunk in iter_journal_chunks(src.path, t0=self.t0):
+                        yield from _finish(chunk, src, uu, cc, want)
+                except OSError as exc:
+                    self._skipped(src, exc)
             else:
-                yield from _parquet(src, uu, cc, want)
+                yield from _parquet(src, uu, cc, want, self._skipped)
+
+    def _skipped(self, src: Source, exc: BaseException) -> None:
+        note = f"{src.path.parent.name}/{src.path.name}: unreadable ({type(exc).__name__}: {str(exc)[:120]}): skipped"
+        if note not in self.notes:
+            self.notes.append(note)
 
     def last_readings(self) -> dict[str, dict[str, Any]]:
         """{uuid: {t_s, energy_j, power_w, component}}: each device's newest reading, from `last.json` and the
@@ -129,15 +143,21 @@ class Store:
         after = -BIG
         try:
             data = json.loads((self.dir / LAST).read_text())
-            last.update(data.get("last") or {})
+            last.update({u: r for u, r in (data.get("last") or {}).items() if _reading(r)})
             after = int(data.get("end_ms", after))
-        except (OSError, ValueError, TypeError):
-            pass
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+            if (self.dir / LAST).exists():
+                self.notes.append(f"{LAST}: unreadable: the newest readings come from the journal pieces only")
         by = self.sources()
         for src in by[PENDING] + by["tail"]:
             if src.kind == PENDING and src.end_ms <= after:
                 continue  # its raw part and last.json were written before the process died
-            for uuid, reading in journal_last(src.path, self.t0).items():
+            try:
+                newest = journal_last(src.path, self.t0)
+            except OSError as exc:
+                self._skipped(src, exc)
+                continue
+            for uuid, reading in newest.items():
                 prev = last.get(uuid)
                 if prev is None or reading[0] >= prev[0]:
                     last[uuid] = reading
@@ -147,8 +167,17 @@ class Store:
         }
 
 
-def _parquet(src: Source, uu: set[str] | None, cc: set[str] | None, want: list[str]) -> Iterator[pa.Table]:
-    """One part, pushed down: only the columns asked for, only the row groups whose statistics can match."""
+def _reading(r: Any) -> bool:
+    """Whether a last.json entry is [t_ms, energy_mJ, power or null, component?] with finite numbers."""
+    if not (isinstance(r, list) and len(r) >= 3):
+        return False
+    num = [isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r[:3]]
+    return num[0] and num[1] and r[1] >= 0 and (num[2] or r[2] is None)
+
+
+def _parquet(src: Source, uu: set[str] | None, cc: set[str] | None, want: list[str], skipped: Any = None) -> Iterator[pa.Table]:
+    """One part, pushed down: only the columns asked for, only the row groups whose statistics can match. A part
+    that cannot be read (truncated, not Parquet, columns missing) is reported to ``skipped`` and left out."""
     import pyarrow.parquet as pq
 
     stored = set(_schema(src.kind != RAW).names)
@@ -165,6 +194,10 @@ def _parquet(src: Source, uu: set[str] | None, cc: set[str] | None, want: list[s
                 yield from _finish(batch, src, uu, cc, want)
     except FileNotFoundError:  # expired by a live writer between planning and reading
         return
+    except Exception as exc:  # noqa: BLE001 - a damaged part costs its span, never the read
+        if skipped is None:
+            raise
+        skipped(src, exc)
 
 
 def _may_match(rg: Any, src: Source, uu: set[str] | None, cc: set[str] | None) -> bool:

@@ -175,7 +175,7 @@ def test_bad_input_exit_2_names_file_and_key_no_traceback(case: str, tmp_path: P
     [
         (["assess", "missing.yaml"], "no such scenario file"),
         (["assess", "scenarios/bloom-176b.yaml", "--set", "nonsense"], "expected key=value"),
-        (["assess", "scenarios/bloom-176b.yaml", "--samples", "-1"], "--samples must be >= 0"),
+        (["assess", "scenarios/bloom-176b.yaml", "--samples", "-1"], "argument --samples: must be >= 0"),
         (["assess", "scenarios/bloom-176b.yaml", "--format", "pdf"], "invalid choice"),
         (["gpus", "show", "Voodoo 3"], "unknown GPU"),
     ],

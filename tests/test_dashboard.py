@@ -186,7 +186,8 @@ def test_bad_uploads_get_the_clis_one_line_errors() -> None:
         ),
         (b"- just\n- a list\n", "bad.yaml: expected a mapping"),
         (b"1: one\nname: x\n", "bad.yaml: 1: unknown section"),
-        (b"\xff\xfe\x00binary", "bad.yaml: not a UTF-8 text file"),
+        (b"\xff\xfe\x00binary", "bad.yaml: a binary file, not a scenario YAML"),
+        (b"name: caf\xe9\n", "bad.yaml: not UTF-8 text (byte 9"),
         (b"name: big\n" + b"# padding\n" * 110_000, "bad.yaml: file is larger than 1000000 bytes"),
     ]
     for content, message in cases:

@@ -365,6 +365,21 @@ def test_unreachable_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     _fails(args, tmp_path, "cannot reach http://127.0.0.1", capsys)
 
 
+GARBAGE = {  # answers no Prometheus gives (a proxy, a damaged cache): one clear error or what is usable, never a traceback
+    "list": b"[1, 2, 3]",
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "junk-series": json.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "matrix",
+                "result": [1, "x", {"metric": 5}, {"metric": {"Hostname": "n"}, "values": [[1, "abc"], ["x", None], [2], 7]}],
+            },
+        }
+    ).encode(),
+}
+
+
 class Stub(http.server.BaseHTTPRequestHandler):
     """Answers with a fixed status (or forwards to the real server after `fail` failures); records headers."""
 
@@ -383,6 +398,8 @@ class Stub(http.server.BaseHTTPRequestHandler):
             body, code = b"upstream busy", 503
         elif Stub.mode == "html":
             body, code = b"<html>login</html>", 200
+        elif Stub.mode in GARBAGE:
+            body, code = GARBAGE[Stub.mode], 200
         else:
             code = int(Stub.mode)
             body = json.dumps({"status": "error", "errorType": "x", "error": f"stub {code}"}).encode()
@@ -412,12 +429,23 @@ def stub(prom: str) -> Iterator[str]:
         ("404", "not a Prometheus API here"),
         ("401", "HTTP 401"),
         ("html", "not a JSON answer"),
+        ("list", "not a JSON answer"),
+        ("deep", "not a JSON answer"),
     ],
 )
 def test_http_errors(stub: str, tmp_path: Path, mode: str, pattern: str, capsys: pytest.CaptureFixture[str]) -> None:
     Stub.mode = mode
     args = ["fleet", "import", "prometheus", "--url", stub, "--start", "now-1h", "--end", "now", "--retries", "1"]
     _fails(args, tmp_path, pattern, capsys)
+
+
+def test_a_foreign_answer_is_never_a_traceback(stub: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Stub.mode = "junk-series"
+    args = ["fleet", "import", "prometheus", "--url", stub, "--start", "now-1h", "--end", "now", "--retries", "1"]
+    code, _, err = _main(capsys, *args, "-o", str(tmp_path / "out"), "--quiet")
+    assert code in (0, 2) and "Traceback" not in err, err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, err
 
 
 def test_retries_on_5xx_then_succeeds_and_sends_credentials(stub: str, cluster: Cluster, tmp_path: Path) -> None:

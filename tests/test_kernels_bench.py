@@ -390,7 +390,7 @@ def test_bad_profiles_name_the_file_and_key(tmp_path: Path, mutate: Any, key: st
 @pytest.mark.parametrize(
     "text, pattern",
     [
-        ("results: [unclosed", "not valid YAML at line"),
+        ("results: [unclosed", "line 2, column 1: malformed YAML"),
         ("", "empty file"),
         ("- just\n- a list\n", "must be a mapping"),
     ],

@@ -286,8 +286,8 @@ def test_footprint_run_wraps_a_command(tmp_path: Path) -> None:
         (["run", "--name", "x"], "no command given"),
         (["run", "--grid", "Atlantis", "--", "true"], "unknown grid zone"),
         (["run", "--", "definitely-not-a-program-xyz"], "cannot start"),
-        (["recover", "/nonexistent/run"], "no journal found"),
-        (["merge", "/nonexistent/run"], "no per-rank records"),
+        (["recover", "/nonexistent/run"], "no such run directory"),
+        (["merge", "/nonexistent/run"], "no such run directory"),
         (["import", "nvidia-smi", "/nonexistent.csv", "-o", "/tmp/x"], "no such file"),
     ],
 )
@@ -380,7 +380,8 @@ def test_retention_is_recorded_and_a_bad_one_is_a_note(tmp_path: Path) -> None:
     run = t.stop()
     rank = json.loads((tmp_path / "ret" / "ranks" / "rank-00000.json").read_text())
     assert rank["retention"]["raw_s"] == 3600 and run["samples"]["retention"]["raw_s"] == 3600
-    bad = footprint.track(name="bad", output_dir=tmp_path, nvml=FakeNVML("1xL4"), host=False, retention={"raw": 1}).start()
+    with pytest.warns(footprint.FootprintWarning, match="retention: unknown keys"):
+        bad = footprint.track(name="bad", output_dir=tmp_path, nvml=FakeNVML("1xL4"), host=False, retention={"raw": 1}).start()
     run = bad.stop()
     assert any("unknown keys" in n for n in run["notes"]) and run["energy"]["gpu_j"] > 0
 

@@ -52,7 +52,8 @@ examples:
 
 
 class Parser(argparse.ArgumentParser):
-    """One-line errors (exit 2, as argparse), with a "did you mean" for a mistyped choice."""
+    """One-line errors (exit 2, as argparse; the usage is left to --help, which the line points to), with a "did
+    you mean" for a mistyped choice."""
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
@@ -65,8 +66,7 @@ class Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
             if close:
                 message += f"; did you mean '{close[0]}'?"
-        self.print_usage(sys.stderr)
-        self.exit(2, f"footprint: error: {message}\n")
+        self.exit(2, f"footprint: error: {message} (see: {self.prog} --help)\n")
 
 
 def command(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from footprint.inputs import MAX_SAMPLES, number_arg
+
 FORMATS = ("table", "json", "csv", "md")
 REPORT_FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
 SETS_HELP = "override a scenario key, repeatable: --set training.mfu=0.5 --set site.grid=POL"
@@ -20,11 +22,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=SETS_HELP)
     p.add_argument(
         "--samples",
-        type=int,
+        type=number_arg(int, 0, MAX_SAMPLES),
         default=DEFAULT_SAMPLES,
-        help=f"Monte Carlo samples for the low-high ranges (default {DEFAULT_SAMPLES}, as the dashboard; 0: none)",
+        help=f"Monte Carlo samples for the low-high ranges (default {DEFAULT_SAMPLES}, as the dashboard; 0: none; "
+        f"at most {MAX_SAMPLES:,})",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed of the Monte Carlo (default 0: reproducible)")
+    p.add_argument(
+        "--seed", type=number_arg(int, 0, 2**63 - 1), default=0, help="random seed of the Monte Carlo (default 0: reproducible)"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,20 +85,12 @@ footprint report scenarios/olmo-2-7b.yaml --format json -o -      to stdout""",
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _check_samples(samples: int) -> None:
-    from footprint.errors import FootprintError
-
-    if samples < 0:
-        raise FootprintError(f"--samples must be >= 0, got {samples}", key="--samples")
-
-
 def assess(args: argparse.Namespace) -> int:
     from footprint.api import to_workload
     from footprint.cli.app import emit
     from footprint.lca.assessment import render
     from footprint.lca.engine import assess
 
-    _check_samples(args.samples)
     workload = to_workload(Path(args.target), args.sets)
     emit(render(assess(workload, samples=args.samples, seed=args.seed), args.format, args.details), args.output)
     return 0
@@ -105,7 +102,6 @@ def report(args: argparse.Namespace) -> int:
     from footprint.errors import FootprintError
     from footprint.reports.report import write_report
 
-    _check_samples(args.samples)
     for t in [args.target, *args.compare]:
         if not Path(t).exists():
             raise FootprintError("no such scenario file or run directory", t)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from footprint.inputs import number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command
@@ -17,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "footprint dashboard\nfootprint dashboard --port 8600 --headless",
         handler=dashboard,
     )
-    d.add_argument("--port", type=int, default=8501, help="port to listen on (default 8501)")
+    d.add_argument("--port", type=number_arg(int, 1, 65535), default=8501, help="port to listen on (default 8501)")
     d.add_argument("--headless", action="store_true", help="do not open a browser")
     d.add_argument(
         "--address",

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from footprint.inputs import MAX_SAMPLES, number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command, group
@@ -40,9 +42,10 @@ footprint export prometheus runs/llama-ft -o /var/lib/node_exporter/textfile/foo
 
     pr.add_argument(
         "--samples",
-        type=int,
+        type=number_arg(int, 0, MAX_SAMPLES),
         default=DEFAULT_SAMPLES,
-        help=f"Monte Carlo samples for the _low/_high gauges (default {DEFAULT_SAMPLES}, as assess; 0: none)",
+        help=f"Monte Carlo samples for the _low/_high gauges (default {DEFAULT_SAMPLES}, as assess; 0: none; "
+        f"at most {MAX_SAMPLES:,})",
     )
 
 
@@ -66,8 +69,6 @@ def prometheus(args: argparse.Namespace) -> int:
     from footprint.integrations.metrics import metrics, resolve
 
     _check(args.target)
-    if args.samples < 0:
-        raise FootprintError(f"--samples must be >= 0, got {args.samples}", key="--samples")
     try:
         from footprint.integrations.prometheus import write_run_textfile
     except ImportError:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.inputs import number_arg
 
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d|w)$")
 UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -102,7 +103,7 @@ footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json
     )
     rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
     rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
-    rp.add_argument("--top", type=int, default=10, help="how many top jobs to list (default 10)")
+    rp.add_argument("--top", type=number_arg(int, 0, 1_000_000), default=10, help="how many top jobs to list (default 10)")
     rp.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="re-project, e.g. site.grid=POL")
     rp.set_defaults(handler=report)
 
@@ -118,8 +119,12 @@ def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--cpu", choices=("auto", "rapl", "kepler", "none"), default="auto", help="host CPU/RAM counters")
     g.add_argument("--chunk", default="6h", help="time per query (default 6h): smaller for dense scrapes")
     g.add_argument("--max-gap", default="5m", help="longest scrape gap bridged (default 5m)")
-    g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    g.add_argument("--retries", type=int, default=3, help="retries on connection errors and HTTP 5xx (default 3)")
+    g.add_argument(
+        "--timeout", type=number_arg(float, 0, 86_400, lo_open=True), default=60.0, help="seconds per request (default 60)"
+    )
+    g.add_argument(
+        "--retries", type=number_arg(int, 0, 100), default=3, help="retries on connection errors and HTTP 5xx (default 3)"
+    )
     g.add_argument("--bearer-token-file", help="file holding a bearer token")
     g.add_argument("--basic-auth-user", help="basic-auth user (password from --basic-auth-password-file)")
     g.add_argument("--basic-auth-password-file", help="file holding the basic-auth password")
@@ -134,7 +139,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="fleet directory to write (new or empty; see --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing fleet directory (atomically)")
     p.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
-    p.add_argument("--pue", type=float, help="PUE of the site")
+    p.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1)")
     p.add_argument("--tz", default=None, help="time zone of the sacct file's timestamps (default: this machine's)")
     p.add_argument("--delimiter", default="|", help="sacct field delimiter (default |)")
     p.add_argument(
@@ -216,8 +221,6 @@ def _site(args: argparse.Namespace) -> dict[str, Any] | None:
 def _prom(args: argparse.Namespace) -> Any:
     from footprint.fleet.prometheus import PromConfig
 
-    if args.retries < 0 or args.timeout <= 0:
-        raise FootprintError("--retries must be >= 0 and --timeout > 0", key="--retries")
     return PromConfig(
         url=args.url,
         timeout_s=args.timeout,
@@ -324,8 +327,6 @@ def import_slurm(args: argparse.Namespace) -> int:
 def report(args: argparse.Namespace) -> int:
     from footprint.fleet.report import write_report
 
-    if args.top < 0:
-        raise FootprintError(f"--top must be >= 0, got {args.top}", key="--top")
     out = write_report(args.fleet, args.output, args.by, args.format, args.top, args.sets)
     if out is not None:
         print(f"wrote {out}", file=sys.stderr)

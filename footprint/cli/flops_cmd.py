@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from footprint.inputs import number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command, group
@@ -19,13 +21,17 @@ footprint flops transformer --params 7e9 --tokens 2e12
 footprint flops transformer --params 175e9 --tokens 300e9 --layers 96 --hidden 12288 --seq-len 2048 --recompute full""",
     )
     tf = fls.add_parser("transformer", help="transformer training (or inference) FLOPs: 6N per token + attention")
-    tf.add_argument("--params", type=float, required=True, help="parameters N (e.g. 7e9)")
-    tf.add_argument("--tokens", type=float, required=True, help="tokens D (e.g. 2e12)")
-    tf.add_argument("--active-params", type=float, help="active parameters per token (MoE)")
-    tf.add_argument("--layers", type=int, help="transformer layers L (with --hidden and --seq-len: the attention term)")
-    tf.add_argument("--hidden", type=int, help="hidden size H")
-    tf.add_argument("--seq-len", type=int, help="sequence length S")
-    tf.add_argument("--vocab", type=int, help="vocabulary size (Megatron-LM variant)")
+    tf.add_argument("--params", type=number_arg(float, 0, lo_open=True), required=True, help="parameters N (e.g. 7e9)")
+    tf.add_argument("--tokens", type=number_arg(float, 0, lo_open=True), required=True, help="tokens D (e.g. 2e12)")
+    tf.add_argument("--active-params", type=number_arg(float, 0, lo_open=True), help="active parameters per token (MoE)")
+    tf.add_argument(
+        "--layers",
+        type=number_arg(int, 1, 1_000_000),
+        help="transformer layers L (with --hidden and --seq-len: the attention term)",
+    )
+    tf.add_argument("--hidden", type=number_arg(int, 1, 10_000_000), help="hidden size H")
+    tf.add_argument("--seq-len", type=number_arg(int, 1, 1_000_000_000), help="sequence length S")
+    tf.add_argument("--vocab", type=number_arg(int, 1, 1_000_000_000), help="vocabulary size (Megatron-LM variant)")
     tf.add_argument(
         "--recompute",
         choices=("none", "selective", "full"),
@@ -50,9 +56,9 @@ footprint mfu --achieved-tflops 400 --gpu H100-SXM5-80GB --dtype fp8""",
     )
     mf.add_argument("--gpu", required=True, help="catalogue id, alias or NVML name")
     mf.add_argument("--dtype", default="bf16", help="dtype of the dense peak: bf16 (default), fp16, fp32, tf32, fp8...")
-    mf.add_argument("--flops", type=float, help="total model FLOPs")
-    mf.add_argument("--gpu-hours", type=float, help="GPU-hours that did them")
-    mf.add_argument("--achieved-tflops", type=float, help="achieved TFLOP/s per GPU")
+    mf.add_argument("--flops", type=number_arg(float, 0, lo_open=True), help="total model FLOPs")
+    mf.add_argument("--gpu-hours", type=number_arg(float, 0, lo_open=True), help="GPU-hours that did them")
+    mf.add_argument("--achieved-tflops", type=number_arg(float, 0, lo_open=True), help="achieved TFLOP/s per GPU")
     mf.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
 
 

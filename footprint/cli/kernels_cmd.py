@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from footprint.inputs import number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import group
@@ -31,7 +33,7 @@ footprint kernels predict --profile cpu.yaml --model example""",
         "--power",
         help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline",
     )
-    ka.add_argument("--top", type=int, default=20, help="top ops to list")
+    ka.add_argument("--top", type=number_arg(int, 0, 1_000_000), default=20, help="top ops to list")
     ka.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     ka.add_argument("-o", "--output", help="write to this file instead of stdout")
     ka.set_defaults(handler=analyze)
@@ -39,7 +41,12 @@ footprint kernels predict --profile cpu.yaml --model example""",
     kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
     kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
     kb.add_argument("--dtypes", default=None, help="comma-separated, e.g. bf16,fp16,fp32")
-    kb.add_argument("--threads", type=int, default=None, help="CPU threads (default: the physical cores this process may run on)")
+    kb.add_argument(
+        "--threads",
+        type=number_arg(int, 1, 4096),
+        default=None,
+        help="CPU threads (default: the physical cores this process may run on)",
+    )
     kb.add_argument("-o", "--output", default="profile.yaml", help="the efficiency profile to write (default profile.yaml)")
     kb.set_defaults(handler=bench)
     kp = ks.add_parser("predict", help="a CPU profile predicts a training step on this CPU, checked against a measured one")
@@ -47,7 +54,7 @@ footprint kernels predict --profile cpu.yaml --model example""",
     kp.add_argument(
         "--model", default="example", help="'example' or layers=2,hidden=128,heads=4,seq_len=64,batch_size=8,vocab_size=1000"
     )
-    kp.add_argument("--steps", type=int, default=10, help="training steps timed (after 3 warm-up steps)")
+    kp.add_argument("--steps", type=number_arg(int, 1, 100_000), default=10, help="training steps timed (after 3 warm-up steps)")
     kp.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     kp.set_defaults(handler=predict)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from footprint.inputs import MAX_RECORD_DEVICES, number_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command, group
@@ -19,11 +21,20 @@ footprint run --name ft --count-steps -- python train.py    count its optimizer 
 footprint assess runs/llama-ft                        then assess it (or: footprint report runs/llama-ft -o r.html)""",
         handler=run,
     )
-    r.add_argument("--name", help="run name: the directory under --output-dir (default: SLURM job or a timestamp)")
+    r.add_argument(
+        "--name",
+        help="run name: one plain name, the directory under --output-dir (default: SLURM job or a timestamp); "
+        "a name already taken there gets a suffix (-2, -3...)",
+    )
     r.add_argument("--output-dir", default="runs", help="where run directories go (default: ./runs)")
     r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA) for later assessment")
-    r.add_argument("--pue", type=float, help="PUE of the site (>= 1)")
-    r.add_argument("--period", type=float, default=0.1, help="sampling period in seconds (default 0.1)")
+    r.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1)")
+    r.add_argument(
+        "--period",
+        type=number_arg(float, 0.001, 3600),
+        default=0.1,
+        help="sampling period in seconds (default 0.1; 0.001 to 3600)",
+    )
     r.add_argument(
         "--count-steps",
         action="store_true",
@@ -31,10 +42,15 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
     )
     r.add_argument(
         "--prometheus-port",
-        type=int,
+        type=number_arg(int, 1, 65535),
         help="serve live metrics for Prometheus on 127.0.0.1:PORT while the command runs (needs prometheus_client)",
     )
-    r.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
+    r.add_argument(
+        "cmd",
+        nargs=argparse.REMAINDER,
+        help="the command, after --; signals sent to footprint run are passed on once, its exit code is the "
+        "command's (128 + N if signal N killed it), and it gets SIGTERM if footprint run dies",
+    )
 
     rc = command(
         sub,
@@ -72,7 +88,12 @@ footprint import codecarbon emissions.csv -o runs/from-cc --gpu A100-SXM4-40GB -
     cc.add_argument("file", help="codecarbon's emissions.csv")
     cc.add_argument("-o", "--output", required=True, help="run directory to write")
     cc.add_argument("--gpu", help="GPU model (codecarbon does not record it), e.g. A100-SXM4-40GB")
-    cc.add_argument("--gpu-count", type=int, default=1, help="GPUs the logged energy covers (default 1)")
+    cc.add_argument(
+        "--gpu-count",
+        type=number_arg(int, 1, MAX_RECORD_DEVICES),
+        default=1,
+        help="GPUs the logged energy covers (default 1; with a log that has GPU energy, or no --gpu)",
+    )
     cc.set_defaults(handler=import_log)
 
 
@@ -84,13 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
 def recover_or_merge(args: argparse.Namespace) -> int:
     from footprint.tracking import runrecord
+    from footprint.tracking.runcmd import kwh
 
     rec = (runrecord.recover if args.command == "recover" else runrecord.merge)(args.run_dir)
     e = rec["energy"]
-    print(
-        f"{args.run_dir}/run.json: {len(rec['devices'])} devices, {rec['duration_s']:.1f} s, "
-        f"GPU energy {e['gpu_j'] if e['gpu_j'] is not None else 'n/a'} J"
-    )
+    print(f"{args.run_dir}/run.json: {len(rec['devices'])} devices, {rec['duration_s']:.1f} s, GPU energy {kwh(e['gpu_j'])}")
     return 0
 
 

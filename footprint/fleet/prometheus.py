@@ -117,7 +117,9 @@ class PrometheusClient:
             )
         try:
             body = r.json()
-        except ValueError:
+        except (ValueError, RecursionError):
+            body = None
+        if not isinstance(body, dict):
             raise PrometheusError(
                 f"{self.base}{path}: HTTP {r.status_code}, not a JSON answer (is this a Prometheus server?)", key="--url"
             ) from None
@@ -173,6 +175,6 @@ def _reason(exc: BaseException) -> str:
 def _prom_message(r: Any) -> str:
     try:
         body = r.json()
-        return str(body.get("error") or body)[:300]
-    except ValueError:
+        return str(body.get("error") if isinstance(body, dict) else body)[:300]
+    except (ValueError, RecursionError):
         return (r.text or r.reason or "").strip()[:200] or "no message"

@@ -21,6 +21,7 @@ output at all is one clear error.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 from footprint.errors import FootprintError
+from footprint.inputs import MAX_RECORD_DEVICES
 
 SACCT_FIELDS = (
     "JobID",
@@ -106,6 +108,8 @@ def expand_hostlist(expr: str) -> list[str]:
     for token in _split_top(text):
         pieces = re.split(r"(\[[^\]]*\])", token)
         choices = [_range_items(p[1:-1], expr) if p.startswith("[") else [p] for p in pieces if p]
+        if len(hosts) + math.prod(len(c) for c in choices) > MAX_RECORD_DEVICES:
+            raise ValueError(f"hostlist {expr[:60]!r} names more than {MAX_RECORD_DEVICES:,} hosts")
         hosts += ["".join(c) for c in itertools.product(*choices)]
     return hosts
 
@@ -152,6 +156,8 @@ def parse_tres(text: str) -> GpuTres:
         if not value.strip().isdigit():
             raise ValueError(f"{item!r}: expected gres/gpu[:type]=count")
         n = int(value)
+        if n > MAX_RECORD_DEVICES:
+            raise ValueError(f"{item!r}: more than {MAX_RECORD_DEVICES:,} GPUs in one allocation")
         if key == "gres/gpu":
             total = n
         elif key.startswith("gres/gpu:"):
@@ -321,7 +327,7 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
                 skipped.append(f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
                 continue
             sj = _job(row, job, lineno, tz)
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, OverflowError) as exc:
             skipped.append(f"line {lineno}: {exc}; line left out")
             continue
         if sj is None:

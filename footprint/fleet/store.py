@@ -142,21 +142,30 @@ def read_index(fleet: str | Path) -> Any:
     missing = [c for c in INDEX_COLUMNS if c not in df.columns]
     if missing:
         raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
+    for c in NUMERIC_COLUMNS:  # a damaged number (text, NaN, inf, negative) is "not available", never a result
+        v = pd.to_numeric(df[c], errors="coerce").astype(float)
+        df[c] = v.where(v.abs().lt(float("inf")) & v.ge(0))
     return df
 
 
+NUMERIC_COLUMNS = ("duration_s", "gpu_count", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "pue")
+
+
 def read_meta(fleet: str | Path) -> dict[str, Any]:
+    from footprint.inputs import load_json, read_bytes
+
     p = Path(fleet) / META
     if not p.is_file():
         return {}
-    try:
-        return json.loads(p.read_text())
-    except ValueError as exc:
-        raise FootprintError(f"not valid JSON ({exc})", str(p)) from None
+    return load_json(read_bytes(p, "fleet.json"), str(p))
 
 
 def read_gpus(fleet: str | Path) -> Any:
+    """gpus.parquet, or None when it is absent or unreadable (the unallocated share is then not available)."""
     import pandas as pd
 
     p = Path(fleet) / GPUS
-    return pd.read_parquet(p) if p.is_file() else None
+    try:
+        return pd.read_parquet(p) if p.is_file() else None
+    except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+        return None

@@ -21,6 +21,7 @@ one series per job with the same value, merged into one sample naming all of the
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet.prometheus import PrometheusClient
+from meters.importers import MAX_DEVICE_POWER_W
 
 GPU_COUNTER, GPU_GAUGE, CPU, RAM = 0, 1, 2, 3
 KIND_NAMES = {GPU_COUNTER: "dcgm_energy_counter", GPU_GAUGE: "dcgm_power_gauge", CPU: "cpu", RAM: "ram"}
@@ -189,7 +191,8 @@ class Fetcher:
         """The gauge of the GPUs that report it but not the energy counter in this chunk (usually none): the
         chunk's gauge series from the index (no samples read), less the GPUs whose counter was fetched."""
         n = self.names
-        found = [s for s in self.client.series(n.power_metric + n.matchers(), a, b) if self._gpu_key(s) not in self._with_counter]
+        listed = self.client.series(n.power_metric + n.matchers(), a, b)
+        found = [s for s in listed if isinstance(s, dict) and self._gpu_key(s) not in self._with_counter]
         if not found:
             return Chunk.empty()
         keys = {self._gpu_key(m) for m in found}
@@ -293,14 +296,15 @@ class Fetcher:
         if len(self.t.queries) < 16:
             self.t.queries.append(expr)
         data = self.client.query(expr, at=b)
-        if data.get("resultType") != "matrix":
-            raise FootprintError(f"expected a matrix for {expr!r}, got {data.get('resultType')!r}", key="--url")
+        if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result") or [], list):
+            got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
+            raise FootprintError(f"expected a matrix for {expr!r}, got {got!r}", key="--url")
         per_dev: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
         for s in data.get("result") or []:
-            labels = s.get("metric") or {}
-            values = s.get("values") or []
-            if not values:
-                continue
+            labels = s.get("metric") if isinstance(s, dict) else None
+            values = s.get("values") if isinstance(s, dict) else None
+            if not isinstance(labels, dict) or not isinstance(values, list) or not values:
+                continue  # an entry that is not a series (a damaged or foreign answer): skipped
             if kind == GPU_GAUGE and (
                 self._gpu_key(labels) in self._with_counter or (only is not None and self._gpu_key(labels) not in only)
             ):
@@ -313,8 +317,7 @@ class Fetcher:
                 job = self._job_key(labels)
                 lab = self.t.label_id(job) if job else 0
                 d.labelled |= bool(job)
-            t = np.array([v[0] for v in values], dtype=float)
-            v = np.array([v[1] for v in values], dtype=float)
+            t, v = _column(values, 0), _column(values, 1)
             per_dev.setdefault(d.id, []).append((t, v, lab))
         parts = [self._intervals(self.t.devices[dev], series) for dev, series in per_dev.items()]
         return _concat([p for p in parts if p is not None])
@@ -328,7 +331,9 @@ class Fetcher:
             t = np.concatenate([[prev[0]], t])
             v = np.concatenate([[prev[1]], v])
             lab = np.concatenate([np.array([prev[2]], np.int32), lab])
-        ok = np.isfinite(v)
+        # a sample that is not a reading (NaN, +Inf, negative, a gauge above any device's power) is skipped, so no
+        # interval ever carries NaN, infinite or negative energy
+        ok = np.isfinite(t) & np.isfinite(v) & (v >= 0) & ((v <= MAX_DEVICE_POWER_W) if d.kind == GPU_GAUGE else True)
         t, v, lab = t[ok], v[ok], lab[ok]
         if len(t) == 0:
             return None
@@ -352,6 +357,18 @@ class Fetcher:
         d.max_gap_s = max(d.max_gap_s, float(dt.max()))
         n = len(dt)
         return Chunk(np.full(n, d.id, np.int32), t[:-1], t[1:], e, lab[:-1], lab[1:], gap)
+
+
+def _column(values: list[Any], i: int) -> np.ndarray:
+    """Column ``i`` of Prometheus' ``[[time, "value"], ...]`` as floats; an entry that is not a number is NaN."""
+    try:
+        return np.array([v[i] for v in values], dtype=float)
+    except (ValueError, TypeError, IndexError, KeyError):
+        out = np.full(len(values), np.nan)
+        for k, v in enumerate(values):
+            with contextlib.suppress(ValueError, TypeError, IndexError, KeyError, OverflowError):
+                out[k] = float(v[i])
+        return out
 
 
 def _merge(series: list[tuple[np.ndarray, np.ndarray, int]], tel: Telemetry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -34,9 +34,9 @@ def emissions_row(target: Any, samples: int = 0) -> dict[str, Any]:
     w = a.workload
     record: dict[str, Any] = {}
     if run_dir is not None and (run_dir / "run.json").is_file():
-        from footprint.tracking.runrecord import read_json
+        from footprint.tracking.runrecord import read_record
 
-        record = read_json(run_dir / "run.json")
+        record = read_record(run_dir / "run.json")
     e = record.get("energy") or {}
     kwh = {k: (e[f"{k}_j"] / 3.6e6 if e.get(f"{k}_j") is not None else None) for k in ("cpu", "gpu", "ram")}
     duration = float(record.get("duration_s") or w.gpu_hours * 3600 / max(w.count, 1))

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from footprint.tracking.tracker import Tracker, current
+from footprint.tracking.tracker import Tracker, current, track
 
 log = logging.getLogger("footprint.integrations")
 
@@ -90,7 +90,7 @@ class Session:
         """Open (or join) the tracker; watch ``module`` for FLOPs unless analytical FLOPs were given."""
         t = current()
         if t is None:
-            t = Tracker(source=self.source, **self.track_args)
+            t = track(source=self.source, **self.track_args)  # a bad argument is a warning and a note, never an exception
             t.start()
             self.owned = True
         else:

@@ -9,7 +9,6 @@ each category covers; this is an attribution, not a measurement per category, an
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -36,14 +35,12 @@ def _iso(t: float | None) -> str:
 
 def _rank_starts(run_dir: Path, run: dict[str, Any], notes: list[str]) -> dict[int, float]:
     """Unix start time of each rank's sample clock (t_s counts from it)."""
+    from footprint.tracking import runrecord
+
     starts: dict[int, float] = {}
-    for p in sorted((run_dir / "ranks").glob("rank-*.json")):
-        try:
-            rec = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
+    for rec in runrecord.rank_records(run_dir, notes):  # a damaged rank record is skipped with a note
         if rec.get("start_unix") is not None:
-            starts[int(rec.get("rank", 0))] = float(rec["start_unix"])
+            starts[int(rec.get("rank") or 0)] = float(rec["start_unix"])
     if not starts:
         if not run.get("start_utc"):
             raise FootprintError(
@@ -52,7 +49,10 @@ def _rank_starts(run_dir: Path, run: dict[str, Any], notes: list[str]) -> dict[i
             )
         from datetime import datetime
 
-        starts[0] = datetime.fromisoformat(run["start_utc"]).timestamp()
+        try:
+            starts[0] = datetime.fromisoformat(run["start_utc"]).timestamp()
+        except ValueError:
+            raise FootprintError(f"run.json start_utc {run['start_utc'][:40]!r} is not an ISO 8601 time", str(run_dir)) from None
         notes.append("no per-rank start_unix: samples aligned with run.json start_utc (1 s resolution)")
     return starts
 
@@ -73,7 +73,7 @@ def _run_samples(
             "(run `footprint recover` for a killed run)",
             str(run_dir),
         )
-    run = runrecord.read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    run = runrecord.read_record(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     starts = _rank_starts(run_dir, run, notes)
     devices = [d for d in run.get("devices", []) if d.get("component", "gpu") == component]
     uuids = None

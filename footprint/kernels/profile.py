@@ -297,25 +297,14 @@ def _result(v: _V, i: int, r: Any, peaks: dict[str, float | None], dtypes: tuple
 
 
 def load_profile(path: str | Path, key: str | None = None) -> Profile:
-    """Read and validate a profile YAML (yaml.safe_load). Errors name the file and the key."""
-    import yaml
-
-    from lca_data.loader import safe_load
+    """Read and validate a profile YAML under the input contract (``footprint.inputs``). Errors name the file and the key."""
+    from footprint.inputs import load_yaml, read_text
 
     p = Path(path)
     if not p.is_file():
         where = " (a relative kernel_profile is relative to the scenario file)" if key else ""
         raise FootprintError(f"no such kernel profile file{where}", str(p), key)
-    if p.stat().st_size > MAX_PROFILE_BYTES:
-        raise FootprintError(f"file larger than {MAX_PROFILE_BYTES // 1_000_000} MB: not a kernel profile", str(p))
-    try:
-        data = safe_load(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise FootprintError("not a UTF-8 text file (expected a profile YAML)", str(p)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise FootprintError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", str(p)) from None
+    data = load_yaml(read_text(p, "kernel profile YAML", MAX_PROFILE_BYTES), str(p))
     if data is None:
         raise FootprintError("empty file (expected a profile YAML with device and results)", str(p))
     return profile_from_dict(data, str(p))

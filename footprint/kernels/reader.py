@@ -494,10 +494,11 @@ def scan(stream: Any, file: str) -> Scan:
                     dev = e.pid
                 ext = args.ext if args.ext is not None else args.ext_legacy
                 gpu.append((ts, dur, dev, kind, name, args.correlation, ext, args.nbytes, args.stream))
-    except BadJSON as exc:
+    except (BadJSON, UnicodeDecodeError, RecursionError) as exc:  # damage: invalid JSON, not UTF-8, nested too deep
+        why = {UnicodeDecodeError: "not UTF-8 text", RecursionError: "nested too deep"}.get(type(exc), str(exc))
         if n == 0 and not reader.saw_events:
-            raise FootprintError(f"not valid JSON ({exc})", file) from None
-        s.truncated = str(exc)
+            raise FootprintError(f"not valid JSON ({why})", file) from None
+        s.truncated = why
     except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:  # a truncated or corrupt .gz / archive
         if n == 0:
             raise FootprintError(f"cannot read the trace ({exc})", file) from None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import json
+import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -30,7 +31,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.lca import categories as cat
 from footprint.lca.database import db
-from footprint.lca.units import Q
+from footprint.lca.units import Q, UnitParseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.factorfile import FactorSet
@@ -146,6 +147,8 @@ def zone_names() -> dict[str, str]:
 
 def resolve_zone(name: str, file: str | None = None, key: str | None = "site.grid") -> str:
     """ISO3 code of a zone given as ISO3 code or country name (case-insensitive), or WORLD."""
+    if isinstance(name, bool) or not isinstance(name, (str, int, float)) or len(str(name)) > 200:
+        raise FootprintError(f"expected a grid zone such as FRA, got {str(name)[:60]!r}", file, key)
     data = _energy_mix()
     text = str(name).strip()
     if text.upper() in data or text.upper() == WORLD:
@@ -445,19 +448,23 @@ def zone_ewif(code: str) -> ZoneQuantity | None:
     return zone(code).ewif
 
 
-def intensity_override(value: str | float, file: str | None = None) -> float:
-    """A user's carbon intensity ("57 g/kWh", "57 g CO2 eq/kWh") in kg CO2 eq per kWh."""
+def intensity_override(value: str | float, file: str | None = None, key: str = "site.carbon_intensity") -> float:
+    """A user's carbon intensity ("57 g/kWh", "57 g CO2 eq/kWh") in kg CO2 eq per kWh: finite, not negative."""
     if value is None or isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise FootprintError(f"expected a carbon intensity such as '57 g/kWh', got {value!r}", file, "site.carbon_intensity")
-    q = Q(value) if isinstance(value, str) else Q(float(value), "g/kWh")
+        raise FootprintError(f"expected a carbon intensity such as '57 g/kWh', got {value!r}", file, key)
     try:
-        return float(q.to("kgCO2eq/kWh").magnitude)
+        q = Q(value) if isinstance(value, str) else Q(value, "g/kWh")
+    except UnitParseError as exc:
+        raise FootprintError(str(exc), file, key) from None
+    try:
+        v = float(q.to("kgCO2eq/kWh").magnitude)
     except Exception:
         try:
-            return float(q.to("kg/kWh").magnitude)  # mass per energy: read as CO2 eq
+            v = float(q.to("kg/kWh").magnitude)  # mass per energy: read as CO2 eq
         except Exception:
             raise FootprintError(
-                f"{value!r} is not a carbon intensity (expected e.g. '57 g/kWh' or '0.057 kg CO2 eq/kWh')",
-                file,
-                "site.carbon_intensity",
+                f"{value!r} is not a carbon intensity (expected e.g. '57 g/kWh' or '0.057 kg CO2 eq/kWh')", file, key
             ) from None
+    if not math.isfinite(v) or v < 0:
+        raise FootprintError(f"must be a finite carbon intensity >= 0, got {value!r}", file, key)
+    return v

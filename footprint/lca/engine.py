@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from footprint.errors import FootprintError, ScenarioError
+from footprint.inputs import MAX_SAMPLES
 from footprint.lca import DEFAULT_SAMPLES, electricity, normalisation
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, CategoryResult
@@ -117,7 +119,7 @@ def _tri(
 ) -> np.ndarray:
     lo, mode, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(mode, float), np.asarray(hi, float))
     span = hi - lo
-    safe_hi = np.where(span > 0, hi, lo + 1e-12)
+    safe_hi = np.where(span > 0, hi, np.nextafter(lo, np.inf))  # numpy refuses left == right; lo + 1e-12 == lo past ~1e4
     mode = np.clip(mode, lo, safe_hi)
     draw = rng.triangular(np.broadcast_to(lo, size), np.broadcast_to(mode, size), np.broadcast_to(safe_hi, size))
     return np.where(np.broadcast_to(span, size) > 0, draw, np.broadcast_to(lo, size))
@@ -144,8 +146,17 @@ def _use_vectors(w: Workload, warnings: list[str], sources: list[str]) -> tuple[
     return uf, elec
 
 
+def check_samples(samples: Any, seed: Any = 0) -> tuple[int, int]:
+    """Monte Carlo samples in [0, MAX_SAMPLES] and a seed in [0, 2**63): one clear error otherwise."""
+    for key, v, hi in (("--samples", samples, MAX_SAMPLES), ("--seed", seed, 2**63 - 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= hi:
+            raise FootprintError(f"must be a whole number from 0 to {hi:,}, got {v!r}", key=key)
+    return int(samples), int(seed)
+
+
 def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
     """Compute the full life-cycle assessment of a workload."""
+    samples, seed = check_samples(samples, seed)
     d = db()
     warnings: list[str] = list(w.notes)
     sources: list[str] = ["ef-3.1", *w.sources]
@@ -182,6 +193,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     results: dict[str, CategoryResult] = {}
     for c in cat.categories() + cat.extras():
         results[c.key] = _category(c, parts, host, elec, alloc, facility, w, site_water)
+    _check_finite(w, {k: (r.total,) for k, r in results.items()})
 
     # Monte Carlo
     score_range = None
@@ -193,6 +205,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
             r = results[c.key]
             i = IDX[c.key]
             results[c.key] = r.with_range(float(lows[i]), float(highs[i]))
+        _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
 
     per, score = normalisation.normalise(results, score_range)
     sources.append(normalisation.SOURCE)
@@ -215,6 +228,17 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         normalised=per,
         single_score=score,
     )
+
+
+def _check_finite(w: Workload, values: dict[str, tuple[float, ...]]) -> None:
+    """Inputs that are each finite can multiply past floating point (1e308 kg CO2 eq/kWh x 1e6 kWh): one error, never inf."""
+    for key, vs in values.items():
+        if any(not math.isfinite(v) for v in vs if v is not None):
+            raise ScenarioError(
+                f"the {key} result is beyond floating point: a stated number is far out of scale (check units and magnitudes)",
+                w.source,
+                key,
+            )
 
 
 def _category(

@@ -12,7 +12,9 @@ Format (a template: lca_data/templates/electricity_factors.csv; comment lines st
 
 Every one of the 16 categories appears exactly once; ``value`` is a number or ``n/a`` (not available);
 ``unit`` is any unit convertible to the category's unit per kWh (g CO2 eq/kWh, kg CO2 eq/MWh ...);
-``low``/``high`` (optional, in the same unit) bound the Monte Carlo range; ``source`` is required.
+``low``/``high`` (optional, in the same unit) bound the Monte Carlo range; ``source`` is required. Values
+are finite and not negative (a negative per-kWh factor would turn the use phase into a credit: no
+electricity dataset we know has one, and a sign error is far likelier).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from footprint.errors import ScenarioError
+from footprint.errors import FootprintError, ScenarioError
+from footprint.inputs import read_text
 from footprint.lca import categories as cat
 from footprint.lca.units import Q, UnitParseError
 
@@ -57,14 +60,17 @@ def _err(path: str, key: str, msg: str) -> ScenarioError:
     return ScenarioError(msg, path, key)
 
 
-def _number(path: str, key: str, text: str) -> float:
+def _number(path: str, key: str, text: str, scale: float = 1.0) -> float:
+    """A finite number >= 0 (times ``scale``, the unit's factor to the category's unit per kWh)."""
     try:
         v = float(text.replace("_", ""))
     except ValueError:
         raise _err(path, key, f"expected a number or n/a, got {text!r}") from None
-    if not math.isfinite(v):
+    if not math.isfinite(v) or not math.isfinite(v * scale):
         raise _err(path, key, f"expected a finite number, got {text!r}")
-    return v
+    if v < 0:
+        raise _err(path, key, f"expected a factor >= 0 (electricity has no negative impact per kWh), got {text!r}")
+    return v * scale
 
 
 def load(path: str | Path, scenario: str | None = None) -> FactorSet:
@@ -73,12 +79,10 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
     if not p.is_file():
         raise ScenarioError(f"no such electricity factor file {str(p)!r}", scenario, "site.electricity_factors")
     name = str(p)
-    if p.stat().st_size > MAX_BYTES:
-        raise _err(name, "-", f"file is larger than {MAX_BYTES} bytes")
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise _err(name, "-", "not UTF-8 text (save the CSV as UTF-8)") from None
+        text = read_text(p, "CSV of electricity factors", MAX_BYTES)
+    except FootprintError as exc:
+        raise _err(name, "-", exc.detail) from None
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     reader = csv.DictReader(io.StringIO(body))
     header = [h.strip() for h in (reader.fieldnames or [])]
@@ -110,11 +114,12 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
         unit = row.get("unit", "")
         try:
             scale = float(Q(f"1 {unit}", target).magnitude)
-        except UnitParseError:
-            raise _err(name, f"{where}, column 'unit'", f"{unit!r} is not convertible to {target}") from None
-        v = _number(name, f"{where}, column 'value'", row["value"]) * scale
-        low = _number(name, f"{where}, column 'low'", row["low"]) * scale if row.get("low") else v
-        high = _number(name, f"{where}, column 'high'", row["high"]) * scale if row.get("high") else v
+        except UnitParseError as exc:
+            why = str(exc).split(" (", 1)[1].rstrip(")") if " (" in str(exc) else "unknown unit"
+            raise _err(name, f"{where}, column 'unit'", f"{unit!r} is not convertible to {target} ({why})") from None
+        v = _number(name, f"{where}, column 'value'", row["value"], scale)
+        low = _number(name, f"{where}, column 'low'", row["low"], scale) if row.get("low") else v
+        high = _number(name, f"{where}, column 'high'", row["high"], scale) if row.get("high") else v
         if not low <= v <= high:
             raise _err(
                 name,

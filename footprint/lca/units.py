@@ -13,6 +13,7 @@ cache is skipped, never an error.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from functools import lru_cache
@@ -137,8 +138,63 @@ class UnitParseError(ValueError):
     """A string that is not a quantity, or not of the expected dimension."""
 
 
+# What a quantity string may hold before pint sees it: numbers, unit names, `*`, `/`, parentheses around units,
+# and small integer powers of units (`m**3`, `kg/(m**2*yr)`, `3 * 24 h`). pint evaluates what it is given as
+# an expression, so `9**9**9 years` would compute a 370-million-digit integer and `(2+1)*years` would be
+# arithmetic: neither is a quantity anyone writes, both are refused here in microseconds.
+MAX_QUANTITY_CHARS = 200
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)|(?P<pow>\*\*|\^)|(?P<op>[*/()])"
+    r"|(?P<name>[^\W\d][\w°]*|°[\w]*|%)|(?P<sign>[-+]))"
+)
+
+
+def check_expression(text: str, original: Any = None) -> None:
+    """Raise UnitParseError unless ``text`` (normalised) is numbers, units and simple products only."""
+    shown = original if original is not None else text
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise UnitParseError(f"{str(shown)[:40]!r}...: longer than {MAX_QUANTITY_CHARS} characters, not a quantity")
+    pos, depth, prev = 0, 0, ""  # prev: kind of the previous token
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise UnitParseError(f"cannot read {shown!r} as a quantity (unexpected {text[pos:].strip()[:10]!r})")
+        kind = m.lastgroup or ""
+        pos = m.end()
+        if kind == "pow":
+            e = re.match(r"\s*[-+]?\d{1,2}(?![\d.eE])", text[pos:])
+            if prev not in ("name", ")") or e is None:
+                raise UnitParseError(f"cannot read {shown!r} as a quantity (powers: a unit to a small whole number, e.g. m**3)")
+            pos += e.end()
+            if re.match(r"\s*(\*\*|\^)", text[pos:]):
+                raise UnitParseError(f"cannot read {shown!r} as a quantity (a power of a power)")
+            prev = "exp"
+            continue
+        if kind == "sign" and prev != "":
+            raise UnitParseError(f"cannot read {shown!r} as a quantity (+ and - are not units; write one number)")
+        if kind == "num" and depth:
+            raise UnitParseError(f"cannot read {shown!r} as a quantity (numbers go before the unit, not inside parentheses)")
+        if kind == "op":
+            op = m.group("op")
+            depth += {"(": 1, ")": -1}.get(op, 0)
+            if depth < 0 or depth > 4:
+                raise UnitParseError(f"cannot read {shown!r} as a quantity (unbalanced or deep parentheses)")
+            prev = op if op in "()" else "op"
+            continue
+        prev = kind
+
+
+def _finite(q: pint.Quantity, original: Any) -> pint.Quantity:
+    m = q.magnitude
+    if isinstance(m, (int, float)) and not math.isfinite(m):
+        raise UnitParseError(f"{original!r} is not a finite quantity")
+    return q
+
+
 def Q(value: Any, unit: str | None = None) -> pint.Quantity:  # noqa: N802 - short, like pint's Q_
-    """Make a quantity from "400 W", (400, "W"), a number with ``unit``, or a quantity."""
+    """Make a quantity from "400 W", (400, "W"), a number with ``unit``, or a quantity. Strings are numbers, units
+    and simple products only (`check_expression`); nan and infinities are refused."""
     reg = _registry()
     if isinstance(value, reg.Quantity):
         return value if unit is None else value.to(parse_unit(unit))
@@ -146,17 +202,23 @@ def Q(value: Any, unit: str | None = None) -> pint.Quantity:  # noqa: N802 - sho
         text = normalise(value)
         q = _number_and_unit(text)
         if q is None:
+            check_expression(text, value)
             try:
                 q = reg.Quantity(text)
             except Exception as exc:  # pint raises many kinds; users get one
                 raise UnitParseError(f"cannot read {value!r} as a quantity ({exc})") from None
         if not isinstance(q, reg.Quantity):
             q = reg.Quantity(q)
+        _finite(q, value)
         if unit is not None:
-            return to(q, unit, original=value)
+            return _finite(to(q, unit, original=value), value)
         return q
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return reg.Quantity(float(value), parse_unit(unit) if unit else "dimensionless")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise UnitParseError(f"{value!r} is not a finite quantity") from None
+        return _finite(reg.Quantity(number, parse_unit(unit) if unit else "dimensionless"), value)
     raise UnitParseError(f"cannot read {value!r} as a quantity")
 
 
@@ -165,6 +227,7 @@ _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\
 
 @lru_cache(maxsize=1024)
 def _unit(text: str) -> pint.Unit:
+    check_expression(text)
     return _registry().Unit(text)
 
 
@@ -188,7 +251,11 @@ def _number_and_unit(text: str) -> pint.Quantity | None:
 def parse_unit(unit: str) -> pint.Unit:
     reg = _registry()
     try:
-        return reg.Unit(normalise(unit))
+        text = normalise(unit)
+        check_expression(text, unit)
+        return reg.Unit(text)
+    except UnitParseError:
+        raise
     except Exception as exc:
         raise UnitParseError(f"unknown unit {unit!r} ({exc})") from None
 

@@ -1,13 +1,15 @@
 """Workload: what a training run used, whether stated in a scenario YAML or measured.
 
 A measured run and a hypothetical scenario become the same thing before the LCA is computed.
-Scenario files are read with ``yaml.safe_load`` and validated key by key; every error names the
-file, the key and what was expected.
+Scenario files are read through the input contract (``footprint.inputs``: UTF-8 text, ``yaml.safe_load``
+within size, nesting and alias-expansion limits) and validated key by key: every number finite and in
+its domain, every error naming the file, the key and what was expected.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from footprint.errors import FootprintError, ScenarioError
+from footprint.inputs import MAX_GPUS, finite_number, load_yaml, read_text
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
-from lca_data.loader import safe_load
+from lca_data.loader import YamlLimitError, safe_load
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.factorfile import FactorSet
@@ -106,23 +109,24 @@ class Workload:
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """safe_load a scenario; malformed YAML -> file and line."""
+    """A scenario file read under the input contract (UTF-8, at most 1 MB, YAML within limits); errors name file and line."""
     p = Path(path)
-    if not p.is_file():
-        raise ScenarioError("no such scenario file", str(p))
-    if p.stat().st_size > MAX_SCENARIO_BYTES:
-        raise ScenarioError(f"file is larger than {MAX_SCENARIO_BYTES} bytes", str(p))
-    return parse_yaml_text(p.read_text(), str(p))
+    if p.exists() and not p.is_file():
+        raise ScenarioError("not a scenario file (a directory or a device)", str(p))
+    try:
+        text = read_text(p, "scenario YAML", MAX_SCENARIO_BYTES)
+    except ScenarioError:
+        raise
+    except FootprintError as exc:
+        raise ScenarioError(exc.detail.replace("no such file", "no such scenario file"), exc.file, exc.key) from None
+    return parse_yaml_text(text, str(p))
 
 
 def parse_yaml_text(text: str, file: str) -> dict[str, Any]:
     try:
-        data = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(f"malformed YAML: {problem}", file, where) from None
+        data = load_yaml(text, file)
+    except FootprintError as exc:
+        raise ScenarioError(exc.detail, exc.file, exc.key) from None
     if not isinstance(data, dict):
         raise ScenarioError("expected a mapping of sections (name, hardware, training, site)", file)
     return data
@@ -140,6 +144,8 @@ def apply_overrides(data: dict[str, Any], sets: list[str], file: str | None = No
             raise FootprintError(f"--set {item!r}: empty key", file, "--set")
         try:
             value = safe_load(raw) if raw.strip() else None
+        except YamlLimitError as exc:
+            raise FootprintError(f"--set {path.strip()}=...: YAML refused: {exc.problem}", file, "--set") from None
         except yaml.YAMLError:
             value = raw
         node = out
@@ -187,35 +193,48 @@ class _Ctx:
                 raise self.err(f"{name}.{k}", f"unknown key; allowed: {', '.join(allowed)}")
         return sec
 
-    def quantity(self, key: str, value: Any, unit: str, bare_unit: str | None = None) -> float:
-        """Magnitude in ``unit``; bare numbers are read in ``bare_unit`` (default: ``unit``)."""
-        if isinstance(value, bool) or value is None:
+    def quantity(
+        self, key: str, value: Any, unit: str, bare_unit: str | None = None, lo: float | None = None, lo_open: bool = False
+    ) -> float:
+        """Finite magnitude in ``unit`` (>= ``lo``, or > with ``lo_open``); bare numbers, also written as strings
+        ("1e3", which YAML 1.1 reads as text), are read in ``bare_unit`` (default: ``unit``)."""
+        if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
             raise self.err(key, f"expected a quantity in {display_unit(unit)}, got {value!r}")
+        if isinstance(value, str) and _NUMERIC.match(value):
+            value = self.number(key, value)
         try:
             if isinstance(value, (int, float)):
-                q = Q(float(value), bare_unit or unit)
-                return float(q.to(Q(1, unit).units).magnitude)
-            return float(Q(str(value), unit).magnitude)
+                q = Q(value, bare_unit or unit)
+                v = float(q.to(Q(1, unit).units).magnitude)
+            else:
+                v = float(Q(value, unit).magnitude)
         except UnitParseError as exc:
             raise self.err(key, f"{exc}") from None
+        if not math.isfinite(v):
+            raise self.err(key, f"{value!r} is beyond floating point in {display_unit(unit)}")
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            raise self.err(key, f"must be {'positive' if lo_open and lo == 0 else ('>= ' + format(lo, 'g'))}, got {value!r}")
+        return v
 
     def number(
         self, key: str, value: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False, integer: bool = False
     ) -> float:
-        if isinstance(value, str):
-            try:
-                value = float(value.replace("_", ""))
-            except ValueError:
-                raise self.err(key, f"expected a number, got {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-            raise self.err(key, f"expected a number, got {value!r}")
-        if integer and float(value) != int(value):
+        v = finite_number(value, key, self.file, lo, hi, lo_open)
+        if integer and v != int(v):
             raise self.err(key, f"expected a whole number, got {value!r}")
-        if lo is not None and (value <= lo if lo_open else value < lo):
-            raise self.err(key, f"must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
-        if hi is not None and value > hi:
-            raise self.err(key, f"must be <= {hi:g}, got {value!r}")
-        return float(value)
+        return v
+
+    def text(self, key: str, value: Any, allowed: Any = None, max_chars: int = 200) -> str:
+        """A name (a string, or a number written bare) of at most ``max_chars``; with ``allowed``, one of them."""
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            shown = f"; allowed: {', '.join(map(str, allowed))}" if allowed is not None else ""
+            raise self.err(key, f"expected a name, got {type(value).__name__} {_short(value)}{shown}")
+        text = str(value)
+        if len(text) > max_chars:
+            raise self.err(key, f"longer than {max_chars} characters: {_short(text)}")
+        if allowed is not None and text not in allowed:
+            raise self.err(key, f"unknown {text!r}; allowed: {', '.join(map(str, allowed))}")
+        return text
 
     def fraction(self, key: str, value: Any) -> float:
         """A share in (0, 1]; "50 %" strings are accepted."""
@@ -227,12 +246,25 @@ class _Ctx:
         return v
 
 
+_NUMERIC = re.compile(r"^\s*[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$|^\s*[-+]?(?:inf|infinity|nan)\s*$", re.I)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workload:
     """Validate a scenario mapping (see ARCHITECTURE.md) and resolve it into a Workload."""
     ctx = _Ctx(file)
+    if not isinstance(data, dict):
+        raise ctx.err("", "expected a mapping of sections (name, hardware, training, site)")
     for k in data:
         if k not in ALLOWED[""]:
             raise ctx.err(str(k), f"unknown section; allowed: {', '.join(ALLOWED[''])}")
+    for k in ("name", "description"):
+        if data.get(k) is not None:
+            ctx.text(k, data[k], max_chars=10_000)
     hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
     site = {k: v for k, v in site.items() if v is not None}  # `--set site.key=null` unsets a key
     model_in, unc = ctx.section(data, "model"), ctx.section(data, "uncertainty")
@@ -242,26 +274,24 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
 
     if "gpu" not in hw:
         raise ctx.err("hardware.gpu", "missing; give a GPU name such as A100-SXM4-40GB (see `footprint gpus`)")
-    gpu = db().find_gpu(str(hw["gpu"]), file, "hardware.gpu")
-    count = int(ctx.number("hardware.count", hw.get("count", 1), lo=0, lo_open=True, integer=True))
-    lifetime_h = ctx.quantity("hardware.lifetime", hw.get("lifetime", DEFAULT_LIFETIME), "hour", "year")
-    if lifetime_h <= 0:
-        raise ctx.err("hardware.lifetime", f"must be positive, got {hw.get('lifetime')!r}")
+    gpu = db().find_gpu(ctx.text("hardware.gpu", hw["gpu"]), file, "hardware.gpu")
+    count = int(ctx.number("hardware.count", hw.get("count", 1), lo=0, hi=MAX_GPUS, lo_open=True, integer=True))
+    lifetime_h = ctx.quantity("hardware.lifetime", hw.get("lifetime", DEFAULT_LIFETIME), "hour", "year", lo=0, lo_open=True)
     utilization = ctx.fraction("hardware.utilization", hw.get("utilization", DEFAULT_UTILIZATION))
     host = hw.get("host", "default")
     if host in (None, False, "none", "None"):
         host = None
-    elif host != "default" and host not in db().host["hosts"]:
-        raise ctx.err("hardware.host", f"unknown host model {host!r}; allowed: default, none, " + ", ".join(db().host["hosts"]))
+    elif host != "default":
+        host = ctx.text("hardware.host", host, ["default", "none", *db().host["hosts"]])
     embodied = _embodied_override(ctx, hw.get("embodied"), srcs)
     variant = hw.get("embodied_data")
-    if variant is not None and variant not in db().corrections["variants"]:
-        raise ctx.err("hardware.embodied_data", f"unknown {variant!r}; allowed: {', '.join(db().corrections['variants'])}")
+    if variant is not None:
+        variant = ctx.text("hardware.embodied_data", variant, list(db().corrections["variants"]))
 
     model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in model_in.items()}
 
     # ---- GPU time: exactly one way ----
-    dtype = str(tr.get("dtype", "bf16")).lower()
+    dtype = ctx.text("training.dtype", tr.get("dtype", "bf16")).lower()
     if dtype not in DTYPES:
         raise ctx.err("training.dtype", f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     ways = [w for w in ("gpu_hours", "flops", "duration", "kernel_profile") if w in tr]
@@ -275,11 +305,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
             "(gpu_hours, or flops + mfu, or duration; or energy + a power)",
         )
     if "gpu_hours" in tr:
-        gpu_hours = (
-            ctx.quantity("training.gpu_hours", tr["gpu_hours"], "hour")
-            if isinstance(tr["gpu_hours"], str)
-            else ctx.number("training.gpu_hours", tr["gpu_hours"], lo=0, lo_open=True)
-        )
+        gpu_hours = ctx.quantity("training.gpu_hours", tr["gpu_hours"], "hour", lo=0, lo_open=True)
         gh_method = "stated GPU-hours"
     elif "flops" in tr:
         flops = ctx.number("training.flops", tr["flops"], lo=0, lo_open=True)
@@ -296,7 +322,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     elif "kernel_profile" in tr:
         from footprint.kernels.profile import predict_for_scenario
 
-        prof = Path(str(tr["kernel_profile"]))
+        prof = Path(ctx.text("training.kernel_profile", tr["kernel_profile"]))
         if not prof.is_absolute() and file:
             prof = Path(file).resolve().parent / prof
         if not model.get("parameters") or not model.get("tokens"):
@@ -311,7 +337,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         notes.extend(pred.notes)
         kernel_prediction = pred
     elif "duration" in tr:
-        gpu_hours = ctx.quantity("training.duration", tr["duration"], "hour") * count
+        gpu_hours = ctx.quantity("training.duration", tr["duration"], "hour", lo=0, lo_open=True) * count
         gh_method = "duration x GPU count"
     else:
         gpu_hours = None  # maybe from energy / power below
@@ -323,18 +349,14 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         raise ctx.err("training", "give one of power_per_gpu or power_fraction_of_tdp, not both")
     power_w: float | None = None
     if "power_per_gpu" in tr:
-        power_w = ctx.quantity("training.power_per_gpu", tr["power_per_gpu"], "W")
-        if power_w <= 0:
-            raise ctx.err("training.power_per_gpu", f"must be positive, got {tr['power_per_gpu']!r}")
+        power_w = ctx.quantity("training.power_per_gpu", tr["power_per_gpu"], "W", lo=0, lo_open=True)
     elif "power_fraction_of_tdp" in tr:
         frac = ctx.number("training.power_fraction_of_tdp", tr["power_fraction_of_tdp"], lo=0, hi=1.5, lo_open=True)
         power_w = frac * gpu.tdp_w
         notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
         srcs.extend(gpu.sources)
     if "energy" in tr:
-        it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh")
-        if it_kwh <= 0:
-            raise ctx.err("training.energy", f"must be positive, got {tr['energy']!r}")
+        it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh", lo=0, lo_open=True)
         e_method = "stated/measured energy"
         if gpu_hours is None:
             if power_w is None:
@@ -358,20 +380,15 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     assert gpu_hours is not None
 
     # ---- site ----
-    preset_name = site.get("preset") or db().sites.get("default")
     presets = db().sites.get("sites", {})
-    if preset_name not in presets:
-        raise ctx.err("site.preset", f"unknown site preset {preset_name!r}; allowed: {', '.join(presets)}")
+    preset_name = ctx.text("site.preset", site.get("preset") or db().sites.get("default"), list(presets))
     preset = presets[preset_name]
 
     def site_value(key: str, unit: str | None) -> float | None:
         if key in site:
             if unit is None:
                 return ctx.number(f"site.{key}", site[key], lo=1.0)
-            v = ctx.quantity(f"site.{key}", site[key], unit)
-            if v < 0:
-                raise ctx.err(f"site.{key}", f"must not be negative, got {site[key]!r}")
-            return v
+            return ctx.quantity(f"site.{key}", site[key], unit, lo=0)
         if key in preset:
             srcs.append(preset[key]["source"])
             val = preset[key]["value"]
@@ -410,9 +427,11 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
             **(shape if len(shape) == 3 else {}),
         )
         try:
-            derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype))
+            derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype)) if math.isfinite(f.flops) else None
         except KeyError:
             derived = None
+        if not math.isfinite(f.flops):
+            notes.append("model.parameters x model.tokens is beyond floating point: FLOPs and MFU not derived (check them)")
         if derived is not None and 0 < derived <= 1:
             flops, mfu, mfu_method = f.flops, derived, f"derived: {f.formula} over GPU-hours x dense {dtype} peak"
         elif derived is not None:
@@ -421,6 +440,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
                 "tokens, GPU-hours and dtype"
             )
     name = str(data.get("name") or (Path(file).stem if file else "scenario"))
+    _check_derived(ctx, gpu_hours, it_kwh, lifetime_h * utilization)
     return Workload(
         name=name,
         gpu=gpu,
@@ -455,6 +475,15 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(srcs)),
     )
+
+
+def _check_derived(ctx: _Ctx, gpu_hours: float, it_kwh: float, busy_h: float) -> None:
+    """Inputs that are each finite can still multiply past floating point (1e300 GPU-hours at 1e300 W)."""
+    for key, v in (("training", gpu_hours), ("training.energy", it_kwh), ("hardware", gpu_hours / busy_h)):
+        if not math.isfinite(v) or v <= 0:
+            raise ctx.err(
+                key, "the stated numbers give a GPU time, energy or lifetime share beyond floating point: check their units"
+            )
 
 
 def _factor_set(ctx: _Ctx, site: dict[str, Any], ci: float | None) -> FactorSet | None:
@@ -493,15 +522,14 @@ def _embodied_override(ctx: _Ctx, value: Any, srcs: list[str]) -> dict[str, floa
     pcfs = db().ranges.get("vendor_pcf", {})
     for k, v in value.items():
         if k == "vendor_pcf":
-            if v not in pcfs:
-                raise ctx.err("hardware.embodied.vendor_pcf", f"unknown {v!r}; allowed: {', '.join(pcfs)}")
+            v = ctx.text("hardware.embodied.vendor_pcf", v, list(pcfs))
             for c, q in pcfs[v]["per_gpu"].items():
                 out[c] = float(Q(q, cat.by_key(c).unit).magnitude)
             srcs.append(pcfs[v]["source"])
             continue
         if k not in cat.keys():
             raise ctx.err(f"hardware.embodied.{k}", f"unknown category; allowed: vendor_pcf, {', '.join(cat.keys())}")
-        out[k] = ctx.quantity(f"hardware.embodied.{k}", v, cat.by_key(k).unit)
+        out[k] = ctx.quantity(f"hardware.embodied.{k}", v, cat.by_key(k).unit, lo=0)
     return out
 
 
@@ -515,19 +543,22 @@ def _ranges(ctx: _Ctx, unc: dict[str, Any]) -> dict[str, tuple[float, float]]:
         "pue": None,
         "carbon_intensity": "kgCO2eq/kWh",
     }
+    # each bound's domain: (lowest, open?, highest), as for the scenario key it varies
+    domains = {"gpu_hours": (0, True, None), "mfu": (0, True, 1), "utilization": (0, True, 1), "pue": (1, False, None)}
     out: dict[str, tuple[float, float]] = {}
     for k, v in unc.items():
         key = f"uncertainty.{k}"
         if not isinstance(v, (list, tuple)) or len(v) != 2:
             raise ctx.err(key, "expected [low, high]")
         if units[k] is None:
-            lo, hi = (ctx.number(key, x, lo=0) for x in v)
+            low, open_, high = domains[k]
+            lo, hi = (ctx.number(key, x, lo=low, hi=high, lo_open=open_) for x in v)
         elif k == "carbon_intensity":
             from footprint.lca.electricity import intensity_override
 
-            lo, hi = (intensity_override(x, ctx.file) for x in v)
+            lo, hi = (intensity_override(x, ctx.file, key) for x in v)
         else:
-            lo, hi = (ctx.quantity(key, x, units[k], "year" if k == "lifetime" else None) for x in v)
+            lo, hi = (ctx.quantity(key, x, units[k], "year" if k == "lifetime" else None, lo=0, lo_open=True) for x in v)
         if lo > hi:
             raise ctx.err(key, f"low {v[0]!r} is above high {v[1]!r}")
         out[k] = (lo, hi)
@@ -559,14 +590,15 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
 
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None) -> Workload:
     """A Workload from a run directory (or its run.json record); ``sets`` re-project it (grid, GPU, lifetime)."""
+    from footprint.tracking.runrecord import clean_record, read_record
+
     if isinstance(target, dict):
-        record, file = target, str(target.get("run_dir") or "run.json")
+        file = str(target.get("run_dir") or "run.json")
+        record = clean_record(target, file)
     else:
         path = Path(target)
         path = path / "run.json" if path.is_dir() else path
-        from footprint.tracking.runrecord import read_json
-
-        record, file = read_json(path), str(path)
+        record, file = read_record(path), str(path)
     data = apply_overrides(run_scenario(record), sets or [], file)
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):

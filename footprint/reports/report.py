@@ -17,6 +17,7 @@ from typing import Any
 
 from footprint import __version__
 from footprint.errors import FootprintError
+from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
@@ -119,18 +120,26 @@ def _run_figures(s: Section, run_dir: Path) -> None:
     from footprint.reports import figures
     from footprint.tracking import runrecord
 
-    labels = runrecord.device_labels(runrecord.read_json(run_dir / "run.json")) if (run_dir / "run.json").is_file() else {}
-    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800), labels)
+    notes: list[str] = []  # damaged parts and rank records, skipped: the report says so and shows the rest
+    try:
+        labels = runrecord.device_labels(runrecord.read_record(run_dir))
+    except Exception:  # a damaged run.json: the figure keeps the raw device names
+        labels = {}
+    fig = figures.power_timeline(runrecord.power_timeline(run_dir, buckets=800, notes=notes), labels)
     if fig:
         s.figures["power"] = fig
     steps: list[float] = []
-    for rec in runrecord.rank_records(run_dir) if (run_dir / runrecord.RANKS_DIR).is_dir() else []:
+    for rec in runrecord.rank_records(run_dir, notes):
         steps = (rec.get("mfu") or {}).get("per_step_mfu") or steps
         if steps:
             break
-    fig = figures.mfu_over_steps(steps)
+    fig = figures.mfu_over_steps([float(v) for v in steps if isinstance(v, (int, float))])
     if fig:
         s.figures["mfu"] = fig
+    if notes:
+        from dataclasses import replace
+
+        s.assessment = replace(s.assessment, warnings=tuple(dict.fromkeys([*s.assessment.warnings, *notes])))
 
 
 # ---- text pieces shared by HTML and Markdown ----------------------------------------------------
@@ -613,7 +622,7 @@ def write_report(
     output: str,
     fmt: str | None = None,
     sets: list[str] | None = None,
-    samples: int = 2000,
+    samples: int = DEFAULT_SAMPLES,
     trace: str | None = None,
     quiet: bool = False,
     seed: int = 0,

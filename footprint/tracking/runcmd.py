@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,8 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run the command as a child process while the tracker measures every visible GPU and the host."""
+    """Run the command as a child process while the tracker measures every visible GPU and the host (signals,
+    exit code and the child's fate if we die: `footprint.tracking.supervise`)."""
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -45,36 +45,38 @@ def run_command(args: argparse.Namespace) -> int:
         raise FootprintError("no command given: footprint run [--name N] -- python train.py", key="cmd")
     if args.period <= 0:
         raise FootprintError(f"--period must be > 0, got {args.period}", key="--period")
-    from footprint.tracking.tracker import Tracker
+    from footprint.tracking.supervise import Supervisor
+    from footprint.tracking.tracker import Tracker, check_name
 
-    tracker = Tracker(
-        name=args.name, output_dir=args.output_dir, site=_site(args.grid, args.pue), period_s=args.period, handle_sigterm=False
-    )
-    os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
-    tracker.start()
-    exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
-    try:
-        proc = subprocess.Popen(cmd, env=child_env(tracker.run_dir, getattr(args, "count_steps", False)))
-    except OSError as exc:
-        tracker.stop()
-        raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
-    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if exporter is not None:
-            exporter.stop()
-        run = tracker.stop()
+    if args.name is not None and (why := check_name(args.name)):
+        raise FootprintError(f"{why}: it names the run's directory inside --output-dir", key="--name")
+    site = _site(args.grid, args.pue)
+    with Supervisor() as sup:  # before the tracker's threads start: they inherit the blocked signals
+        tracker = Tracker(name=args.name, output_dir=args.output_dir, site=site, period_s=args.period, handle_sigterm=False)
+        os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
+        tracker.start()
+        exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
+        try:
+            proc = sup.spawn(cmd, child_env(tracker.run_dir, getattr(args, "count_steps", False)))
+        except OSError as exc:
+            tracker.stop()
+            raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
+        try:
+            code = sup.wait(proc)
+        finally:
+            if exporter is not None:
+                exporter.stop()
+            if sup.forwarded:
+                names = ", ".join(signal.Signals(s).name for s in sup.forwarded)
+                tracker._note(f"footprint run passed on {names} to the command")
+            run = tracker.stop()
     if run:
         run = merge_attached(tracker, run)
         e = run["energy"]
+        where = f"{tracker.run_dir}/run.json" if not tracker.memory_only else f"run {tracker.name!r} (not written)"
         print(
-            f"footprint: {tracker.run_dir}/run.json: {run['duration_s']:.1f} s, GPU "
-            f"{_kwh(e['gpu_j'])}, total {_kwh(e['total_j'])}, steps "
+            f"footprint: {where}: {run['duration_s']:.1f} s, GPU "
+            f"{kwh(e['gpu_j'])}, total {kwh(e['total_j'])}, steps "
             f"{'not measured' if run['steps'] is None else run['steps']} (exit code {code})",
             file=sys.stderr,
         )
@@ -137,9 +139,18 @@ def _energy_at(series: list[tuple[float, dict[str, float]]], t: float) -> dict[s
 
 
 def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
-    """Fold the child's attached records (steps, tokens, FLOPs, windows) into run.json; null + a note when none came."""
-    files = sorted((tracker.run_dir / ATTACHED_DIR).glob("*.json"))
-    records = _chosen([runrecord.read_json(f) for f in files])
+    """Fold the child's attached records (steps, tokens, FLOPs, windows) into run.json; null + a note when none came.
+    A damaged attached record is left out with a note; a run.json that cannot be written leaves the record in memory."""
+    files = sorted((tracker.run_dir / ATTACHED_DIR).glob("*.json")) if not tracker.memory_only else []
+    damaged: list[str] = []
+    readable = []
+    for f in files:
+        try:
+            readable.append(runrecord.clean_record(runrecord.read_json(f), str(f)))
+        except FootprintError as exc:
+            damaged.append(f"{ATTACHED_DIR}/{f.name} skipped: {exc.detail}")
+    records = _chosen(readable)
+    run["notes"] = [*run.get("notes", []), *damaged]
     if not records:
         run.update(steps=None, tokens=None, flops=None, hardware_flops=None, mfu=None)
         run["notes"] = [*run.get("notes", []), NOT_MEASURED]
@@ -152,9 +163,10 @@ def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
         series = tracker._sampler.series() if tracker._sampler is not None else []
         windows = []
         for r in records:
-            for w in r.get("windows", []):
-                start = float(r["t0_monotonic"]) + float(w["start_s"])
-                e0, e1 = _energy_at(series, start), _energy_at(series, start + float(w["duration_s"]))
+            t0 = runrecord.finite_or_none(r.get("t0_monotonic"), float("-inf"))
+            for w in r.get("windows", []) if t0 is not None else []:
+                start = t0 + float(w.get("start_s") or 0.0)
+                e0, e1 = _energy_at(series, start), _energy_at(series, start + float(w.get("duration_s") or 0.0))
                 windows.append({**w, "start_s": start - tracker._t0, "energy_j": {u: e1[u] - e0.get(u, 0.0) for u in e1}})
         sources = sorted({str(r.get("source")) for r in records})
         run.update(
@@ -171,7 +183,8 @@ def merge_attached(tracker: Any, run: dict[str, Any]) -> dict[str, Any]:
         if not tokens:
             notes.append("tokens not measured (the optimizer hook counts steps only): null, not zero")
         run["notes"] = [*run.get("notes", []), *notes, *(n for r in records for n in r.get("notes", []))]
-    runrecord.write_json(tracker.run_dir / "run.json", run)
+    if not tracker.memory_only and not tracker._write(tracker.run_dir / "run.json", run):
+        run["notes"].append("not written to disk (no writable directory): this record exists in memory only")
     return run
 
 
@@ -206,7 +219,7 @@ def _attached_mfu(run: dict[str, Any], records: list[dict[str, Any]], flops: flo
     }
 
 
-def _kwh(j: float | None) -> str:
+def kwh(j: float | None) -> str:
     return "n/a" if j is None else f"{j / 3.6e6:.4g} kWh"
 
 
@@ -229,7 +242,7 @@ def import_log(args: argparse.Namespace) -> int:
     samples = f", {record['samples']['readings']:,} power readings" if series is not None else ""
     print(
         f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, "
-        f"GPU energy {_kwh(e['gpu_j'])}{samples}"
+        f"GPU energy {kwh(e['gpu_j'])}{samples}"
     )
     return 0
 
@@ -287,20 +300,38 @@ def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, t
     }
 
 
+def _imported_energy(value: Any) -> float | None:
+    """An imported energy in joules: a finite number >= 0, else None (not available, never NaN, negative or inf)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return v if v == v and 0 <= v < float("inf") else None
+
+
 def from_nvidia_smi(
     path: Path, utc_offset: str | None, site: dict[str, Any] | None, gpu: str | None = None, with_series: bool = False
 ) -> Any:
     """The run record of an nvidia-smi log; with ``with_series`` also (record, {uuid: (times, power)}) to write."""
-    from meters.importers import integrate_energy, power_series, read_nvidia_smi_csv
+    from footprint.inputs import sniff_text
+    from meters.importers import _utc_offset, integrate_energy, power_series, read_nvidia_smi_csv
 
-    if not path.is_file():
-        raise FootprintError("no such file", str(path))
+    sniff_text(path, "nvidia-smi CSV log")  # the input contract: a readable UTF-8 text file, or one clear error
+    if utc_offset is not None:
+        try:
+            _utc_offset(utc_offset)
+        except ValueError as exc:
+            raise FootprintError(str(exc), key="--utc-offset") from None
     try:
         df = read_nvidia_smi_csv(path, utc_offset=utc_offset)
         per_device = integrate_energy(df)
         series = power_series(df, df.attrs.get("power_column") or "power_w")
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not an nvidia-smi CSV log this importer understands ({exc})", str(path)) from None
+    if not any(_imported_energy(r["energy_j"]) is not None for r in per_device.values()):
+        raise FootprintError(
+            "no device has two timestamped readings with a power value: no energy to import (nothing written)", str(path)
+        )
     devices, notes = [], []
     if gpu:
         from footprint.lca.database import db
@@ -319,8 +350,8 @@ def from_nvidia_smi(
                 "component": "gpu",
                 "host": path.name,  # the log names no host: its file stands in (labels, the samples' rank)
                 "method": f"nvidia-smi {r['method']}",
-                "measured": True,
-                "energy_j": r["energy_j"],
+                "measured": _imported_energy(r["energy_j"]) is not None,
+                "energy_j": _imported_energy(r["energy_j"]),
                 "duration_s": r["duration_s"],
                 "reliable": r.get("reliable", True),
                 "notes": list(r.get("notes", [])),
@@ -355,39 +386,56 @@ def from_nvidia_smi(
 
 
 def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
+    from footprint.inputs import MAX_RECORD_DEVICES, sniff_text
     from meters.importers import read_codecarbon_csv
 
-    if not path.is_file():
-        raise FootprintError("no such file", str(path))
+    sniff_text(path, "codecarbon emissions.csv")  # the input contract: a readable UTF-8 text file, or one clear error
     try:
         df = read_codecarbon_csv(path)
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not a codecarbon emissions.csv ({exc})", str(path)) from None
+    if df.empty:
+        raise FootprintError("no row in this codecarbon emissions.csv (nothing written)", str(path))
     row = df.iloc[-1]
+    duration = _imported_energy(row.get("duration_s"))
+    if duration is None:
+        raise FootprintError(f"expected seconds >= 0, got {row.get('duration_s')!r} (nothing written)", str(path), "duration")
     devices: list[dict[str, Any]] = []
+    notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
     recorded = str(row.get("gpu_model") or "").strip()
     if not gpu and recorded and recorded.lower() != "nan":
         gpu = recorded.split(",")[0].split(" x ")[-1].strip()
-        count = int(row.get("gpu_count") or count or 1)
+        logged = _imported_energy(row.get("gpu_count"))
+        count = int(logged) if logged is not None and 1 <= logged <= MAX_RECORD_DEVICES else count
+    gpu_j = _imported_energy(row.get("gpu_energy_j"))
     if gpu:
         from footprint.lca.database import db
 
         card = db().find_gpu(gpu, str(path), "--gpu")
-        per = (float(row.get("gpu_energy_j", 0.0) or 0.0)) / max(count, 1)
+        # codecarbon writes 0 J when it saw no GPU: that is "not measured", never 8 GPUs measured at 0 J
+        measured = gpu_j is not None and gpu_j > 0
+        if not measured:
+            notes.append(
+                f"this codecarbon log has no GPU energy ({row.get('gpu_energy_j')!r} J): the {count} {card.name} GPU(s) "
+                "are recorded for their embodied impacts, their energy is not available (not zero)"
+            )
         devices += [
             {
                 "index": i,
                 "name": card.name,
                 "uuid": f"codecarbon:gpu{i}",
                 "component": "gpu",
-                "method": "codecarbon",
-                "measured": True,
-                "energy_j": per,
+                "method": "codecarbon" if measured else "not measured",
+                "measured": measured,
+                "energy_j": gpu_j / count if measured else None,
             }
             for i in range(count)
         ]
     for comp, col in (("cpu", "cpu_energy_j"), ("ram", "ram_energy_j")):
-        if col in row and row[col] == row[col]:
+        if col in row:
+            energy = _imported_energy(row[col])
+            if energy is None and row[col] == row[col]:
+                notes.append(f"{col.removesuffix('_j')} {row[col]!r} is not an energy >= 0: not available")
             devices.append(
                 {
                     "name": f"host {comp}",
@@ -395,11 +443,11 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
                     "component": comp,
                     "method": "codecarbon",
                     "measured": False,
-                    "energy_j": float(row[col]),
+                    "energy_j": energy,
                 }
             )
-    site = {"grid": str(row["country_iso_code"])} if "country_iso_code" in row and row["country_iso_code"] else None
-    notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
+    iso = row.get("country_iso_code")
+    site = {"grid": str(iso)} if isinstance(iso, str) and iso.strip() else None
     if not gpu:
         notes.append("no GPU in this codecarbon log: give --gpu (and --gpu-count) to assess embodied impacts")
     return {
@@ -408,7 +456,7 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         "name": str(row.get("project_name") or "") or None,
         "source_file": str(path),
         "imported_from": "codecarbon",
-        "duration_s": float(row.get("duration_s", 0.0) or 0.0),
+        "duration_s": duration,
         "steps": None,
         "tokens": None,
         "devices": devices,

@@ -17,7 +17,9 @@ anything estimated or missing is in ``notes``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import socket
 import time
@@ -54,20 +56,160 @@ def rank_paths(run_dir: Path, rank: int) -> tuple[Path, Path]:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write: a reader never sees half a record."""
+    """Atomic write: a reader never sees half a record, and a failed write (disk full, read-only) leaves no
+    temporary file behind; the OSError goes to the caller."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    text = json.dumps(finite_json(data), indent=2, default=str, allow_nan=False)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None: a record on disk never holds NaN or Infinity
+    (JSON has neither; Python would write them as bare words other readers reject)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from a run directory (run.json, a rank record), or one FootprintError naming the file."""
+    from footprint.inputs import load_json, read_bytes
+
+    if not Path(path).exists():
+        raise FootprintError("not found", str(path))
+    return load_json(read_bytes(path, "JSON record"), str(path))
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """run.json of a run directory (or the file itself), read and cleaned: see `clean_record`."""
+    p = Path(path)
+    p = p / "run.json" if p.is_dir() else p
+    return clean_record(read_json(p), str(p))
+
+
+def finite_or_none(v: Any, lo: float = 0.0) -> float | None:
+    """A finite number >= lo, else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FootprintError("not found", str(path)) from None
-    except ValueError as exc:
-        raise FootprintError(f"not valid JSON ({exc})", str(path)) from None
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and f >= lo else None
+
+
+_COUNTERS = (
+    "duration_s",
+    "steps",
+    "tokens",
+    "flops",
+    "hardware_flops",
+    "start_unix",
+    "end_unix",
+    "rank",
+    "local_rank",
+    "world_size",
+)
+_MAPPINGS = ("mfu", "step_times", "slurm", "samples", "sampler", "retention")
+_LISTS = ("ranks", "hosts")
+_TEXTS = ("name", "start_utc", "end_utc", "flops_method", "imported_from", "source_file", "run_dir")
+
+
+def clean_record(record: Any, file: str = "run.json") -> dict[str, Any]:
+    """A run record whose every field has the type and domain readers expect: what is damaged (a list where an
+    object belongs, a negative, NaN or infinite energy, a device without its fields) is dropped with a note in
+    ``notes``, and everything else kept. Energy totals lost this way are recomputed from the devices."""
+    if not isinstance(record, dict):
+        raise FootprintError(f"expected a run record (a JSON object), got {type(record).__name__}", file)
+    out = dict(record)
+    dropped: list[str] = []
+
+    def drop(key: str, why: str) -> None:
+        dropped.append(f"{Path(file).name}: {key} {why}: ignored")
+
+    for k in _COUNTERS:
+        if out.get(k) is not None and finite_or_none(out[k], -math.inf if k.endswith("unix") else 0.0) is None:
+            drop(k, f"is not a finite number >= 0 ({str(out[k])[:40]!r})")
+            out[k] = None
+    for k, kinds in [(k, dict) for k in _MAPPINGS] + [(k, list) for k in _LISTS] + [(k, str) for k in _TEXTS]:
+        if out.get(k) is not None and not isinstance(out[k], kinds):
+            drop(k, f"is a {type(out[k]).__name__}, not a{'n object' if kinds is dict else ' ' + kinds.__name__}")
+            out[k] = None
+    if out.get("site") is not None and not isinstance(out["site"], (dict, str)):
+        drop("site", f"is a {type(out['site']).__name__}")
+        out["site"] = None
+    out["devices"] = _clean_devices(out.get("devices"), drop)
+    out["windows"] = _clean_windows(out.get("windows"), drop)
+    energy = out.get("energy")
+    keys = ("gpu_j", "cpu_j", "ram_j", "total_j")
+    if not isinstance(energy, dict) or any(energy.get(k) is not None and finite_or_none(energy[k]) is None for k in keys):
+        if energy is not None:
+            drop("energy", "has a value that is not a finite number >= 0 (recomputed from the devices)")
+        out["energy"] = energy_summary(out["devices"])
+    notes = out.get("notes")
+    if notes is not None and not isinstance(notes, list):
+        drop("notes", f"is a {type(notes).__name__}, not a list")
+        notes = []
+    out["notes"] = [str(n) for n in (notes or [])] + dropped
+    return finite_json(out)
+
+
+def _listed(value: Any, key: str, drop: Any) -> list[Any]:
+    """A list field of a record ([] when absent; when it is something else, [] and a note)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        drop(key, f"is a {type(value).__name__}, not a list")
+        return []
+    return value
+
+
+def _clean_devices(devices: Any, drop: Any) -> list[dict[str, Any]]:
+    out = []
+    for i, d in enumerate(_listed(devices, "devices", drop)):
+        if not isinstance(d, dict):
+            drop(f"devices[{i}]", f"is a {type(d).__name__}, not an object")
+            continue
+        d = dict(d)
+        for k in ("name", "uuid", "component", "method"):
+            if d.get(k) is not None and not isinstance(d[k], str):
+                d[k] = str(d[k])[:200]
+        if d.get("energy_j") is not None and finite_or_none(d["energy_j"]) is None:
+            drop(f"devices[{i}].energy_j", f"is not a finite number >= 0 ({str(d['energy_j'])[:40]!r}): not available")
+            d["energy_j"] = None
+        if d.get("notes") is not None and not isinstance(d["notes"], list):
+            d["notes"] = [str(d["notes"])]
+        out.append(d)
+    return out
+
+
+def _clean_windows(windows: Any, drop: Any) -> list[dict[str, Any]]:
+    out = []
+    for i, w in enumerate(_listed(windows, "windows", drop)):
+        ok = (
+            isinstance(w, dict)
+            and finite_or_none(w.get("duration_s", 0.0)) is not None
+            and finite_or_none(w.get("start_s", 0.0), -math.inf) is not None
+            and isinstance(w.get("energy_j", {}), dict)
+            and all(finite_or_none(v, -math.inf) is not None for v in (w.get("energy_j") or {}).values())
+        )
+        if ok:
+            out.append({**w, **{k: str(w[k])[:200] for k in ("name", "kind") if w.get(k) is not None}})
+        else:
+            drop(f"windows[{i}]", "is not a window (name, start_s, duration_s, energy_j)")
+    return out
 
 
 def energy_summary(devices: Iterable[dict[str, Any]]) -> dict[str, float | None]:
@@ -91,14 +233,20 @@ def energy_summary(devices: Iterable[dict[str, Any]]) -> dict[str, float | None]
     return {**sums, "total_j": sum(known) if known else None}
 
 
-def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> dict[str, Any]:
-    """One job record from per-rank records: each GPU once, host meters once per host."""
-    records = sorted(records, key=lambda r: r.get("rank", 0))
+def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, notes: list[str] | None = None) -> dict[str, Any]:
+    """One job record from per-rank records: each GPU once, host meters once per host. ``notes``: what the caller
+    already skipped (damaged rank files), carried into the record."""
+    records = sorted(records, key=lambda r: r.get("rank") or 0)
     devices: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    notes: list[str] = []
+    notes = list(notes or [])
     for rec in records:
-        for d in rec.get("devices", []):
+        for i, d in enumerate(rec.get("devices") or []):
+            if not d.get("uuid"):
+                d = {**d, "uuid": f"rank-{rec.get('rank')}-device-{i}"}
+                notes.append(
+                    f"rank {rec.get('rank')}: device without a UUID counted as {d['uuid']} (not checked for double counting)"
+                )
             key = (d["uuid"], "" if d.get("component", "gpu") == "gpu" else rec.get("host", ""))
             if key in seen:
                 notes.append(
@@ -113,18 +261,20 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None) -> d
         d.setdefault("job_index", i)
     starts = [r["start_unix"] for r in records if r.get("start_unix") is not None]
     ends = [r["end_unix"] for r in records if r.get("end_unix") is not None]
-    duration = (max(ends) - min(starts)) if starts and ends else max((r.get("duration_s", 0) for r in records), default=0.0)
+    duration = (max(ends) - min(starts)) if starts and ends else max((r.get("duration_s") or 0 for r in records), default=0.0)
+    duration = max(duration, 0.0)
     hosts: dict[str, dict[str, Any]] = {}
     for rec in records:
         h = hosts.setdefault(rec.get("host", "?"), {"host": rec.get("host", "?"), "ranks": [], "gpus": []})
         h["ranks"].append(rec.get("rank"))
-        h["gpus"] += [d["uuid"] for d in rec.get("devices", []) if d.get("component", "gpu") == "gpu"]
-    world = max((r.get("world_size", 1) for r in records), default=1)
+        h["gpus"] += [d.get("uuid") for d in rec.get("devices") or [] if d.get("component", "gpu") == "gpu"]
+    world = int(max((r.get("world_size") or 1 for r in records), default=1))
     present = {r.get("rank") for r in records}
-    missing = sorted(set(range(world)) - present)
+    missing = sorted(set(range(min(world, 1 << 20))) - present)
     if missing:
-        notes.append(f"records of ranks {missing} are missing: their GPUs are not counted")
-    steps = max((r.get("steps", 0) for r in records), default=0)
+        shown = missing if len(missing) <= 20 else [*missing[:20], "..."]
+        notes.append(f"records of ranks {shown} are missing: their GPUs are not counted")
+    steps = max((r.get("steps") or 0 for r in records), default=0)
     tokens = sum(r.get("tokens", 0) or 0 for r in records)
     flops = sum(r.get("flops", 0) or 0 for r in records)
     first = records[0] if records else {}
@@ -188,8 +338,28 @@ def job_mfu(
     }
 
 
-def rank_records(run_dir: Path) -> list[dict[str, Any]]:
-    return [read_json(p) for p in sorted((run_dir / RANKS_DIR).glob("rank-*.json"))]
+def rank_records(run_dir: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The per-rank records, cleaned (`clean_record`); a damaged one is left out with a note in ``notes``."""
+    out = []
+    ranks = Path(run_dir) / RANKS_DIR
+    for p in sorted(ranks.glob("rank-*.json")) if ranks.is_dir() else []:
+        try:
+            rec = clean_record(read_json(p), str(p))
+        except FootprintError as exc:
+            if notes is None:
+                raise
+            notes.append(f"{RANKS_DIR}/{p.name} skipped: {exc.detail}")
+            continue
+        if rec.get("rank") is None:
+            rec["rank"] = _rank_of(p)
+        out.append(rec)
+    return out
+
+
+def _rank_of(path: Path) -> int:
+    """The rank in a file name `rank-00003.json` / `rank-00003.journal.jsonl` (0 if it says none)."""
+    digits = path.name.split("-", 1)[-1].split(".", 1)[0]
+    return int(digits) if digits.isdigit() else 0
 
 
 def journals(run_dir: Path) -> list[Path]:
@@ -208,8 +378,10 @@ def _stores(run_dir: Path) -> list[tuple[Any, Any, Any]]:
     out = []
     for jp in journals(run_dir):
         store = Store(jp)
-        rank = store.header.get("rank", jp.name.split("-")[1].split(".")[0])
-        out.append((int(rank), store.header.get("host"), store))
+        rank = store.header.get("rank")
+        rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else _rank_of(jp)
+        host = store.header.get("host")
+        out.append((rank, host if isinstance(host, str) else None, store))
     return out
 
 
@@ -229,13 +401,15 @@ def iter_samples(
     components: Iterable[str] | None = None,
     resolution_s: float = 0.0,
     columns: Iterable[str] | None = None,
+    notes: list[str] | None = None,
 ) -> Iterator[pa.Table]:
     """The run's samples as Arrow tables (rank, host, uuid, component, t_s, energy_j, power_w, power_min_w,
     power_max_w, n, res_s), streamed rank by rank and in time order within each device.
 
     `t_range` (seconds since each rank's start), `uuids`, `components` and `columns` are pushed down to
     the files; `resolution_s` picks the coarsest stored resolution that is still at least that fine.
-    Memory is one batch, whatever the run's length."""
+    Memory is one batch, whatever the run's length. A damaged part or journal line is skipped (named in
+    ``notes`` when given) and the rest is read."""
     import numpy as np
     import pyarrow as pa
 
@@ -258,6 +432,8 @@ def iter_samples(
             if "rank" in want:
                 table = table.append_column("rank", pa.array(zeros.astype(np.int64) + rank))
             yield table.select(want)
+        if notes is not None:
+            notes.extend(f"rank {rank}: {n}" for n in store.notes if f"rank {rank}: {n}" not in notes)
 
 
 def _legacy_tables(
@@ -338,7 +514,9 @@ def sample_span(run_dir: str | Path) -> tuple[float, float] | None:
 TIMELINE_COLUMNS = ("rank", "host", "uuid", "component", "t_s", "power_w", "power_min_w", "power_max_w", "energy_j", "n")
 
 
-def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterable[str] | None = None) -> pa.Table:
+def power_timeline(
+    run_dir: str | Path, buckets: int = 1000, components: Iterable[str] | None = None, notes: list[str] | None = None
+) -> pa.Table:
     """Power per device downsampled for a plot (an Arrow table): one row per device and time bucket with min,
     mean and max power (peaks survive: the max of a bucket is the max of every reading in it) and the last
     cumulative energy. Streams the coarsest stored resolution that still fills the buckets: bounded memory at
@@ -353,7 +531,7 @@ def power_timeline(run_dir: str | Path, buckets: int = 1000, components: Iterabl
     lo, hi = span
     hi = max(hi, lo + 1e-3) + 1e-3
     keys = ("rank", "host", "uuid", "component")
-    tables = iter_samples(run_dir, resolution_s=(hi - lo) / max(buckets, 1), components=components)
+    tables = iter_samples(run_dir, resolution_s=(hi - lo) / max(buckets, 1), components=components, notes=notes)
     return downsample(tables, lo, hi, buckets, keys=keys).select(list(TIMELINE_COLUMNS))
 
 
@@ -390,15 +568,30 @@ def device_labels(record: dict[str, Any]) -> dict[tuple[str | None, str], str]:
     return labels
 
 
-def merge(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
-    """`footprint merge`: write run.json from the per-rank records (small: no sample is read)."""
+def merge(run_dir: str | Path, name: str | None = None, notes: list[str] | None = None) -> dict[str, Any]:
+    """`footprint merge`: write run.json from the per-rank records (small: no sample is read). A damaged rank
+    record is left out with a note; the others are merged."""
     run_dir = Path(run_dir)
-    records = rank_records(run_dir)
+    if not run_dir.is_dir():
+        raise FootprintError("no such run directory", str(run_dir))
+    notes = list(notes or [])
+    records = rank_records(run_dir, notes)
     if not records:
-        raise FootprintError(f"no per-rank records in {RANKS_DIR}/ (run `footprint recover` for a killed run)", str(run_dir))
-    record = merge_ranks(records, name or records[0].get("name") or run_dir.name)
-    write_json(run_dir / "run.json", record)
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise FootprintError(
+            f"no readable per-rank records in {RANKS_DIR}/{why} (`footprint recover` rebuilds them)", str(run_dir)
+        )
+    record = merge_ranks(records, name or records[0].get("name") or run_dir.name, notes=notes)
+    _write_record(run_dir / "run.json", record)
     return record
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    """write_json with an OSError (read-only, disk full) turned into the one-line error of the CLI."""
+    try:
+        write_json(path, record)
+    except OSError as exc:
+        raise FootprintError(f"cannot write it ({exc.strerror or exc})", str(path)) from None
 
 
 def recover(run_dir: str | Path) -> dict[str, Any]:
@@ -407,62 +600,90 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
     Bounded: each rank's energy is its newest counter readings (the newest Parquet part's footer plus the
     journal tail), its steps the last progress event; a journal written before segments is streamed."""
     from meters.journal import read_journal
-    from meters.segments import PENDING, list_parts
+    from meters.segments import PENDING, list_parts, segments_dir
     from meters.store import Store
 
     run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FootprintError("no such run directory", str(run_dir))
     found = journals(run_dir)
     if not found:
         raise FootprintError(f"no journal found under {RANKS_DIR}/: is this a run directory?", str(run_dir))
+    notes: list[str] = []
     for jp in found:
         rec_path = Path(str(jp).replace(".journal.jsonl", ".json"))
-        if rec_path.exists() and read_json(rec_path).get("complete"):
+        if _complete(rec_path, notes):
             continue
-        store = Store(jp)
-        pieces = list_parts(store.dir, PENDING)
-        source = jp if jp.exists() else pieces[-1][0] if pieces else None
-        if source is None:
+        try:
+            rec = _recover_rank(
+                jp, read_journal, Store, list_parts(segments_dir(jp), PENDING) if segments_dir(jp).is_dir() else []
+            )
+        except Exception as exc:  # noqa: BLE001 - one rank's damage must not cost the others
+            notes.append(f"{RANKS_DIR}/{jp.name}: could not be recovered ({type(exc).__name__}: {str(exc)[:160]}): skipped")
             continue
-        j = read_journal(source, samples=False)  # header, devices, last progress; the samples come from the store
-        h = j.header
-        last = store.last_readings()
-        duration = max((r["t_s"] for r in last.values()), default=0.0)
-        duration = max(duration, 0.0)
-        progress = j.progress or {}
-        devices = []
-        for uuid, info in j.devices.items():
-            d = info.to_dict()
-            d["energy_j"] = last[uuid]["energy_j"] if uuid in last else None
-            d["notes"] = [*d.get("notes", []), "recovered from the journal of a killed run"]
-            devices.append(d)
-        start_unix = h.get("start_unix")
-        rec = {
-            "rank": h.get("rank", 0),
-            "local_rank": h.get("local_rank", 0),
-            "world_size": h.get("world_size", 1),
-            "host": h.get("host"),
-            "pid": h.get("pid"),
-            "name": h.get("name"),
-            "site": h.get("site"),
-            "slurm": h.get("slurm"),
-            "start_unix": start_unix,
-            "end_unix": (start_unix + duration) if start_unix is not None else None,
-            "duration_s": duration,
-            "steps": progress.get("steps", 0),
-            "tokens": progress.get("tokens", 0),
-            "flops": progress.get("flops", 0),
-            "devices": devices,
-            "retention": h.get("retention"),
-            "complete": False,
-            "recovered": True,
-            "notes": [
-                f"recovered from the journal: samples up to {duration:.1f} s after start; anything after "
-                f"the last flush (at most ~1 s) is lost"
-            ]
-            + (["journal ended with a torn line"] if j.torn_tail else []),
-        }
-        write_json(rec_path, rec)
-    return merge(run_dir)
+        if rec is not None:
+            _write_record(rec_path, rec)
+    return merge(run_dir, notes=notes)
+
+
+def _complete(rec_path: Path, notes: list[str]) -> bool:
+    """Whether a rank's record exists and says it was written by a clean stop (a damaged one is rebuilt)."""
+    if not rec_path.exists():
+        return False
+    try:
+        return bool(read_json(rec_path).get("complete"))
+    except FootprintError as exc:
+        notes.append(f"{RANKS_DIR}/{rec_path.name} was damaged ({exc.detail}): rebuilt from the journal")
+        return False
+
+
+def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]) -> dict[str, Any] | None:
+    """One rank's record rebuilt from its journal tail and segments (None when nothing of it is left)."""
+    store = store_cls(jp)
+    source = jp if jp.is_file() else pieces[-1][0] if pieces else None
+    if source is None:
+        return None
+    j = read_journal(source, samples=False)  # header, devices, last progress; the samples come from the store
+    h = j.header
+    last = store.last_readings()
+    duration = max((r["t_s"] for r in last.values()), default=0.0)
+    duration = max(duration, 0.0)
+    progress = j.progress or {}
+    devices = []
+    for uuid, info in j.devices.items():
+        d = info.to_dict()
+        d["energy_j"] = last[uuid]["energy_j"] if uuid in last else None
+        d["notes"] = [*d.get("notes", []), "recovered from the journal of a killed run"]
+        devices.append(d)
+    start_unix = finite_or_none(h.get("start_unix"), -math.inf)
+    rec = {
+        "rank": h.get("rank") if isinstance(h.get("rank"), int) else _rank_of(jp),
+        "local_rank": h.get("local_rank", 0),
+        "world_size": h.get("world_size", 1),
+        "host": h.get("host"),
+        "pid": h.get("pid"),
+        "name": h.get("name"),
+        "site": h.get("site"),
+        "slurm": h.get("slurm"),
+        "start_unix": start_unix,
+        "end_unix": (start_unix + duration) if start_unix is not None else None,
+        "duration_s": duration,
+        "steps": finite_or_none(progress.get("steps")) or 0,
+        "tokens": finite_or_none(progress.get("tokens")) or 0,
+        "flops": finite_or_none(progress.get("flops")) or 0,
+        "devices": devices,
+        "retention": h.get("retention"),
+        "complete": False,
+        "recovered": True,
+        "notes": [
+            f"recovered from the journal: samples up to {duration:.1f} s after start; anything after "
+            f"the last flush (at most ~1 s) is lost"
+        ]
+        + (["journal ended with a torn line"] if j.torn_tail else [])
+        + ([f"journal: {j.bad_lines} damaged line(s) skipped"] if j.bad_lines else [])
+        + store.notes,
+    }
+    return clean_record(rec, str(jp))
 
 
 def host_info() -> dict[str, Any]:

@@ -16,6 +16,13 @@ record (each GPU once) is written by rank 0 when a process group is up, else `fo
 Inside `footprint run` (env FOOTPRINT_PARENT_RUN) a tracker *attaches*: the parent already measures
 every GPU, so the child measures no energy and hands its steps, tokens, FLOPs and windows to the
 parent's run record (`attached/`), instead of writing a second run over the same devices.
+
+Faults (README "Promises"): a bad argument is a warning, a default and a note, never an exception; a run
+name is one plain name inside ``output_dir``, and a name already taken there gets a suffix (``x-2``); if
+the run directory cannot be written (read-only, disk full) the tracker says so once on stderr, goes on
+measuring in memory, and writes the record to a temporary directory instead (or prints the totals when
+nothing can be written); the exit gather of a distributed run waits at most ``FOOTPRINT_GATHER_TIMEOUT_S``
+(60 s) and a rank that raised skips it, leaving per-rank records for ``footprint merge``.
 """
 
 from __future__ import annotations
@@ -23,17 +30,22 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import math
 import os
+import re
 import signal
 import sys
+import tempfile
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from footprint.errors import FootprintWarning
 from footprint.tracking import runrecord
 
 log = logging.getLogger("footprint.tracking.tracker")
@@ -53,6 +65,20 @@ WINDOW_KINDS = {
     "save": "checkpoint",
 }
 _ACTIVE: list[Tracker] = []
+GATHER_TIMEOUT_ENV = "FOOTPRINT_GATHER_TIMEOUT_S"
+DEFAULT_GATHER_TIMEOUT_S = 60.0
+DEFAULT_PERIOD_S = 0.1
+FALLBACK_DIR = "footprint-runs"  # under the system's temporary directory, when the run directory cannot be written
+_NAME = re.compile(r"[^/\\\x00]{1,200}")
+
+
+def check_name(name: Any) -> str | None:
+    """Why ``name`` cannot be a run name (one plain name, no path), or None when it can."""
+    if not isinstance(name, str):
+        return f"name {name!r} is not a string"
+    if not _NAME.fullmatch(name) or name.strip() in ("", ".", ".."):
+        return f"name {name[:60]!r} is not a plain name (1 to 200 characters, no '/', '\\', NUL, '.' or '..')"
+    return None
 
 
 def current() -> Tracker | None:
@@ -127,17 +153,42 @@ class Tracker:
         dtype: str | None = None,
         source: str = "footprint.track",
         retention: Any = None,
+        *,
+        _problems: list[str] | None = None,
     ) -> None:
         self.dist = dist_info()
+        self.notes: list[str] = []
+        problems: list[str] = list(_problems or [])  # what track() already found (unknown arguments)
+        name, output_dir, site, gpus, period_s, model, dtype = _arguments(
+            problems, name, output_dir, site, gpus, period_s, model, dtype
+        )
+        host, handle_sigterm = (_flag(problems, k, v) for k, v in (("host", host), ("handle_sigterm", handle_sigterm)))
+        if not isinstance(source, str):
+            problems.append(f"source {source!r} is not a string")
+            source = "footprint.track"
+        if retention is not None:
+            from meters.segments import Retention
+
+            try:
+                Retention.of(retention)
+            except (ValueError, TypeError) as exc:
+                problems.append(str(exc))
+                retention = None
         self.retention = retention  # meters.segments.Retention or a dict of its fields; None: the defaults
         self.name = name or _default_name(self.dist)
-        self.run_dir = Path(output_dir) / self.name
+        self.output_dir = Path(output_dir)
+        self.run_dir = self.output_dir / self.name
         self.site = {"grid": site} if isinstance(site, str) else (dict(site) if site else None)
         self.gpus = gpus
         self.period_s = period_s
         self.measure_host = host
         self._nvml = nvml
         self._handle_sigterm = handle_sigterm
+        self._failed: str | None = None  # the exception that left the `with` block, if any
+        self._said: set[str] = set()
+        self._meters: list[Any] = []
+        self.fallback: Path | None = None  # where the record went when run_dir could not be written
+        self.memory_only = False  # nothing writable at all: measured in memory, totals printed at the end
         self.steps = 0
         self.tokens = 0
         self.flops = 0.0
@@ -155,9 +206,11 @@ class Tracker:
         self._watch: Any = None
         self._open: dict[str, tuple[tuple[float, dict[str, float]], str]] = {}
         if model:
-            self._per_token = _per_token(model)
+            try:
+                self._per_token = _per_token(model)
+            except Exception as exc:  # noqa: BLE001 - a model dict the FLOP formula cannot use
+                problems.append(f"model {_short(model)} gives no FLOPs per token ({exc})")
         self.windows: list[dict[str, Any]] = []
-        self.notes: list[str] = []
         self.record: dict[str, Any] | None = None
         self.run: dict[str, Any] | None = None
         self._sampler: Any = None
@@ -166,6 +219,11 @@ class Tracker:
         self._stopped = False
         self._lock = threading.Lock()
         self._prev_sigterm: Any = None
+        if problems:
+            message = "footprint.track(): " + "; ".join(problems) + ": ignored, the defaults are used"
+            warnings.warn(message, FootprintWarning, stacklevel=3 if _problems is None else 4)
+            for p in problems:
+                self._note(f"argument ignored: {p} (the default is used instead)")
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> Tracker:
@@ -198,6 +256,7 @@ class Tracker:
         from meters.sampler import Sampler
 
         d = self.dist
+        self._claim_run_dir()
         meters: list[Any] = []
         selected = gpus_for_rank(d, self.gpus)
         if selected != []:
@@ -208,7 +267,9 @@ class Tracker:
             from meters.cpu_estimate import host_meters
 
             meters.extend(host_meters())
+        self._meters = meters
         self._record_path, journal = runrecord.rank_paths(self.run_dir, d.rank)
+        journal_path = None if self.memory_only else journal
         self._t0 = time.monotonic()
         self._start_unix = time.time()
         meta = {
@@ -230,14 +291,69 @@ class Tracker:
             self._note(f"{exc}; the default retention is used")
             retention = Retention()
         meta["retention"] = retention.to_dict()
-        self._sampler = self._new_sampler(Sampler, meters, journal, meta, retention)
+        self._sampler = self._new_sampler(Sampler, meters, journal_path, meta, retention)
+        with contextlib.suppress(AttributeError):  # a replayed sampler may not take it
+            self._sampler.on_journal_error = self._on_write_error
         self._sampler.start()
         atexit.register(self._at_exit)
         if self._handle_sigterm and threading.current_thread() is threading.main_thread():
             with contextlib.suppress(Exception):
                 self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
 
-    def _new_sampler(self, sampler_cls: Any, meters: list[Any], journal: Path, meta: dict[str, Any], retention: Any) -> Any:
+    def _claim_run_dir(self) -> None:
+        """Make the run directory, unique and writable: a taken name gets a suffix (one process only: the ranks of a
+        distributed run share their directory); an unwritable one falls back to a temporary directory, then memory."""
+        try:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            if self.dist.distributed:
+                self.run_dir.mkdir(exist_ok=True)
+            else:
+                self.run_dir = _unique_dir(self.output_dir, self.name)
+                if self.run_dir.name != self.name:
+                    self._say(
+                        "name",
+                        f"run name {self.name!r} is taken in {self.output_dir}: this run is recorded as {self.run_dir.name!r}",
+                    )
+                    self.name = self.run_dir.name
+            probe = self.run_dir / f".footprint-write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            self._fall_back(exc)
+
+    def _fall_back(self, exc: OSError) -> None:
+        """The run directory cannot be written: a directory under the system's temporary one, else memory only."""
+        wanted = self.run_dir
+        try:
+            base = Path(tempfile.gettempdir()) / FALLBACK_DIR
+            base.mkdir(parents=True, exist_ok=True)
+            self.run_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=base))
+            self.fallback = self.run_dir
+            where = f"the run is recorded in {self.run_dir} instead"
+        except OSError:
+            self.memory_only = True
+            where = "measuring in memory; the totals are printed at the end"
+        self._say("write", f"cannot write the run directory {wanted} ({_why(exc)}): the training goes on; {where}")
+
+    def _on_write_error(self, exc: BaseException) -> None:
+        """Called once by the sampler when the journal cannot be written any more (disk full, volume gone)."""
+        self._say(
+            "write",
+            f"writing the run directory {self.run_dir} failed ({_why(exc)}): the training goes on and energy is still "
+            "measured in memory; the record is written at the end wherever possible",
+        )
+
+    def _say(self, key: str, message: str) -> None:
+        """Tell the user once on stderr (per kind of problem) and keep it in the run's notes."""
+        self._note(message)
+        if key not in self._said:
+            self._said.add(key)
+            with contextlib.suppress(Exception):
+                print(f"footprint: {message}", file=sys.stderr, flush=True)
+
+    def _new_sampler(
+        self, sampler_cls: Any, meters: list[Any], journal: Path | None, meta: dict[str, Any], retention: Any
+    ) -> Any:
         """The sampler of this rank (a seam for replaying a recorded or synthetic run through the real writer)."""
         return sampler_cls(
             meters, period_s=self.period_s, journal_path=journal, meta=meta, progress=self._progress, retention=retention
@@ -465,13 +581,60 @@ class Tracker:
             "complete": True,
             "sampler": {"period_s": self.period_s, **stats},
             "retention": self._sampler.retention.to_dict() if self._sampler.retention else None,
-            "notes": list(self.notes) + list(self._sampler.error_log),
+            "notes": list(self.notes) + self._meter_notes() + list(self._sampler.error_log),
         }
-        runrecord.write_json(self._record_path, self.record)
+        if self._failed:
+            self.record["notes"].append(f"rank {d.rank} left the tracked block with {self._failed}")
+        if not self._write(self._record_path, self.record):
+            self.run = self._in_memory_run()
+            return self.run
         self.run = self._finalise_job()
         with contextlib.suppress(Exception):
             atexit.unregister(self._at_exit)
         return self.run
+
+    def _meter_notes(self) -> list[str]:
+        """Why a meter measured nothing (NVML missing, a malformed FOOTPRINT_FAKE_NVML...): said in the run's notes."""
+        out = []
+        for m in self._meters:
+            with contextlib.suppress(Exception):
+                if not m.devices and getattr(m, "notes", None):
+                    out += [f"{getattr(m, 'name', type(m).__name__)}: {n}" for n in m.notes]
+        return out
+
+    def _write(self, path: Path, data: dict[str, Any]) -> bool:
+        """write_json, falling back to a temporary directory once if the run directory cannot be written."""
+        if self.memory_only:
+            return False
+        try:
+            runrecord.write_json(path, data)
+            return True
+        except OSError as exc:
+            if self.fallback is not None:
+                self._say("write", f"cannot write {path} ({_why(exc)}): the totals are printed below")
+                self.memory_only = True
+                return False
+            old = self.run_dir
+            self._fall_back(exc)
+            if self.memory_only:
+                return False
+            self._record_path = self.run_dir / self._record_path.relative_to(old)
+            return self._write(self.run_dir / path.relative_to(old), data)
+
+    def _in_memory_run(self) -> dict[str, Any] | None:
+        """The job record when nothing could be written: built from this rank, returned, its totals printed."""
+        record = runrecord.merge_ranks([self.record] if self.record else [], self.name, self.site)
+        record["run_dir"] = None
+        record["notes"].append("not written to disk (no writable directory): this record exists in memory only")
+        e = record["energy"]
+        self._say(
+            "totals",
+            f"run {self.name!r} ({record['duration_s']:.1f} s): GPU energy "
+            f"{'n/a' if e['gpu_j'] is None else format(e['gpu_j'], '.6g') + ' J'}, total "
+            f"{'n/a' if e['total_j'] is None else format(e['total_j'], '.6g') + ' J'} "
+            "(not written to disk; the record is the tracker's `.run`)",
+        )
+        return record
 
     def _close_open_parts(self) -> None:
         """At stop: windows still open are closed (and noted), the watch's hooks removed."""
@@ -516,22 +679,35 @@ class Tracker:
         """Rank 0 writes the job record: gathered over the process group, or directly when alone."""
         d = self.dist
         records = [self.record]
+        notes: list[str] = []
         dist = _process_group()
+        if d.world_size > 1 and (dist is None or self._failed):
+            why = (
+                f"this rank left the tracked block with {self._failed}" if self._failed else "no torch.distributed process group"
+            )
+            self._note(f"{why}: per-rank records written; run `footprint merge {self.run_dir}` when all ranks have finished")
+            return None
         if dist is not None and d.world_size > 1:
-            gathered: list[Any] = [None] * d.world_size
-            dist.all_gather_object(gathered, self.record)
-            records = [r for r in gathered if r]
+            gathered = _gather(dist, self.record, d.world_size, _gather_timeout())
+            if gathered is None:
+                self._note(
+                    f"the exit gather of the ranks' records timed out after {_gather_timeout():g} s "
+                    f"({GATHER_TIMEOUT_ENV}): per-rank records written; run `footprint merge {self.run_dir}` when all "
+                    "ranks have finished"
+                )
+                if d.rank != 0:
+                    return None
+                records = runrecord.rank_records(self.run_dir, notes)  # what is on a shared filesystem now
+                notes.append("the exit gather timed out: run.json holds the ranks whose records were on disk then")
+            else:
+                records = [r for r in gathered if r]
             if d.rank != 0:
                 return None
-        elif d.world_size > 1:
-            self._note(
-                "no torch.distributed process group: per-rank records written; run `footprint merge "
-                f"{self.run_dir}` when all ranks have finished"
-            )
-            return None
-        record = runrecord.merge_ranks(records, self.name, self.site)
+        record = runrecord.merge_ranks(records, self.name, self.site, notes=notes)
         record["run_dir"] = str(self.run_dir)
-        runrecord.write_json(self.run_dir / "run.json", record)  # samples stay in each rank's segments: nothing to copy
+        if not self._write(self.run_dir / "run.json", record):  # samples stay in each rank's segments: nothing to copy
+            return self._in_memory_run()
+        record["run_dir"] = str(self.run_dir)
         return record
 
     def _stop_attached(self) -> dict[str, Any] | None:
@@ -585,7 +761,9 @@ class Tracker:
     def __enter__(self) -> Tracker:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:  # the block raised: no collective at exit (the other ranks may never join it)
+            self._failed = exc_type.__name__
         self.stop()
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -630,10 +808,120 @@ def _per_token(model: dict[str, Any]) -> tuple[float, float]:
     return r.flops_per_token, r.hardware_flops_per_token
 
 
+def _arguments(
+    problems: list[str], name: Any, output_dir: Any, site: Any, gpus: Any, period_s: Any, model: Any, dtype: Any
+) -> tuple[Any, ...]:
+    """track()'s arguments, each checked: one that cannot be used is replaced by its default and named in ``problems``."""
+    if name is not None and (why := check_name(name)):
+        problems.append(why)
+        name = None
+    try:
+        output_dir = os.fspath(output_dir)
+        if "\x00" in output_dir:
+            raise ValueError
+    except (TypeError, ValueError):
+        problems.append(f"output_dir {_short(output_dir)} is not a path")
+        output_dir = "runs"
+    if site is not None and not (isinstance(site, str) and 0 < len(site) <= 200) and not _mapping(site):
+        problems.append(
+            f"site {_short(site)} is neither a grid zone (e.g. 'FRA') nor a mapping like {{'grid': 'FRA', 'pue': 1.2}}"
+        )
+        site = None
+    if gpus is not None and not _gpu_list(gpus):
+        problems.append(f"gpus {_short(gpus)} is not a GPU index, UUID or a list of them")
+        gpus = None
+    ok = isinstance(period_s, (int, float)) and not isinstance(period_s, bool) and math.isfinite(period_s)
+    if not ok or not 0.001 <= period_s <= 3600:
+        problems.append(f"period_s {_short(period_s)} is not a number of seconds from 0.001 to 3600")
+        period_s = DEFAULT_PERIOD_S
+    if model is not None and not _mapping(model):
+        problems.append(f"model {_short(model)} is not a mapping such as {{'params': 7e9}}")
+        model = None
+    if dtype is not None and not (isinstance(dtype, str) and 0 < len(dtype) <= 16):
+        problems.append(f"dtype {_short(dtype)} is not a dtype name such as 'bf16'")
+        dtype = None
+    return name, output_dir, site, gpus, float(period_s), model, dtype
+
+
+def _flag(problems: list[str], key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    problems.append(f"{key} {_short(value)} is not True or False")
+    return True
+
+
+def _mapping(value: Any) -> bool:
+    """A small mapping of names to plain values (what a site or a model description is)."""
+    return (
+        isinstance(value, dict)
+        and len(value) <= 64
+        and all(isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool))) for k, v in value.items())
+    )
+
+
+def _gpu_list(value: Any) -> bool:
+    items = [value] if isinstance(value, (int, str)) else value
+    try:
+        items = list(items)
+    except TypeError:
+        return False
+    return len(items) <= 4096 and all(
+        (isinstance(g, int) and not isinstance(g, bool) and g >= 0) or (isinstance(g, str) and 0 < len(g) <= 200) for g in items
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _why(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or f"{type(exc).__name__}: {exc}"
+
+
+def _unique_dir(output_dir: Path, name: str) -> Path:
+    """``output_dir/name``, made now; when taken (not empty), ``name-2``, ``name-3``...: never two runs in one directory."""
+    for k in range(1, 10_000):
+        path = output_dir / (name if k == 1 else f"{name}-{k}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            if path.is_dir() and not any(path.iterdir()):
+                return path  # an empty directory made beforehand: this run's
+    raise OSError(f"no free name {name}-N in {output_dir}")
+
+
+def _gather_timeout() -> float:
+    try:
+        v = float(os.environ.get(GATHER_TIMEOUT_ENV, DEFAULT_GATHER_TIMEOUT_S))
+    except ValueError:
+        return DEFAULT_GATHER_TIMEOUT_S
+    return v if math.isfinite(v) and v > 0 else DEFAULT_GATHER_TIMEOUT_S
+
+
+def _gather(dist: Any, record: dict[str, Any], world: int, timeout_s: float) -> list[Any] | None:
+    """all_gather_object of the rank records, given at most ``timeout_s``: None if a rank did not join in time (it
+    raised, died, or is still busy). The collective goes on in a daemon thread; nothing waits for it any more."""
+    out: list[Any] = [None] * world
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            dist.all_gather_object(out, record)
+        except BaseException as exc:  # noqa: BLE001 - a peer that died: the same fallback as a timeout
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="footprint-gather", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    return None if thread.is_alive() or failed else out
+
+
 def _default_name(d: DistInfo) -> str:
     job = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID")
     if d.distributed and job and job != "none":
-        return f"job-{job}"
+        return "job-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", job)[:100].strip(".")  # a plain name, whatever the env says
     return time.strftime("run-%Y%m%d-%H%M%S")
 
 
@@ -663,5 +951,13 @@ def track(
     period_s: float = 0.1,
     **kwargs: Any,
 ) -> Tracker:
-    """A Tracker: use as `with track(...) as t:`, as a decorator `@track(...)`, or `t.start()` / `t.stop()`."""
-    return Tracker(name=name, output_dir=output_dir, site=site, gpus=gpus, period_s=period_s, **kwargs)
+    """A Tracker: use as `with track(...) as t:`, as a decorator `@track(...)`, or `t.start()` / `t.stop()`.
+
+    Never raises for a bad argument: it warns once (FootprintWarning), uses the default and notes it in the run."""
+    import inspect
+
+    known = set(inspect.signature(Tracker.__init__).parameters) - {"self", "_problems"}
+    unknown = sorted(str(k) for k in kwargs if k not in known)
+    kwargs = {k: v for k, v in kwargs.items() if k in known}
+    problems = [f"unknown argument(s) {', '.join(unknown)}"] if unknown else []
+    return Tracker(name=name, output_dir=output_dir, site=site, gpus=gpus, period_s=period_s, _problems=problems, **kwargs)
