@@ -33,21 +33,28 @@ def _where(path: str | os.PathLike[str]) -> str:
     return str(path)
 
 
-def read_bytes(
-    path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_TEXT_BYTES, key: str | None = None
-) -> bytes:
-    """The bytes of a regular file, or one clear error: missing, a directory, too large, unreadable."""
-    p = Path(path)
+def _regular_file(p: Path, what: str, key: str | None) -> os.stat_result:
+    """The stat of a regular file, or one clear error: missing, unreadable, a directory, a pipe or a device (a FIFO
+    would block a read forever, a device never end)."""
     try:
         st = p.stat()
     except FileNotFoundError:
         raise FootprintError("no such file", _where(p), key) from None
     except OSError as exc:
         raise FootprintError(f"cannot read it ({exc.strerror or exc})", _where(p), key) from None
-    if p.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise FootprintError(f"is a directory, expected a {what}", _where(p), key)
-    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever, a device never end
+    if not stat.S_ISREG(st.st_mode):
         raise FootprintError(f"not a regular file (a pipe or a device), expected a {what}", _where(p), key)
+    return st
+
+
+def read_bytes(
+    path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_TEXT_BYTES, key: str | None = None
+) -> bytes:
+    """The bytes of a regular file, or one clear error: missing, a directory, too large, unreadable."""
+    p = Path(path)
+    st = _regular_file(p, what, key)
     if st.st_size > max_bytes:
         raise FootprintError(
             f"file is larger than {max_bytes:,} bytes ({st.st_size:,}): not a {what} this tool reads", _where(p), key
@@ -80,14 +87,7 @@ def sniff_text(path: str | os.PathLike[str], what: str = "file", key: str | None
     """Check that a file of any size is a readable, regular UTF-8 text file from its first ``head`` bytes (for
     logs too large to read whole here: their readers stream them)."""
     p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise FootprintError("no such file", _where(p), key) from None
-    except OSError as exc:
-        raise FootprintError(f"cannot read it ({exc.strerror or exc})", _where(p), key) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise FootprintError(f"not a regular file, expected a {what}", _where(p), key)
+    _regular_file(p, what, key)
     try:
         with p.open("rb") as fh:
             data = fh.read(head)

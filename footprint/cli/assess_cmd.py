@@ -16,17 +16,21 @@ REPORT_FORMATS = ("html", "md", "json", "csv", "pdf", "boamps")
 SETS_HELP = "override a scenario key, repeatable: --set training.mfu=0.5 --set site.grid=POL"
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def add_samples(p: argparse.ArgumentParser, ranges: str = "the low-high ranges") -> None:
+    """``--samples``: the Monte Carlo size, every front end's default and the input contract's ceiling."""
     from footprint.lca import DEFAULT_SAMPLES
 
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=SETS_HELP)
     p.add_argument(
         "--samples",
         type=number_arg(int, 0, MAX_SAMPLES),
         default=DEFAULT_SAMPLES,
-        help=f"Monte Carlo samples for the low-high ranges (default {DEFAULT_SAMPLES}, as the dashboard; 0: none; "
-        f"at most {MAX_SAMPLES:,})",
+        help=f"Monte Carlo samples for {ranges} (default {DEFAULT_SAMPLES}, as the dashboard; 0: none; at most {MAX_SAMPLES:,})",
     )
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=SETS_HELP)
+    add_samples(p)
     p.add_argument(
         "--seed", type=number_arg(int, 0, 2**63 - 1), default=0, help="random seed of the Monte Carlo (default 0: reproducible)"
     )

@@ -6,8 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from footprint.inputs import MAX_SAMPLES, number_arg
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     from footprint.cli.app import command, group
@@ -38,15 +36,9 @@ footprint export prometheus runs/llama-ft -o /var/lib/node_exporter/textfile/foo
     )
     pr.add_argument("target", help="run directory (or scenario .yaml)")
     pr.add_argument("-o", "--output", required=True, help="e.g. /var/lib/node_exporter/textfile/footprint.prom")
-    from footprint.lca import DEFAULT_SAMPLES
+    from footprint.cli.assess_cmd import add_samples
 
-    pr.add_argument(
-        "--samples",
-        type=number_arg(int, 0, MAX_SAMPLES),
-        default=DEFAULT_SAMPLES,
-        help=f"Monte Carlo samples for the _low/_high gauges (default {DEFAULT_SAMPLES}, as assess; 0: none; "
-        f"at most {MAX_SAMPLES:,})",
-    )
+    add_samples(pr, "the _low/_high gauges")
 
 
 def _check(target: str) -> None:

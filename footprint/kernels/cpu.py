@@ -15,7 +15,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from footprint.kernels.gpu import shape_text
+from footprint.kernels.gpu import op_row, shape_text
 from footprint.kernels.linking import ModelResolver, cpu_model_ops, link
 from footprint.kernels.opmodels import MATRIX_CATEGORIES, MODEL_OPS, op_model
 from footprint.kernels.reader import Scan
@@ -57,18 +57,7 @@ def analyse_cpu(s: Scan, steps: list[tuple[float, float, str]], top: int) -> tup
         dtype = info["dtype"] if info else None
         row = rows.get((name, sig, dtype))
         if row is None:
-            row = rows[(name, sig, dtype)] = {
-                "name": name,
-                "category": cat,
-                "shapes": shape or None,
-                "params": (info or {}).get("params") or None,
-                "dtype": dtype,
-                "count": 0,
-                "cpu_time_us": 0.0,
-                "flops": None,
-                "matmul_flops": None,
-                "bytes": None,
-            }
+            row = rows[(name, sig, dtype)] = op_row(name, cat, shape, info, dtype, "cpu_time_us")
         row["count"] += 1
         row["cpu_time_us"] += t
         c = cats[cat]

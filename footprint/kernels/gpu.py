@@ -136,6 +136,23 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
+def op_row(name: str, cat: str, shape: str, info: dict[str, Any] | None, dtype: str | None, time_key: str) -> dict[str, Any]:
+    """A fresh row of the operator table (GPU kernels or CPU ops, whose time column is ``time_key``): counts and
+    times start at 0, FLOPs and bytes unknown until an op model gives them."""
+    return {
+        "name": name,
+        "category": cat,
+        "shapes": shape or None,
+        "params": (info or {}).get("params") or None,
+        "dtype": dtype,
+        "count": 0,
+        time_key: 0.0,
+        "flops": None,
+        "matmul_flops": None,
+        "bytes": None,
+    }
+
+
 def shape_text(dims: Any) -> str:
     """The tensor inputs' shapes, "(141, 512) x (512, 30522)"; a tensor list as "[(1, 768), (8, 768)]"."""
 
@@ -305,20 +322,9 @@ def _rows(
         rk = (name, sig, dtype, cat)
         row = rows.get(rk)
         if row is None:
-            row = rows[rk] = {
-                "name": name,
-                "category": cat,
-                "shapes": shape or None,
-                "params": (info or {}).get("params") or None,
-                "dtype": dtype,
-                "count": 0,
-                "kernel_time_us": 0.0,
-                "flops": None,
-                "matmul_flops": None,
-                "bytes": None,
-                "flops_model": (info or {}).get("model"),
-                "_kernels": defaultdict(float),
-            }
+            row = rows[rk] = op_row(name, cat, shape, info, dtype, "kernel_time_us")
+            row["flops_model"] = (info or {}).get("model")
+            row["_kernels"] = defaultdict(float)
         row["count"] += 1
         row["kernel_time_us"] += t
         row_of[key] = row
