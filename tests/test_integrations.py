@@ -13,8 +13,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _paths import REPO
@@ -117,6 +120,37 @@ def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference:
     assert len(energy) == 3 and energy == sorted(energy) and energy[-1] <= run["energy"]["gpu_j"] / 3.6e6
     assert [s for s, _ in _history(mlflow_uri, rid, "footprint/co2eq_kg_use_phase")] == [2, 4, 6]
     assert all(0 < v < 1 for _, v in _history(mlflow_uri, rid, "footprint/mfu"))
+
+
+def test_huggingface_live_metrics_reach_tensorboard(tmp_path: Path, fake_gpu: None) -> None:
+    """report_to=["tensorboard"]: the callback's live metrics are scalars in the Trainer's TensorBoard event file,
+    beside the loss, at each logging step."""
+    pytest.importorskip("tensorboard", reason="TensorBoard is a test extra: pip install -e '.[integrations]'")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from footprint.integrations.huggingface import FootprintCallback
+
+    data = [{"input_ids": (x := torch.randint(0, 128, (S,))), "labels": x} for _ in range(STEPS * B)]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "hf"),
+        per_device_train_batch_size=B,
+        max_steps=STEPS,
+        logging_steps=2,
+        save_strategy="no",
+        report_to=["tensorboard"],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    cb = FootprintCallback(name="tb", output_dir=tmp_path)
+    transformers.Trainer(model=_gpt2(), args=args, train_dataset=data, callbacks=[cb]).train()
+    (events,) = (tmp_path / "hf").glob("runs/*/events.out.tfevents.*")
+    acc = EventAccumulator(str(events.parent)).Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert {"train/loss", "train/footprint/tokens", "train/footprint/gpu_energy_kwh", "train/footprint/mfu"} <= tags
+    tokens = [(e.step, e.value) for e in acc.Scalars("train/footprint/tokens")]
+    assert tokens == [(2, 2 * B * S), (4, 4 * B * S), (6, 6 * B * S)]
+    energy = [e.value for e in acc.Scalars("train/footprint/gpu_energy_kwh")]
+    assert len(energy) == 3 and energy == sorted(energy) and 0 < energy[-1] <= cb.run["energy"]["gpu_j"] / 3.6e6
 
 
 def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
@@ -265,6 +299,41 @@ def test_prometheus_endpoint_and_textfile_serve_live_metrics(tmp_path: Path) -> 
     assert fams["footprint_gpu_energy_kwh"].samples[0].value > 0 and "footprint_co2eq_kg_use_phase" in fams
     fams = {f.name for f in parser.text_string_to_metric_families((tmp_path / "fp.prom").read_text())}
     assert "footprint_gpu_power_w" in fams
+
+
+def test_a_real_prometheus_scrapes_the_live_endpoint(tmp_path: Path) -> None:
+    """`prometheus_port=`: Debian's Prometheus scrapes the tracker's endpoint every second and answers queries on
+    what it stored, the tokens exactly and the GPU energy growing between scrapes."""
+    from footprint.fleet import promserver
+
+    if promserver.missing():
+        pytest.skip(promserver.missing())
+    from footprint.integrations.prometheus import PrometheusExporter
+    from meters.fake_nvml import FakeNVML
+
+    def query(url: str, q: str) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{url}/api/v1/query?query={urllib.parse.quote(q)}", timeout=5) as r:
+            return json.loads(r.read())["data"]["result"]
+
+    t = footprint.track(name="live", output_dir=tmp_path, nvml=FakeNVML("1xA100-SXM4-40GB"), host=False, period_s=0.05)
+    t.start()
+    exporter = PrometheusExporter(t, port=promserver.free_port(), interval_s=0.2).start()
+    try:
+        t.step(tokens=128)
+        t.step(tokens=128)
+        with promserver.serve(tmp_path / "tsdb", scrape=[f"127.0.0.1:{exporter.port}"]) as url:
+            deadline, energies = time.monotonic() + 45, []
+            while time.monotonic() < deadline and len(set(energies)) < 2:
+                time.sleep(1)
+                energies += [float(s["value"][1]) for s in query(url, "footprint_gpu_energy_kwh")]
+            tokens = query(url, "footprint_tokens")
+            up = query(url, 'up{job="footprint"}')
+    finally:
+        exporter.stop()
+        t.stop()
+    assert up and up[0]["value"][1] == "1"
+    assert tokens and float(tokens[0]["value"][1]) == 256 and tokens[0]["metric"]["run"] == "live"
+    assert len(set(energies)) >= 2 and energies == sorted(energies) and energies[0] > 0  # growing, scrape by scrape
 
 
 def test_emissions_csv_has_codecarbons_columns_and_round_trips(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """A real Prometheus on 127.0.0.1 over a TSDB backfilled from OpenMetrics (tests, benchmark, README demo).
 
 `backfill` runs ``promtool tsdb create-blocks-from openmetrics``; `serve` starts ``prometheus`` on a free
-port of 127.0.0.1 with no scrape target and that TSDB, waits until it is ready and stops it on exit.
+port of 127.0.0.1 with that TSDB and no scrape target (or the ``scrape`` targets given, e.g. a tracker's live
+endpoint), waits until it is ready and stops it on exit.
 Debian's ``prometheus`` package provides both binaries (``apt-get install prometheus``).
 """
 
@@ -55,12 +56,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(tsdb: str | Path, port: int | None = None, timeout_s: float = 60) -> Iterator[str]:
-    """Prometheus over ``tsdb`` on 127.0.0.1; yields its base URL."""
+def serve(
+    tsdb: str | Path, port: int | None = None, timeout_s: float = 60, scrape: list[str] | None = None, every: str = "1s"
+) -> Iterator[str]:
+    """Prometheus over ``tsdb`` on 127.0.0.1; yields its base URL. ``scrape``: host:port targets it scrapes
+    (job "footprint") every ``every``."""
     tsdb = Path(tsdb)
     port = port or free_port()
     config = tsdb.parent / f"{tsdb.name}.prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+    if scrape:
+        targets = ", ".join(f"'{t}'" for t in scrape)
+        jobs = f"scrape_configs:\n  - job_name: footprint\n    static_configs:\n      - targets: [{targets}]\n"
+        config.write_text(f"global:\n  scrape_interval: {every}\n{jobs}")
+    else:
+        config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
     log = (tsdb.parent / f"{tsdb.name}.prometheus.log").open("w")
     cmd = [
         "prometheus",
