@@ -139,6 +139,8 @@ def main() -> int:
         help="HTA parser backend: json (its default), ijson, ijson_batched, ijson_batch_and_compress",
     )
     a = ap.parse_args()
+    if not a.trace.is_file():
+        ap.error(f"--trace {a.trace}: no such file (a Kineto JSON trace, .json or .json.gz)")
     with tempfile.TemporaryDirectory(prefix="trace-bench-") as tmp:
         path = Path(tmp) / "rank-0.json"
         t = time.perf_counter()
