@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,11 +86,22 @@ def sacct_of(c: Cluster) -> str:
 
 
 @pytest.fixture(scope="session")
-def prom(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    d = tmp_path_factory.mktemp("prom")
+def blocks(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cluster's series as TSDB blocks (promtool), copied for each server that serves them."""
+    d = tmp_path_factory.mktemp("blocks")
     synthetic.write_openmetrics(cluster, d / "metrics.om")
-    promserver.backfill(d / "metrics.om", d / "tsdb")
-    with promserver.serve(d / "tsdb") as url:
+    return promserver.backfill(d / "metrics.om", d / "tsdb")
+
+
+def _tsdb_copy(blocks: Path, to: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(blocks, to))
+
+
+@pytest.fixture(scope="session")
+def prom(blocks: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with promserver.serve(_tsdb_copy(blocks, tmp_path_factory.mktemp("prom") / "tsdb")) as url:
         yield url
 
 
@@ -484,3 +496,93 @@ def test_existing_output_is_kept_unless_overwrite(fleet: Path, prom: str, cluste
     assert set(idx["source"]) == {"label"} and "1004" not in idx.index
     assert {"1010", "1011"} <= set(idx.index)  # array tasks known by their raw ids
     assert os.listdir(tmp_path) == ["f"]
+
+
+# ---- a deployment's Prometheus: TLS and basic auth ------------------------------------------------------
+
+
+def _certificates(d: Path) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for 127.0.0.1 signed by it: (ca.pem, server.pem, server.key)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    now = dt.datetime.now(dt.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+
+    def builder(subject: str, issuer: x509.Name, public_key: Any, serial: int) -> x509.CertificateBuilder:
+        return x509.CertificateBuilder(
+            issuer_name=issuer,
+            subject_name=name(subject),
+            public_key=public_key,
+            serial_number=serial,
+            not_valid_before=now - dt.timedelta(minutes=5),
+            not_valid_after=now + dt.timedelta(days=1),
+        )
+
+    ca = (
+        builder("footprint test CA", name("footprint test CA"), ca_key.public_key(), 1)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        builder("127.0.0.1", ca.subject, key.public_key(), 2)
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    (d / "ca.pem").write_bytes(ca.public_bytes(pem))
+    (d / "server.pem").write_bytes(cert.public_bytes(pem))
+    (d / "server.key").write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return d / "ca.pem", d / "server.pem", d / "server.key"
+
+
+@pytest.fixture(scope="module")
+def secured(blocks: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """Prometheus behind TLS (a private CA) and basic auth (user fleet, a bcrypt-hashed password), as a
+    deployment runs it with --web.config.file."""
+    bcrypt = pytest.importorskip("bcrypt", reason="bcrypt hashes the test server's password: pip install -e '.[dev]'")
+    d = tmp_path_factory.mktemp("secured")
+    ca, cert, key = _certificates(d)
+    (d / "password").write_text("s3cret-pass\n")
+    (d / "wrong").write_text("guess\n")
+    users = {"fleet": bcrypt.hashpw(b"s3cret-pass", bcrypt.gensalt(rounds=4)).decode()}
+    with promserver.serve(_tsdb_copy(blocks, d / "tsdb"), tls=(str(cert), str(key)), users=users) as url:
+        yield url, d
+
+
+def test_import_over_tls_with_basic_auth_matches_plain_http(
+    secured: tuple[str, Path], fleet: Path, cluster: Cluster, tmp_path: Path
+) -> None:
+    url, d = secured
+    assert url.startswith("https://")
+    cfg = PromConfig(url, ca_file=str(d / "ca.pem"), basic_auth_user="fleet", basic_auth_password_file=str(d / "password"))
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    out = tmp_path / "tls"
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, cfg, sacct=sacct, site={"grid": "FRA", "pue": 1.2}))
+    over_tls, plain = _index(out), _index(fleet)
+    assert list(over_tls.index) == list(plain.index)
+    assert np.allclose(over_tls["gpu_energy_j"], plain["gpu_energy_j"], rtol=1e-12)
+
+
+def test_tls_and_auth_failures_are_one_clear_error(secured: tuple[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    url, d = secured
+    auth = {"basic_auth_user": "fleet", "basic_auth_password_file": str(d / "password")}
+    with pytest.raises(FootprintError, match=r"TLS error talking to https://\S+: certificate verify failed: .* --ca-file"):
+        PrometheusClient(PromConfig(url, retries=0, **auth)).buildinfo()  # the private CA is not trusted by default
+    wrong = {"basic_auth_user": "fleet", "basic_auth_password_file": str(d / "wrong")}
+    with pytest.raises(FootprintError, match="HTTP 401.*--basic-auth-user"):
+        PrometheusClient(PromConfig(url, ca_file=str(d / "ca.pem"), retries=0, **wrong)).buildinfo()
+    with pytest.raises(FootprintError, match="HTTP 401"):
+        PrometheusClient(PromConfig(url, ca_file=str(d / "ca.pem"), retries=0)).buildinfo()  # no credentials
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once on stderr, not by urllib3 on every request
+        info = PrometheusClient(PromConfig(url, insecure_skip_verify=True, **auth)).buildinfo()  # opted out
+    assert info.get("version") and "is not verified" in capsys.readouterr().err

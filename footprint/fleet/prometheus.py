@@ -66,10 +66,16 @@ class PrometheusClient:
         if config.basic_auth_user:
             pw = _secret(config.basic_auth_password_file, "password") if config.basic_auth_password_file else ""
             self.session.auth = (config.basic_auth_user, pw)
-        if config.insecure_skip_verify:
-            self.session.verify = False
-        elif config.ca_file:
-            self.session.verify = config.ca_file
+        # given per request: requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE override a session's own `verify`
+        # (psf/requests#3829), which would silently drop --ca-file wherever those are set
+        self.verify: bool | str = False if config.insecure_skip_verify else (config.ca_file or True)
+        if self.verify is False:  # asked for: said once here, not by urllib3 on each of thousands of requests
+            import sys
+
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            print(f"footprint: --insecure-skip-verify: the certificate of {url} is not verified", file=sys.stderr)
         if config.client_cert:
             self.session.cert = (config.client_cert, config.client_key) if config.client_key else config.client_cert
         self.requests = 0
@@ -85,12 +91,17 @@ class PrometheusClient:
         for attempt in range(self.config.retries + 1):
             try:
                 self.requests += 1
+                opts = {"timeout": self.config.timeout_s, "verify": self.verify}
                 if sum(len(str(v)) for v in params.values()) > 4000:
-                    r = self.session.post(url, data=params, timeout=self.config.timeout_s)
+                    r = self.session.post(url, data=params, **opts)
                 else:
-                    r = self.session.get(url, params=params, timeout=self.config.timeout_s)
+                    r = self.session.get(url, params=params, **opts)
             except requests.exceptions.SSLError as exc:
-                raise PrometheusError(f"TLS error talking to {self.base}: {_first_line(exc)}", key="--url") from None
+                raise PrometheusError(
+                    f"TLS error talking to {self.base}: {_tls_reason(exc)} (a private CA: --ca-file CA.pem; a client "
+                    "certificate: --client-cert/--client-key)",
+                    key="--url",
+                ) from None
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
                 last = f"cannot reach {self.base}: {_reason(exc)}"
             else:
@@ -158,6 +169,15 @@ class PrometheusClient:
 
     def buildinfo(self) -> dict[str, Any]:
         return self._get("/api/v1/status/buildinfo", {}) or {}
+
+
+def _tls_reason(exc: BaseException) -> str:
+    """What OpenSSL said ("certificate verify failed: unable to get local issuer certificate"), not requests'
+    wrapping of it."""
+    import re
+
+    m = re.search(r"\[SSL: [A-Z_]+\] ([^'\"]+?)(?: \(_ssl\.c:\d+\))?['\")]", str(exc))
+    return m.group(1) if m else _first_line(exc)
 
 
 def _first_line(exc: BaseException) -> str:

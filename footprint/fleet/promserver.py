@@ -2,16 +2,19 @@
 
 `backfill` runs ``promtool tsdb create-blocks-from openmetrics``; `serve` starts ``prometheus`` on a free
 port of 127.0.0.1 with that TSDB and no scrape target (or the ``scrape`` targets given, e.g. a tracker's live
-endpoint), waits until it is ready and stops it on exit.
+endpoint), optionally behind TLS and basic auth as deployments run it (Prometheus' ``--web.config.file``),
+waits until it is ready and stops it on exit.
 Debian's ``prometheus`` package provides both binaries (``apt-get install prometheus``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -55,12 +58,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def web_config(path: Path, tls: tuple[str, str] | None, users: dict[str, str] | None) -> Path:
+    """Prometheus' web configuration: ``tls`` (certificate, key files) and basic-auth ``users`` (name -> bcrypt
+    hash). Written as JSON, which is YAML."""
+    cfg: dict[str, object] = {}
+    if tls:
+        cfg["tls_server_config"] = {"cert_file": str(tls[0]), "key_file": str(tls[1])}
+    if users:
+        cfg["basic_auth_users"] = dict(users)
+    path.write_text(json.dumps(cfg))
+    return path
+
+
 @contextlib.contextmanager
 def serve(
-    tsdb: str | Path, port: int | None = None, timeout_s: float = 60, scrape: list[str] | None = None, every: str = "1s"
+    tsdb: str | Path,
+    port: int | None = None,
+    timeout_s: float = 60,
+    scrape: list[str] | None = None,
+    every: str = "1s",
+    tls: tuple[str, str] | None = None,
+    users: dict[str, str] | None = None,
 ) -> Iterator[str]:
-    """Prometheus over ``tsdb`` on 127.0.0.1; yields its base URL. ``scrape``: host:port targets it scrapes
-    (job "footprint") every ``every``."""
+    """Prometheus over ``tsdb`` on 127.0.0.1; yields its base URL (https:// with ``tls``). ``scrape``: host:port
+    targets it scrapes (job "footprint") every ``every``; ``tls``, ``users``: see `web_config`."""
     tsdb = Path(tsdb)
     port = port or free_port()
     config = tsdb.parent / f"{tsdb.name}.prometheus.yml"
@@ -79,17 +100,23 @@ def serve(
         f"--web.listen-address=127.0.0.1:{port}",
         "--log.level=warn",
     ]
+    if tls or users:
+        cmd.append(f"--web.config.file={web_config(tsdb.parent / f'{tsdb.name}.web.yml', tls, users)}")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    probe = ssl._create_unverified_context() if tls else None  # our own server: readiness only, no data read
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited with {proc.returncode}; see {log.name}")
             try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2, context=probe) as r:
                     if r.status == 200:
                         break
+            except urllib.error.HTTPError as exc:
+                if exc.code == 401:  # up, behind basic auth
+                    break
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
