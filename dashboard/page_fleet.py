@@ -92,7 +92,14 @@ def render(samples: int) -> None:
     c1.metric("Jobs assessed", f"{t.jobs:,} of {rep.jobs_total:,}", help="jobs with a known GPU model and measured energy")
     c2.metric("GPU-hours", num(t.gpu_hours), help=f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed (never rounded up)")
     c3.metric("Energy (kWh)", num(t.energy_kwh), help=f"IT energy; facility {num(t.facility_energy_kwh)} kWh")
-    c4.metric("Climate change (kg CO2 eq)", num(t.impacts.get("climate_change")))
+    cc = t.ranges.get("climate_change")
+    c4.metric(
+        "Climate change (kg CO2 eq)",
+        num(t.impacts.get("climate_change")),
+        help=None
+        if cc is None
+        else f"low-high {num(cc[0])} - {num(cc[1])} (Monte Carlo of the factors, the same draws for every job)",
+    )
     share = rep.unallocated_share
     c5.metric(
         "Unallocated GPU time",

@@ -99,6 +99,46 @@ def test_group_sums_equal_the_sums_of_rows() -> None:
         assert sums.single_score()[g] == pytest.approx(batch.single_score()[m].sum(), rel=1e-12)
 
 
+def test_a_one_workload_group_has_the_range_of_its_own_assessment() -> None:
+    """Group ranges sum the Monte Carlo draws of one GPU-hour and one kWh: a group of one workload gets exactly
+    the low-high of `assess` on that workload (same seed, same draws), for every factor set and category."""
+    ws = [w.with_(ranges={}) for w in _workloads()]
+    batch = assess_many(ws)
+    ranges = batch.group_sums(np.arange(len(ws)), len(ws)).ranges(400, seed=7)
+    for i, w in enumerate(ws):
+        ref = assess(w, samples=400, seed=7)
+        for c in cat.categories() + cat.extras():
+            lo, hi = ranges[c.key][i]
+            if ref[c.key].total is None or np.isnan(batch.total(c.key)[i]):
+                assert np.isnan(lo) and np.isnan(hi), (w.name, c.key)
+                continue
+            assert (lo, hi) == pytest.approx((ref[c.key].low, ref[c.key].high), rel=1e-9), (w.name, c.key)
+        assert tuple(ranges["single_score"][i]) == pytest.approx((ref.single_score["low"], ref.single_score["high"]), rel=1e-9), (
+            w.name
+        )
+
+
+def test_group_ranges_move_jobs_together_and_bracket_the_sum() -> None:
+    """Jobs of one factor set share their draws: the sum of k copies of a job has k times its range (no
+    narrowing by false independence); every group's range holds its central sum."""
+    w = load_scenario(SCENARIOS / "bloom-176b.yaml")
+    ws = [w.with_(name=f"job {k}") for k in range(5)]
+    batch = assess_many(ws)
+    one = batch.group_sums(np.array([0, 1, 1, 1, 1]), 2).ranges(500)
+    for c in cat.categories():
+        assert one[c.key][1] == pytest.approx(4 * one[c.key][0], rel=1e-9), c.key
+    mixed = _workloads()
+    batch = assess_many(mixed)
+    sums = batch.group_sums(np.arange(len(mixed)) % 4, 4)
+    ranges = sums.ranges(300)
+    for c in cat.categories():
+        total = sums.total(c.key)
+        ok = ~np.isnan(total)
+        assert np.all(ranges[c.key][ok, 0] <= total[ok] * (1 + 1e-12)), c.key
+        assert np.all(ranges[c.key][ok, 1] >= total[ok] * (1 - 1e-12)), c.key
+    assert np.all(ranges["single_score"][:, 0] < ranges["single_score"][:, 1])
+
+
 def test_not_available_stays_not_available() -> None:
     """A stage with no factor is NaN in columns (None in the Assessment), never zero."""
     w = load_scenario(SCENARIOS / "bloom-176b.yaml")

@@ -82,6 +82,32 @@ def test_every_grouping_and_format(fleet: Path, tmp_path: Path) -> None:
     assert "Not assessed" in html and "Top jobs" in html and "<svg" in html
 
 
+def test_groups_and_totals_carry_low_high_in_every_format(fleet: Path, tmp_path: Path) -> None:
+    """Every group's and the totals' low-high hold their central sums, the totals' do not depend on the grouping
+    (tests/test_batch.py checks a one-job group against `assess`); JSON, CSV and HTML show the ranges;
+    samples=0 leaves them out."""
+    rep = build_report(fleet, by="user", samples=300, seed=2)
+    for g in rep.groups + [rep.totals]:
+        for k, v in g.impacts.items():
+            if v is not None:
+                lo, hi = g.ranges[k]
+                assert lo <= v * (1 + 1e-12) and hi >= v * (1 - 1e-12), (g.label, k)
+        assert g.ranges["single_score"][0] <= g.single_score_pt <= g.ranges["single_score"][1]
+    cc = rep.totals.ranges["climate_change"]
+    assert cc[0] < rep.totals.impacts["climate_change"] < cc[1]
+    assert build_report(fleet, by="account", samples=300, seed=2).totals.ranges == rep.totals.ranges  # any grouping
+    write_report(fleet, str(tmp_path / "r.json"), "user", samples=300)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["totals"]["impacts"]["climate_change"]["low_high"][0] < doc["totals"]["impacts"]["climate_change"]["total"]
+    assert "uncertainty" in doc["method"] and doc["totals"]["single_score_low_high"]
+    write_report(fleet, str(tmp_path / "r.csv"), "user", samples=300)
+    head = (tmp_path / "r.csv").read_text().splitlines()[0].split(",")
+    assert "climate_change low" in head and "climate_change high" in head and "single_score high" in head
+    write_report(fleet, str(tmp_path / "r.html"), "user", samples=300)
+    assert "All jobs low-high" in (tmp_path / "r.html").read_text()
+    assert build_report(fleet, by="user", samples=0).totals.ranges == {}
+
+
 def test_reprojection_with_set(fleet: Path) -> None:
     base = build_report(fleet, "user")
     pol = build_report(fleet, "user", sets=["site.grid=POL"])

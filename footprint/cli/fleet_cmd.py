@@ -105,6 +105,12 @@ footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json
     rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
     rp.add_argument("--top", type=number_arg(int, 0, 1_000_000), default=10, help="how many top jobs to list (default 10)")
     rp.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="re-project, e.g. site.grid=POL")
+    from footprint.cli.assess_cmd import add_samples
+
+    add_samples(rp, "the low-high of every group's sums (the same draws for every job)")
+    rp.add_argument(
+        "--seed", type=number_arg(int, 0, 2**63 - 1), default=0, help="random seed of the Monte Carlo (default 0: reproducible)"
+    )
     rp.set_defaults(handler=report)
 
 
@@ -327,7 +333,7 @@ def import_slurm(args: argparse.Namespace) -> int:
 def report(args: argparse.Namespace) -> int:
     from footprint.fleet.report import write_report
 
-    out = write_report(args.fleet, args.output, args.by, args.format, args.top, args.sets)
+    out = write_report(args.fleet, args.output, args.by, args.format, args.top, args.sets, args.samples, args.seed)
     if out is not None:
         print(f"wrote {out}", file=sys.stderr)
     return 0

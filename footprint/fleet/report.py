@@ -20,6 +20,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import store
+from footprint.lca import DEFAULT_SAMPLES
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
 FORMATS = ("table", "html", "csv", "json")
@@ -41,6 +42,7 @@ class Rows:
     by_stage: dict[str, dict[str, float | None]]
     partial: list[str] = field(default_factory=list)
     single_score_pt: float | None = None  # EF 3.1 weighted single score of the summed impacts
+    ranges: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # low-high of the sums, per key
 
     def to_dict(self, units: dict[str, str]) -> dict[str, Any]:
         return {
@@ -52,10 +54,12 @@ class Rows:
             "gpu_lifetimes": self.gpu_lifetimes,
             "gpu_equivalents": self.gpu_equivalents,
             "single_score_pt": self.single_score_pt,
+            "single_score_low_high": self.ranges.get("single_score"),
             "impacts": {
                 k: {
                     "unit": units[k],
                     "total": v,
+                    "low_high": self.ranges.get(k),
                     "by_stage": self.by_stage[k],
                     **({"partial": True} if k in self.partial else {}),
                 }
@@ -108,8 +112,11 @@ class FleetReport:
 METHOD = {
     "jobs": "one run record per job (footprint fleet import); GPU energy from DCGM counters via Prometheus, "
     "GPU-hours = the job's window x its GPUs",
-    "impacts": "footprint.lca engine per GPU model and site, linear in GPU-hours and energy (footprint.lca.batch); "
-    "central values: per-job low-high ranges come from `footprint assess <job>`",
+    "impacts": "footprint.lca engine per GPU model and site, linear in GPU-hours and energy (footprint.lca.batch)",
+    "uncertainty": "low-high = 2.5th-97.5th percentiles of the Monte Carlo of the factors (embodied sources, "
+    "per-kWh electricity factors, power measurement), summed over a group's jobs draw by draw with the same draws "
+    "for every job: a shared factor moves all jobs at once, so sums are not narrowed by false independence; "
+    "one job's range: `footprint assess <job>`",
     "groups": "sums of their jobs; GPU-equivalents = ceil(sum of GPU lifetimes consumed)",
     "unallocated": "GPU time and energy of the telemetry that no job held, assessed like a job of that GPU model",
 }
@@ -181,8 +188,9 @@ def _group_keys(df: Any, by: str) -> Any:
     return df[col].astype(object).where(df[col].notna(), "(none)").astype(str)
 
 
-def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) -> list[Rows]:
-    """One Rows per group of ``sums`` (every number computed once for all groups)."""
+def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...], samples: int = 0, seed: int = 0) -> list[Rows]:
+    """One Rows per group of ``sums`` (every number computed once for all groups), with the low-high of each
+    group's sums when ``samples`` (`GroupSums.ranges`)."""
     from footprint.lca import categories as cat
 
     def opt(x: float) -> float | None:
@@ -192,6 +200,12 @@ def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) 
     stages = {(k, s): sums.value("impacts", k, "by_stage", s)[0] for k in keys for s in cat.stages()}
     fac, _ = sums.value("facility_energy_kwh")
     score = sums.single_score()
+    ranges = sums.ranges(samples, seed) if samples > 1 else {}
+
+    def low_high(key: str, g: int) -> tuple[float, float] | None:
+        lo, hi = ranges[key][g] if key in ranges else (np.nan, np.nan)
+        return None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
+
     return [
         Rows(
             label,
@@ -205,13 +219,22 @@ def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...]) 
             {k: {s: opt(stages[(k, s)][g]) for s in cat.stages()} for k in keys},
             [k for k in keys if totals[k][1][g]],
             float(score[g]),
+            {k: low_high(k, g) for k in (*keys, "single_score")} if ranges else {},
         )
         for g, label in enumerate(labels)
     ]
 
 
-def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[str] | None = None) -> FleetReport:
-    """Assess every job of a fleet directory and sum them by ``by``."""
+def build_report(
+    fleet: str | Path,
+    by: str = "user",
+    top: int = 10,
+    sets: list[str] | None = None,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+) -> FleetReport:
+    """Assess every job of a fleet directory and sum them by ``by``; low-high from ``samples`` Monte Carlo draws
+    (0: central values only)."""
     import pandas as pd
 
     from footprint.lca import categories as cat
@@ -227,11 +250,11 @@ def build_report(fleet: str | Path, by: str = "user", top: int = 10, sets: list[
     labels = _group_keys(sub, by)
     codes, uniques = labels.factorize(sort=True)
     sums = batch.group_sums(codes, len(uniques))
-    groups = _rows([str(u) for u in uniques], sums, [int(x) for x in sums.rows], keys)
+    groups = _rows([str(u) for u in uniques], sums, [int(x) for x in sums.rows], keys, samples, seed)
     groups.sort(key=lambda r: -(r.impacts.get("climate_change") or 0.0))
     all_sums = batch.group_sums(np.zeros(len(sub), np.int64), 1)
-    totals = _rows(["all jobs"], all_sums, [len(sub)], keys)[0] if len(sub) else _empty_rows(keys)
-    unallocated, share = _unallocated(fleet, df, sets, keys)
+    totals = _rows(["all jobs"], all_sums, [len(sub)], keys, samples, seed)[0] if len(sub) else _empty_rows(keys)
+    unallocated, share = _unallocated(fleet, df, sets, keys, samples, seed)
     cc = batch.total("climate_change") if len(sub) else np.zeros(0)
     order = np.argsort(-cc)[:top]
     top_jobs = [
@@ -288,7 +311,9 @@ def _empty_rows(keys: tuple[str, ...]) -> Rows:
     return Rows("all jobs", 0, 0.0, 0.0, 0.0, 0.0, 0, dict.fromkeys(keys), {k: {} for k in keys})
 
 
-def _unallocated(fleet: str | Path, df: Any, sets: list[str] | None, keys: tuple[str, ...]) -> tuple[Rows | None, dict[str, Any]]:
+def _unallocated(
+    fleet: str | Path, df: Any, sets: list[str] | None, keys: tuple[str, ...], samples: int = 0, seed: int = 0
+) -> tuple[Rows | None, dict[str, Any]]:
     """GPU time and energy no job held, per GPU model, assessed like jobs; (None, n/a) without telemetry."""
     import pandas as pd
 
@@ -326,7 +351,7 @@ def _unallocated(fleet: str | Path, df: Any, sets: list[str] | None, keys: tuple
         return None, share
     batch, rows, _ = assess_index(pseudo, sets)
     sums = batch.group_sums(np.zeros(len(rows), np.int64), 1)
-    return _rows([UNALLOCATED], sums, [0], keys)[0], share
+    return _rows([UNALLOCATED], sums, [0], keys, samples, seed)[0], share
 
 
 # ---- rendering --------------------------------------------------------------------------------------
@@ -357,15 +382,21 @@ def to_csv(r: FleetReport) -> str:
     cats = cat.categories() + cat.extras()
     w.writerow(
         ["row", r.by, "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
-        + ["single_score [Pt]"]
+        + ["single_score [Pt]", "single_score low", "single_score high"]
         + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
+        + [f"{c.key} {end}" for c in cats for end in ("low", "high")]
     )
+
+    def bounds(x: Rows, key: str) -> list[str]:
+        lh = x.ranges.get(key)
+        return ["", ""] if lh is None else [repr(lh[0]), repr(lh[1])]
 
     def row(kind: str, x: Rows) -> None:
         w.writerow(
             [kind, x.label, x.jobs, repr(x.gpu_hours), repr(x.energy_kwh), repr(x.facility_energy_kwh), repr(x.gpu_lifetimes)]
-            + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt)]
+            + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt), *bounds(x, "single_score")]
             + ["" if x.impacts.get(c.key) is None else repr(x.impacts[c.key]) for c in cats]
+            + [b for c in cats for b in bounds(x, c.key)]
         )
 
     for g in r.groups:
@@ -389,6 +420,8 @@ def to_table(r: FleetReport) -> str:
         f"  Jobs assessed: {t.jobs:,} of {r.jobs_total:,}  |  GPU-hours: {num(t.gpu_hours)}  |  "
         f"GPU lifetimes consumed: {lifetimes(t.gpu_lifetimes)}",
         f"  Energy: {num(t.energy_kwh)} kWh IT, {num(t.facility_energy_kwh)} kWh facility",
+        f"  Climate change: {num(t.impacts.get('climate_change'))} kg CO2 eq{_range_text(t, 'climate_change')}  |  "
+        f"single score: {num(t.single_score_pt)} Pt{_range_text(t, 'single_score')}",
         f"  Unallocated: {_pct(share.get('gpu_time'))} of GPU time, {_pct(share.get('gpu_energy'))} of GPU energy "
         f"(idle GPUs; assessed apart, not spread over the jobs)",
         "",
@@ -441,6 +474,13 @@ def to_json(r: FleetReport) -> str:
     return json.dumps(r.to_dict(), indent=2, default=str) + "\n"
 
 
+def _range_text(x: Rows, key: str) -> str:
+    from footprint.lca.assessment import num
+
+    lh = x.ranges.get(key)
+    return "" if lh is None else f" (low-high {num(lh[0])} - {num(lh[1])})"
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1%}"
 
@@ -459,7 +499,7 @@ def to_html(r: FleetReport) -> str:
         ("Jobs assessed", f"{t.jobs:,} of {r.jobs_total:,}", "with a known GPU model and measured energy"),
         ("GPU-hours", num(t.gpu_hours), f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed"),
         ("Energy", f"{num(t.energy_kwh)} kWh", f"IT; {num(t.facility_energy_kwh)} kWh facility"),
-        ("Climate change", f"{num(t.impacts.get('climate_change'))}", cc_unit),
+        ("Climate change", f"{num(t.impacts.get('climate_change'))}", cc_unit + _range_text(t, "climate_change")),
         (
             "Unallocated",
             _pct(r.unallocated_share.get("gpu_time")),
@@ -490,7 +530,7 @@ def to_html(r: FleetReport) -> str:
     cat_rows = [
         [c.name, display_unit(c.unit)]
         + [num(g.impacts.get(c.key)) for g in shown]
-        + [num(t.impacts.get(c.key)), num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
+        + [num(t.impacts.get(c.key)), _low_high(t, c.key), num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
         for c in cat.categories()
     ]
     top_rows = [
@@ -515,7 +555,7 @@ def to_html(r: FleetReport) -> str:
         _table(head, group_rows),
         "<h2>All 16 EF 3.1 categories</h2>",
         '<div class="cmp">',
-        _table(["Category", "Unit"] + [g.label for g in shown] + ["All jobs", UNALLOCATED], cat_rows),
+        _table(["Category", "Unit"] + [g.label for g in shown] + ["All jobs", "All jobs low-high", UNALLOCATED], cat_rows),
         "</div>",
         f"<p class='sub'>{len(r.groups) - len(shown)} more group(s) in the CSV/JSON output.</p>"
         if len(r.groups) > len(shown)
@@ -544,6 +584,13 @@ def to_html(r: FleetReport) -> str:
     )
 
 
+def _low_high(x: Rows, key: str) -> str:
+    from footprint.lca.assessment import num
+
+    lh = x.ranges.get(key)
+    return "n/a" if lh is None else f"{num(lh[0])} - {num(lh[1])}"
+
+
 def _figure(r: FleetReport) -> str | None:
     from footprint.lca import categories as cat
     from footprint.reports import palette
@@ -566,11 +613,18 @@ def _figure(r: FleetReport) -> str | None:
 
 
 def write_report(
-    fleet: str | Path, output: str | None, by: str = "user", fmt: str | None = None, top: int = 10, sets: list[str] | None = None
+    fleet: str | Path,
+    output: str | None,
+    by: str = "user",
+    fmt: str | None = None,
+    top: int = 10,
+    sets: list[str] | None = None,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
 ) -> Path | None:
     """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
     fmt = infer_format(output, fmt)
-    rep = build_report(fleet, by, top, sets)
+    rep = build_report(fleet, by, top, sets, samples, seed)
     text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
         import sys

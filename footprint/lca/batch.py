@@ -11,8 +11,14 @@ functions stay the one source of truth: whatever they become, the batch follows,
 `BatchAssessment.assessment(i)` rebuilds the full `Assessment` of workload ``i`` so that tests can
 check it equals `assess(w, samples=0)` workload by workload.
 
-Uncertainty ranges need the Monte Carlo of each workload and are not part of the batch: assess one
-workload (``footprint assess``) for its low-high.
+Uncertainty ranges of *sums* (a group of jobs, the whole fleet) use the same linearity on the Monte Carlo
+draws: `Basis.draws` runs the engine's Monte Carlo (`engine.monte_carlo_totals`) on the two unit workloads
+with one seed, so a workload's draws are ``gpu_hours x A + it_energy_kwh x B`` exactly, and a group's
+draws are the sum of its workloads' before the percentiles are taken (`GroupSums.ranges`). Every factor
+set is drawn with the same random numbers: a shared factor (a zone's grid, the embodied model) moves
+every job at once, as it does in reality, and the group's range is not narrowed by pretending the jobs'
+factors are independent. A workload's own ``ranges`` (a stated GPU-hours or PUE interval) are not part
+of it: assess that workload alone for them.
 """
 
 from __future__ import annotations
@@ -74,6 +80,20 @@ class Basis:
     template: Workload
     per_gpu_hour: Assessment
     per_kwh: Assessment
+
+    def draws(self, samples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Monte Carlo totals (samples x indicators) of one GPU-hour and of one kWh, drawn with one seed."""
+        from footprint.lca.engine import monte_carlo_totals
+
+        key = (samples, seed)
+        cache = self.__dict__.setdefault("_draws", {})  # frozen dataclass: a per-instance cache beside the fields
+        if key not in cache:
+            clean = self.template.with_(notes=(), sources=(), ranges={})
+            cache[key] = (
+                monte_carlo_totals(clean.with_(gpu_hours=1.0, it_energy_kwh=0.0), samples, seed),
+                monte_carlo_totals(clean.with_(gpu_hours=0.0, it_energy_kwh=1.0), samples, seed),
+            )
+        return cache[key]
 
     @staticmethod
     def of(template: Workload) -> Basis:
@@ -319,6 +339,35 @@ class GroupSums:
 
     def total(self, key: str) -> np.ndarray:
         return self.value("impacts", key, "total")[0]
+
+    def ranges(self, samples: int, seed: int = 0, max_cells: int = 20_000_000) -> dict[str, np.ndarray]:
+        """Low-high of each group's sums: {indicator key or "single_score": (groups, 2)}, the 2.5th and 97.5th
+        percentiles of the group's summed Monte Carlo draws (see the module docstring), widened to include
+        the central value as `engine.assess` does. Groups are done in chunks of at most ``max_cells``
+        numbers in memory."""
+        from footprint.lca import normalisation
+        from footprint.lca.database import INDICATORS
+
+        g, k = len(self.gpu_lifetimes), len(INDICATORS)
+        out = np.full((g, k + 1, 2), np.nan)
+        if not self.batch.bases or not g:
+            return {key: out[:, i] for i, key in enumerate([*INDICATORS, "single_score"])}
+        draws = [b.draws(samples, seed) for b in self.batch.bases]
+        a = np.stack([x[0] for x in draws])  # (factor sets, samples, indicators)
+        b = np.stack([x[1] for x in draws])
+        step = max(1, max_cells // (a.shape[1] * k))
+        for lo in range(0, g, step):
+            hi = min(g, lo + step)
+            tot = np.einsum("gs,snk->gnk", self.gpu_hours_by_template[lo:hi], a)
+            tot += np.einsum("gs,snk->gnk", self.energy_kwh_by_template[lo:hi], b)
+            scores = normalisation.single_scores(tot)[..., None]
+            q = np.percentile(np.concatenate([tot, scores], axis=2), (2.5, 97.5), axis=1)  # (2, groups, k + 1)
+            out[lo:hi] = np.moveaxis(q, 0, -1)
+        central = np.column_stack([self.total(key) for key in INDICATORS] + [self.single_score()])
+        out[..., 0] = np.fmin(out[..., 0], central)
+        out[..., 1] = np.fmax(out[..., 1], central)
+        out[np.isnan(central)] = np.nan  # not available for the group: no range either
+        return {key: out[:, i] for i, key in enumerate([*INDICATORS, "single_score"])}
 
     def single_score(self) -> np.ndarray:
         """EF 3.1 single score (Pt) of each group's summed impacts (`normalisation.single_scores`, linear)."""

@@ -200,7 +200,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     if samples and samples > 1:
         m_lo, m_hi, rsrc = embodied_multipliers(d, w)
         sources += rsrc
-        lows, highs, score_range = _monte_carlo(w, samples, seed, parts, host, uf, elec, site_water, m_lo, m_hi, d)
+        lows, highs, score_range = _percentiles(_mc_totals(w, samples, seed, parts, host, uf, elec, site_water, m_lo, m_hi, d))
         for c in cat.categories() + cat.extras():
             r = results[c.key]
             i = IDX[c.key]
@@ -228,6 +228,19 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         normalised=per,
         single_score=score,
     )
+
+
+def monte_carlo_totals(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> np.ndarray:
+    """The Monte Carlo draws behind `assess`'s low-high: totals of every indicator (samples x indicators, in
+    `database.INDICATORS` order), for callers that sum workloads before taking percentiles (fleet ranges)."""
+    samples, seed = check_samples(samples, seed)
+    d = db()
+    warnings: list[str] = []
+    parts, _, _ = embodied_parts(d, w)
+    host = d.host_share(w.host)[0] if w.host is not None else np.full(N_IND, np.nan)
+    uf, elec = _use_vectors(w, warnings, [])
+    m_lo, m_hi, _ = embodied_multipliers(d, w)
+    return _mc_totals(w, max(samples, 1), seed, parts, host, uf, elec, electricity.site_water_factor(w), m_lo, m_hi, d)
 
 
 def _check_finite(w: Workload, values: dict[str, tuple[float, ...]]) -> None:
@@ -288,7 +301,7 @@ def _category(
     return CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
 
 
-def _monte_carlo(
+def _mc_totals(
     w: Workload,
     n: int,
     seed: int,
@@ -300,7 +313,12 @@ def _monte_carlo(
     m_lo: np.ndarray,
     m_hi: np.ndarray,
     d: Database,
-) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
+) -> np.ndarray:
+    """Totals (samples x indicators) of ``n`` draws. The draws come in a fixed order and shape for a given
+    workload's ranges (embodied multipliers, then the workload's own ranges, power, PUE, the per-kWh
+    factors, site water), so two workloads of one factor set drawn with one seed share their random
+    numbers: `monte_carlo_totals` of a workload equals gpu_hours x that of one GPU-hour plus energy x
+    that of one kWh (footprint.lca.batch relies on it)."""
     rng = np.random.default_rng(seed)
     r = w.ranges
     emb = np.sum(list(parts.values()), axis=0)  # per GPU, incl. distribution
@@ -324,7 +342,7 @@ def _monte_carlo(
     else:
         power_mult = _tri(rng, 1 - rel, 1.0, 1 + rel, (n,))
     it = w.it_energy_kwh * power_mult
-    if w.energy_method.startswith("GPU-hours"):
+    if w.energy_method.startswith("GPU-hours") and w.gpu_hours:
         it = it * gpu_hours / w.gpu_hours
     facility = it * draw("pue", w.pue)
     # every per-kWh factor between its disagreeing sources (triangular, mode at the central value)
@@ -339,6 +357,11 @@ def _monte_carlo(
     totals = per_gpu * alloc[:, None] + facility[:, None] * el
     if site_water is not None:
         totals[:, IDX["water_use"]] += it * _tri(rng, site_water[1], site_water[0], site_water[2], (n,))
+    return totals
+
+
+def _percentiles(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
+    """(low, high) per indicator and the single score's, the 2.5th and 97.5th percentiles of the draws."""
     scores = normalisation.single_scores(totals)
     q = np.percentile(np.column_stack([totals, scores]), (2.5, 97.5), axis=0)
     return q[0, :-1], q[1, :-1], (float(q[0, -1]), float(q[1, -1]))
