@@ -151,6 +151,9 @@ def test_fleet_page_shows_the_report_numbers(fleet: Path) -> None:
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Jobs assessed"] == f"{rep.totals.jobs:,} of {rep.jobs_total:,}"
     assert metrics["Climate change (kg CO2 eq)"] == num(rep.totals.impacts["climate_change"])
+    cc = next(m for m in at.metric if m.label == "Climate change (kg CO2 eq)")
+    lo, hi = rep.totals.ranges["climate_change"]
+    assert f"low-high {num(lo)} - {num(hi)}" in cc.help
     assert metrics["GPU-hours"] == num(rep.totals.gpu_hours)
     assert metrics["Unallocated GPU time"] == "n/a"
     table = at.dataframe[0].value
