@@ -206,3 +206,28 @@ def test_shipped_scenarios_have_a_use_phase_everywhere() -> None:
     for path in sorted(Path(SCENARIOS).glob("*.yaml")):
         a = assess(load_scenario(path), samples=0)
         assert all(a[k].by_stage["use"] is not None for k in cat.keys()), path.name
+
+
+def test_cited_stack_emissions_are_characterised_by_hand_arithmetic() -> None:
+    """eGRID's oil-fleet NOx/SO2 and geothermal CO2, characterised with the EF 3.1 high-stack CFs (0.74 and 1.31
+    mol H+ eq/kg for acidification); a category whose pollutants the source lacks (oil POF: no NMVOC) is absent."""
+    by = {(r["subject"], r["category"], r["second_source"], r["second_value"]): r for r in _checks()}
+    oil_ac = [r for (t, c, s, _), r in by.items() if (t, c, s) == ("oil", "acidification", "egrid-2018-us-fuel-rates")]
+    assert len(oil_ac) == 1 and float(oil_ac[0]["second_value"]) == pytest.approx((1.537 * 0.74 + 2.189 * 1.31) / 1000, rel=1e-3)
+    geo_cc = sorted(
+        float(r["second_value"])
+        for (t, c, s, _), r in by.items()
+        if (t, c, s) == ("other_renewables", "climate_change", "egrid-geothermal-factors")
+    )
+    assert geo_cc == pytest.approx([60 * 0.45359237 / 1000, 88.8 * 0.45359237 / 1000], rel=1e-3)  # flash, dry steam
+    assert not any(t == "oil" and s == "egrid-2018-us-fuel-rates" and c == "photochemical_ozone_formation" for t, c, s, _ in by)
+
+
+def test_cited_emission_per_heat_input_must_be_zero() -> None:
+    from lca_data.tools import build_electricity as build
+
+    row = {"technology": "oil", "variant": "v", "pollutant": "PM2.5", "value": "0.31", "unit": "lb/MMBtu"}
+    with pytest.raises(SystemExit, match="zero per heat input"):
+        build._g_per_kwh(row)
+    assert build._g_per_kwh({**row, "value": "0"}) == 0.0
+    assert build._g_per_kwh({**row, "value": "2", "unit": "lb/MWh"}) == pytest.approx(0.90718474)

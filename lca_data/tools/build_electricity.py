@@ -5,8 +5,10 @@ Run from the repository root:  python -m lca_data.tools.build_electricity [../sh
 Reads the open tables in ``<src>/open-factors/`` (EF 3.1 characterisation factors, EMEP/EEA Tier 1
 stack emission factors, net efficiencies, Macknick water consumption, WRI 2020 and AWARE per country,
 EF 3.1 land-use factors), the UNECE 2022 per-technology results (``owid_unece.csv``, OWID's
-transcription), Digital4Better's UNECE-Europe table (``d4b_energy_impacts.csv``) and the hand-cited
-values in ``lca_data/electricity_cited.csv``; writes, one value a row with unit, source and scope:
+transcription), Digital4Better's UNECE-Europe table (``d4b_energy_impacts.csv``), the hand-cited
+values in ``lca_data/electricity_cited.csv`` and the cited stack emissions of second sources in
+``lca_data/electricity_emissions_cited.csv`` (characterised here, cross-check only); writes, one value a row
+with unit, source and scope:
 
 - ``electricity_technologies.csv``: factor per technology x category, with its Monte Carlo low/high;
 - ``electricity_zones.csv``: per-country off-site water (WRI EWIF) and AWARE 1.2 / 2.0 factors;
@@ -149,6 +151,12 @@ EMEP_CENTRAL = {  # which technologies take the EMEP-derived value as their fact
     "acidification": ("oil", "bioenergy"),
     "particulate_matter": ("oil", "bioenergy"),
 }
+# Second sources' stack emissions (electricity_emissions_cited.csv), converted to g/kWh of electricity.
+EMISSION_UNITS = {"g/kWh": 1.0, "kg/MWh": 1.0, "lb/MWh": 0.45359237}
+HEAT_INPUT_UNITS = ("lb/MMBtu",)  # per heat input: accepted only as zero (no heat rate is assumed)
+# Not required of a second source for a category to be computed: CO's EF 3.1 POF CF (0.0456) is 1/22 of NOx's.
+MINOR_POLLUTANTS = ("CO",)
+CO2_CF = 1.0  # kg CO2 eq/kg, EF 3.1 climate change, CO2 (direct emission only)
 NO_COMBUSTION_ZERO = ("ozone_depletion", "photochemical_ozone_formation", "eutrophication_terrestrial", "eutrophication_marine")
 LAND_CF = ("Occupation, unspecified", ("Occupation, forest, extensive", "Occupation, urban, continuously built"))
 WATER_ROWS = {  # technology -> (central Macknick row, alternatives), substrings of the table items
@@ -218,6 +226,7 @@ class Inputs:
         self.unece = {r["source"]: r for r in _read(src / "owid_unece.csv")}
         self.d4b = {r["energy"]: r for r in _read(src / "d4b_energy_impacts.csv")}
         self.cited = _read(HERE / "electricity_cited.csv")
+        self.emissions_cited = _read(HERE / "electricity_emissions_cited.csv")
 
     def efficiency(self, tech: str) -> tuple[float, list[float]]:
         central, alts = EFFICIENCY[tech]
@@ -411,9 +420,54 @@ def build_factors(inp: Inputs) -> list[Factor]:
             if category not in D4B_CENTRAL:
                 note = "UNECE 2021 Europe-region value via Digital4Better: same study as the factor, not independent"
                 factors[(tech, category)].seconds.append((float(inp.d4b[row][col]), S_D4B, note))
-    _add_proxies(factors)  # last: the family's ranges include its second sources
+    _add_proxies(factors)  # the family's ranges include its second sources
+    for tech, category, value, sid, note in cited_emissions(inp):  # after the proxies: some test a proxy
+        f = factors.get((tech, category))
+        if f is None or (f.scope != "direct" and value < f.value / CONTESTED_RATIO):
+            continue  # a direct value is a lower bound: far below a life-cycle or proxy factor it neither agrees nor contests
+        f.seconds.append((value, sid, note))
     order = {c: i for i, c in enumerate(UNITS)}
     return sorted(factors.values(), key=lambda f: (order[f.category], list(TECHS).index(f.tech)))
+
+
+def _g_per_kwh(row: dict[str, str]) -> float:
+    v, unit = float(row["value"]), row["unit"]
+    if unit in EMISSION_UNITS:
+        return v * EMISSION_UNITS[unit]
+    if unit in HEAT_INPUT_UNITS and v == 0:
+        return 0.0
+    raise SystemExit(
+        f"electricity_emissions_cited.csv: {row['technology']} {row['variant']} {row['pollutant']}: unit {unit!r} "
+        f"(expected one of {', '.join(EMISSION_UNITS)}, or zero per heat input)"
+    )
+
+
+def cited_emissions(inp: Inputs) -> list[tuple[str, str, float, str, str]]:
+    """(technology, category, value, source, note): each cited variant's stack emissions x EF 3.1 CFs (high stack),
+    in every category whose non-minor pollutants the variant gives in full; CO2 gives climate change (direct only)."""
+    groups: dict[tuple[str, str, str], dict[str, float]] = {}
+    for r in inp.emissions_cited:
+        if r["pollutant"] not in (*POLLUTANTS, "CO2"):
+            raise SystemExit(f"electricity_emissions_cited.csv: unknown pollutant {r['pollutant']!r}")
+        groups.setdefault((r["technology"], r["source"], r["variant"]), {})[r["pollutant"]] = _g_per_kwh(r)
+    out = []
+    for (tech, sid, variant), g in groups.items():
+        if "CO2" in g:
+            note = f"{variant}: direct CO2 {_g(g['CO2'])} g/kWh x {CO2_CF:g} (no CH4, no life cycle): lower bound"
+            out.append((tech, "climate_change", g["CO2"] / 1000 * CO2_CF, sid, note))
+        for category, ef_name in EMEP_CATEGORIES.items():
+            terms = [(p, inp.stack_cf(ef_name, flow)) for p, flow in POLLUTANTS.items()]
+            terms = [(p, cf) for p, cf in terms if cf]
+            if any(p not in g for p, _ in terms if p not in MINOR_POLLUTANTS):
+                continue  # the source lacks a pollutant of this category: no comparable value
+            given = [(p, cf) for p, cf in terms if p in g]
+            formula = " + ".join(f"{p} {_g(g[p])} g/kWh x {cf:g}" for p, cf in given)
+            lacking = [p for p, _ in terms if p not in g]
+            note = f"{variant}: direct stack emissions {formula} (EF 3.1 CFs, high stack)" + (
+                f"; {', '.join(lacking)} not given (minor)" if lacking else ""
+            )
+            out.append((tech, category, sum(g[p] / 1000 * cf for p, cf in given), sid, note))
+    return out
 
 
 def _require_second_copy(row: dict[str, str], kind: str) -> None:
