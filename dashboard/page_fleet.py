@@ -19,11 +19,11 @@ GROUP_LABELS = {"user": "User", "account": "Account", "partition": "Partition", 
 
 
 @st.cache_data(show_spinner="Assessing the fleet...", max_entries=16)
-def fleet_report(fleet: str, by: str, mtime: float) -> Any:
-    """`footprint fleet report FLEET --by BY`, cached until the index changes."""
+def fleet_report(fleet: str, by: str, mtime: float, samples: int) -> Any:
+    """`footprint fleet report FLEET --by BY --samples SAMPLES`, cached until the index changes."""
     from footprint.fleet.report import build_report
 
-    return build_report(fleet, by)
+    return build_report(fleet, by, samples=samples)
 
 
 def group_rows(rep: Any) -> list[dict[str, Any]]:
@@ -66,8 +66,9 @@ def render(samples: int) -> None:
     st.title("Fleet")
     st.caption(
         "Per-job footprints of a whole cluster, from `footprint fleet import prometheus|slurm` "
-        "(DCGM energy counters via Prometheus, SLURM accounting). Central values; a job's low-high range: "
-        "open it in Runs (folder FLEET/jobs) or `footprint assess FLEET/jobs/JOB`."
+        "(DCGM energy counters via Prometheus, SLURM accounting). Low-high of the fleet: the sidebar's Monte Carlo "
+        "samples, the same draws for every job; a job's own: open it in Runs (folder FLEET/jobs) or `footprint assess "
+        "FLEET/jobs/JOB`."
     )
     ss = st.session_state
     ss.setdefault("fleet_dir", "fleet")
@@ -81,7 +82,7 @@ def render(samples: int) -> None:
         )
         return
     try:
-        rep = fleet_report(str(root), by, (root / "index.parquet").stat().st_mtime)
+        rep = fleet_report(str(root), by, (root / "index.parquet").stat().st_mtime, samples)
     except core.USER_ERRORS as exc:
         ui.show_user_error(exc)
         return
@@ -92,13 +93,13 @@ def render(samples: int) -> None:
     c1.metric("Jobs assessed", f"{t.jobs:,} of {rep.jobs_total:,}", help="jobs with a known GPU model and measured energy")
     c2.metric("GPU-hours", num(t.gpu_hours), help=f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed (never rounded up)")
     c3.metric("Energy (kWh)", num(t.energy_kwh), help=f"IT energy; facility {num(t.facility_energy_kwh)} kWh")
-    cc = t.ranges.get("climate_change")
+    from footprint.fleet.report import low_high
+
+    cc = low_high(t, "climate_change")
     c4.metric(
         "Climate change (kg CO2 eq)",
         num(t.impacts.get("climate_change")),
-        help=None
-        if cc is None
-        else f"low-high {num(cc[0])} - {num(cc[1])} (Monte Carlo of the factors, the same draws for every job)",
+        help=None if cc is None else f"low-high {cc} (Monte Carlo of the factors, the same draws for every job)",
     )
     share = rep.unallocated_share
     c5.metric(

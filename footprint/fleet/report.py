@@ -474,11 +474,17 @@ def to_json(r: FleetReport) -> str:
     return json.dumps(r.to_dict(), indent=2, default=str) + "\n"
 
 
-def _range_text(x: Rows, key: str) -> str:
+def low_high(x: Rows, key: str) -> str | None:
+    """A row's low-high for ``key`` as "low - high" (None when it has none): the table, HTML and the Fleet page."""
     from footprint.lca.assessment import num
 
     lh = x.ranges.get(key)
-    return "" if lh is None else f" (low-high {num(lh[0])} - {num(lh[1])})"
+    return None if lh is None else f"{num(lh[0])} - {num(lh[1])}"
+
+
+def _range_text(x: Rows, key: str) -> str:
+    text = low_high(x, key)
+    return "" if text is None else f" (low-high {text})"
 
 
 def _pct(x: float | None) -> str:
@@ -530,7 +536,8 @@ def to_html(r: FleetReport) -> str:
     cat_rows = [
         [c.name, display_unit(c.unit)]
         + [num(g.impacts.get(c.key)) for g in shown]
-        + [num(t.impacts.get(c.key)), _low_high(t, c.key), num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
+        + [num(t.impacts.get(c.key)), low_high(t, c.key) or "n/a"]
+        + [num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
         for c in cat.categories()
     ]
     top_rows = [
@@ -582,13 +589,6 @@ def to_html(r: FleetReport) -> str:
         f"content='width=device-width,initial-scale=1'><title>Fleet footprint — footprint</title><style>{CSS}</style></head>"
         f"<body>{''.join(parts)}</body></html>\n"
     )
-
-
-def _low_high(x: Rows, key: str) -> str:
-    from footprint.lca.assessment import num
-
-    lh = x.ranges.get(key)
-    return "n/a" if lh is None else f"{num(lh[0])} - {num(lh[1])}"
 
 
 def _figure(r: FleetReport) -> str | None:
