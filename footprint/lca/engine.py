@@ -15,6 +15,7 @@ each category and for the EF 3.1 single score.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -154,13 +155,20 @@ def check_samples(samples: Any, seed: Any = 0) -> tuple[int, int]:
     return int(samples), int(seed)
 
 
-def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
-    """Compute the full life-cycle assessment of a workload."""
-    samples, seed = check_samples(samples, seed)
-    d = db()
-    warnings: list[str] = list(w.notes)
-    sources: list[str] = ["ef-3.1", *w.sources]
-    alloc = w.gpu_lifetimes
+@dataclass(frozen=True)
+class _Inputs:
+    """What the central result and the Monte Carlo of one workload are computed from."""
+
+    parts: dict[tuple[str, str], np.ndarray]  # (component, stage) -> per-GPU embodied impacts
+    emb: Embodied
+    host: np.ndarray  # per-GPU host share (NaN: not available)
+    uf: electricity.UseFactors
+    elec: np.ndarray  # per-kWh factors over INDICATORS
+    site_water: tuple[float, float, float] | None
+
+
+def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -> _Inputs:
+    """Embodied parts, host share and electricity factors of a workload; their warnings and sources appended."""
     parts, emb, override_notes = embodied_parts(d, w)
     warnings += override_notes
     sources += list(emb.sources)
@@ -181,14 +189,25 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
                 f"host share (server around the GPU) not available for {len(na)} categories "
                 f"({', '.join(na)}): their totals cover the GPU only"
             )
-
-    # Use phase
-    facility = w.it_energy_kwh * w.pue
-    zone = electricity.zone(w.grid)
     uf, elec = _use_vectors(w, warnings, sources)
     site_water = electricity.site_water_factor(w)
     if site_water is not None:
+        zone = electricity.zone(w.grid)
         sources += list(zone.aware.sources if zone.aware else ())
+    return _Inputs(parts, emb, host, uf, elec, site_water)
+
+
+def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
+    """Compute the full life-cycle assessment of a workload."""
+    samples, seed = check_samples(samples, seed)
+    d = db()
+    warnings: list[str] = list(w.notes)
+    sources: list[str] = ["ef-3.1", *w.sources]
+    alloc = w.gpu_lifetimes
+    inp = _inputs(d, w, warnings, sources)
+    parts, emb, host, uf, elec, site_water = inp.parts, inp.emb, inp.host, inp.uf, inp.elec, inp.site_water
+    facility = w.it_energy_kwh * w.pue
+    zone = electricity.zone(w.grid)
 
     results: dict[str, CategoryResult] = {}
     for c in cat.categories() + cat.extras():
@@ -200,7 +219,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     if samples and samples > 1:
         m_lo, m_hi, rsrc = embodied_multipliers(d, w)
         sources += rsrc
-        lows, highs, score_range = _percentiles(_mc_totals(w, samples, seed, parts, host, uf, elec, site_water, m_lo, m_hi, d))
+        lows, highs, score_range = _percentiles(_mc_totals(w, samples, seed, inp, m_lo, m_hi, d))
         for c in cat.categories() + cat.extras():
             r = results[c.key]
             i = IDX[c.key]
@@ -235,12 +254,8 @@ def monte_carlo_totals(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 
     `database.INDICATORS` order), for callers that sum workloads before taking percentiles (fleet ranges)."""
     samples, seed = check_samples(samples, seed)
     d = db()
-    warnings: list[str] = []
-    parts, _, _ = embodied_parts(d, w)
-    host = d.host_share(w.host)[0] if w.host is not None else np.full(N_IND, np.nan)
-    uf, elec = _use_vectors(w, warnings, [])
     m_lo, m_hi, _ = embodied_multipliers(d, w)
-    return _mc_totals(w, max(samples, 1), seed, parts, host, uf, elec, electricity.site_water_factor(w), m_lo, m_hi, d)
+    return _mc_totals(w, max(samples, 1), seed, _inputs(d, w, [], []), m_lo, m_hi, d)
 
 
 def _check_finite(w: Workload, values: dict[str, tuple[float, ...]]) -> None:
@@ -301,19 +316,7 @@ def _category(
     return CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
 
 
-def _mc_totals(
-    w: Workload,
-    n: int,
-    seed: int,
-    parts: dict,
-    host: np.ndarray,
-    uf: electricity.UseFactors,
-    elec: np.ndarray,
-    site_water: tuple[float, float, float] | None,
-    m_lo: np.ndarray,
-    m_hi: np.ndarray,
-    d: Database,
-) -> np.ndarray:
+def _mc_totals(w: Workload, n: int, seed: int, inp: _Inputs, m_lo: np.ndarray, m_hi: np.ndarray, d: Database) -> np.ndarray:
     """Totals (samples x indicators) of ``n`` draws. The draws come in a fixed order and shape for a given
     workload's ranges (embodied multipliers, then the workload's own ranges, power, PUE, the per-kWh
     factors, site water), so two workloads of one factor set drawn with one seed share their random
@@ -321,7 +324,8 @@ def _mc_totals(
     that of one kWh (footprint.lca.batch relies on it)."""
     rng = np.random.default_rng(seed)
     r = w.ranges
-    emb = np.sum(list(parts.values()), axis=0)  # per GPU, incl. distribution
+    host, uf, elec, site_water = inp.host, inp.uf, inp.elec, inp.site_water
+    emb = np.sum(list(inp.parts.values()), axis=0)  # per GPU, incl. distribution
     mult = _tri(rng, m_lo, 1.0, m_hi, (n, N_IND))
 
     def draw(key: str, central: float) -> np.ndarray:
