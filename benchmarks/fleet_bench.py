@@ -96,6 +96,7 @@ def synthetic_index(n: int, seed: int = 0) -> object:
 def batch_part(n: int, repeat: int) -> None:
     from footprint.fleet import report as fleet_report
     from footprint.fleet.store import FleetWriter
+    from footprint.lca import DEFAULT_SAMPLES
     from footprint.lca import categories as cat
     from footprint.lca.engine import assess
 
@@ -120,7 +121,10 @@ def batch_part(n: int, repeat: int) -> None:
     assert totals.shape == (n, len(keys)) and np.isfinite(totals).all()
     sets = len(batch.bases)
     print(f"assess_index + totals per job, 16 categories + {len(keys) - 16} extra ({sets} factor sets): {spread(t_batch)}")
-    print(f"footprint fleet report computation (read index, batch, {len(rep.groups)} user groups, top jobs): {spread(t_report)}")
+    print(
+        f"footprint fleet report computation (read index, batch, {len(rep.groups)} user groups with their low-high "
+        f"from {DEFAULT_SAMPLES:,} Monte Carlo draws, top jobs): {spread(t_report)}"
+    )
 
     # the per-job engine on a sample, for the comparison and the equality check
     rng = np.random.default_rng(1)
