@@ -37,6 +37,18 @@ def test_shipped_set_is_the_cited_set() -> None:
     assert sum(w for _, w in ours.values()) == pytest.approx(100.0)
 
 
+def test_shipped_file_is_the_tools_output(tmp_path: Path) -> None:
+    """lca_data/ef_normalisation_weighting.csv is exactly what lca_data/tools/build_normalisation.py writes from the
+    cited table: no hand edit."""
+    from lca_data.tools import build_normalisation as build
+    from lca_data.tools import write_csv
+
+    _cited()  # skips without ../shared
+    out = tmp_path / "ef_normalisation_weighting.csv"
+    write_csv(out, build.HEADER, build.FIELDS, build.rows(CITED))
+    assert out.read_text() == build.OUT.read_text()
+
+
 def test_person_equivalents_and_single_score_by_hand(bloom) -> None:
     cited = _cited()
     d = json.loads(bloom.to_json())
