@@ -24,7 +24,7 @@ of it: assess that workload alone for them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -80,13 +80,14 @@ class Basis:
     template: Workload
     per_gpu_hour: Assessment
     per_kwh: Assessment
+    _draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
 
     def draws(self, samples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Monte Carlo totals (samples x indicators) of one GPU-hour and of one kWh, drawn with one seed."""
+        """Monte Carlo totals (samples x indicators) of one GPU-hour and of one kWh, drawn with one seed (cached)."""
         from footprint.lca.engine import monte_carlo_totals
 
         key = (samples, seed)
-        cache = self.__dict__.setdefault("_draws", {})  # frozen dataclass: a per-instance cache beside the fields
+        cache = self._draws
         if key not in cache:
             clean = self.template.with_(notes=(), sources=(), ranges={})
             cache[key] = (
