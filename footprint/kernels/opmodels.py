@@ -197,22 +197,21 @@ COPY_OPS = frozenset(
 )
 
 
+# first match wins, in this order (an implicit-GEMM convolution is a convolution, a norm kernel is not elementwise)
+_K_CLASSES = (
+    (_K_COMM, "communication"),
+    (_K_ATTN, "attention"),
+    (_K_NORM, "reduction"),
+    (_K_CONV, "convolution"),
+    (_K_GEMM, "gemm"),
+    (_K_RED, "reduction"),
+    (_K_EW, "elementwise"),
+)
+
+
 def kernel_class(name: str) -> str:
-    if _K_COMM.search(name):
-        return "communication"
-    if _K_ATTN.search(name):
-        return "attention"
-    if _K_NORM.search(name):
-        return "reduction"
-    if _K_CONV.search(name):
-        return "convolution"
-    if _K_GEMM.search(name):
-        return "gemm"
-    if _K_RED.search(name):
-        return "reduction"
-    if _K_EW.search(name):
-        return "elementwise"
-    return "other"
+    """The category of a kernel no modelled op launched, from its name (`_K_CLASSES`, in order); else "other"."""
+    return next((cls for pattern, cls in _K_CLASSES if pattern.search(name)), "other")
 
 
 def numel(shape: Any) -> int | None:
