@@ -1,4 +1,5 @@
-"""Assessment throughput: time of one assessment with 1 and 10,000 Monte Carlo samples, and import cost.
+"""Assessment throughput: time of one assessment with 1 and 10,000 Monte Carlo samples (percentiles, interquartile
+range and the sensitivity table included), its parts, and import cost.
 
 Run: python benchmarks/assess_bench.py
 """
@@ -48,12 +49,16 @@ def main() -> None:
         med, best = timed(lambda n=n: assess(w, samples=n), 20)
         print(f"assess, {n:>6} samples: median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
     from footprint.lca import engine as lca
+    from footprint.lca import montecarlo
 
     d = lca.db()
     inp = lca._inputs(d, w, [], [])  # what assess draws from, built once outside the timing
-    lo, hi, _ = lca.embodied_multipliers(d, w)
-    med, best = timed(lambda: lca._percentiles(lca._mc_totals(w, 10_000, 0, inp, lo, hi, d)), 20)
-    print(f"Monte Carlo kernel alone, 10,000 samples x 17 indicators (16 per-kWh factors drawn): median {med * 1000:.2f} ms")
+    rel = lca._power_relative(d)
+    med, best = timed(lambda: montecarlo.draw(w, 10_000, 0, inp, rel), 20)
+    print(f"Monte Carlo draws alone, 10,000 samples x 17 indicators: median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
+    draws = montecarlo.draw(w, 10_000, 0, inp, rel)
+    med, best = timed(lambda: montecarlo.summarise(draws), 20)
+    print(f"percentiles + sensitivity table of those draws: median {med * 1000:.2f} ms, best {best * 1000:.2f} ms")
     print(f"total benchmark wall time: {time.perf_counter() - t0:.1f} s")
 
 
