@@ -390,6 +390,50 @@ def scope_lines(a: Assessment) -> list[str]:
     return scope_items(a)
 
 
+SENSITIVITY_NOTE = (
+    "Which inputs drive each category's Monte Carlo variance: share = squared correlation of the input's draws with "
+    "the total, normalised to 100 % over the inputs (from the same draws as low-high). IQR: 25th-75th percentiles."
+)
+
+
+def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
+    """Per category (then the single score): central value, median, IQR and the inputs that drive the variance,
+    one wording for the reports and the dashboard; empty without a Monte Carlo."""
+
+    def drivers(sens: dict[str, Any] | None) -> str:
+        items = (sens or {}).get("inputs") or []
+        return "; ".join(f"{x['input']} {x['share']:.0%} ({x['distribution']})" for x in items[:top]) or "n/a"
+
+    rows = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        if r.iqr is None:
+            continue
+        rows.append(
+            {
+                "Category": r.name,
+                "Central": num(r.total),
+                "Median": num(r.median),
+                "IQR": f"{num(r.iqr[0])} - {num(r.iqr[1])}",
+                "Unit": display_unit(r.unit),
+                "Drivers of the variance": drivers(r.sensitivity),
+            }
+        )
+    s = a.single_score
+    if rows and s.get("iqr"):
+        rows.append(
+            {
+                "Category": "Single score",
+                "Central": num(s["value"]),
+                "Median": num(s.get("median")),
+                "IQR": f"{num(s['iqr'][0])} - {num(s['iqr'][1])}",
+                "Unit": "Pt",
+                "Drivers of the variance": drivers(s.get("sensitivity")),
+            }
+        )
+    return rows
+
+
 PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
 NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
 
