@@ -139,7 +139,7 @@ def main() -> None:
         f"# {'; '.join(notes)}\n"
     )
     write_csv(OUT, header, FIELDS, rows)
-    print(f"wrote {OUT.relative_to(HERE.parent)} ({len(rows)} rows); {'; '.join(notes)}")
+    print(f"wrote {OUT} ({len(rows)} rows); {'; '.join(notes)}")
 
 
 if __name__ == "__main__":
