@@ -300,6 +300,7 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         "GPU lifetimes": hardware_text(a),
         "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         "Embodied data": a.embodied_method,
+        "Card geometry": a.materials.get("geometry") or "n/a",
     }
 
 
@@ -358,7 +359,7 @@ def _summary_lines(a: Assessment) -> list[str]:
         f"  |  grid: {w.grid} ({a.zone.name})",
         f"  Hardware: {hardware_text(a)}",
         f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
-        f"  Embodied data: {a.embodied_method}",
+        f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
     ]
     if w.mfu is not None:
         lines.insert(2, f"  MFU: {mfu_text(w)}")

@@ -157,7 +157,7 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if emb.method.startswith("ADEME parametric"):
         warnings.append(f"{w.gpu.name}: embodied impacts modelled with the ADEME parametric model, not measured")
     if w.gpu.proxy_of:
-        warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate)")
+        warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate): {geometry_text(d, w.gpu)}")
     warnings.append("distribution (plane 9,908 km + truck 1,000 km) modelled with the ADEME per-kg.km factors")
     warnings += [f"{w.gpu.name}: {n}" for n in emb.notes if "correction" in n]
 
@@ -367,6 +367,8 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
         "mass_consumed_kg": w.gpu_lifetimes * mass,  # the hardware mass every front end shows
         "mass_gpu_equivalents_kg": w.gpu_equivalents * mass,  # Falk et al.'s rounded-up count x card mass (JSON only)
         "estimate": bool(g.proxy_of),
+        "geometry": geometry_text(d, g),
+        "geometry_proxy_of": g.proxy_of,
         "note": "board_and_chips = card mass - casing - heatsink (board, GPU package, memory, other parts)",
     }
     try:
@@ -390,6 +392,21 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
         }
     out["facts"] = mat.get("facts", {})
     return out
+
+
+SHAPE_FIELDS = {"total_mass": "mass", "casing_mass": "casing", "heatsink_mass": "heatsink", "board_area": "board area"}
+
+
+def geometry_text(d: Database, g: Any) -> str:
+    """Whose shape (masses, board area) a card's embodied model uses: its own, or another card's, said as such."""
+    if not g.proxy_of:
+        return f"{g.name}'s own published geometry (ADEME gpus.json)"
+    other = d.gpus[g.proxy_of].name if g.proxy_of in d.gpus else g.proxy_of
+    p = g.raw.get("parametric") or {}
+    borrowed = [v for k, v in SHAPE_FIELDS.items() if (p.get(k) or {}).get("source") == "ademe-gpu-lca"]
+    own = [v for k, v in SHAPE_FIELDS.items() if k in p and v not in borrowed]
+    text = f"{', '.join(borrowed)} of the {other} (not published for the {g.name}; estimate)"
+    return text + f"; own {', '.join([*own, 'die', 'memory'])}"
 
 
 def gpu_equivalents(flops: float, peak_flops: float, mfu: float, lifetime_h: float, utilization: float = 1.0) -> int:
