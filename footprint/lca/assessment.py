@@ -403,7 +403,10 @@ def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
 
     def drivers(sens: dict[str, Any] | None) -> str:
         items = (sens or {}).get("inputs") or []
-        return "; ".join(f"{x['input']} {x['share']:.0%} ({x['distribution']})" for x in items[:top]) or "n/a"
+        def share(v: float) -> str:
+            return f"{v:.0%}" if v >= 0.005 else "<1%"
+
+        return "; ".join(f"{x['input']} {share(x['share'])} ({x['distribution']})" for x in items[:top]) or "n/a"
 
     rows = []
     for k in cat.keys():
@@ -485,6 +488,11 @@ def to_markdown(a: Assessment) -> str:
     score = single_score_line(a)
     if score:
         out += ["", score, "", NORMALISATION_NOTE]
+    sens = sensitivity_rows(a)
+    if sens:
+        out += ["", "## What drives the uncertainty", "", SENSITIVITY_NOTE, ""]
+        out += ["| " + " | ".join(sens[0]) + " |", "|" + "---|" * len(sens[0])]
+        out += ["| " + " | ".join(r.values()) + " |" for r in sens]
     groups = note_groups(a)
     if groups:
         out += ["", "## Notes: scope, contested data and warnings", ""]
