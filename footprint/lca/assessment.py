@@ -403,6 +403,7 @@ def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
 
     def drivers(sens: dict[str, Any] | None) -> str:
         items = (sens or {}).get("inputs") or []
+
         def share(v: float) -> str:
             return f"{v:.0%}" if v >= 0.005 else "<1%"
 
