@@ -166,7 +166,9 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if w.host is not None:
         hs = d.host_share(w.host)
         host, host_dqr = hs.value, hs.dqr
-        host_block = Block.of(np.nan_to_num(hs.value), np.nan_to_num(hs.low), np.nan_to_num(hs.high), "lognormal", hs.sigma)
+        host_block = Block.of(
+            np.nan_to_num(hs.value), np.nan_to_num(hs.low), np.nan_to_num(hs.high), "lognormal", hs.sigma, shared=True
+        )
         sources += hs.sources
         na = [cat.by_key(k).name for k in cat.keys() if np.isnan(host[IDX[k]])]
         if na:
@@ -191,7 +193,7 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     sigma = np.full(N_IND, d.pedigree_sigma(dqr))
     for c in w.embodied_override:
         sigma[IDX[c]] = 0.0
-    embodied = Block.of(np.ones(N_IND), m_lo, m_hi, "lognormal", sigma)
+    embodied = Block.of(np.ones(N_IND), m_lo, m_hi, "lognormal", sigma, shared=True)
     return Inputs(parts, emb, host, uf, elec, not_modelled, site_water, embodied, dqr, host_block, host_dqr, tuple(rsrc))
 
 

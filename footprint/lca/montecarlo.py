@@ -5,7 +5,10 @@ Inputs drawn (each stated with its distribution, `footprint.lca.uncertainty`):
   interval spanning the sources that disagree (`engine.embodied_multipliers`) widened by the pedigree
   spread of the dataset's EF data-quality rating (lca_data/embodied_ranges.yaml, data_quality);
 - the host share per category: two-piece lognormal between its model's low and high (lca_data/host_impacts.csv)
-  widened by its rating's pedigree spread;
+  widened by its rating's pedigree spread.
+  Each of these two is one model's error (one card dataset against its alternatives, one server model): a
+  single draw puts every category at the same quantile of its own interval (comonotonic), so sums across
+  categories, the single score, keep their central value at their median as far as these inputs go;
 - every per-kWh electricity factor: its stated distribution (default lognormal) over its 95 % interval;
 - power (NVML accuracy, triangular) and the scenario's own `uncertainty:` ranges (triangular, mode at
   the stated value); the site's cooling water (WUE x AWARE, triangular).
@@ -173,6 +176,7 @@ def _per_category_inputs(
             emb * hi95,
             [f"{u} per GPU" for u in units],
             inp.embodied_dqr,
+            shared=inp.embodied.shared,
         )
     ]
     if inp.host_block is not None:
@@ -186,6 +190,7 @@ def _per_category_inputs(
                 hhi,
                 [f"{u} per GPU" for u in units],
                 _first(inp.host_dqr),
+                shared=inp.host_block.shared,
             )
         )
     k = block.value.size

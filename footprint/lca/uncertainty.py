@@ -64,6 +64,7 @@ class Block:
     high: np.ndarray
     kinds: tuple[str, ...]
     extra_sigma: np.ndarray | None = None  # pedigree sigma (of ln) added to both sides of a lognormal
+    shared: bool = False  # one draw moves every factor of the block to the same quantile (one model's error)
 
     @classmethod
     def of(
@@ -73,6 +74,7 @@ class Block:
         high: Any,
         kinds: Sequence[str] | str | None = None,
         extra_sigma: Any = None,
+        shared: bool = False,
     ) -> Block:
         v = np.atleast_1d(np.asarray(value, float))
         lo = np.broadcast_to(np.asarray(low, float), v.shape).copy()
@@ -84,7 +86,7 @@ class Block:
         if bad:
             raise ValueError(f"unknown distribution {bad[0]!r}; expected one of {', '.join(DISTRIBUTIONS)}")
         extra = None if extra_sigma is None else np.broadcast_to(np.asarray(extra_sigma, float), v.shape).copy()
-        return cls(v, np.minimum(lo, v), np.maximum(hi, v), kinds, extra)
+        return cls(v, np.minimum(lo, v), np.maximum(hi, v), kinds, extra, shared)
 
     def interval(self) -> tuple[np.ndarray, np.ndarray]:
         """The 95 % interval drawn (the stated one, widened by any pedigree sigma)."""
@@ -108,22 +110,23 @@ class Block:
         return s_lo, s_hi, logs
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """(n, factors) draws. The random numbers drawn depend only on n, the block's size and whether it has a
-        triangular or uniform factor: one standard normal matrix, then (if so) one uniform matrix."""
+        """(n, factors) draws. The random numbers drawn depend only on n, the block's size, whether it is shared
+        and whether it has a triangular or uniform factor: one standard normal matrix, then (if so) one uniform
+        matrix; a shared block draws one column of each (every factor at the same quantile)."""
         k = self.value.size
         kinds = np.array(self.kinds)
         ln = kinds == "lognormal"
-        z = rng.standard_normal((n, k))
-        u = rng.random((n, k)) if not ln.all() else None
+        cols = 1 if self.shared else k
+        z = rng.standard_normal((n, cols))
+        u = rng.random((n, cols)) if not ln.all() else None
         v, lo, hi = self.value, self.low, self.high
         s_lo, s_hi, logs = self._sigmas()
-        if logs.all():  # the common case: every factor a positive lognormal
-            return v * np.exp(z * np.where(z < 0, s_lo, s_hi))
-        out = np.empty((n, k))
-        idx = np.flatnonzero(logs)
-        if idx.size:
-            zz = z[:, idx]
-            out[:, idx] = v[idx] * np.exp(zz * np.where(zz < 0, s_lo[idx], s_hi[idx]))
+        with np.errstate(over="ignore"):  # an overflow becomes inf, which the engine reports as one clear error
+            out = v * np.exp(z * np.where(z < 0, s_lo, s_hi))  # every positive lognormal (others: v, replaced below)
+        if logs.all():
+            return out
+        z = np.broadcast_to(z, (n, k))
+        u = None if u is None else np.broadcast_to(u, (n, k))
         idx = np.flatnonzero(ln & ~logs)
         if idx.size:  # two-piece normal in linear space, cut at low
             zz = z[:, idx]
@@ -157,6 +160,7 @@ class Input:
     dqr: Mapping[str, int] | None = None
     categories: frozenset[int] | None = None  # the indicators a shared input moves (None: all)
     kinds: Sequence[str] | None = None  # per category, where the distribution differs by category
+    shared: bool = False  # one draw for every category (a Block drawn shared): one row in the single score's table
 
     def column(self, i: int) -> np.ndarray | None:
         if self.draws.ndim == 2:
@@ -172,11 +176,22 @@ class Input:
         return {"distribution": dist, "interval_95": [lo, hi], "unit": unit, "dqr": dict(self.dqr) if self.dqr else None}
 
 
-def _standardise(x: np.ndarray) -> np.ndarray:
-    """Columns scaled to mean 0 and unit variance (a constant column becomes 0)."""
-    x = x - x.mean(axis=0)
-    sd = x.std(axis=0)
-    return np.divide(x, sd, out=np.zeros_like(x), where=sd > 0)
+def _moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and standard deviations without a centred copy (E[x**2] - E[x]**2); a column whose variance
+    is below 1e-10 of its squared mean counts as constant (sd 0): no correlation is read from rounding noise."""
+    n = len(x)
+    m = x.mean(axis=0)
+    var = np.einsum("ij,ij->j", x, x) / n - m * m if x.ndim == 2 else float(x @ x) / n - m * m
+    var = np.where(var > 1e-10 * m * m, var, 0.0)
+    return m, np.sqrt(var)
+
+
+def _corr(cross: np.ndarray, mx: np.ndarray, sx: np.ndarray, my: Any, sy: Any) -> np.ndarray:
+    """Pearson correlations from E[xy], the means and the standard deviations (0 where either is constant)."""
+    den = sx * sy
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den > 0, (cross - mx * my) / den, 0.0)
+    return np.clip(r, -1.0, 1.0)
 
 
 def sensitivity(
@@ -186,26 +201,32 @@ def sensitivity(
 
     Returns ([{"method", "explained", "inputs": [{"input", "share", "correlation", ...}]} per indicator], the score's)."""
     n, n_ind = totals.shape
-    zt = _standardise(totals)
-    zs = _standardise(scores[:, None])[:, 0]
+    mt, st = _moments(totals)
+    ms, ss = _moments(scores)
     shared = [x for x in inputs if x.draws.ndim == 1]
     per_cat = [x for x in inputs if x.draws.ndim == 2]
-    z_shared = _standardise(np.column_stack([x.draws for x in shared])) if shared else np.zeros((n, 0))
-    r_shared = z_shared.T @ zt / n
-    z_cat = [_standardise(x.draws) for x in per_cat]
-    r_cat = [np.einsum("ij,ij->j", z, zt) / n for z in z_cat]
+    xs = np.column_stack([x.draws for x in shared]) if shared else np.zeros((n, 0))
+    mx, sx = _moments(xs)
+    r_shared = _corr((xs.T @ totals) / n, mx[:, None], sx[:, None], mt, st)
+    r_score_shared = _corr(xs.T @ scores / n, mx, sx, ms, ss)
     out = []
+    r_cat, r_score_cat = [], []
+    for x in per_cat:
+        m, sd = _moments(x.draws)
+        r_cat.append(_corr(np.einsum("ij,ij->j", x.draws, totals) / n, m, sd, mt, st))
+        r_score_cat.append(_corr(x.draws[:, :n_cat].T @ scores / n, m[:n_cat], sd[:n_cat], ms, ss))
     for i in range(n_ind):
         rows = [(x, float(r_shared[j, i])) for j, x in enumerate(shared) if x.categories is None or i in x.categories]
         rows += [(x, float(r[i])) for x, r in zip(per_cat, r_cat, strict=True)]
         out.append(_table(rows, i, min_share))
-    # the single score: every input, per-category ones once per category
-    rows_s: list[tuple[Input, float, int | None]] = [
-        (x, float(r), None) for x, r in zip(shared, z_shared.T @ zs / n, strict=True)
-    ]
-    for x, z in zip(per_cat, z_cat, strict=True):
-        r = z[:, :n_cat].T @ zs / n
-        rows_s += [(x, float(r[i]), i) for i in range(n_cat)]
+    # the single score: every input, per-category ones once per category (once in all where drawn shared)
+    rows_s: list[tuple[Input, float, int | None]] = [(x, float(r), None) for x, r in zip(shared, r_score_shared, strict=True)]
+    for x, r in zip(per_cat, r_score_cat, strict=True):
+        if x.shared:  # one draw moves every category: one row, the category that correlates most
+            i = int(np.argmax(np.abs(r)))
+            rows_s.append((x, float(r[i]), None))
+        else:
+            rows_s += [(x, float(r[i]), i) for i in range(n_cat)]
     return out, _score_table(rows_s, min_share)
 
 
