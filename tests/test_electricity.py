@@ -51,12 +51,43 @@ def test_no_zone_with_a_mix_has_a_missing_category() -> None:
 
 
 def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
-    """A hand computation for Poland's marine eutrophication: sum over technologies of share x factor."""
+    """A hand computation for Poland's marine eutrophication: sum over technologies of share x factor, Poland's
+    own (EU-abated) coal and gas rows in place of the generic ones."""
     z = electricity.zone("POL")
-    rows = [r for r in loader.load_electricity_technologies() if r["category"] == "eutrophication_marine"]
-    expected = sum(z.mix[r["codecarbon_field"]] * float(r["value"]) for r in rows)
+    rows = {r["codecarbon_field"]: r for r in loader.load_electricity_technologies() if r["category"] == "eutrophication_marine"}
+    own = [
+        r for r in loader.load_electricity_zone_technologies() if (r["zone"], r["category"]) == ("POL", "eutrophication_marine")
+    ]
+    assert {r["technology"] for r in own} == {"coal", "gas"}
+    rows.update({r["codecarbon_field"]: r for r in own})
+    expected = sum(z.mix[f] * float(r["value"]) for f, r in rows.items())
     assert z.factors["eutrophication_marine"].value == pytest.approx(expected)
     assert expected > 0  # coal, gas, oil and bioenergy burn fuel in Poland
+
+
+def test_coal_carries_its_own_abatement_level_in_china_india_and_the_usa() -> None:
+    """The fleet's own direct emissions (CEMS, plant inventory, eGRID) replace Europe's: acidification of coal
+    = UNECE Europe's upstream part + the fleet's SO2 x 1.31 + NOx x 0.74 (EF 3.1, g/kWh -> kg)."""
+    generic = {(r["technology"], r["category"]): r for r in loader.load_electricity_technologies()}
+    own = {(r["zone"], r["technology"], r["category"]): r for r in loader.load_electricity_zone_technologies()}
+    upstream = float(generic[("coal", "acidification")]["value"]) - (0.057 * 1.31 + 0.415 * 0.74) / 1000  # EU abated plant
+    for zone, so2, nox in [("CHN", 0.1728, 0.2828), ("IND", 2.937, 2.797), ("USA", 0.965, 0.658)]:
+        row = own[(zone, "coal", "acidification")]
+        assert float(row["value"]) == pytest.approx(upstream + (so2 * 1.31 + nox * 0.74) / 1000, rel=2e-3), zone
+        assert row["scope"] == "life_cycle" and row["source"] != generic[("coal", "acidification")]["source"]
+    assert float(own[("IND", "coal", "acidification")]["value"]) > 3 * float(own[("CHN", "coal", "acidification")]["value"])
+    assert ("FRA", "coal", "acidification") not in own  # EU zones keep the life-cycle factor (European abatement)
+
+
+def test_world_weights_each_fleet_by_its_generation() -> None:
+    """WORLD's coal factor: the generic factor for the zones without their own row, each own row weighted by its coal."""
+    data = electricity._energy_mix()
+    generic = electricity._tech_rows()["acidification"]["coal_TWh"]["value"]
+    own = electricity._zone_tech_rows()
+    total = sum(v.get("coal_TWh", 0.0) for v in data.values())
+    parts = [(data[z]["coal_TWh"], r["acidification"]["coal_TWh"]["value"]) for z, r in own.items() if "acidification" in r]
+    expected = (sum(t * v for t, v in parts) + (total - sum(t for t, _ in parts)) * generic) / total
+    assert electricity._rows_of(electricity.WORLD)["acidification"]["coal_TWh"]["value"] == pytest.approx(expected)
 
 
 def test_use_factors_is_the_one_lookup_the_engine_uses() -> None:
@@ -133,7 +164,8 @@ def test_the_three_suspects_are_settled() -> None:
     coal_fwe = by[("coal", "eutrophication_freshwater", "benportner-ecoinvent-ilcd")]
     assert coal_fwe["contested"] == "false"  # UNECE and ecoinvent agree per technology (0.76)
     assert by[("nuclear", "resource_use_minerals_metals", "benportner-ecoinvent-ilcd")]["contested"] == "true"
-    # at zone level the ADEME Base IMPACTS values disagree with all three, and the range spans them
+    # at zone level the ADEME Base IMPACTS values disagree with all three: the pair is reported as contested, and the
+    # factor's range stays as its own sources make it (a quoted cross-check never moves or widens a factor)
     for code, category in [
         ("FRA", "ionising_radiation"),
         ("POL", "eutrophication_freshwater"),
@@ -142,7 +174,29 @@ def test_the_three_suspects_are_settled() -> None:
         z = electricity.zone(code)
         pair = next(c for c in z.contested if c["category"] == category and c["second_source"] == "boaviztapi-ademe-base-impacts")
         f = z.factors[category]
-        assert f.low <= min(pair["value"], pair["second_value"]) and f.high >= max(pair["value"], pair["second_value"])
+        assert not f.low <= pair["second_value"] <= f.high, (code, category)
+
+
+def test_every_factor_states_its_distribution_and_data_quality() -> None:
+    """lognormal around the central value (never at its own bound) with k95 from the sources and the DQR;
+    a zero-by-construction factor is a 'bound' at 0; the four EF ratings are 1-5."""
+    from lca_data.tools import electricity_quality as q
+
+    rows = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
+    for r in rows:
+        v, lo, hi = float(r["value"]), float(r["low"]), float(r["high"])
+        ratings = {k: int(r[f"dqr_{k}"]) for k in ("ter", "ger", "tir", "p")}
+        assert all(1 <= x <= 5 for x in ratings.values())
+        if r["distribution"] == "lognormal":
+            assert lo < v < hi and hi / v == pytest.approx(v / lo, rel=2e-3)
+            assert hi / v >= q.k95(1.0, ratings) * (1 - 2e-3)  # at least the data-quality spread
+        else:
+            assert r["distribution"] == "bound" and v == lo == 0
+    # the spread formula by hand: ln k95 = sqrt(ln(k_src)^2 + ln(1.05)^2 + sum ln(U_i)^2)
+    k = q.k95(4.0, {"ter": 2, "ger": 3, "tir": 2, "p": 4})
+    assert np.log(k) == pytest.approx(
+        np.sqrt(np.log(4) ** 2 + np.log(1.05) ** 2 + np.log(1.05) ** 2 + np.log(1.02) ** 2 + np.log(1.03) ** 2 + np.log(1.2) ** 2)
+    )
 
 
 def test_contested_factors_reach_the_assessment_json_and_table() -> None:

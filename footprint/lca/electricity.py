@@ -21,8 +21,8 @@ import difflib
 import importlib.util
 import json
 import math
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,19 +110,62 @@ def _energy_mix() -> dict[str, dict]:
     return json.loads(_codecarbon_file().read_text())
 
 
+def _row(r: dict[str, str]) -> dict[str, Any]:
+    return {
+        "technology": r["technology"],
+        "value": float(r["value"]),
+        "low": float(r["low"]),
+        "high": float(r["high"]),
+        "source": r["source"],
+        "scope": r["scope"],
+    }
+
+
 @lru_cache(maxsize=1)
 def _tech_rows() -> dict[str, dict[str, dict[str, Any]]]:
     """category -> codecarbon field -> {value, low, high, source, scope, technology}."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for r in db().electricity_rows:
-        out.setdefault(r["category"], {})[r["codecarbon_field"]] = {
-            "technology": r["technology"],
-            "value": float(r["value"]),
-            "low": float(r["low"]),
-            "high": float(r["high"]),
-            "source": r["source"],
-            "scope": r["scope"],
-        }
+        out.setdefault(r["category"], {})[r["codecarbon_field"]] = _row(r)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _zone_tech_rows() -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """zone -> category -> codecarbon field -> row: a fleet's own factor, in place of the generic one in that zone."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for r in db().electricity_zone_technology_rows:
+        out.setdefault(r["zone"], {}).setdefault(r["category"], {})[r["codecarbon_field"]] = _row(r)
+    return out
+
+
+@cache
+def _rows_of(code: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """The technology factors that apply in a zone: the generic ones, with the zone's own rows in their place.
+    WORLD: each technology's factor weighted by its generation in every zone (so each fleet counts once)."""
+    generic = _tech_rows()
+    if code == WORLD:
+        return _world_rows()
+    own = _zone_tech_rows().get(code, {})
+    return {c: {**per, **own.get(c, {})} for c, per in generic.items()}
+
+
+def _world_rows() -> dict[str, dict[str, dict[str, Any]]]:
+    data = _energy_mix()
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for c, per in _tech_rows().items():
+        out[c] = {}
+        for f, r in per.items():
+            own = [
+                (data[z].get(f, 0.0), rows[c][f]) for z, rows in _zone_tech_rows().items() if z in data and f in rows.get(c, {})
+            ]
+            total = sum(v.get(f, 0.0) for v in data.values())
+            if not own or total <= 0:
+                out[c][f] = r
+                continue
+            rest = total - sum(t for t, _ in own)
+            mixed = {k: (rest * r[k] + sum(t * o[k] for t, o in own)) / total for k in ("value", "low", "high")}
+            out[c][f] = {**r, **mixed, "source": r["source"]}
     return out
 
 
@@ -323,7 +366,7 @@ def _contested(code: str, shares: dict[str, float], techs: dict[str, str]) -> li
 def zone(code: str) -> Zone:
     """All per-kWh factors of a zone, with their ranges, scope, coverage and contested factors."""
     shares, name, year, ci = _mix_of(code)
-    rows = _tech_rows()
+    rows = _rows_of(code)
     techs = {r["technology"]: f for per in rows.values() for f, r in per.items()}
     ewif, ewif_check = _ewif(code, shares)
     aware = _aware(code)
@@ -361,8 +404,9 @@ def zone(code: str) -> Zone:
 
 
 def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str, Any]]:
-    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv);
-    where they differ by more than 3x the factor's range is widened to span both, and the pair is returned."""
+    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv):
+    the pairs that differ by more than 3x, for the contested-data list. The factor's range is left as its own
+    sources make it (the quoted datasets are cross-checks, never used to move or widen a factor)."""
     out = []
     for r in db().electricity_zone_cited_rows:
         f = factors.get(r["category"])
@@ -372,7 +416,6 @@ def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str
         ratio = f.value / other if other and f.value else None
         if ratio is not None and 1 / 3 <= ratio <= 3:
             continue
-        factors[r["category"]] = replace(f, low=min(f.low, other), high=max(f.high, other))
         out.append(
             {
                 "subject": code,
