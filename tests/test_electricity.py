@@ -285,3 +285,28 @@ def test_cited_emission_per_heat_input_must_be_zero() -> None:
         build._g_per_kwh(row)
     assert build._g_per_kwh({**row, "value": "0"}) == 0.0
     assert build._g_per_kwh({**row, "value": "2", "unit": "lb/MWh"}) == pytest.approx(0.90718474)
+
+
+def test_validation_factor_audit_section_is_the_tools_output() -> None:
+    """docs/validation.md's factor-audit table is what lca_data/tools/electricity_comparison.py computes now."""
+    from lca_data.tools import electricity_comparison as comparison
+
+    doc = comparison.DOC.read_text()
+    assert comparison.updated(doc) == doc
+    cells = [c for c in comparison.cells() if c["counted"]]
+    assert len(cells) == 24  # 6 zones x 4 categories, every reference present (India from boaviztapi's mix table)
+    for c in cells:
+        assert c["ratio"] == pytest.approx(c["value"] / c["reference"])
+        assert c["inside"] == (c["low"] <= c["reference"] <= c["high"])
+
+
+def test_a_quoted_zone_value_never_moves_a_factor() -> None:
+    """Removing the quoted per-country values leaves every zone factor and range as it was (cross-check only)."""
+    from footprint.lca.database import db
+
+    before = {k: (f.value, f.low, f.high) for k, f in electricity.zone("FRA").factors.items()}
+    cited = db().electricity_zone_cited_rows
+    assert any(r["zone"] == "FRA" for r in cited)
+    rows = {k: f for k, f in electricity.zone("FRA").factors.items()}
+    fresh = electricity._zone_crosscheck("FRA", dict(rows))
+    assert fresh and {k: (f.value, f.low, f.high) for k, f in rows.items()} == before

@@ -571,7 +571,7 @@ def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
                 "direct stack emissions only (no upstream fuel chain), lower bound"
                 if base.scope == "direct"
                 else (
-                    f"life cycle: upstream and infrastructure {_g(upstream)} (UNECE Europe less the EU abated plant's direct emissions)"
+                    f"life cycle: upstream and infrastructure {_g(upstream)} (UNECE Europe less the EU abated plant's direct)"
                     " + the fleet's direct emissions"
                 )
             )
