@@ -179,7 +179,7 @@ def test_the_three_suspects_are_settled() -> None:
 
 def test_every_factor_states_its_distribution_and_data_quality() -> None:
     """lognormal around the central value (never at its own bound) with k95 from the sources and the DQR;
-    a zero-by-construction factor is a 'bound' at 0; the four EF ratings are 1-5."""
+    a zero-by-construction factor is uniform from 0; the four EF ratings are 1-5."""
     from lca_data.tools import electricity_quality as q
 
     rows = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
@@ -191,12 +191,12 @@ def test_every_factor_states_its_distribution_and_data_quality() -> None:
             assert lo < v < hi and hi / v == pytest.approx(v / lo, rel=2e-3)
             assert hi / v >= q.k95(1.0, ratings) * (1 - 2e-3)  # at least the data-quality spread
         else:
-            assert r["distribution"] == "bound" and v == lo == 0
-    # the spread formula by hand: ln k95 = sqrt(ln(k_src)^2 + ln(1.05)^2 + sum ln(U_i)^2)
+            assert r["distribution"] == "uniform" and v == lo == 0
+    # the spread formula by hand: ln k95 = sqrt(ln(k_src)^2 + ln(1.05)^2 + sum ln(U_i)^2), ter 2 -> 1.00, ger 3 -> 1.02,
+    # tir 2 -> 1.03, p 4 -> 1.20 (ecoinvent v2 pedigree factors)
     k = q.k95(4.0, {"ter": 2, "ger": 3, "tir": 2, "p": 4})
-    assert np.log(k) == pytest.approx(
-        np.sqrt(np.log(4) ** 2 + np.log(1.05) ** 2 + np.log(1.05) ** 2 + np.log(1.02) ** 2 + np.log(1.03) ** 2 + np.log(1.2) ** 2)
-    )
+    expected = np.sqrt(np.log(4) ** 2 + np.log(1.05) ** 2 + np.log(1.02) ** 2 + np.log(1.03) ** 2 + np.log(1.2) ** 2)
+    assert np.log(k) == pytest.approx(expected)
 
 
 def test_contested_factors_reach_the_assessment_json_and_table() -> None:

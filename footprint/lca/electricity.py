@@ -41,6 +41,7 @@ WORLD = "WORLD"
 CODECARBON_SOURCE = "codecarbon-energy-mix"
 WATER = "water_consumption"  # per-technology operational water (L/kWh), not an EF category
 MIN_SHARE = 0.01  # a contested factor is listed for a zone when its technology makes >= 1 % of generation
+DQR_KEYS = ("ter", "ger", "tir", "p")
 AWARE_BOUNDS = (0.1, 100.0)  # AWARE's own bounds (Boulay et al. 2018): the range where a country has no factor
 
 
@@ -56,6 +57,8 @@ class ZoneFactor:
     high: float | None = None
     note: str = ""
     scope: str = ""  # what the value covers ("" = life cycle of the whole mix)
+    distribution: str = ""  # Monte Carlo distribution of the value in [low, high] ("" = lognormal)
+    dqr: dict[str, int] | None = None  # EF data-quality ratings (ter, ger, tir, p), contribution-weighted
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ class UseFactors:
     coverage: np.ndarray  # per category: share of the mix with a factor (1.0 for a practitioner set)
     contested: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    distribution: tuple[str, ...] = ()  # per category ("" = lognormal); low/high are the 95 % interval
+    dqr: tuple[dict[str, int] | None, ...] = ()  # per category: EF data-quality ratings, None = not rated
 
 
 def _codecarbon_file() -> Path:
@@ -118,6 +123,8 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "high": float(r["high"]),
         "source": r["source"],
         "scope": r["scope"],
+        "distribution": r.get("distribution", ""),
+        "dqr": {k: int(r[f"dqr_{k}"]) for k in DQR_KEYS if r.get(f"dqr_{k}")} or None,
     }
 
 
@@ -236,6 +243,17 @@ def _mix_sum(per: dict[str, dict[str, Any]], shares: dict[str, float]) -> tuple[
         sum(shares[f] * r["high"] for f, r in per.items()),
         cov,
     )
+
+
+def _mix_quality(per: dict[str, dict[str, Any]], shares: dict[str, float], value: float) -> tuple[str, dict[str, int] | None]:
+    """Distribution and data-quality ratings of a mixed value: lognormal when positive (uniform from 0 when it is
+    zero by construction); each rating the contribution-weighted mean of the technologies' ratings (EF practice)."""
+    dist = "lognormal" if value > 0 else "uniform"
+    weights = {f: shares[f] * r["value"] for f, r in per.items() if r.get("dqr") and shares.get(f, 0) > 0}
+    total = sum(weights.values())
+    if total <= 0:
+        return dist, None
+    return dist, {k: round(sum(w * per[f]["dqr"][k] for f, w in weights.items()) / total) for k in DQR_KEYS}
 
 
 def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> str:
@@ -380,14 +398,16 @@ def zone(code: str) -> Zone:
             _, lo, hi, cov = _mix_sum(per, shares)
             lo, hi = (min(ci, lo), max(ci, hi)) if cov > 0.999 else (ci, ci)
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for r in per.values()))
-            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, "zone carbon intensity from codecarbon (OWID/Ember)")
+            note = "zone carbon intensity from codecarbon (OWID/Ember)"
+            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, note, distribution="lognormal" if lo < ci < hi else "")
         elif c.key == "water_use":
             if ewif is None or not has_mix:
                 factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no off-site water factor for the zone")
                 continue
             v, lo, hi = (ewif.value * aware.value / 1000, ewif.low * aware.low / 1000, ewif.high * aware.high / 1000)
             scope = "off-site water of generation only (no fuel chain); " + ewif.method + "; " + aware.method
-            factors[c.key] = ZoneFactor(v, unit, 1.0, (*ewif.sources, *aware.sources), lo, hi, "EWIF x AWARE", scope)
+            srcs = (*ewif.sources, *aware.sources)
+            factors[c.key] = ZoneFactor(v, unit, 1.0, srcs, lo, hi, "EWIF x AWARE", scope, "lognormal" if lo < v < hi else "")
         else:
             value, lo, hi, cov = _mix_sum(per, shares)
             if not per or cov <= 0:
@@ -395,7 +415,8 @@ def zone(code: str) -> Zone:
                 continue
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
             note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
-            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares))
+            dist, dqr = _mix_quality(per, shares, value)
+            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares), dist, dqr)
     contested = _contested(code, shares, techs)
     if ewif_check and ewif_check["contested"]:
         contested.append(ewif_check)
@@ -452,10 +473,12 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     z = zone(grid)
     val, lo, hi = (np.full(len(keys), np.nan) for _ in range(3))
     cov = np.zeros(len(keys))
-    scope, notes, srcs = [], [], []
+    scope, notes, srcs, dists, dqrs = [], [], [], [], []
     for i, k in enumerate(keys):
         f = z.factors[k]
         scope.append(f.scope)
+        dists.append(f.distribution)
+        dqrs.append(f.dqr)
         if f.value is None:
             continue
         val[i], lo[i], hi[i], cov[i] = f.value, f.low, f.high, f.coverage
@@ -472,7 +495,9 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     contested = tuple(c for c in z.contested if ci is None or c["category"] != "climate_change")
     for arr in (val, lo, hi, cov):
         arr.setflags(write=False)  # cached and shared: callers copy before changing
-    return UseFactors(val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes))
+    return UseFactors(
+        val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs)
+    )
 
 
 def site_water_factor(w: Workload) -> tuple[float, float, float] | None:

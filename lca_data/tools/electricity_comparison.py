@@ -69,7 +69,7 @@ def _audit_summary() -> list[str]:
     factors = {(r["zone"], r["technology"], r["category"]): r for r in rows}
     two = sum(1 for r in factors.values() if int(r["independent_sources"]) >= 2)
     techs = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
-    dist = {d: sum(1 for r in techs if r["distribution"] == d) for d in ("lognormal", "bound")}
+    dist = {d: sum(1 for r in techs if r["distribution"] == d) for d in ("lognormal", "uniform")}
     return [
         f"- {len(factors)} technology x category factors ({len(loader.load_electricity_technologies())} generic, "
         f"{len(loader.load_electricity_zone_technologies())} zone rows), {len(rows)} audit rows "
@@ -78,7 +78,8 @@ def _audit_summary() -> list[str]:
         f"- {two} factors have at least two independent sources; {len(factors) - two} rest on one source "
         "(their P rating is 4, and the audit lists them).",
         f"- Distributions: {dist['lognormal']} lognormal (central value strictly inside its 95 % range), "
-        f"{dist['bound']} 'bound' (zero by construction: no combustion or no fuel; a lower bound the row's scope names).",
+        f"{dist['uniform']} uniform from 0 (zero by construction: no combustion or no fuel; the value is a lower bound "
+        "the row's scope names, the range reaches its largest second source).",
     ]
 
 

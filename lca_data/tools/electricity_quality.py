@@ -7,8 +7,9 @@ spread comes from its sources:
   covers part of the life cycle (direct stack emissions, fuel burned), 4 for a proxy of other technologies;
   1 is never given (no source models the fleet plant by plant).
 - GeR (geographical): 2 for a zone row (its direct emissions from the zone's own inventory, the
-  upstream part regional), 3 for a regional or global average
-  (UNECE global or Europe, IPCC), 4 for European defaults applied worldwide (EMEP/EEA Tier 1) and proxies.
+  upstream part regional), 3 for a regional or global average (UNECE global or Europe, IPCC, land use
+  and water derived from them), 4 for European defaults applied worldwide (EMEP/EEA Tier 1 direct rows)
+  and proxies.
 - TiR (time): from the central source's year against the reference year of the generation mix (2023):
   within 3 years 1, 6 years 2, 10 years 3, 15 years 4, older 5.
 - P (precision): from the spread of the independent second sources, k_src = the largest ratio between the
@@ -18,12 +19,12 @@ Distribution (column ``distribution``): ``lognormal`` around the central value c
 
     ln k95 = sqrt( ln(k_src)^2 + sum_i ln(U_i)^2 + ln(U_b)^2 ),   low = c / k95,  high = c * k95,
 
-where U_i are the uncertainty factors of the ratings (ecoinvent pedigree matrix, Weidema et al. 2013,
-columns technological, geographical, temporal, reliability) and U_b = 1.05 the basic uncertainty. The
+where U_i are the uncertainty factors of the ratings (ecoinvent v2 pedigree matrix, Frischknecht et al.
+2007: further technological, geographical and temporal correlation, reliability) and U_b = 1.05 the basic uncertainty. The
 geometric standard deviation is exp(ln k95 / 1.96). The interval therefore spans every source and
 variant (k95 >= k_src), and the central value is never at its own bound (k95 > 1). A factor that is
-zero by construction (no combustion, no fuel) is ``bound``: a lower bound at 0 whose high end is the
-largest second source or variant (0 when there is none); the row's scope says what it leaves out.
+zero by construction (no combustion, no fuel) is ``uniform`` from 0 to the largest second source or
+variant (0 when there is none): its value is a lower bound, and the row's scope says what it leaves out.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from __future__ import annotations
 import math
 
 REFERENCE_YEAR = 2023  # year of codecarbon's generation mix
-U = {  # ecoinvent pedigree uncertainty factors by rating 1..5
-    "ter": (1.00, 1.05, 1.20, 1.50, 2.00),
+U = {  # ecoinvent v2 pedigree uncertainty factors (95 % interval factors) by rating 1..5
+    "ter": (1.00, 1.00, 1.20, 1.50, 2.00),
     "ger": (1.00, 1.01, 1.02, 1.05, 1.10),
     "tir": (1.00, 1.03, 1.10, 1.20, 1.50),
     "p": (1.00, 1.05, 1.10, 1.20, 1.50),
@@ -45,11 +46,11 @@ def ter(scope: str) -> int:
     return {"life_cycle": 2, "operational": 2, "direct": 3, "proxy": 4}.get(scope, 3)
 
 
-def ger(source: str, zone: str) -> int:
+def ger(source: str, zone: str, scope: str) -> int:
     if zone:
         return 2  # the direct part is the zone's own; upstream and infrastructure stay regional
-    if source in ("emep-eea-tier1-1a1a", "footprint-electricity-derived"):
-        return 4
+    if scope == "proxy" or (scope == "direct" and source == "footprint-electricity-derived"):
+        return 4  # another technology's factors, or European Tier 1 defaults applied worldwide
     return 3
 
 
@@ -84,7 +85,7 @@ def quality(
     k_src = spread(central, [*variants, *seconds])
     ratings = {
         "ter": ter(scope),
-        "ger": ger(source, zone),
+        "ger": ger(source, zone, scope),
         "tir": tir(year),
         "p": precision(spread(central, seconds), len(seconds)),
     }
@@ -92,5 +93,5 @@ def quality(
         k = k95(k_src, ratings)
         low, high, dist, gsd = central / k, central * k, "lognormal", math.exp(math.log(k) / Z95)
     else:
-        low, high, dist, gsd = 0.0, max([0.0, *variants, *seconds]), "bound", None
+        low, high, dist, gsd = 0.0, max([0.0, *variants, *seconds]), "uniform", None
     return {"ratings": ratings, "low": low, "high": high, "distribution": dist, "gsd": gsd, "k_src": k_src}
