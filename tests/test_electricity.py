@@ -310,3 +310,18 @@ def test_a_quoted_zone_value_never_moves_a_factor() -> None:
     rows = {k: f for k, f in electricity.zone("FRA").factors.items()}
     fresh = electricity._zone_crosscheck("FRA", dict(rows))
     assert fresh and {k: (f.value, f.low, f.high) for k, f in rows.items()} == before
+
+
+@pytest.mark.skipif(not OPEN.is_dir(), reason="../shared/reference/electricity/open-factors is not beside the repository")
+def test_a_bad_fleet_emission_row_names_the_file_row_and_expected_unit() -> None:
+    from lca_data.tools import build_electricity as build
+
+    inp = build.Inputs(SHARED / "reference" / "electricity")
+    inp.zone_emissions = [dict(r) for r in inp.zone_emissions]
+    inp.zone_emissions[3]["unit"] = "g/GJ"
+    with pytest.raises(SystemExit, match=r"electricity_zone_emissions_cited.csv: row 5: .*unit 'g/GJ' \(expected one of g/kWh"):
+        build._zone_groups(inp)
+    inp.zone_emissions[3]["unit"] = "kg/MWh"
+    inp.zone_emissions[3]["source"] = "nowhere"
+    with pytest.raises(SystemExit, match=r"row 5 .*source 'nowhere' is not registered"):
+        build._zone_groups(inp)

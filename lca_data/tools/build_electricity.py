@@ -443,14 +443,14 @@ def build_factors(inp: Inputs) -> list[Factor]:
     return sorted(factors.values(), key=lambda f: (order[f.category], list(TECHS).index(f.tech)))
 
 
-def _g_per_kwh(row: dict[str, str]) -> float:
+def _g_per_kwh(row: dict[str, str], file: str = "electricity_emissions_cited.csv") -> float:
     v, unit = float(row["value"]), row["unit"]
     if unit in EMISSION_UNITS:
         return v * EMISSION_UNITS[unit]
     if unit in HEAT_INPUT_UNITS and v == 0:
         return 0.0
     raise SystemExit(
-        f"electricity_emissions_cited.csv: {row['technology']} {row['variant']} {row['pollutant']}: unit {unit!r} "
+        f"{file}: {row['technology']} {row['variant']} {row['pollutant']}: unit {unit!r} "
         f"(expected one of {', '.join(EMISSION_UNITS)}, or zero per heat input)"
     )
 
@@ -519,17 +519,23 @@ EU_ZONES = (  # EU member states: the zone "EU" of electricity_zone_emissions_ci
 EU_REFERENCE = "EU"  # the life-cycle factors of coal and gas (UNECE Europe) embed European abatement
 
 
+ZONE_EMISSIONS = "electricity_zone_emissions_cited.csv"
+
+
 def _zone_groups(inp: Inputs) -> dict[tuple[str, str, str], dict]:
     """(zone, technology, variant) -> {role, source, year, g: pollutant -> g/kWh} of the cited fleet emissions."""
     groups: dict[tuple[str, str, str], dict] = {}
-    for r in inp.zone_emissions:
+    for i, r in enumerate(inp.zone_emissions, start=2):
+        where = f"{ZONE_EMISSIONS}: row {i} ({r['zone']} {r['technology']} {r['pollutant']})"
         if r["pollutant"] not in POLLUTANTS:
-            raise SystemExit(f"electricity_zone_emissions_cited.csv: unknown pollutant {r['pollutant']!r}")
-        g = groups.setdefault(
-            (r["zone"], r["technology"], r["variant"]),
-            {"role": r["role"], "source": r["source"], "year": int(r["year"]), "g": {}},
-        )
-        g["g"][r["pollutant"]] = _g_per_kwh(r)
+            raise SystemExit(f"{where}: unknown pollutant (expected one of {', '.join(POLLUTANTS)})")
+        if r["role"] not in ("factor", "crosscheck") or r["technology"] not in EMEP_FUEL:
+            raise SystemExit(f"{where}: expected role factor or crosscheck and a combustion technology")
+        if r["source"] not in inp.sources:
+            raise SystemExit(f"{where}: source {r['source']!r} is not registered in lca_data/sources/*.yaml")
+        key = (r["zone"], r["technology"], r["variant"])
+        g = groups.setdefault(key, {"role": r["role"], "source": r["source"], "year": int(r["year"]), "g": {}})
+        g["g"][r["pollutant"]] = _g_per_kwh(r, f"{ZONE_EMISSIONS}: row {i}")
     return groups
 
 
