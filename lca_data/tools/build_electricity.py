@@ -674,6 +674,7 @@ def zone_rows(inp: Inputs) -> tuple[list[dict], list[dict]]:
     return rows, checks
 
 
+SAME_STUDY = {S_D4B: S_UNECE}  # Digital4Better's rows are UNECE's Europe-region values: not an independent source
 DERIVED_YEAR = 2022  # rows derived here take the year of their inputs (UNECE 2022, EMEP/EEA 2023 guidebook)
 QUALITY_COLUMNS = ("distribution", "dqr_ter", "dqr_ger", "dqr_tir", "dqr_p")
 
@@ -733,7 +734,8 @@ def audit_rows(inp: Inputs, factors: list[Factor]) -> list[dict[str, str]]:
         entries = [("central", f.value, f.source, _year(inp, f))]
         entries += [("variant", v, f.source, _year(inp, f)) for v in f.variants]
         entries += [("second", v, sid, inp.sources.get(sid, {}).get("year")) for v, sid, _ in f.seconds]
-        independent = len({sid for _, _, sid in f.seconds if sid != f.source}) + 1
+        study = SAME_STUDY.get(f.source, f.source)
+        independent = len({SAME_STUDY.get(sid, sid) for _, sid, _ in f.seconds} - {study}) + 1
         for role, v, sid, year in entries:
             ratio = _ratio(f.value, v)
             out.append(
