@@ -325,3 +325,14 @@ def test_a_bad_fleet_emission_row_names_the_file_row_and_expected_unit() -> None
     inp.zone_emissions[3]["source"] = "nowhere"
     with pytest.raises(SystemExit, match=r"row 5 .*source 'nowhere' is not registered"):
         build._zone_groups(inp)
+
+
+def test_no_unit_slip_in_any_category_nuclear_radiation_is_a_scope_gap() -> None:
+    """Per technology against ecoinvent 3.5: every category's median ratio is within 10x (a per-MWh/per-kWh or
+    Bq/kBq slip would move all technologies 1,000x); in ionising radiation only nuclear is far off."""
+    from lca_data.tools import electricity_comparison as comparison
+
+    checks = {c["category"]: c for c in comparison.unit_check()}
+    assert len(checks) >= 12 and all(c["consistent"] for c in checks.values())
+    ir = checks["ionising_radiation"]["ratios"]
+    assert ir["nuclear"] < 0.1 and all(1 / 3 <= v <= 3 for t, v in ir.items() if t != "nuclear")

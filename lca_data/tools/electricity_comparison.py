@@ -64,6 +64,41 @@ def cells() -> list[dict]:
     return out
 
 
+UNIT_CHECK_SOURCE = "benportner-ecoinvent-ilcd"  # ecoinvent 3.5, ILCD 2.0 2018: the same units as UNECE's method
+
+
+def unit_check() -> list[dict]:
+    """Per category, each technology factor over ecoinvent 3.5's value for the same technology. A unit slip
+    (per MWh read as per kWh, Bq as kBq, g as kg) moves every technology of a category by the same 1,000x;
+    a median ratio within 10x with the technologies agreeing rules it out."""
+    by: dict[str, dict[str, float]] = {}
+    for r in loader.load_electricity_crosscheck():
+        if r["second_source"] == UNIT_CHECK_SOURCE and r["quantity"] == "factor" and r["ratio"]:
+            by.setdefault(r["category"], {})[r["subject"]] = float(r["ratio"])
+    out = []
+    for category, ratios in by.items():
+        vals = sorted(ratios.values())
+        median = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] * vals[len(vals) // 2]) ** 0.5
+        out.append({"category": category, "ratios": ratios, "median": median, "consistent": 0.1 <= median <= 10})
+    return out
+
+
+def _unit_lines() -> list[str]:
+    lines = [
+        "Unit check of every category against ecoinvent 3.5 (ILCD 2.0 2018) per technology: footprint / ecoinvent. "
+        "A unit slip would move all technologies of a category by the same factor of 1,000:",
+        "",
+        "| category | ratio per technology | median | unit slip |",
+        "|---|---|---|---|",
+    ]
+    for c in unit_check():
+        per = ", ".join(f"{t} {v:.2g}" for t, v in sorted(c["ratios"].items()))
+        lines.append(
+            f"| {c['category'].replace('_', ' ')} | {per} | {c['median']:.2g} | {'no' if c['consistent'] else 'suspected'} |"
+        )
+    return lines
+
+
 def _audit_summary() -> list[str]:
     rows = list(csv.DictReader(io.StringIO(_strip(loader.DATA_DIR / "electricity_audit.csv"))))
     factors = {(r["zone"], r["technology"], r["category"]): r for r in rows}
@@ -113,7 +148,7 @@ def render() -> str:
             f"| {c['zone']} | {name} | {c['value']:.3g} ({c['low']:.3g} - {c['high']:.3g}) {c['unit']} | {c['reference']:.3g} | "
             f"{c['ratio']:.3g} | {_yes(c['within_10x'])} | {_yes(c['within_3x'])} | {_yes(c['inside'])} |"
         )
-    lines += ["", *_audit_summary(), "", END]
+    lines += ["", *_unit_lines(), "", *_audit_summary(), "", END]
     return "\n".join(lines)
 
 
