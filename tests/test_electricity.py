@@ -336,3 +336,18 @@ def test_no_unit_slip_in_any_category_nuclear_radiation_is_a_scope_gap() -> None
     assert len(checks) >= 12 and all(c["consistent"] for c in checks.values())
     ir = checks["ionising_radiation"]["ratios"]
     assert ir["nuclear"] < 0.1 and all(1 / 3 <= v <= 3 for t, v in ir.items() if t != "nuclear")
+
+
+def test_climate_change_stays_codecarbons_value_strictly_inside_its_range() -> None:
+    """Where codecarbon's carbon intensity falls outside the technology-based range, the range is mirrored around it
+    in log space: the value stays codecarbon's, strictly inside, and the technology bounds stay spanned."""
+    data = electricity._energy_mix()
+    for code in electricity.zone_codes():
+        z = electricity.zone(code)
+        if sum(z.mix.values()) <= 0 or code == electricity.WORLD:
+            continue
+        f = z.factors["climate_change"]
+        assert f.value == pytest.approx(data[code]["carbon_intensity"] / 1000)
+        if f.high > f.low and f.value > 0:  # (codecarbon gives a few zones 0 g/kWh: kept, at the low end)
+            assert f.low < f.value < f.high, code
+    assert electricity._around(1.0, 2.0, 4.0) == (0.25, 4.0) and electricity._around(8.0, 2.0, 4.0) == (2.0, 32.0)

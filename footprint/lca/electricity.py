@@ -256,6 +256,19 @@ def _mix_quality(per: dict[str, dict[str, Any]], shares: dict[str, float], value
     return dist, {k: round(sum(w * per[f]["dqr"][k] for f, w in weights.items()) / total) for k in DQR_KEYS}
 
 
+def _around(central: float, lo: float, hi: float) -> tuple[float, float]:
+    """A 95 % range around a central value from another source than the range's: where the central value falls on
+    or outside the range, the range is mirrored around it in log space (lognormal), so it spans the range's
+    sources and the central value stays strictly inside."""
+    if central <= 0 or lo <= 0:
+        return min(central, lo), max(central, hi)
+    if central <= lo:
+        return central * central / hi, hi
+    if central >= hi:
+        return lo, central * central / lo
+    return lo, hi
+
+
 def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> str:
     """What a mixed value covers, in words, for reports (per category)."""
     present = {f: r for f, r in per.items() if shares.get(f, 0) > 0}
@@ -396,7 +409,7 @@ def zone(code: str) -> Zone:
         if c.key == "climate_change":
             # codecarbon's zone value is the central figure; the technology factors bound it.
             _, lo, hi, cov = _mix_sum(per, shares)
-            lo, hi = (min(ci, lo), max(ci, hi)) if cov > 0.999 else (ci, ci)
+            lo, hi = _around(ci, lo, hi) if cov > 0.999 else (ci, ci)
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for r in per.values()))
             note = "zone carbon intensity from codecarbon (OWID/Ember)"
             factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, note, distribution="lognormal" if lo < ci < hi else "")
