@@ -15,16 +15,19 @@ spread comes from its sources:
 - P (precision): from the spread of the independent second sources, k_src = the largest ratio between the
   central value and any of them: <= 1.5 -> 1, <= 2 -> 2, <= 3 -> 3, <= 10 -> 4, more 5; no second source 4.
 
-Distribution (column ``distribution``): ``lognormal`` around the central value c when c > 0, with
+Distribution (column ``distribution``): ``lognormal`` with the central value c as its median when c > 0,
+two-piece (each side its own spread, as the sources fall), with
 
-    ln k95 = sqrt( ln(k_src)^2 + sum_i ln(U_i)^2 + ln(U_b)^2 ),   low = c / k95,  high = c * k95,
+    ln k95_side = sqrt( ln(k_src_side)^2 + sum_i ln(U_i)^2 + ln(U_b)^2 ),   low = c / k95_low,  high = c * k95_high,
 
-where U_i are the uncertainty factors of the ratings (ecoinvent v2 pedigree matrix, Frischknecht et al.
-2007: further technological, geographical and temporal correlation, reliability) and U_b = 1.05 the basic uncertainty. The
-geometric standard deviation is exp(ln k95 / 1.96). The interval therefore spans every source and
-variant (k95 >= k_src), and the central value is never at its own bound (k95 > 1). A factor that is
-zero by construction (no combustion, no fuel) is ``uniform`` from 0 to the largest second source or
-variant (0 when there is none): its value is a lower bound, and the row's scope says what it leaves out.
+where k_src_low (k_src_high) is the largest ratio between c and a source or variant below (above) it,
+U_i the uncertainty factors of the ratings (ecoinvent v2 pedigree matrix, Frischknecht et al. 2007:
+further technological, geographical and temporal correlation, reliability) and U_b = 1.05 the basic
+uncertainty. Each side's geometric standard deviation is exp(ln k95_side / 1.96). The interval therefore
+spans every source and variant (k95_side >= k_src_side), and the central value is never at its own bound
+(k95 > 1). A factor that is zero by construction (no combustion, no fuel) is ``uniform`` from 0 to the
+largest second source or variant (0 when there is none): its value is a lower bound, and the row's scope
+says what it leaves out.
 """
 
 from __future__ import annotations
@@ -61,10 +64,11 @@ def tir(year: int | None) -> int:
     return next((r for r, limit in ((1, 3), (2, 6), (3, 10), (4, 15)) if age <= limit), 5)
 
 
-def spread(central: float, others: list[float]) -> float:
-    """k_src: the largest ratio (>= 1) between a positive central value and any positive other value."""
-    logs = [abs(math.log(v / central)) for v in others if v > 0 and central > 0]
-    return math.exp(max(logs)) if logs else 1.0
+def spread(central: float, others: list[float], side: int = 0) -> float:
+    """k_src: the largest ratio (>= 1) between a positive central value and a positive other value, on one side
+    (side -1: the values below it, +1: above it, 0: either)."""
+    logs = [side * math.log(v / central) if side else abs(math.log(v / central)) for v in others if v > 0 and central > 0]
+    return math.exp(max([0.0, *logs]))
 
 
 def precision(k_src: float, n_seconds: int) -> int:
@@ -82,7 +86,6 @@ def quality(
     central: float, scope: str, source: str, zone: str, year: int | None, variants: list[float], seconds: list[float]
 ) -> dict:
     """Ratings, distribution and 95 % interval of one factor (see the module docstring)."""
-    k_src = spread(central, [*variants, *seconds])
     ratings = {
         "ter": ter(scope),
         "ger": ger(source, zone, scope),
@@ -90,8 +93,8 @@ def quality(
         "p": precision(spread(central, seconds), len(seconds)),
     }
     if central > 0:
-        k = k95(k_src, ratings)
-        low, high, dist, gsd = central / k, central * k, "lognormal", math.exp(math.log(k) / Z95)
+        k_lo, k_hi = (k95(spread(central, [*variants, *seconds], side), ratings) for side in (-1, 1))
+        low, high, dist, gsd = central / k_lo, central * k_hi, "lognormal", math.exp(math.log(max(k_lo, k_hi)) / Z95)
     else:
         low, high, dist, gsd = 0.0, max([0.0, *variants, *seconds]), "uniform", None
-    return {"ratings": ratings, "low": low, "high": high, "distribution": dist, "gsd": gsd, "k_src": k_src}
+    return {"ratings": ratings, "low": low, "high": high, "distribution": dist, "gsd": gsd}
