@@ -175,6 +175,7 @@ def test_the_three_suspects_are_settled() -> None:
         pair = next(c for c in z.contested if c["category"] == category and c["second_source"] == "boaviztapi-ademe-base-impacts")
         f = z.factors[category]
         assert not f.low <= pair["second_value"] <= f.high, (code, category)
+        assert pair["in_range"] is False  # said in the contested entry, for the reports
 
 
 def test_every_factor_states_its_distribution_and_data_quality() -> None:

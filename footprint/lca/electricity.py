@@ -362,8 +362,10 @@ def _crosscheck() -> list[dict[str, Any]]:
 
 
 def _pair(r: dict[str, str], subject: str, factor: str) -> dict[str, Any]:
-    """A cross-check row as a contested-data entry (the factor, its value and the disagreeing source)."""
+    """A cross-check row as a contested-data entry (the factor, its value and the disagreeing source; a technology
+    factor's range spans its second sources by construction: in_range)."""
     return {
+        "in_range": True,
         "subject": subject,
         "category": r["category"],
         "factor": factor,
@@ -461,6 +463,7 @@ def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str
                 "second_source": r["source"],
                 "ratio": ratio,
                 "unit": f.unit,
+                "in_range": f.low is not None and f.high is not None and f.low <= other <= f.high,
             }
         )
     return out
