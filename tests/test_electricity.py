@@ -353,3 +353,25 @@ def test_climate_change_stays_codecarbons_value_strictly_inside_its_range() -> N
         if f.high > f.low and f.value > 0:  # (codecarbon gives a few zones 0 g/kWh: kept, at the low end)
             assert f.low < f.value < f.high, code
     assert electricity._around(1.0, 2.0, 4.0) == (0.25, 4.0) and electricity._around(8.0, 2.0, 4.0) == (2.0, 32.0)
+
+
+def test_audit_lists_every_factor_with_ratio_year_and_licence() -> None:
+    """electricity_audit.csv: one central row per factor (generic and zone), every other value with its ratio to the
+    central value, and the year and licence of a registered source; Digital4Better does not count as independent."""
+    text = (loader.DATA_DIR / "electricity_audit.csv").read_text()
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    factors = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
+    central = {(r["zone"], r["technology"], r["category"]): r for r in rows if r["role"] == "central"}
+    assert len(central) == len(factors)
+    for r in factors:
+        c = central[(r.get("zone") or "any", r["technology"], r["category"])]
+        assert c["value"] == r["value"] and c["unit"] == r["unit"] and c["licence"]
+    sources = loader.load_sources()
+    for r in rows:
+        c = central[(r["zone"], r["technology"], r["category"])]
+        if r["ratio"] and float(r["value"]):
+            assert float(r["ratio"]) == pytest.approx(float(c["value"]) / float(r["value"]), rel=2e-3)
+        assert r["licence"] == sources[r["source"]]["licence"]
+    hydro_tox = [r for r in rows if (r["zone"], r["technology"], r["category"]) == ("any", "hydro", "human_toxicity_cancer")]
+    assert {r["source"] for r in hydro_tox} == {"unece-2022-lca-electricity", "d4b-energy-impacts"}
+    assert all(r["independent_sources"] == "1" for r in hydro_tox)  # UNECE global and UNECE Europe: one study
