@@ -7,6 +7,10 @@ The reference values (lca_data/electricity_zone_cited.csv: ADEME Base IMPACTS 20
 are a cross-check only: they are never a factor and never widen a range. The table reports each zone x
 category as it falls: ratio footprint / reference, within 10x, within 3x, reference inside footprint's stated
 95 % range. The section sits between two markers in docs/validation.md; a test recomputes it.
+
+Unlike the build tools beside it, this script reads the zone factors as the core computes them
+(footprint.lca.electricity): a documentation script run from the repository root, never imported by
+footprint (nothing in footprint imports lca_data.tools).
 """
 
 from __future__ import annotations
