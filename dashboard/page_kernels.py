@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.kernels.render import format_us
+from footprint.kernels.render import BUCKETS, format_us
 from footprint.lca.assessment import num
 
 TOP = 20
@@ -31,12 +31,15 @@ def analyzer() -> tuple[Any, str | None]:
 
 
 @st.cache_data(show_spinner="Analysing the trace ...", max_entries=16)
-def analyse(path: str, mtime: float, size: int, power: str | None, power_mtime: float | None) -> dict[str, Any]:
+def analyse(
+    path: str, mtime: float, size: int, power: str | None, power_mtime: float | None, include_unlinked: bool = False
+) -> dict[str, Any]:
     """analyze_trace(path[, power=run_dir]), cached until the trace (or the run) changes."""
     fn, why = analyzer()
     if fn is None:
         raise RuntimeError(why)
-    result = fn(path, power=power, top=TOP) if power else fn(path, top=TOP)
+    kw = {"include_unlinked": True} if include_unlinked else {}
+    result = fn(path, power=power, top=TOP, **kw) if power else fn(path, top=TOP, **kw)
     return result.to_dict() if hasattr(result, "to_dict") else dict(result)
 
 
@@ -124,6 +127,7 @@ def show_analysis(r: dict[str, Any]) -> None:
         )
     else:
         st.markdown(f"**GPU:** {d.get('name') or 'unknown model'}: not in the catalogue, peaks not available")
+    show_launchless(r)
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("GPU time (trace)", format_us(r["total_time_us"]))
     c2.metric("Busy", format_us(r["busy_time_us"]), help="union of kernel, memcpy and memset intervals")
@@ -229,6 +233,23 @@ def show_analysis(r: dict[str, Any]) -> None:
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in (r.get("conventions") or {}).items()))
 
 
+def show_launchless(r: dict[str, Any]) -> None:
+    """A warning per launchless bucket (TraceLens' linked-event rule: counted only with the option)."""
+    lk = r.get("linking") or {}
+    for key, what in BUCKETS.items():
+        b = lk.get(key) or {}
+        if b.get("events"):
+            st.warning(
+                f"{b['events']:,} GPU events {what} ({format_us(b['busy_time_us'])} busy, "
+                f"{format_us(b['kernel_time_us'])} of kernel time): "
+                + (
+                    "counted, as asked; the first step is charged for them."
+                    if b["counted"]
+                    else "not counted in any figure below (TraceLens' rule); tick 'Count launchless GPU events' to count them."
+                )
+            )
+
+
 def show_generic(d: dict[str, Any]) -> None:
     """Fallback for a result of another shape: scalars, then each section as JSON."""
     st.dataframe([{"": k, "value": str(v)} for k, v in d.items() if not isinstance(v, (dict, list))], hide_index=True, **ui.WIDE)
@@ -257,6 +278,12 @@ def render(samples: int) -> None:
         help="A run recorded by footprint.track during the profiled steps: its power samples "
         "are aligned with the timeline (footprint kernels analyze --power RUN)",
     )
+    include = st.checkbox(
+        "Count launchless GPU events",
+        key="k_unlinked",
+        help="GPU events with no launch call in the recording (mostly the previous iteration's queue, carried over "
+        "from before it) are left out by default, as in TraceLens (footprint kernels analyze --include-unlinked)",
+    )
     if path is None:
         return
     run = Path(run_text.strip()).expanduser() if run_text.strip() else None
@@ -266,7 +293,12 @@ def render(samples: int) -> None:
     stat = path.stat()
     try:
         result = analyse(
-            str(path), stat.st_mtime, stat.st_size, str(run) if run else None, (run / "run.json").stat().st_mtime if run else None
+            str(path),
+            stat.st_mtime,
+            stat.st_size,
+            str(run) if run else None,
+            (run / "run.json").stat().st_mtime if run else None,
+            include,
         )
     except core.USER_ERRORS as exc:
         ui.show_user_error(exc)

@@ -30,6 +30,12 @@ footprint kernels predict --profile cpu.yaml --model example""",
         "or N (the N-th step)",
     )
     ka.add_argument(
+        "--include-unlinked",
+        action="store_true",
+        help="also count GPU events with no launch call in the recording (carried over from before it, or otherwise "
+        "launchless); by default only launched events count, as in TraceLens",
+    )
+    ka.add_argument(
         "--power",
         help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline",
     )

@@ -89,6 +89,7 @@ def render_table(r: dict[str, Any]) -> str:
         f"  computation {format_us(tl['computation_us'])}, exposed communication "
         f"{format_us(tl['exposed_communication_us'])}, exposed memcpy {format_us(tl['exposed_memcpy_us'])}"
     )
+    out += _linking_lines(r)
     sm = r["summary"]
     if sm["matrix_flops"]:
         line = (
@@ -161,6 +162,23 @@ def render_table(r: dict[str, Any]) -> str:
             f"{fmt_count(power['outside_trace_j'])} J of the same samples fall outside the trace",
         )
     return "\n".join(out + _warning_lines(r)) + "\n"
+
+
+BUCKETS = {"carried_over": "carried over from before the recording", "unlinked": "launched without a recorded launch call"}
+
+
+def _linking_lines(r: dict[str, Any]) -> list[str]:
+    """The launchless GPU events (TraceLens' linked-event rule): how many, how much GPU time, counted or not."""
+    lk = r.get("linking") or {}
+    out = []
+    for key, what in BUCKETS.items():
+        b = lk.get(key) or {}
+        if b.get("events"):
+            out.append(
+                f"  {'counted' if b['counted'] else 'not counted'}: {b['events']:,} GPU events {what} "
+                f"({format_us(b['busy_time_us'])} busy, {format_us(b['kernel_time_us'])} of kernel time)"
+            )
+    return out
 
 
 def _energy_lines(power: dict[str, Any], scope: str, tail: str) -> list[str]:
