@@ -7,7 +7,6 @@ import difflib
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from footprint.cli import (
     assess_cmd,
