@@ -182,3 +182,13 @@ def test_cli_option(synthetic: tuple[list[dict[str, Any]], Path], capsys: pytest
     assert main(["kernels", "analyze", str(path), "--format", "json", "--include-unlinked"]) == 0
     out = capsys.readouterr().out
     assert '"include_unlinked": true' in out and '"gpu_events_counted": 8' in out
+
+
+def test_report_says_what_was_left_out(shared: Path, tmp_path: Path) -> None:
+    from _paths import SCENARIOS
+
+    from footprint import api
+
+    out = api.report(SCENARIOS / "finetune-small.yaml", tmp_path / "r.html", trace=str(shared / HTA_TEST), samples=0)
+    page = out.read_text()
+    assert "Not counted: 614 GPU events carried over from before the recording" in page

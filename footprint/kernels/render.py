@@ -167,7 +167,7 @@ def render_table(r: dict[str, Any]) -> str:
 BUCKETS = {"carried_over": "carried over from before the recording", "unlinked": "launched without a recorded launch call"}
 
 
-def _linking_lines(r: dict[str, Any]) -> list[str]:
+def linking_notes(r: dict[str, Any]) -> list[str]:
     """The launchless GPU events (TraceLens' linked-event rule): how many, how much GPU time, counted or not."""
     lk = r.get("linking") or {}
     out = []
@@ -175,10 +175,14 @@ def _linking_lines(r: dict[str, Any]) -> list[str]:
         b = lk.get(key) or {}
         if b.get("events"):
             out.append(
-                f"  {'counted' if b['counted'] else 'not counted'}: {b['events']:,} GPU events {what} "
+                f"{'counted' if b['counted'] else 'not counted'}: {b['events']:,} GPU events {what} "
                 f"({format_us(b['busy_time_us'])} busy, {format_us(b['kernel_time_us'])} of kernel time)"
             )
     return out
+
+
+def _linking_lines(r: dict[str, Any]) -> list[str]:
+    return ["  " + n for n in linking_notes(r)]
 
 
 def _energy_lines(power: dict[str, Any], scope: str, tail: str) -> list[str]:
