@@ -192,3 +192,17 @@ def test_report_says_what_was_left_out(shared: Path, tmp_path: Path) -> None:
     out = api.report(SCENARIOS / "finetune-small.yaml", tmp_path / "r.html", trace=str(shared / HTA_TEST), samples=0)
     page = out.read_text()
     assert "Not counted: 614 GPU events carried over from before the recording" in page
+
+
+def test_energy_of_left_out_events_is_reported_apart(tmp_path: Path) -> None:
+    from test_kernels_trace import _run_dir
+
+    doc = {"deviceProperties": H100, "baseTimeNanoseconds": 1_700_000_000_000_000_000, "traceEvents": _trace()}
+    path = _write(tmp_path / "carried.json", doc)
+    run = _run_dir(tmp_path / "run", analyze_trace(path, include_unlinked=True), period=0.00002)  # covers every event
+    p = analyze_trace(path, power=run)["power"]
+    assert set(p["not_counted_j"]) == {"carried_over", "unlinked"}
+    assert p["not_counted_j"]["carried_over"] == pytest.approx(300 * 62e-6, rel=0.02)  # 62 us of carried-over work
+    total = sum(p["by_category_j"].values()) + p["idle_j"] + sum(p["not_counted_j"].values())
+    assert total == pytest.approx(p["energy_in_trace_window_j"], rel=1e-6)
+    assert analyze_trace(path, power=run, include_unlinked=True)["power"]["not_counted_j"] is None
