@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.kernels.render import BUCKETS, format_us
+from footprint.kernels.render import format_us, launchless
 from footprint.lca.assessment import num
 
 TOP = 20
@@ -236,19 +236,15 @@ def show_analysis(r: dict[str, Any]) -> None:
 
 def show_launchless(r: dict[str, Any]) -> None:
     """A warning per launchless bucket (TraceLens' linked-event rule: counted only with the option)."""
-    lk = r.get("linking") or {}
-    for key, what in BUCKETS.items():
-        b = lk.get(key) or {}
-        if b.get("events"):
-            st.warning(
-                f"{b['events']:,} GPU events {what} ({format_us(b['busy_time_us'])} busy, "
-                f"{format_us(b['kernel_time_us'])} of kernel time): "
-                + (
-                    "counted, as asked; the first step is charged for them."
-                    if b["counted"]
-                    else "not counted in any figure below (TraceLens' rule); tick 'Count launchless GPU events' to count them."
-                )
+    for text, counted in launchless(r):
+        st.warning(
+            f"{text}: "
+            + (
+                "counted, as asked; the first step is charged for them."
+                if counted
+                else "not counted in any figure below (TraceLens' rule); tick 'Count launchless GPU events' to count them."
             )
+        )
 
 
 def show_generic(d: dict[str, Any]) -> None:

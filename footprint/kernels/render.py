@@ -167,18 +167,24 @@ def render_table(r: dict[str, Any]) -> str:
 BUCKETS = {"carried_over": "carried over from before the recording", "unlinked": "launched without a recorded launch call"}
 
 
-def linking_notes(r: dict[str, Any]) -> list[str]:
-    """The launchless GPU events (TraceLens' linked-event rule): how many, how much GPU time, counted or not."""
+def launchless(r: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The launchless GPU events (TraceLens' linked-event rule): (how many, how much GPU time; counted or not)."""
     lk = r.get("linking") or {}
     out = []
     for key, what in BUCKETS.items():
         b = lk.get(key) or {}
         if b.get("events"):
-            out.append(
-                f"{'counted' if b['counted'] else 'not counted'}: {b['events']:,} GPU events {what} "
-                f"({format_us(b['busy_time_us'])} busy, {format_us(b['kernel_time_us'])} of kernel time)"
+            text = (
+                f"{b['events']:,} GPU events {what} ({format_us(b['busy_time_us'])} busy, "
+                f"{format_us(b['kernel_time_us'])} of kernel time)"
             )
+            out.append((text, bool(b["counted"])))
     return out
+
+
+def linking_notes(r: dict[str, Any]) -> list[str]:
+    """One line per launchless bucket: "counted: ..." or "not counted: ..."."""
+    return [f"{'counted' if counted else 'not counted'}: {text}" for text, counted in launchless(r)]
 
 
 def _linking_lines(r: dict[str, Any]) -> list[str]:
