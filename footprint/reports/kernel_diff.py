@@ -17,6 +17,7 @@ from footprint.reports import palette
 from footprint.reports.figures import _plt, _svg
 
 MAX_OPS_PLOTTED = 12
+MAX_SHAPE = 60  # characters of an op's shapes in the table (a fused graph can list hundreds of tensors)
 
 
 def class_times(d: dict[str, Any]) -> str | None:
@@ -29,7 +30,7 @@ def class_times(d: dict[str, Any]) -> str | None:
     y = range(len(cats))
     for k, (side, label) in enumerate((("a", "A"), ("b", "B"))):
         ax.barh(
-            [i + (0.2 if k == 0 else -0.2) for i in y],
+            [i + (-0.2 if k == 0 else 0.2) for i in y],  # A above B (the axis is inverted)
             [(t[side] or 0.0) / 1000 for _, t in cats],
             height=0.4,
             color=palette.series(k),
@@ -51,7 +52,7 @@ def op_changes(d: dict[str, Any]) -> str | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(ops) + 1.2))
     deltas = [o["time_us"]["delta"] / 1000 for o in ops]
-    names = [(o["name"][:40] + (" " + o["shapes"][:24] if o["shapes"] else "")) for o in ops]
+    names = [_cut(o["name"], 40) + (" " + _cut(o["shapes"], 24) if o["shapes"] else "") for o in ops]
     ax.barh(range(len(ops)), deltas, color=[palette.GREEN if v < 0 else palette.RED for v in deltas])
     ax.set_yticks(range(len(ops)), names, fontsize=7)
     ax.invert_yaxis()
@@ -59,6 +60,10 @@ def op_changes(d: dict[str, Any]) -> str | None:
     ax.set_xlabel("kernel time change, B - A (ms)")
     ax.set_title("Ops that changed most")
     return _svg(fig)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -118,7 +123,7 @@ def to_html(d: dict[str, Any]) -> str:
         _table(
             ["Op", "Shape", "in", "Time A", "Time B", "B - A", "change", "TFLOP/s A", "TFLOP/s B"],
             [
-                [o["name"], o["shapes"] or "", o["in"], *diff_cells(o["time_us"], format_us)]
+                [o["name"], _cut(o["shapes"] or "", MAX_SHAPE), o["in"], *diff_cells(o["time_us"], format_us)]
                 + [fmt_count(o["tflops_per_s"]["a"]), fmt_count(o["tflops_per_s"]["b"])]
                 for o in d["ops"]
             ],
