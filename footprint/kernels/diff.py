@@ -14,8 +14,8 @@ steps, else per trace:
   each trace's step time, through the scenario path (`workload_from_dict`, `engine.assess`).
 
 Every figure is ``{"a": ..., "b": ..., "delta": b - a, "relative": delta / a}`` (null where either side
-is not available). CPU-only traces compare their modelled CPU operators (per op: the whole trace's
-figures per recorded step).
+is not available). CPU-only traces compare their modelled CPU operators: classes and ops are the whole
+trace's figures per recorded step, the totals the chosen steps' (as `analyze` reports them).
 
 Imports `footprint.kernels` modules and `footprint.lca` (the core) only.
 """
@@ -126,10 +126,9 @@ def _cpu_side(an: Analysis) -> dict[str, Any]:
     sm = st["summary"]
     n_all = max(1, st["detected"])
     cats = {}
-    for cat in MATRIX_CATEGORIES:
+    for cat in MATRIX_CATEGORIES:  # the whole trace per recorded step, as the ops (CPU ops are not kept per step)
         e = cpu["by_category"][cat]
-        t = sm["cpu_time_by_category_us"][cat] if sm else e["cpu_time_us"]
-        f = _per(e["flops"], n_all)
+        t, f = e["cpu_time_us"] / n_all, _per(e["flops"], n_all)
         cats[cat] = {"time_us": t, "flops": f, "tflops_per_s": _rate(f, t), "pct_of_peak": None, "energy_j": None}
     ops = {
         (o["name"], o["shapes"], o["dtype"], o["category"]): {
