@@ -281,6 +281,12 @@ def _scenario_data(
     return data, notes
 
 
+def _with_hours(data: dict[str, Any], hours: float) -> dict[str, Any]:
+    """The scenario with `hours` GPU-hours as its only way to GPU time (and no stated energy)."""
+    tr = {k: v for k, v in data.get("training", {}).items() if k not in TIME_WAYS}
+    return {**data, "training": {**tr, "gpu_hours": f"{hours!r} h"}}
+
+
 def run_footprint(
     sa: dict[str, Any],
     sb: dict[str, Any],
@@ -306,7 +312,7 @@ def run_footprint(
         )
     data, notes = _scenario_data(sa, scenario, gpus, gpu)
     file = str(scenario) if scenario is not None else None
-    count = int(data["hardware"].get("count", 1))
+    count = workload_from_dict(_with_hours(data, 1.0), file).count  # the scenario checked, its GPU count
     if train_steps is not None:
         hours = {"a": train_steps * step_a * 1e-6 * count / 3600, "b": train_steps * step_b * 1e-6 * count / 3600}
         size = f"{train_steps:,} steps on {count:,} GPU{'s' if count != 1 else ''}"
@@ -316,9 +322,7 @@ def run_footprint(
         size = f"the scenario's {stated.gpu_hours:,.4g} GPU-hours at A's step time"
     results = {}
     for side, h in hours.items():
-        tr = {k: v for k, v in data.get("training", {}).items() if k not in TIME_WAYS}
-        w = workload_from_dict({**data, "training": {**tr, "gpu_hours": f"{h!r} h"}}, file)
-        results[side] = assess(w, samples=samples)
+        results[side] = assess(workload_from_dict(_with_hours(data, h), file), samples=samples)
     wa, wb = results["a"].workload, results["b"].workload
     return {
         "size": size,
