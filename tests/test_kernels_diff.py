@@ -161,7 +161,7 @@ def test_cli_formats(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert "missing.json" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nhardware: {gpu: H100-SXM5-80GB, count: many}\ntraining: {gpu_hours: 5, power_fraction_of_tdp: 0.8}\n")
+    bad.write_text("name: x\nhardware: {gpu: H100-SXM5-80GB, count: many}\ntraining: {gpu_hours: 5, power_per_gpu: 500 W}\n")
     assert main(["kernels", "diff", str(a), str(b), "--scenario", str(bad)]) == 2
     assert "hardware.count" in capsys.readouterr().err
     control = shared / HTA / "control" / "control.json.gz"  # an A100-PG509-200: not in the catalogue
