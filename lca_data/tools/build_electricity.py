@@ -139,6 +139,9 @@ POLLUTANTS = {  # EMEP pollutant -> EF 3.1 flow name
     "PM2.5": "Particulate Matter, < 2.5 um",
 }
 STACK = "air, non-urban/high stack"  # power-plant stacks
+# The stack's sub-compartment is a modelling choice (EF 3.1 gives both; the particulate-matter CFs differ up to 80x):
+# the unspecified-air CFs give each direct value's variant, so the range carries that uncertainty.
+UNSPECIFIED = "air, unspecified"
 EMEP_CATEGORIES = {  # our category -> EF 3.1 category name in the characterisation table
     "photochemical_ozone_formation": "Photochemical ozone formation",
     "eutrophication_terrestrial": "Eutrophication, terrestrial",
@@ -252,11 +255,11 @@ class Inputs:
             lo, hi = min(lo, ulo), max(hi, uhi)
         return v, min(lo, v), max(hi, v)
 
-    def stack_cf(self, category: str, flow: str) -> float:
-        """EF 3.1 CF of a flow emitted from a high stack (the unspecified-air CF where the table has no
-        high-stack row; 0 where the flow is not characterised in the category)."""
-        for compartment in (STACK, "air, unspecified"):
-            hits = [r for r in self.cf.rows if r["item"] == f"EF3.1 {category} | {flow} | {compartment}"]
+    def stack_cf(self, category: str, flow: str, compartment: str = STACK) -> float:
+        """EF 3.1 CF of a flow emitted from a high stack (or ``compartment``; the unspecified-air CF where the
+        table has no row for it; 0 where the flow is not characterised in the category)."""
+        for where in (compartment, UNSPECIFIED):
+            hits = [r for r in self.cf.rows if r["item"] == f"EF3.1 {category} | {flow} | {where}"]
             if hits:
                 return float(hits[0]["value"] or 0)
         return 0.0
@@ -311,13 +314,15 @@ def _emep_direct(inp: Inputs, tech: str) -> dict[str, tuple[float, float, float,
         terms = [(p, cf) for p, cf in terms if cf]
         central = sum(g_kwh[p][0] / 1000 * cf for p, cf in terms)
         low = sum(g_kwh[p][1] / 1000 * cf for p, cf in terms)
-        high = sum(g_kwh[p][2] / 1000 * cf for p, cf in terms)
+        unspecified = sum(g_kwh[p][0] / 1000 * inp.stack_cf(ef_name, POLLUTANTS[p], UNSPECIFIED) for p in POLLUTANTS)
+        high = max(sum(g_kwh[p][2] / 1000 * cf for p, cf in terms), unspecified)
         formula = " + ".join(f"{p} {_g(g_kwh[p][0])} g/kWh x {cf:g}" for p, cf in terms)
         note = (
             f"direct stack emissions only (no upstream fuel chain), lower bound: EMEP/EEA Tier 1 {fuels[0]} g/GJ x 0.0036 / "
             f"efficiency {eta:g}; {formula} (EF 3.1 CFs, high stack); range: 95% CI"
             + (f", {' and '.join(fuels[1:])}" if fuels[1:] else "")
             + (", other efficiencies" if alts else "")
+            + (", unspecified-air CFs" if unspecified > central * 1.001 else "")
         )
         out[key] = (central, low, high, note)
     return out
@@ -539,9 +544,10 @@ def _zone_groups(inp: Inputs) -> dict[tuple[str, str, str], dict]:
     return groups
 
 
-def _direct(inp: Inputs, category: str, g: dict[str, float]) -> float:
-    """kg eq per kWh of a category from stack emissions in g/kWh (EF 3.1 CFs, high stack)."""
-    return sum(g[p] / 1000 * inp.stack_cf(EMEP_CATEGORIES[category], flow) for p, flow in POLLUTANTS.items())
+def _direct(inp: Inputs, category: str, g: dict[str, float], compartment: str = STACK) -> float:
+    """kg eq per kWh of a category from stack emissions in g/kWh (EF 3.1 CFs, high stack or ``compartment``)."""
+    ef = EMEP_CATEGORIES[category]
+    return sum(g[p] / 1000 * inp.stack_cf(ef, flow, compartment) for p, flow in POLLUTANTS.items())
 
 
 def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
@@ -585,6 +591,7 @@ def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
             for z in EU_ZONES if zone == EU_REFERENCE else (zone,):
                 f = Factor(tech, category, value, grp["source"], base.scope, note, zone=z, year=grp["year"])
                 f.variants += [upstream + _direct(inp, category, o) for o in others]
+                f.variants.append(upstream + _direct(inp, category, filled, UNSPECIFIED))  # stack compartment
                 f.seconds += base.seconds  # the technology's independent life-cycle estimates
                 out.append(f)
     return out
