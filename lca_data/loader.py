@@ -254,6 +254,20 @@ def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("ademe_distribution_factors.csv", ("mode", "category", "value", "unit", "source"), root)
 
 
+def load_data_quality(root: Path | None = None) -> dict[str, Any]:
+    """lca_data/data_quality.yaml: the pedigree uncertainty factors of each EF data-quality criterion, scores 1..5."""
+    name = "data_quality.yaml"
+    data = read_yaml(name, root) or {}
+    ped = data.get("pedigree") or {}
+    if ped.get("source") not in load_sources(root):
+        raise LcaDataError(name, "pedigree.source", "source is not registered")
+    for k in ("ter", "ger", "tir", "p"):
+        v = ped.get(k)
+        if not isinstance(v, list) or len(v) != 5 or not all(isinstance(x, (int, float)) and x >= 1 for x in v):
+            raise LcaDataError(name, f"pedigree.{k}", "expected five uncertainty factors >= 1 (scores 1..5)")
+    return data
+
+
 def load_host_impacts(root: Path | None = None) -> list[dict[str, str]]:
     """Per-server host impacts (written by tools/build_host.py): low <= value <= high, sources registered."""
     name = "host_impacts.csv"

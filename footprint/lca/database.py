@@ -360,7 +360,7 @@ class Database:
     @cached_property
     def pedigree_factors(self) -> dict[str, list[float]]:
         """EF data-quality criterion (ter, ger, tir, p) -> pedigree uncertainty factors for scores 1..5."""
-        ped = self.ranges["data_quality"]["pedigree"]
+        ped = self._loader.load_data_quality()["pedigree"]
         return {k: [float(x) for x in ped[k]] for k in ("ter", "ger", "tir", "p")}
 
     def pedigree_sigma(self, dqr: dict[str, int] | None) -> float:
