@@ -28,8 +28,8 @@ import numpy as np
 
 from footprint.lca import categories as cat
 from footprint.lca import electricity, normalisation
-from footprint.lca.database import IDX, N_IND, Embodied
-from footprint.lca.uncertainty import Block, Input, sensitivity
+from footprint.lca.database import IDX, N_IND, Embodied, db
+from footprint.lca.uncertainty import Block, Input, pedigree_sigma, sensitivity
 from footprint.lca.workload import Workload
 
 PERCENTILES = (2.5, 25.0, 50.0, 75.0, 97.5)
@@ -84,19 +84,16 @@ def _use_block(inp: Inputs) -> tuple[Block, tuple[str, ...]]:
     value = np.where(ok, uf.value, 0.0)
     low = np.where(ok, uf.low, 0.0)
     high = np.where(ok, uf.high, 0.0)
-    kinds = tuple(getattr(uf, "distribution", None) or ("",) * k)
+    kinds = tuple(uf.distribution or ("",) * k)
     kinds = tuple((kd or "lognormal") if good else "lognormal" for kd, good in zip(kinds, ok, strict=True))
     return Block.of(value, low, high, kinds, _use_pedigree(uf, value, low, high)), kinds
 
 
 def _use_pedigree(uf: electricity.UseFactors, value: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray | None:
     """Pedigree sigma of the electricity factors that state a DQR but no spread (low == value == high)."""
-    dqrs = getattr(uf, "dqr", None)
+    dqrs = uf.dqr
     if not dqrs:
         return None
-    from footprint.lca.database import db
-    from footprint.lca.uncertainty import pedigree_sigma
-
     factors = db().pedigree_factors
     single = (low == value) & (value == high)
     return np.array([pedigree_sigma(q, factors) if s and q else 0.0 for q, s in zip(dqrs, single, strict=True)])

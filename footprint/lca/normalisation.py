@@ -62,7 +62,7 @@ def normalise(
         for s, v in r.by_stage.items():
             if v is not None:
                 by_stage[s] += float(v / nf[i] * w[i])
-        if r.not_available or getattr(r, "not_modelled", ()):
+        if r.not_available or r.not_modelled:
             partial.append(r.name)
     total = float(sum(p["points"] for p in per.values()))
     for p in per.values():
