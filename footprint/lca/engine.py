@@ -160,25 +160,10 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
         warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate): {geometry_text(d, w.gpu)}")
     warnings.append("distribution (plane 9,908 km + truck 1,000 km) modelled with the ADEME per-kg.km factors")
     warnings += [f"{w.gpu.name}: {n}" for n in emb.notes if "correction" in n]
-
-    host = np.full(N_IND, np.nan)
-    host_block, host_dqr = None, ()
-    if w.host is not None:
-        hs = d.host_share(w.host)
-        host, host_dqr = hs.value, hs.dqr
-        host_block = Block.of(
-            np.nan_to_num(hs.value), np.nan_to_num(hs.low), np.nan_to_num(hs.high), "lognormal", hs.sigma, shared=True
-        )
-        sources += hs.sources
-        na = [cat.by_key(k).name for k in cat.keys() if np.isnan(host[IDX[k]])]
-        if na:
-            warnings.append(
-                f"host share (server around the GPU) not available for {len(na)} categories "
-                f"({', '.join(na)}): their totals cover the GPU only"
-            )
+    host, host_block, host_dqr = _host_inputs(d, w, warnings, sources)
     uf, elec = _use_vectors(w, warnings, sources)
     not_modelled = _use_not_modelled(uf)
-    if not_modelled.any():
+    if not_modelled[: len(cat.keys())].any():
         names = [cat.by_key(k).name for i, k in enumerate(cat.keys()) if not_modelled[i]]
         warnings.append(
             f"use phase not modelled for {', '.join(names)}: the per-kWh factor is zero by construction "
@@ -188,13 +173,38 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if site_water is not None:
         zone = electricity.zone(w.grid)
         sources += list(zone.aware.sources if zone.aware else ())
+    embodied, dqr, rsrc = _embodied_block(d, w, emb)
+    return Inputs(parts, emb, host, uf, elec, not_modelled, site_water, embodied, dqr, host_block, host_dqr, rsrc)
+
+
+def _host_inputs(
+    d: Database, w: Workload, warnings: list[str], sources: list[str]
+) -> tuple[np.ndarray, Block | None, tuple[dict[str, int] | None, ...]]:
+    """The per-GPU host share (NaN: not available), its Monte Carlo block (one draw for every category: one server
+    model's error) and its data-quality ratings; None and NaN when the scenario has no host."""
+    if w.host is None:
+        return np.full(N_IND, np.nan), None, ()
+    hs = d.host_share(w.host)
+    sources += hs.sources
+    na = [cat.by_key(k).name for k in cat.keys() if np.isnan(hs.value[IDX[k]])]
+    if na:
+        warnings.append(
+            f"host share (server around the GPU) not available for {len(na)} categories "
+            f"({', '.join(na)}): their totals cover the GPU only"
+        )
+    block = Block.of(np.nan_to_num(hs.value), np.nan_to_num(hs.low), np.nan_to_num(hs.high), "lognormal", hs.sigma, shared=True)
+    return hs.value, block, hs.dqr
+
+
+def _embodied_block(d: Database, w: Workload, emb: Embodied) -> tuple[Block, dict[str, int], tuple[str, ...]]:
+    """The per-GPU embodied multipliers (median 1; interval from the disagreeing sources widened by the dataset's
+    data-quality rating; one draw for every category), the rating, and the sources of the interval."""
     m_lo, m_hi, rsrc = embodied_multipliers(d, w, emb)
     dqr = d.embodied_dqr(w.gpu, emb)
     sigma = np.full(N_IND, d.pedigree_sigma(dqr))
     for c in w.embodied_override:
         sigma[IDX[c]] = 0.0
-    embodied = Block.of(np.ones(N_IND), m_lo, m_hi, "lognormal", sigma, shared=True)
-    return Inputs(parts, emb, host, uf, elec, not_modelled, site_water, embodied, dqr, host_block, host_dqr, tuple(rsrc))
+    return Block.of(np.ones(N_IND), m_lo, m_hi, "lognormal", sigma, shared=True), dqr, tuple(rsrc)
 
 
 def _use_not_modelled(uf: electricity.UseFactors) -> np.ndarray:
