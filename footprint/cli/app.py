@@ -135,13 +135,22 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:  # `footprint` alone: what it does and how to start
         parser.print_help()
         return 0
+    from footprint.outputs import os_reason, shown
+
     try:
         return handler(args)
     except (FootprintError, UnitParseError) as exc:
-        print(f"footprint: error: {exc}", file=sys.stderr)
+        print(f"footprint: error: {shown(str(exc))}", file=sys.stderr)
         return 2
     except LcaDataError as exc:
-        print(f"footprint: error in lca_data: {exc}", file=sys.stderr)
+        print(f"footprint: error in lca_data: {shown(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a writer or reader that met the disk (full, read-only, size limit): one line, exit 2
+        where = f"{shown(str(exc.filename))}: " if exc.filename else ""
+        print(f"footprint: error: {where}{os_reason(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell would; a file being written was not renamed
+        print("footprint: interrupted; nothing half-written was left", file=sys.stderr)
+        return 130

@@ -18,7 +18,6 @@ Conventions (the README's "Kernel traces" section says the same) are in `CONVENT
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
@@ -41,11 +40,10 @@ def main_analyze(args: Any) -> int:
     text = to_json(result) if getattr(args, "format", "table") == "json" else render_table(result)
     output = getattr(args, "output", None)
     if output:
-        try:
-            Path(output).write_text(text)
-        except OSError as exc:
-            raise FootprintError(f"cannot write ({exc.strerror})", output) from None
-        print(f"wrote {output}", file=sys.stderr)
+        from footprint.outputs import shown, write_text
+
+        write_text(output, text)
+        print(f"wrote {shown(output)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

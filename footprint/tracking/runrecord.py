@@ -17,7 +17,6 @@ anything estimated or missing is in ``notes``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -56,19 +55,12 @@ def rank_paths(run_dir: Path, rank: int) -> tuple[Path, Path]:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write: a reader never sees half a record, and a failed write (disk full, read-only) leaves no
-    temporary file behind; the OSError goes to the caller."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(finite_json(data), indent=2, default=str, allow_nan=False)
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    """Through `footprint.outputs`: a reader never sees half a record, a failed write (disk full, read-only, a size
+    limit) leaves nothing behind, and a pipe, device or symlink out of the directory is refused; any of these is
+    one FootprintError line naming the path."""
+    from footprint.outputs import write_text
+
+    write_text(path, json.dumps(finite_json(data), indent=2, default=str, allow_nan=False))
 
 
 def finite_json(value: Any) -> Any:
@@ -582,16 +574,8 @@ def merge(run_dir: str | Path, name: str | None = None, notes: list[str] | None 
             f"no readable per-rank records in {RANKS_DIR}/{why} (`footprint recover` rebuilds them)", str(run_dir)
         )
     record = merge_ranks(records, name or records[0].get("name") or run_dir.name, notes=notes)
-    _write_record(run_dir / "run.json", record)
+    write_json(run_dir / "run.json", record)
     return record
-
-
-def _write_record(path: Path, record: dict[str, Any]) -> None:
-    """write_json with an OSError (read-only, disk full) turned into the one-line error of the CLI."""
-    try:
-        write_json(path, record)
-    except OSError as exc:
-        raise FootprintError(f"cannot write it ({exc.strerror or exc})", str(path)) from None
 
 
 def recover(run_dir: str | Path) -> dict[str, Any]:
@@ -622,7 +606,7 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
             notes.append(f"{RANKS_DIR}/{jp.name}: could not be recovered ({type(exc).__name__}: {str(exc)[:160]}): skipped")
             continue
         if rec is not None:
-            _write_record(rec_path, rec)
+            write_json(rec_path, rec)
     return merge(run_dir, notes=notes)
 
 
