@@ -38,7 +38,7 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")  # $: Streamlit's Markdown reads $...$ as LaTeX
 
 
 def md_text(value: Any) -> str:
