@@ -266,6 +266,8 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, note
     if missing:
         shown = missing if len(missing) <= 20 else [*missing[:20], "..."]
         notes.append(f"records of ranks {shown} are missing: their GPUs are not counted")
+    partial = partial_counts(records, world, missing)
+    notes += [info["note"] for info in partial.values()]
     steps = max((r.get("steps") or 0 for r in records), default=0)
     tokens = sum(r.get("tokens", 0) or 0 for r in records)
     flops = sum(r.get("flops", 0) or 0 for r in records)
@@ -287,6 +289,7 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, note
         "devices": gpus + [d for d in devices if d.get("component", "gpu") != "gpu"],
         "energy": energy_summary(devices),
         "ranks": [{k: r.get(k) for k in ("rank", "local_rank", "host", "pid", "complete", "recovered")} for r in records],
+        "partial": partial or None,
         "world_size": world,
         "hosts": list(hosts.values()),
         "site": site if site is not None else first.get("site"),
@@ -299,6 +302,49 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, note
         },
         "notes": list(dict.fromkeys(notes)),
     }
+
+
+PARTIAL_FIELDS = ("steps", "tokens", "flops", "hardware_flops")
+
+
+def partial_counts(records: list[dict[str, Any]], world: int, missing: list[int]) -> dict[str, dict[str, Any]]:
+    """Which of the job's totals could only be partly rebuilt, and from which ranks: a count some ranks reported
+    and others did not (a rank missing, or rebuilt from a journal that held no count), or one taken from a rebuilt
+    rank's last progress event (a lower bound). Each entry carries a note for the record's notes."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def _rk(r: dict[str, Any]) -> int:
+        return r["rank"] if isinstance(r.get("rank"), int) else 0
+
+    recovered = sorted(_rk(r) for r in records if r.get("recovered") or r.get("complete") is False)
+    for field in PARTIAL_FIELDS:
+        have = sorted(_rk(r) for r in records if r.get(field))
+        if not have:
+            continue  # nobody counted it: not measured, not partial
+        lacking = sorted({_rk(r) for r in records} - set(have)) + list(missing)
+        rebuilt = [k for k in have if k in recovered]
+        if not lacking and not rebuilt:
+            continue
+        why = [f"ranks {lacking[:20]} did not report it"] if lacking else []
+        why += [f"ranks {rebuilt[:20]} were rebuilt from their journal's last progress event"] if rebuilt else []
+        out[field] = {
+            "from_ranks": have[:1000],
+            "without_ranks": lacking[:1000],
+            "recovered_ranks": rebuilt[:1000],
+            "bound": "lower",
+            "note": f"{field}: partial, a lower bound counted from ranks {have[:20]} only ({'; '.join(why)})",
+        }
+    if missing or recovered:
+        out["energy"] = {
+            "from_ranks": sorted(_rk(r) for r in records)[:1000],
+            "without_ranks": list(missing)[:1000],
+            "recovered_ranks": recovered[:1000],
+            "bound": "lower",
+            "note": "energy: partial, a lower bound"
+            + (f" (ranks {missing[:20]} left no record)" if missing else "")
+            + (f" (ranks {recovered[:20]} rebuilt up to their journal's last flush)" if recovered else ""),
+        }
+    return out
 
 
 def job_mfu(
