@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from footprint import bounds
 from footprint.errors import FootprintError, ScenarioError
 from footprint.inputs import MAX_GPUS, finite_number, load_yaml, read_text
 from footprint.lca.database import DTYPES, Gpu, db
@@ -214,7 +215,7 @@ class _Ctx:
             raise self.err(key, f"{value!r} is beyond floating point in {display_unit(unit)}")
         if lo is not None and (v <= lo if lo_open else v < lo):
             raise self.err(key, f"must be {'positive' if lo_open and lo == 0 else ('>= ' + format(lo, 'g'))}, got {value!r}")
-        return v
+        return bounds.check(key, v, self.file)
 
     def number(
         self, key: str, value: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False, integer: bool = False
@@ -222,7 +223,7 @@ class _Ctx:
         v = finite_number(value, key, self.file, lo, hi, lo_open)
         if integer and v != int(v):
             raise self.err(key, f"expected a whole number, got {value!r}")
-        return v
+        return bounds.check(key, v, self.file)
 
     def text(self, key: str, value: Any, allowed: Any = None, max_chars: int = 200) -> str:
         """A name (a string, or a number written bare) of at most ``max_chars``; with ``allowed``, one of them."""
@@ -355,6 +356,12 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         power_w = frac * gpu.tdp_w
         notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
         srcs.extend(gpu.sources)
+    if "energy" in tr and powers and gpu_hours is not None:
+        raise ctx.err(
+            "training",
+            f"give energy or {powers[0]}, not both: the energy is used as stated, and a power is only needed with it "
+            "when GPU time is missing (energy / power)",
+        )
     if "energy" in tr:
         it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh", lo=0, lo_open=True)
         e_method = "stated/measured energy"
@@ -404,6 +411,8 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
 
     grid = resolve_zone(site.get("grid", WORLD), file)
     ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
+    if ci is not None:
+        bounds.check("site.carbon_intensity", ci, file)
     ewif_stated, ewif_method = ewif is not None, "stated (site.ewif)" if "ewif" in site else f"site preset {preset_name}"
     if ewif is None:
         q = zone_ewif(grid)

@@ -404,6 +404,7 @@ class Tracker:
                 )
             elif flops is not None:
                 self.flops_method = self.flops_method or "given to step()"
+            tokens, flops = self._plausible_step(tokens, flops)
             self.steps += 1
             if tokens:
                 self.tokens += int(tokens)
@@ -414,6 +415,31 @@ class Tracker:
             self.step_times.append(now)
         except Exception as exc:
             self._note(f"step: {exc}")
+
+    def _plausible_step(self, tokens: Any, flops: Any) -> tuple[int | None, float | None]:
+        """This step's counts if plausible (`footprint.bounds`: finite, >= 0, below the per-step ceiling), else
+        None each, warned once and noted: a 309-digit token count must not become the run's total."""
+        from footprint.bounds import STEP_FLOPS_MAX, STEP_TOKENS_MAX
+
+        out: list[Any] = []
+        for what, v, top in (("tokens", tokens, STEP_TOKENS_MAX), ("flops", flops, STEP_FLOPS_MAX)):
+            ok = v is None or (
+                not isinstance(v, bool)
+                and isinstance(v, (int, float))
+                and (not isinstance(v, int) or v.bit_length() < 128)
+                and math.isfinite(float(v))
+                and 0 <= v <= top
+            )
+            if not ok:
+                if f"step-{what}" not in self._said:
+                    self._said.add(f"step-{what}")
+                    given = f"an integer of {v.bit_length()} bits" if isinstance(v, int) and v.bit_length() > 64 else _short(v)
+                    message = f"step({what}={given}): not a count from 0 to {top:g} per step; ignored"
+                    self._note(message)
+                    warnings.warn(f"footprint.track(): {message}", FootprintWarning, stacklevel=4)
+                v = None
+            out.append(v)
+        return out[0], out[1]
 
     def watch(self, model: Any) -> None:
         """Measure the FLOPs of one training step of ``model`` and reuse them (see ``footprint.tracking.watch``)."""
@@ -838,6 +864,14 @@ def _arguments(
             f"site {_short(site)} is neither a grid zone (e.g. 'FRA') nor a mapping like {{'grid': 'FRA', 'pue': 1.2}}"
         )
         site = None
+    if site is not None:
+        from footprint.bounds import site_problems
+
+        bad = site_problems({"grid": site} if isinstance(site, str) else site)
+        if bad:  # out of the plausibility table (footprint.bounds): those keys dropped, the defaults used
+            problems.extend(bad)
+            keys = {b.split(":", 1)[0].split(" ", 1)[0].removeprefix("site.") for b in bad}
+            site = None if isinstance(site, str) else {k: v for k, v in site.items() if k not in keys} or None
     if gpus is not None and not _gpu_list(gpus):
         problems.append(f"gpus {_short(gpus)} is not a GPU index, UUID or a list of them")
         gpus = None
