@@ -97,22 +97,38 @@ def problem(key: str, value: Any) -> str | None:
     return f"{_fmt(v)}{unit} is outside the plausible range {_fmt(b.lo)}-{_fmt(b.hi)}{unit} ({b.reason})"
 
 
-def check(key: str, value: float, file: str | None = None) -> float:
-    """`value` if plausible for `key`, else one FootprintError naming the file and the key."""
+def check(key: str, value: float, file: str | None = None, label: str | None = None) -> float:
+    """`value` if plausible for `key`, else one FootprintError naming the file and the key (or `label`, such as
+    the CLI option that gave it)."""
     why = problem(key, value)
     if why:
-        raise FootprintError(why, file, key)
+        raise FootprintError(why, file, label or key)
     return value
+
+
+def record_problems(record: dict[str, Any]) -> list[str]:
+    """What is implausible in an imported run record: each GPU's average power (energy over its duration) against
+    `training.power_per_gpu`, and its site against the site rows."""
+    out = []
+    for d in record.get("devices") or []:
+        e, t = d.get("energy_j"), d.get("duration_s") or record.get("duration_s")
+        if d.get("component", "gpu") != "gpu" or not e or not t or t <= 0:
+            continue
+        avg = e / t
+        if avg > BOUNDS["training.power_per_gpu"].hi:  # below 1 W on average is an idle GPU, not an error
+            out.append(f"device {d.get('uuid')}: average power {problem('training.power_per_gpu', avg)}")
+    return out + site_problems(record.get("site"), zones=True)
 
 
 SITE_UNITS = {"pue": None, "wue": "L/kWh", "ewif": "L/kWh", "carbon_intensity": "kgCO2eq/kWh"}
 
 
-def site_problems(site: Any) -> list[str]:
+def site_problems(site: Any, zones: bool = False) -> list[str]:
     """What is implausible in a run's site (from `track(site=...)` or a journal header): its numeric keys checked
-    against the table (a number is read in the bound's unit; a quantity string is converted to it)."""
-    if site is None or isinstance(site, str):
-        return [] if site is None or 0 < len(site) <= 200 else [f"site {site[:40]!r} is not a grid name"]
+    against the table (a number is read in the bound's unit; a quantity string is converted to it); with `zones`,
+    the grid must also be a zone footprint knows."""
+    if site is None:
+        return []
     if not isinstance(site, dict):
         return [f"site is a {type(site).__name__}, not a mapping"]
     out = []
@@ -145,12 +161,19 @@ def site_problems(site: Any) -> list[str]:
     grid = site.get("grid")
     if grid is not None and not (isinstance(grid, str) and 0 < len(grid) <= 200):
         out.append(f"site.grid {str(grid)[:40]!r} is not a grid name")
+    elif grid is not None and zones:
+        from footprint.lca.electricity import resolve_zone
+
+        try:
+            resolve_zone(grid)
+        except FootprintError as exc:
+            out.append(f"site.grid: {exc.detail}")
     return out
 
 
 def clean_site(site: Any) -> tuple[Any, list[str]]:
     """A site with its implausible keys removed, and a note per key removed (the defaults apply to them)."""
-    problems = site_problems(site)
+    problems = site_problems({"grid": site} if isinstance(site, str) else site, zones=True)
     if not problems:
         return site, []
     if not isinstance(site, dict):

@@ -216,7 +216,10 @@ def read_csv(name: str, root: Path | None = None, required: tuple[str, ...] = ()
     except FileNotFoundError:
         raise LcaDataError(path, "-", "file is missing") from None
     body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
-    rows = list(csv.DictReader(io.StringIO(body)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(body)))
+    except csv.Error as exc:  # a field over csv's size limit, a broken quote
+        raise LcaDataError(path, "-", f"not a CSV this reader takes ({exc})") from None
     for i, row in enumerate(rows, start=2):
         for col in required:
             if not row.get(col):

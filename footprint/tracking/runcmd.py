@@ -29,9 +29,9 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
         site["grid"] = resolve_zone(grid, key="--grid")
     if pue is not None:
-        if pue < 1:
-            raise FootprintError(f"--pue must be >= 1, got {pue}", key="--pue")
-        site["pue"] = pue
+        from footprint.bounds import check
+
+        site["pue"] = check("site.pue", pue, label="--pue")
     return site or None
 
 
@@ -237,7 +237,12 @@ def import_log(args: argparse.Namespace) -> int:
         record, series = from_nvidia_smi(Path(args.file), args.utc_offset, _site(args.grid), args.gpu, with_series=True)
     else:
         record = from_codecarbon(Path(args.file), args.gpu, args.gpu_count)
-    record["name"] = record.get("name") or out.resolve().name
+    from footprint.bounds import record_problems
+
+    problems = record_problems(record)
+    if problems:  # the plausibility table (footprint.bounds): refused whole, nothing written
+        raise FootprintError(f"{problems[0]} (nothing written)", args.file)
+    record["name"] = shown(record.get("name") or out.resolve().name)
     with atomic_dir(out, replace=out.is_dir()) as tmp:  # built whole beside it, then renamed into place
         if series is not None:
             record["samples"] = write_log_samples(tmp, record, series)

@@ -686,6 +686,9 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         d["notes"] = [*d.get("notes", []), "recovered from the journal of a killed run"]
         devices.append(d)
     start_unix = finite_or_none(h.get("start_unix"), -math.inf)
+    from footprint.bounds import clean_site
+
+    site, site_notes = clean_site(h.get("site"))  # a journal header is not trusted: the plausibility table applies
     rec = {
         "rank": h.get("rank") if isinstance(h.get("rank"), int) else _rank_of(jp),
         "local_rank": h.get("local_rank", 0),
@@ -693,7 +696,7 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         "host": h.get("host"),
         "pid": h.get("pid"),
         "name": h.get("name"),
-        "site": h.get("site"),
+        "site": site,
         "slurm": h.get("slurm"),
         "start_unix": start_unix,
         "end_unix": (start_unix + duration) if start_unix is not None else None,
@@ -711,7 +714,8 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         ]
         + (["journal ended with a torn line"] if j.torn_tail else [])
         + ([f"journal: {j.bad_lines} damaged line(s) skipped"] if j.bad_lines else [])
-        + store.notes,
+        + store.notes
+        + [f"journal header: {n}" for n in site_notes],
     }
     return clean_record(rec, str(jp))
 
