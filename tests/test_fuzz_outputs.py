@@ -173,10 +173,9 @@ def test_no_clobber_refuses_a_file_that_appears_while_writing(tmp_path: Path) ->
     from footprint.outputs import atomic_path
 
     out = tmp_path / "x.txt"
-    with pytest.raises(FootprintError, match="exists"):
-        with atomic_path(out, replace=False) as tmp:
-            tmp.write_text("mine")
-            out.write_text("theirs")  # another writer got there first
+    with pytest.raises(FootprintError, match="exists"), atomic_path(out, replace=False) as tmp:
+        tmp.write_text("mine")
+        out.write_text("theirs")  # another writer got there first
     assert out.read_text() == "theirs" and sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
 
 
