@@ -162,6 +162,3 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"footprint: error: {_line(where + os_reason(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell would; a file being written was not renamed
-        print("footprint: interrupted; nothing half-written was left", file=sys.stderr)
-        return 130
