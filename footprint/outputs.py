@@ -36,9 +36,9 @@ def check_name(name: object) -> str | None:
     if not isinstance(name, str):
         return f"name {name!r} is not a string"
     if not 0 < len(name) <= 200 or "/" in name or "\\" in name or name.strip() in ("", ".", ".."):
-        return f"name {shown(name[:60])!r} is not a plain name (1 to 200 characters, no '/', '\\', '.' or '..')"
+        return f"name '{shown(name[:60])}' is not a plain name (1 to 200 characters, no '/', '\\', '.' or '..')"
     if any(unsafe_char(c) for c in name):
-        return f"name {shown(name[:60])!r} holds control characters or terminal escapes"
+        return f"name '{shown(name[:60])}' holds control characters or terminal escapes"
     return None
 
 

@@ -325,7 +325,7 @@ class Tracker:
                 if d.distributed:
                     runname.publish(self.output_dir, wanted, self.name, _gather_timeout())
                 if self.name != wanted:
-                    self._say("name", f"run name {wanted!r} is taken in {self.output_dir}: this run is {self.name!r}")
+                    self._say("name", f"run name {wanted!r} is taken in {self.output_dir}: this run is recorded as {self.name!r}")
             probe = self.run_dir / f".footprint-write-test-{os.getpid()}"
             probe.write_bytes(b"")
             probe.unlink()
