@@ -58,15 +58,11 @@ def os_reason(e: OSError) -> str:
 
 
 def _reason(e: OSError) -> str:
-    if e.errno == errno.ENOSPC:
-        return "no space left on the device"
+    """The system's own words (what a user searches for), with the cause named where the words do not say it."""
+    words = shown(e.strerror or type(e).__name__)
     if e.errno == errno.EFBIG:
-        return "file size limit exceeded"
-    if e.errno == errno.EROFS:
-        return "read-only file system"
-    if e.errno == errno.ENAMETOOLONG:
-        return "the name is too long"
-    return shown(e.strerror or type(e).__name__)
+        return f"{words} (the file size limit, ulimit -f)"
+    return words
 
 
 def _kind(mode: int) -> str:
