@@ -34,7 +34,7 @@ from footprint.lca.assessment import (
 )
 from footprint.lca.notes import NoteGroup, note_count, note_groups
 from footprint.lca.units import display_unit
-from footprint.outputs import atomic_path, check_file_target, write_text
+from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
 
 __all__ = ["FORMATS", "Section", "build_sections", "find_chromium", "html_to_pdf", "to_html", "to_markdown", "write_report"]
@@ -455,7 +455,7 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 def to_markdown(sections: list[Section], out: Path) -> str:
     from footprint.reports import figures
 
-    fig_dir = out.parent / f"{out.stem}_files"
+    fig_dir = check_dir_target(out.parent / f"{out.stem}_files")  # a symlink planted there is refused, not followed
 
     def fig(name: str, svg: str | None, caption: str, idx: int) -> str:
         if not svg:
