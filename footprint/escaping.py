@@ -38,7 +38,9 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")  # $: Streamlit's Markdown reads $...$ as LaTeX
+# what opens a tag, link, image, code, emphasis, a table cell, an entity or Streamlit's $...$ LaTeX; `_` is left
+# alone (CommonMark never reads it inside a word, so `power_per_gpu` stays as typed)
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&$])")
 
 
 def md_text(value: Any) -> str:
