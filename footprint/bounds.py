@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from footprint.errors import FootprintError
-from footprint.inputs import MAX_GPUS
+from footprint.inputs import MAX_GPUS, number_arg
 
 HOURS_PER_YEAR = 8766.0
 
@@ -74,6 +74,12 @@ BOUNDS: dict[str, Bound] = {
 #: Counts the tracker accepts per step (`t.step(tokens=..., flops=...)`): more is a bug in the caller's arithmetic.
 STEP_TOKENS_MAX = 1e13
 STEP_FLOPS_MAX = 1e30
+
+
+def arg(key: str, kind: type = float) -> Any:
+    """An argparse ``type=`` holding a CLI option to the table's range for `key` (`--pue` is `site.pue`)."""
+    b = BOUNDS[key]
+    return number_arg(kind, b.lo, b.hi)
 
 
 def _fmt(x: float) -> str:
