@@ -339,3 +339,23 @@ def test_ctrl_c_during_a_report_exits_130_in_one_line_and_leaves_nothing_half_wr
     else:
         assert out.read_text().rstrip().endswith("</html>")  # finished before the signal: whole
     assert [p.name for p in tmp_path.iterdir()] in ([], ["r.html"])
+
+
+# ---- importers ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("column, value", [("gpu_energy", "5.0"), ("duration", "0.0001")])
+def test_an_imported_log_with_an_impossible_average_power_is_refused_whole(
+    cli: CliServer, tmp_path: Path, column: str, value: str
+) -> None:
+    """2 GPUs drawing kWh in seconds: more than 5 kW each on average (the table's power per GPU)."""
+    rows = list(csv.DictReader((REPO / "examples" / "logs" / "emissions.csv").open()))
+    rows[-1][column] = value
+    log = tmp_path / "emissions.csv"
+    with log.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "imported"
+    _error(cli.run(["import", "codecarbon", str(log), "-o", str(out)]), "average power", "plausible range")
+    assert not out.exists()
