@@ -341,8 +341,14 @@ def trace_path(source: str) -> Path | None:
 
         suffix = ".json.gz" if content[:2] == b"\x1f\x8b" else ".json"
         target = Path(tempfile.gettempdir()) / f"footprint-trace-{hashlib.sha256(content).hexdigest()[:16]}{suffix}"
-        if not target.exists():
-            target.write_bytes(content)
+        from footprint.errors import FootprintError
+        from footprint.outputs import write_bytes
+
+        try:  # through the safe writer: a link planted at this predictable name in /tmp is refused, not followed
+            write_bytes(target, content)
+        except FootprintError as exc:
+            st.error(f"footprint: error: {exc}")
+            return None
         return target
     text = st.text_input("Profiler trace path", key="k_path", placeholder="e.g. traces/step.json.gz")
     if not text.strip():
