@@ -216,10 +216,13 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
 
     # Monte Carlo
     score_range = None
+    activity: dict[str, tuple[float, float]] = {}
     if samples and samples > 1:
         m_lo, m_hi, rsrc = embodied_multipliers(d, w)
         sources += rsrc
-        lows, highs, score_range = _percentiles(_mc_totals(w, samples, seed, inp, m_lo, m_hi, d))
+        draws: dict[str, np.ndarray] = {}
+        lows, highs, score_range = _percentiles(_mc_totals(w, samples, seed, inp, m_lo, m_hi, d, draws))
+        activity = _activity_ranges(w, draws)
         for c in cat.categories() + cat.extras():
             r = results[c.key]
             i = IDX[c.key]
@@ -246,6 +249,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         contested=tuple(contested),
         normalised=per,
         single_score=score,
+        activity_ranges=activity,
     )
 
 
@@ -316,12 +320,22 @@ def _category(
     return CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
 
 
-def _mc_totals(w: Workload, n: int, seed: int, inp: _Inputs, m_lo: np.ndarray, m_hi: np.ndarray, d: Database) -> np.ndarray:
+def _mc_totals(
+    w: Workload,
+    n: int,
+    seed: int,
+    inp: _Inputs,
+    m_lo: np.ndarray,
+    m_hi: np.ndarray,
+    d: Database,
+    draws: dict[str, np.ndarray] | None = None,
+) -> np.ndarray:
     """Totals (samples x indicators) of ``n`` draws. The draws come in a fixed order and shape for a given
     workload's ranges (embodied multipliers, then the workload's own ranges, power, PUE, the per-kWh
     factors, site water), so two workloads of one factor set drawn with one seed share their random
     numbers: `monte_carlo_totals` of a workload equals gpu_hours x that of one GPU-hour plus energy x
-    that of one kWh (footprint.lca.batch relies on it)."""
+    that of one kWh (footprint.lca.batch relies on it). ``draws``, when given, receives the activity draws
+    (GPU-hours, IT and facility energy) behind the headline's ranges."""
     rng = np.random.default_rng(seed)
     r = w.ranges
     host, uf, elec, site_water = inp.host, inp.uf, inp.elec, inp.site_water
@@ -349,6 +363,8 @@ def _mc_totals(w: Workload, n: int, seed: int, inp: _Inputs, m_lo: np.ndarray, m
     if w.energy_method.startswith("GPU-hours") and w.gpu_hours:
         it = it * gpu_hours / w.gpu_hours
     facility = it * draw("pue", w.pue)
+    if draws is not None:
+        draws.update(gpu_hours=gpu_hours, it_energy_kwh=it, facility_energy_kwh=facility)
     # every per-kWh factor between its disagreeing sources (triangular, mode at the central value)
     k = len(uf.value)
     ok = np.isfinite(uf.value)
@@ -369,6 +385,17 @@ def _percentiles(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[floa
     scores = normalisation.single_scores(totals)
     q = np.percentile(np.column_stack([totals, scores]), (2.5, 97.5), axis=0)
     return q[0, :-1], q[1, :-1], (float(q[0, -1]), float(q[1, -1]))
+
+
+def _activity_ranges(w: Workload, draws: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
+    """2.5-97.5 percentiles of GPU-hours, IT and facility energy and water (L) over the same draws as the impacts:
+    the headline's ranges. Water is on-site (IT x WUE) plus off-site (facility x EWIF), where either is known."""
+    out = dict(draws)
+    if w.wue_l_per_kwh is not None or w.ewif_l_per_kwh is not None:
+        out["water_l"] = draws["it_energy_kwh"] * (w.wue_l_per_kwh or 0.0) + draws["facility_energy_kwh"] * (
+            w.ewif_l_per_kwh or 0.0
+        )
+    return {k: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))) for k, v in out.items()}
 
 
 def _water(w: Workload, facility: float, warnings: list[str]) -> dict[str, float | None]:

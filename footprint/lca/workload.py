@@ -69,6 +69,9 @@ class Workload:
     carbon_intensity: float | None = None  # kg CO2 eq / kWh override
     ewif_stated: bool = False  # True when site.ewif (or a preset) gave the EWIF, False for the zone's
     ewif_method: str = ""
+    pue_method: str = (
+        ""  # "stated", "preset NAME", or "default: ..." when the scenario gave neither (footprint.lca.assessment.pue_text)
+    )
     electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
     embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
     host: str | None = "default"
@@ -459,6 +462,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         carbon_intensity=ci,
         ewif_stated=ewif_stated,
         ewif_method=ewif_method if ewif is not None else "",
+        pue_method=_pue_method(site, preset_name),
         electricity_factors=factor_set,
         embodied_variant=variant,
         host=host,
@@ -475,6 +479,13 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(srcs)),
     )
+
+
+def _pue_method(site: dict[str, Any], preset: str) -> str:
+    """Where the PUE came from, so a default (the industry average) is never invisible."""
+    if "pue" in site:
+        return "stated"
+    return f"preset {preset}" if "preset" in site else f"default: the {preset} preset; set site.pue or site.preset"
 
 
 def _check_derived(ctx: _Ctx, gpu_hours: float, it_kwh: float, busy_h: float) -> None:
