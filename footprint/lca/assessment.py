@@ -254,11 +254,11 @@ def training_facts(a: Assessment) -> dict[str, str]:
         "Per step": f"{num(t['kwh_per_step'])} kWh IT, {num(t['kg_co2eq_per_step'])} kg CO2 eq",
     }
     if t.get("ranks") or t.get("world_size"):
-        hosts = t.get("hosts") or []
+        ranks, hosts = t.get("ranks"), t.get("hosts") or []
+        named = f" ({', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''})" if hosts else ""
         facts["Job"] = (
-            f"{count(t.get('ranks'))} rank{'s' if t.get('ranks') != 1 else ''} recorded of world size {count(t.get('world_size'))}, on {len(hosts)} "
-            f"host{'s' if len(hosts) != 1 else ''}"
-            + (f" ({', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''})" if hosts else "")
+            f"{count(ranks)} rank{'s' if ranks != 1 else ''} recorded of world size {count(t.get('world_size'))}, "
+            f"on {len(hosts)} host{'s' if len(hosts) != 1 else ''}{named}"
         )
     shares = t.get("gpu_energy_share")
     if shares:
