@@ -433,3 +433,39 @@ def test_old_killed_run_recovers(tmp_path: Path) -> None:
     assert run["energy"]["gpu_j"] == pytest.approx(36000.0) and run["steps"] == 9
     assert run["duration_s"] == pytest.approx(120.0)
     assert len(runrecord.read_samples(run_dir)) == 1200
+
+
+def test_import_codecarbon_sums_the_ranks_of_one_job_and_says_so(tmp_path: Path) -> None:
+    """Under torchrun each rank's codecarbon tracker appends its own row (its own run_id) to one emissions.csv, and a
+    tracker that flushes appends cumulative rows under its run_id: the import sums the ranks of the last job, keeps
+    each tracker's last row, leaves an earlier job out, and says so."""
+    from codecarbon.output_methods.emissions_data import EmissionsData
+    from codecarbon.output_methods.file import FileOutput
+
+    fields = dict.fromkeys(EmissionsData.__dataclass_fields__, "")
+    writer = FileOutput("emissions.csv", str(tmp_path), on_csv_write="append")
+
+    def row(run_id: str, project: str, end: str, gpu_kwh: float, duration: float = 60.0) -> None:
+        data = {**fields, "timestamp": end, "project_name": project, "run_id": run_id, "experiment_id": "x"}
+        data.update(duration=duration, emissions=0.0, emissions_rate=0.0, cpu_power=10.0, gpu_power=300.0, ram_power=5.0)
+        data.update(cpu_energy=0.001, gpu_energy=gpu_kwh, ram_energy=0.0005, energy_consumed=gpu_kwh + 0.0015)
+        data.update(country_iso_code="FRA", gpu_count=1, gpu_model="1 x NVIDIA A100-SXM4-40GB", pue=1.0)
+        writer.out(EmissionsData(**data), None)
+
+    row("old", "llm", "2026-11-24T08:00:00", 0.5)  # an earlier job of the same project: not this one
+    row("r0", "llm", "2026-11-24T10:00:30", 0.004, 30.0)  # rank 0's first flush (cumulative)
+    row("r0", "llm", "2026-11-24T10:01:00", 0.010)
+    row("r1", "llm", "2026-11-24T10:01:01", 0.011)
+    out = tmp_path / "cc"
+    proc = subprocess.run(
+        [PY, "-m", "footprint.cli", "import", "codecarbon", str(tmp_path / "emissions.csv"), "-o", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "2 GPUs + host CPU, RAM" in proc.stdout and "2 rows of one job summed" in proc.stdout, proc.stdout
+    rec = json.loads((out / "run.json").read_text())
+    assert rec["energy"]["gpu_j"] == pytest.approx((0.010 + 0.011) * 3.6e6)
+    assert len([d for d in rec["devices"] if d["component"] == "gpu"]) == 2 and rec["duration_s"] == pytest.approx(60.0)
+    assert any("2 rows of one job summed" in n for n in rec["notes"])
