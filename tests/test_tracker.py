@@ -469,3 +469,15 @@ def test_import_codecarbon_sums_the_ranks_of_one_job_and_says_so(tmp_path: Path)
     assert rec["energy"]["gpu_j"] == pytest.approx((0.010 + 0.011) * 3.6e6)
     assert len([d for d in rec["devices"] if d["component"] == "gpu"]) == 2 and rec["duration_s"] == pytest.approx(60.0)
     assert any("2 rows of one job summed" in n for n in rec["notes"])
+
+
+def test_a_fake_nvml_run_is_said_simulated_never_measured_and_estimated_at_once(tmp_path: Path) -> None:
+    """The fake NVML's readings are `measured: false` with a meter's method: one note says simulated, none says
+    measured; the host's model says estimated."""
+    from footprint.lca.workload import workload_from_run
+
+    with footprint.track(name="fake", output_dir=tmp_path, nvml=FakeNVML("2xA100-SXM4-40GB"), site="FRA") as t:
+        t.step(tokens=10)
+    notes = [n for n in workload_from_run(tmp_path / "fake").notes if n.startswith("energy ")]
+    assert any(n.startswith("energy simulated, not measured: 2 x NVIDIA A100") for n in notes), notes
+    assert not any(n.startswith("energy measured") for n in notes), notes

@@ -77,8 +77,9 @@ def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int, se
         return t, run_dir
     from footprint.api import to_workload
     from footprint.lca.engine import assess
+    from footprint.lca.workload import scenario_path
 
-    p = Path(t)
+    p = scenario_path(t)
     run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
     return assess(to_workload(p, sets), samples=samples, seed=seed), run_dir
 
