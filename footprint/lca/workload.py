@@ -669,14 +669,14 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
         total = (record.get("energy") or {}).get("total_j")
-        host = f"; its host measured {total / 3.6e6:.3g} kWh" if total else ""
+        host = f" and {total / 3.6e6:.3g} kWh on its host" if total else ""
         give = (
             "--set hardware.gpu=NAME --set hardware.count=N"
             if flag == "--set"
             else "set={'hardware.gpu': NAME, 'hardware.count': N}"
         )
         raise ScenarioError(
-            f"the run recorded no GPU (a CPU-only machine?){host}: give the GPUs it stands for with {give} "
+            f"the run recorded no GPU (a CPU-only machine?){host}; to assess it, give the GPUs it stands for with {give} "
             "(`footprint gpus` lists the names)",
             file,
             "devices",
