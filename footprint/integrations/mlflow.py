@@ -2,9 +2,12 @@
 
     footprint.integrations.mlflow.log_run("runs/llama-ft")        # or a run record, a tracker, an Assessment
 
-Logs into the active MLflow run (``mlflow.start_run()`` or the Trainer's), else into ``run_id``, else
-a new run it ends itself. The tracking URI is MLflow's own setting (``MLFLOW_TRACKING_URI``,
-``mlflow.set_tracking_uri``): nothing goes over the network unless it points there.
+Logs into the active MLflow run (``mlflow.start_run()``), else into ``run_id``, else the run named
+``run_name`` in the current experiment, else this process's last run (``mlflow.last_active_run()``: the
+Trainer's or Lightning's, which they end when training ends), and opens a new run (ended here) only where
+this process has none: the 16 categories land beside the loss, never in a second run. The tracking URI is
+MLflow's own setting (``MLFLOW_TRACKING_URI``, ``mlflow.set_tracking_uri``; ``sqlite:///mlflow.db`` is the
+local store MLflow 3 accepts): nothing goes over the network unless it points there.
 """
 
 from __future__ import annotations
@@ -15,13 +18,35 @@ from footprint.integrations import metrics as m
 from footprint.lca import DEFAULT_SAMPLES
 
 
-def log_run(target: Any, *, run_id: str | None = None, report: bool = True, samples: int = DEFAULT_SAMPLES) -> str:
-    """Log ``target``'s assessment; returns the MLflow run id."""
+def _run_to_log_into(mlflow: Any, run_id: str | None, run_name: str | None) -> str | None:
+    """The id of the run `log_run` reopens (see the module docstring); None: a new one."""
+    if run_id:
+        return run_id
+    if run_name:
+        found = mlflow.search_runs(filter_string=f"attributes.run_name = '{run_name}'", max_results=1, output_format="list")
+        if not found:
+            from footprint.errors import FootprintError
+
+            raise FootprintError(f"no MLflow run named {run_name!r} in the current experiment", "mlflow", "run_name")
+        return found[0].info.run_id
+    last = mlflow.last_active_run()
+    return last.info.run_id if last is not None else None
+
+
+def log_run(
+    target: Any,
+    *,
+    run_id: str | None = None,
+    run_name: str | None = None,
+    report: bool = True,
+    samples: int = DEFAULT_SAMPLES,
+) -> str:
+    """Log ``target``'s assessment into the active, given, named or last run of this process; returns its id."""
     import mlflow
 
     a, run_dir = m.resolve(target, samples)
     started = mlflow.active_run() is None
-    run = mlflow.start_run(run_id=run_id) if started else mlflow.active_run()
+    run = mlflow.start_run(run_id=_run_to_log_into(mlflow, run_id, run_name)) if started else mlflow.active_run()
     try:
         mlflow.log_params(m.params(a))
         mlflow.log_metrics(m.metrics(a))

@@ -133,16 +133,23 @@ class Session:
             self.tracker.end_window(name)
 
     def metrics(self) -> dict[str, float]:
-        """Live metrics of this rank (``footprint/...``), {} on any failure."""
-        if self.tracker is None:
+        """Live metrics of the job (``footprint/...``, see `footprint.integrations.live.job_wide`), {} on any failure.
+        Call it on every rank at the same point: a rank whose own metrics failed still joins the all-reduce."""
+        t = self.tracker
+        if t is None:
             return {}
-        try:
-            from footprint.integrations.live import LiveMetrics
+        from footprint.integrations.live import LiveMetrics, job_wide
 
-            self._live = self._live or LiveMetrics(self.tracker)
-            return self._live.compute()
+        try:
+            self._live = self._live or LiveMetrics(t)
+            local = self._live.compute()
         except Exception as exc:
-            self.tracker._note(f"live metrics: {type(exc).__name__}: {exc}")
+            t._note(f"live metrics: {type(exc).__name__}: {exc}")
+            local = {}
+        try:
+            return job_wide(local, t.dist.rank, t.dist.world_size)
+        except Exception as exc:
+            t._note(f"live metrics not made job-wide: {type(exc).__name__}: {exc}")
             return {}
 
     def end(self) -> dict[str, Any] | None:
