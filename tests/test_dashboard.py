@@ -655,3 +655,40 @@ def test_real_server_first_load_and_layout_in_chromium(tmp_path: Path) -> None:
         if server.stdout:
             server.stdout.close()
     assert server.poll() is not None
+
+
+def test_sigterm_to_footprint_dashboard_stops_its_streamlit_server(tmp_path: Path) -> None:
+    """A service manager's stop (SIGTERM to `footprint dashboard`) used to leave Streamlit holding the port."""
+    import signal
+
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "footprint.cli", "dashboard", "--headless", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the server is up once its health endpoint answers
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()
+                break
+            except (urllib.error.URLError, OSError):
+                assert proc.poll() is None and time.monotonic() < deadline, "the dashboard did not start"
+                time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # nothing listens on the port any more
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) != 0:
+                    break
+            time.sleep(0.3)
+        else:
+            pytest.fail(f"port {port} still served after SIGTERM to footprint dashboard")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
