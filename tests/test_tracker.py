@@ -481,3 +481,29 @@ def test_a_fake_nvml_run_is_said_simulated_never_measured_and_estimated_at_once(
     notes = [n for n in workload_from_run(tmp_path / "fake").notes if n.startswith("energy ")]
     assert any(n.startswith("energy simulated, not measured: 2 x NVIDIA A100") for n in notes), notes
     assert not any(n.startswith("energy measured") for n in notes), notes
+
+
+def test_the_default_pue_is_said_where_the_run_is_recorded_and_in_the_summary(tmp_path: Path) -> None:
+    """An invisible 1.58 (the industry-average preset) multiplied every kWh: `footprint run` and the assessment's
+    summary name it as the default; a stated PUE is shown as it is."""
+    from footprint.lca.assessment import summary_facts
+    from footprint.lca.workload import workload_from_run
+
+    env = {**os.environ, "FOOTPRINT_FAKE_NVML": "1xA100-SXM4-40GB"}
+    lines = {}
+    for name, extra in (("default", []), ("stated", ["--pue", "1.1"])):
+        proc = subprocess.run(
+            [PY, "-m", "footprint.cli", "run", "--name", name, "--output-dir", str(tmp_path), *extra, "--", PY, "-c", "pass"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+        lines[name] = proc.stderr.strip().splitlines()[-1]
+    assert "PUE 1.58 (default: the industry_average preset, no PUE given)" in lines["default"]
+    assert "PUE 1.1 (exit code 0)" in lines["stated"]
+    a = footprint.assess(workload_from_run(tmp_path / "default"), samples=0)
+    assert "PUE 1.58, default: the industry_average preset, no PUE given" in summary_facts(a)["Energy"]
+    b = footprint.assess(workload_from_run(tmp_path / "stated"), samples=0)
+    assert "(PUE 1.1)" in summary_facts(b)["Energy"]

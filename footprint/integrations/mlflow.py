@@ -3,23 +3,28 @@
     footprint.integrations.mlflow.log_run("runs/llama-ft")        # or a run record, a tracker, an Assessment
 
 Logs into the active MLflow run (``mlflow.start_run()``), else into ``run_id``, else the run named
-``run_name`` in the current experiment, else this process's last run if it ran while the run was tracked
-(``mlflow.last_active_run()``: the Trainer's or Lightning's, which they end when training ends); a new run
-(ended here) only where there is none: the 16 categories land beside the loss, never in a second run. The tracking URI is
+``run_name`` in the current experiment, else the run the framework callbacks logged this run's live metrics
+to (the Trainer's, accelerate's, Lightning's MLFlowLogger's, which they end when training ends: found by its
+``footprint.run_dir`` tag); a new run (ended here) only where there is none: the 16 categories land beside
+the loss, never in a second run. The tracking URI is
 MLflow's own setting (``MLFLOW_TRACKING_URI``, ``mlflow.set_tracking_uri``; ``sqlite:///mlflow.db`` is the
 local store MLflow 3 accepts): nothing goes over the network unless it points there.
 """
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 from footprint.integrations import metrics as m
 from footprint.lca import DEFAULT_SAMPLES
 
+RUN_TAG = "footprint.run_dir"  # set by the framework callbacks on the run they log live metrics to
 
-def _run_to_log_into(mlflow: Any, run_id: str | None, run_name: str | None, window: tuple[float, float] | None) -> str | None:
-    """The id of the run `log_run` reopens (see the module docstring); None: a new one."""
+
+def _run_to_log_into(mlflow: Any, run_id: str | None, run_name: str | None, run_dir: Path | None) -> str | None:
+    """The id of the run `log_run` logs into (see the module docstring); None: a new one."""
     if run_id:
         return run_id
     if run_name:
@@ -29,29 +34,13 @@ def _run_to_log_into(mlflow: Any, run_id: str | None, run_name: str | None, wind
 
             raise FootprintError(f"no MLflow run named {run_name!r} in the current experiment", "mlflow", "run_name")
         return found[0].info.run_id
-    last = mlflow.last_active_run()
-    if last is None or window is None:
+    tag = str(run_dir.resolve()) if run_dir is not None else ""
+    if not tag or "'" in tag:
         return None
-    start, end = last.info.start_time / 1000, (last.info.end_time or 2**62) / 1000  # ms; a running run has no end
-    return last.info.run_id if start <= window[1] and end >= window[0] else None  # it ran while the run was tracked
-
-
-def _window(target: Any, run_dir: Any) -> tuple[float, float] | None:
-    """(start, end) in Unix seconds of the tracked run behind ``target``, if it is one."""
-    record = target if isinstance(target, dict) else getattr(target, "run", None)
-    if not isinstance(record, dict) and run_dir is not None and (run_dir / "run.json").is_file():
-        from footprint.tracking.runrecord import read_record
-
-        record = read_record(run_dir / "run.json")
-    if not isinstance(record, dict):
-        return None
-    from datetime import datetime
-
-    try:  # the job record's times are UTC to the second: a second of slack either side
-        start, end = (datetime.fromisoformat(str(record[k])).timestamp() for k in ("start_utc", "end_utc"))
-    except (KeyError, ValueError):
-        return None
-    return start - 1, end + 1
+    found = mlflow.search_runs(
+        filter_string=f"tags.`{RUN_TAG}` = '{tag}'", search_all_experiments=True, max_results=1, output_format="list"
+    )
+    return found[0].info.run_id if found else None
 
 
 def log_run(
@@ -62,23 +51,30 @@ def log_run(
     report: bool = True,
     samples: int = DEFAULT_SAMPLES,
 ) -> str:
-    """Log ``target``'s assessment into the active, given, named or last run of this process; returns its id."""
+    """Log ``target``'s assessment into the active, given, named or training run; returns its id."""
     import mlflow
+    from mlflow.entities import Metric, Param
 
     a, run_dir = m.resolve(target, samples)
-    started = mlflow.active_run() is None
-    reopen = _run_to_log_into(mlflow, run_id, run_name, _window(target, run_dir)) if started else None
-    run = mlflow.start_run(run_id=reopen) if started else mlflow.active_run()
-    try:
-        mlflow.log_params(m.params(a))
-        steps = (a.workload.training or {}).get("steps")
-        mlflow.log_metrics(m.metrics(a), step=int(steps or 0))  # at the run's last step: after the live values
+    active = mlflow.active_run()
+    rid = active.info.run_id if active is not None else _run_to_log_into(mlflow, run_id, run_name, run_dir)
+    started = rid is None
+    if started:
+        rid = mlflow.start_run(run_name=a.workload.name).info.run_id
+    client = mlflow.MlflowClient()  # by the run's id: the fluent calls follow MLflow's active-run state, which another
+    try:  # library's callback can leave pointing elsewhere, and refuse a run of another experiment
+        now = int(time.time() * 1000)
+        step = int((a.workload.training or {}).get("steps") or 0)  # at the run's last step: after the live values
+        client.log_batch(
+            rid,
+            metrics=[Metric(k, v, now, step) for k, v in m.metrics(a).items()],
+            params=[Param(k, v) for k, v in m.params(a).items()],
+        )
         files, tmp = m.artifacts(a, run_dir, report)
-        client = mlflow.MlflowClient()  # to this run by its id: the fluent call follows MLflow's active-run state,
-        with tmp:  # which another library's callback can leave pointing elsewhere (the files then land in a new run)
+        with tmp:
             for f in files:
-                client.log_artifact(run.info.run_id, str(f), artifact_path="footprint")
-        return run.info.run_id
+                client.log_artifact(rid, str(f), artifact_path="footprint")
+        return rid
     finally:
         if started:
             mlflow.end_run()

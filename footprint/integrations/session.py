@@ -10,6 +10,7 @@ model (never a framework's count summed over ranks); FLOPs come from ``track(mod
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ class Session:
         self.run: dict[str, Any] | None = None
         self._exporter: Any = None
         self._live: Any = None
+        self._tagged = False
 
     def begin(self, module: Any = None, framework_dtype: str | None = None, dtype_origin: str = "") -> Tracker:
         """Open (or join) the tracker; watch ``module`` for FLOPs unless analytical FLOPs were given."""
@@ -138,6 +140,7 @@ class Session:
         t = self.tracker
         if t is None:
             return {}
+        self.tag_mlflow_run()
         from footprint.integrations.live import LiveMetrics, job_wide
 
         try:
@@ -151,6 +154,29 @@ class Session:
         except Exception as exc:
             t._note(f"live metrics not made job-wide: {type(exc).__name__}: {exc}")
             return {}
+
+    def tag_mlflow_run(self, client: Any = None, run_id: str | None = None) -> None:
+        """Tag the MLflow run this process logs to (the fluent active run: the Trainer's, accelerate's; or ``run_id``
+        through ``client``: Lightning's MLFlowLogger) with this run's directory, so that
+        `footprint.integrations.mlflow.log_run` finds it after training, when the framework has ended it."""
+        t = self.tracker
+        if self._tagged or t is None or t.memory_only or (client is None and "mlflow" not in sys.modules):
+            return
+        try:
+            if client is None:
+                import mlflow
+
+                active = mlflow.active_run()
+                if active is None:
+                    return
+                client, run_id = mlflow.MlflowClient(), active.info.run_id
+            from footprint.integrations.mlflow import RUN_TAG
+
+            client.set_tag(run_id, RUN_TAG, str(Path(t.run_dir).resolve()))
+            self._tagged = True
+        except Exception as exc:
+            self._tagged = True  # once: a tracker that refuses tags will refuse them again
+            t._note(f"{self.source}: MLflow run not tagged: {type(exc).__name__}: {exc}")
 
     def end(self) -> dict[str, Any] | None:
         """Close the windows; the owner stops the tracker (run record) and writes the report if asked."""

@@ -510,11 +510,22 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     )
 
 
+def site_pue(site: dict[str, Any] | str | None) -> str:
+    """'PUE 1.2' or 'PUE 1.58 (default: ...)': the PUE a run's site will be assessed with, said where it is recorded."""
+    site = {"grid": site} if isinstance(site, str) else dict(site or {})
+    sites = db().sites
+    preset = str(site.get("preset") or sites.get("default"))
+    if "pue" in site:
+        return f"PUE {site['pue']}"
+    pue = ((sites.get("sites", {}).get(preset) or {}).get("pue") or {}).get("value")
+    return f"PUE {pue} ({_pue_method(site, preset)})"
+
+
 def _pue_method(site: dict[str, Any], preset: str) -> str:
     """Where the PUE came from, so a default (the industry average) is never invisible."""
     if "pue" in site:
         return "stated"
-    return f"preset {preset}" if "preset" in site else f"default: the {preset} preset; set site.pue or site.preset"
+    return f"preset {preset}" if "preset" in site else f"default: the {preset} preset, no PUE given"
 
 
 def _check_derived(ctx: _Ctx, gpu_hours: float, it_kwh: float, busy_h: float) -> None:

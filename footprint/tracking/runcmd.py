@@ -71,13 +71,15 @@ def run_command(args: argparse.Namespace) -> int:
                 tracker._note(f"footprint run passed on {names} to the command")
             run = tracker.stop()
     if run:
+        from footprint.lca.workload import site_pue
+
         run = merge_attached(tracker, run)
         e = run["energy"]
         where = f"{tracker.run_dir}/run.json" if not tracker.memory_only else f"run {tracker.name!r} (not written)"
         print(
             f"footprint: {where}: {run['duration_s']:.1f} s, GPU "
             f"{kwh(e['gpu_j'])}, total {kwh(e['total_j'])}, steps "
-            f"{'not measured' if run['steps'] is None else run['steps']} (exit code {code})",
+            f"{'not measured' if run['steps'] is None else run['steps']}, {site_pue(run.get('site'))} (exit code {code})",
             file=sys.stderr,
         )
     return code
