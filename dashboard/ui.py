@@ -35,7 +35,9 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     )
     cols = st.columns(4)
     for col, (label, value, rng, detail), v, old in zip(cols, key_figures(a), values, olds, strict=True):
-        col.metric(label, value, delta=core.change(v, old), delta_color="inverse", help=detail)
+        number, _, unit = value.partition(" ")  # the unit in the label: a narrow column cuts the value's tail
+        title = f"{label} ({unit})" if unit else label
+        col.metric(title, number, delta=core.change(v, old), delta_color="inverse", help=detail)
         col.caption((f"range {rng} · " if rng else "") + detail)
     others = [k for k in cat.HEADLINE if k != "climate_change"]
     cols = st.columns(len(others) + 1)
