@@ -109,7 +109,8 @@ def job_wide(values: dict[str, float], rank: int = 0, world: int = 1) -> dict[st
     for i, k in enumerate(keys):
         if PREFIX + k in values:
             vec[i], vec[len(keys) + i] = values[PREFIX + k], 1.0
-    if dist.get_backend() == "nccl":
+    backend = str(dist.get_backend())  # "gloo", "nccl", or per device: "cpu:gloo,cuda:nccl"
+    if "nccl" in backend and "gloo" not in backend:  # NCCL reduces CUDA tensors only
         vec = vec.to(torch.device("cuda", torch.cuda.current_device()))
     dist.all_reduce(vec)
     got, n = vec.cpu().tolist(), dist.get_world_size()
