@@ -538,3 +538,14 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     rows = [r for r in _wandb_history(wandb_file) if "train/footprint/tokens" in r]
     assert [r["train/footprint/tokens"] for r in rows] == [job_tokens / 2, job_tokens]
     assert one_gpu_kwh < rows[-1]["train/footprint/gpu_energy_kwh"] <= job_kwh
+
+
+def test_live_metrics_of_a_multi_rank_job_without_a_process_group_are_named_per_rank() -> None:
+    """No torch process group to reduce over (ranks launched without one): each rank's values under its own name,
+    never rank 0's share under the job-wide name; a single process keeps the plain names."""
+    from footprint.integrations.live import job_wide
+
+    assert not torch.distributed.is_initialized()
+    values = {"footprint/tokens": 256.0, "footprint/gpu_energy_kwh": 1e-4}
+    assert job_wide(values, rank=1, world=2) == {"footprint/rank1/tokens": 256.0, "footprint/rank1/gpu_energy_kwh": 1e-4}
+    assert job_wide(values, rank=0, world=1) == values
