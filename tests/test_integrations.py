@@ -198,6 +198,13 @@ def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlf
     assert any("LightningModule" in n for n in run["notes"])
     assert _history(mlflow_uri, logger.run_id, "footprint/tokens") == [(2, TOKENS / 3), (4, 2 * TOKENS / 3), (6, TOKENS)]
     assert "save_checkpoint" not in vars(trainer)  # the checkpoint-window wrapper is gone
+    import mlflow
+
+    from footprint.integrations.mlflow import log_run
+
+    mlflow.set_tracking_uri(mlflow_uri)  # after training, the 16 categories land in the logger's run (found by its tag)
+    assert log_run(run, samples=0, report=False) == logger.run_id
+    assert "footprint/climate_change" in mlflow.MlflowClient(mlflow_uri).get_run(logger.run_id).data.metrics
 
 
 def test_accelerate_helper(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
