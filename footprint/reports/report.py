@@ -290,7 +290,8 @@ details summary{cursor:pointer}details[open] summary{margin-bottom:6px}details.w
 a{color:#2b5d99;overflow-wrap:anywhere}.cmp{overflow-x:auto}
 @page{size:A4;margin:14mm 12mm}
 @media print{body{max-width:none;margin:0;padding:0;font-size:10pt}h2{page-break-after:avoid}.fig{page-break-inside:avoid}
-.cards{gap:6px}.card{min-width:0;padding:6px 8px}.card .v{font-size:1.2em}table{font-size:8pt}th,td{padding:3px 4px}
+.cards{gap:6px}.card{min-width:0;padding:6px 8px}.card .v{font-size:1.2em}.key .card .v{font-size:1.4em}
+table{font-size:8pt}th,td{padding:3px 4px}
 tr{page-break-inside:avoid}details{border:none;padding:0;background:none}
 .src td:first-child{width:70%}.src td:last-child{width:30%}}
 """
