@@ -3,7 +3,8 @@
 Public API (imported lazily so that ``import footprint`` costs milliseconds):
 
     load_scenario(path, sets=None) -> Workload
-    assess(workload | scenario path | run dir | run, samples=DEFAULT_SAMPLES (2000), seed=0) -> Assessment
+    assess(workload | scenario path or name | run dir | run, samples=DEFAULT_SAMPLES (2000), seed=0, set={...})
+        -> Assessment  (set= overrides keys as `footprint assess --set` does: {"training.mfu": 0.5})
     report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
     assess_many(workloads) -> BatchAssessment  (central values of thousands of workloads, factor lookups shared)
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)

@@ -123,9 +123,11 @@ def test_binary_scenario_is_one_line_error(cli: CliServer, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])
 def test_deeply_nested_yaml_is_refused_before_it_is_built(cli: CliServer, tmp_path: Path, depth: int) -> None:
-    """A 2 KB file nested 1,000 deep gave a RecursionError; 100,000 deep crashed libyaml's composer (SIGSEGV)."""
+    """A 2 KB file nested 1,000 deep gave a RecursionError; 100,000 deep crashed libyaml's composer (SIGSEGV).
+    Our depth limit or libyaml's own (newer PyYAML builds scan a flow collection ahead and stop at theirs first)
+    may fire: either way one line naming the file and the line, exit 2; the wording is the library's business."""
     p = _scenario(tmp_path, "name: " + "[" * depth + "]" * depth)
-    _error(cli.run(["assess", p]), "YAML refused: nested deeper than 64 levels", "line 1")
+    _error(cli.run(["assess", p]), "s.yaml", "YAML", "line 1")
 
 
 def test_alias_bomb_is_refused_before_it_is_built(cli: CliServer, tmp_path: Path) -> None:

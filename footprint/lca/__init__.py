@@ -5,7 +5,8 @@ Owns: the unit registry (`units`), the impact categories (`categories`), the typ
 the engine (`engine.assess`) and its result (`assessment`), the Monte Carlo (`montecarlo`) and how each
 factor is drawn and which inputs drive the variance (`uncertainty`), the caveats in groups (`notes`) and
 batch assessment (`batch`).
-May import: `footprint.errors`, `lca_data`, numpy, pint, yaml. Nothing else of ours: tracking,
+May import: `footprint.errors`, `lca_data`, `scenarios` (the shipped scenario files, package data), numpy,
+pint, yaml. Nothing else of ours: tracking,
 reports, kernels and the CLI build on this package, never the other way round.
 
 `footprint.lca.assess` is the engine (imported lazily so that `footprint.lca.categories` stays cheap).

@@ -104,6 +104,8 @@ class Assessment:
     contested: tuple[dict[str, Any], ...] = ()  # factors whose sources disagree by more than 3x
     normalised: dict[str, dict[str, float]] = field(default_factory=dict)  # EF 3.1 person-equivalents, points
     single_score: dict[str, Any] = field(default_factory=dict)  # EF 3.1 single score (Pt)
+    # Monte Carlo 2.5-97.5 percentiles of gpu_hours, it_energy_kwh, facility_energy_kwh, water_l (empty: one evaluation)
+    activity_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> CategoryResult:
         return self.impacts[key]
@@ -145,6 +147,7 @@ class Assessment:
                 "grid_name": self.zone.name,
                 "grid_year": self.zone.year,
                 "pue": w.pue,
+                "pue_method": w.pue_method,
                 "wue_l_per_kwh": w.wue_l_per_kwh,
                 "ewif_l_per_kwh": w.ewif_l_per_kwh,
                 "ewif_method": w.ewif_method,
@@ -173,6 +176,7 @@ class Assessment:
             "contested_data": [dict(c) for c in self.contested],
             "materials": self.materials,
             "water_l": dict(self.water_l),
+            "activity_ranges": {k: list(v) for k, v in self.activity_ranges.items()},
             "sources": self.sources,
             "warnings": list(self.warnings),
         }
@@ -275,6 +279,13 @@ def training_facts(a: Assessment) -> dict[str, str]:
         f"{num(t['kg_co2eq_per_million_tokens'])} kg CO2 eq (life cycle: use and embodied)",
         "Per step": f"{num(t['kwh_per_step'])} kWh IT, {num(t['kg_co2eq_per_step'])} kg CO2 eq",
     }
+    if t.get("ranks") or t.get("world_size"):
+        ranks, hosts = t.get("ranks"), t.get("hosts") or []
+        named = f" ({', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''})" if hosts else ""
+        facts["Job"] = (
+            f"{count(ranks)} rank{'s' if ranks != 1 else ''} recorded of world size {count(t.get('world_size'))}, "
+            f"on {len(hosts)} host{'s' if len(hosts) != 1 else ''}{named}"
+        )
     shares = t.get("gpu_energy_share")
     if shares:
         order = ["train", "eval", "checkpoint", "idle", "train_and_idle"]
@@ -295,13 +306,58 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
         "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": mfu_text(w),
-        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); {w.energy_method}",
+        "Total FLOPs": "n/a" if w.flops is None else f"{w.flops:.3g} FLOP",
+        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)}); {w.energy_method}",
         "Grid": grid,
         "GPU lifetimes": hardware_text(a),
         "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         "Embodied data": a.embodied_method,
         "Card geometry": a.materials.get("geometry") or "n/a",
     }
+
+
+def pue_text(w: Workload) -> str:
+    """The PUE and, unless the scenario stated it, where it came from: a default is never invisible."""
+    return f"PUE {w.pue:g}" + (f", {w.pue_method}" if w.pue_method and w.pue_method != "stated" else "")
+
+
+SCORE_NOTE = (
+    "Below, all 16 EF 3.1 categories; person-equivalents divide each by one world citizen's annual impact in it, and "
+    "points (Pt) weight them into one single score (the EF 3.1 weights: a value choice)."
+)
+
+
+def key_figures(a: Assessment) -> list[tuple[str, str, str, str]]:
+    """(label, value, range, detail) of what most readers came for, led by every report and the dashboard before
+    anything in Pt: climate change, facility energy, water and GPU-hours, each with its Monte Carlo 2.5-97.5
+    percentile range ("low - high"; "" for a single evaluation)."""
+    w, cc, water, r = a.workload, a.impacts["climate_change"], a.water_l, a.activity_ranges
+
+    def span(key: str) -> str:
+        lo, hi = (cc.low, cc.high) if key == "climate_change" else r.get(key, (None, None))
+        return f"{num(lo)} - {num(hi)}" if lo is not None and hi is not None and lo != hi else ""
+
+    return [
+        ("Climate change", f"{num(cc.total)} {display_unit(cc.unit)}", span("climate_change"), "life cycle, all stages"),
+        (
+            "Energy",
+            f"{num(a.facility_energy_kwh)} kWh",
+            span("facility_energy_kwh"),
+            f"facility: {num(w.it_energy_kwh)} kWh IT x {pue_text(w)}",
+        ),
+        (
+            "Water",
+            f"{num(water['total'])} L",
+            span("water_l"),
+            f"on-site {num(water['on_site'])}, off-site {num(water['off_site'])}",
+        ),
+        ("GPU-hours", num(w.gpu_hours), span("gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
+    ]
+
+
+def key_figures_line(a: Assessment) -> str:
+    """The key figures in one line, with their ranges: the text table's first line under the name."""
+    return "  |  ".join(f"{label}: {value}" + (f" ({rng})" if rng else "") for label, value, rng, _ in key_figures(a))
 
 
 def plain(x: float) -> str:
@@ -354,15 +410,16 @@ def _summary_lines(a: Assessment) -> list[str]:
     water = a.water_l
     lines = [
         f"{w.name}",
+        f"  {key_figures_line(a)}",
         f"  GPU: {w.count:,} x {w.gpu.name}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
-        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g})"
+        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
         f"  |  grid: {w.grid} ({a.zone.name})",
         f"  Hardware: {hardware_text(a)}",
         f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
     ]
     if w.mfu is not None:
-        lines.insert(2, f"  MFU: {mfu_text(w)}")
+        lines.insert(3, f"  MFU: {mfu_text(w)}")
     lines += [f"  {k}: {v}" for k, v in training_facts(a).items()]
     return lines
 

@@ -235,11 +235,14 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     _check_finite(w, {k: (r.total,) for k, r in results.items()})
 
     score_stats = None
+    activity: dict[str, tuple[float, float]] = {}
     if samples and samples > 1:
         sources += inp.range_sources
         if w.host is not None:
             sources += ["ecoinvent-pedigree-v2"]
-        summary = montecarlo.summarise(montecarlo.draw(w, samples, seed, inp, _power_relative(d)))
+        drawn = montecarlo.draw(w, samples, seed, inp, _power_relative(d))
+        summary = montecarlo.summarise(drawn)
+        activity = _activity_ranges(w, drawn.activity)
         for c in cat.categories() + cat.extras():
             i = IDX[c.key]
             results[c.key] = results[c.key].with_stats(summary.q[:, i], summary.sensitivity[i])
@@ -267,6 +270,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         contested=tuple(contested),
         normalised=per,
         single_score=score,
+        activity_ranges=activity,
     )
 
 
@@ -350,6 +354,17 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
     return CategoryResult(
         c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available), not_modelled=tuple(not_modelled)
     )
+
+
+def _activity_ranges(w: Workload, draws: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
+    """2.5-97.5 percentiles of GPU-hours, IT and facility energy and water (L) over the same draws as the impacts:
+    the headline's ranges. Water is on-site (IT x WUE) plus off-site (facility x EWIF), where either is known."""
+    out = dict(draws)
+    if w.wue_l_per_kwh is not None or w.ewif_l_per_kwh is not None:
+        out["water_l"] = draws["it_energy_kwh"] * (w.wue_l_per_kwh or 0.0) + draws["facility_energy_kwh"] * (
+            w.ewif_l_per_kwh or 0.0
+        )
+    return {k: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))) for k, v in out.items()}
 
 
 def _water(w: Workload, facility: float, warnings: list[str]) -> dict[str, float | None]:

@@ -21,7 +21,7 @@ from the same draws, the sensitivity table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ class Inputs:
 class Draws:
     totals: np.ndarray  # (samples, indicators)
     inputs: tuple[Input, ...]
+    activity: dict[str, np.ndarray] = field(default_factory=dict)  # GPU-hours, IT and facility kWh per draw (headline)
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,8 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
                 categories=frozenset({IDX["water_use"]}),
             )
         )
-    return Draws(totals, (*_per_category_inputs(inp, emb, mult, host, el, kinds, block), *shared))
+    activity = {"gpu_hours": gpu_hours, "it_energy_kwh": it, "facility_energy_kwh": facility}
+    return Draws(totals, (*_per_category_inputs(inp, emb, mult, host, el, kinds, block), *shared), activity)
 
 
 def _per_category_inputs(

@@ -24,8 +24,10 @@ from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
+    SCORE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
+    key_figures,
     md_source,
     num,
     pct,
@@ -81,8 +83,9 @@ def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int, se
         return t, run_dir
     from footprint.api import to_workload
     from footprint.lca.engine import assess
+    from footprint.lca.workload import scenario_path
 
-    p = Path(t)
+    p = scenario_path(t)
     run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
     return assess(to_workload(p, sets), samples=samples, seed=seed), run_dir
 
@@ -170,8 +173,8 @@ def summary_rows(a: Assessment) -> list[tuple[str, str]]:
 
 
 def headline(a: Assessment) -> list[tuple[str, str, str]]:
-    """(label, value, detail) of the headline: the EF 3.1 single score, the categories that weigh most in it, and
-    climate change (the number most readers look for) when it is not among them."""
+    """(label, value, detail) of the EF 3.1 cards, below the key figures (`key_cards`): the single score and the
+    categories that weigh most in it, in person-equivalents."""
     out = []
     if a.single_score:
         sc = a.single_score
@@ -182,18 +185,20 @@ def headline(a: Assessment) -> list[tuple[str, str, str]]:
                 f"range {num(sc['low'])} – {num(sc['high'])} · weighting is a value choice",
             )
         )
-    keys = top_categories(a)
-    if "climate_change" not in keys:
-        keys = [*keys, "climate_change"]
-    for k in keys:
-        r, n = a.impacts[k], a.normalised.get(k)
+    for k in top_categories(a) if a.normalised else []:
+        r, n = a.impacts[k], a.normalised[k]
         total = f"{num(r.total)} {display_unit(r.unit)}, range {num(r.low)} – {num(r.high)}"
-        if n is None:
-            out.append((r.name, num(r.total), f"{display_unit(r.unit)} · range {num(r.low)} – {num(r.high)}"))
-        else:
-            share = pct(n["share_of_single_score"])
-            out.append((r.name, num(n["person_equivalents"]), f"person-equivalents, {share} of the single score · {total}"))
+        share = pct(n["share_of_single_score"])
+        out.append((r.name, num(n["person_equivalents"]), f"person-equivalents, {share} of the single score · {total}"))
     return out
+
+
+def key_cards(a: Assessment) -> list[tuple[str, str, str]]:
+    """(label, value, detail) of the key figures (kg CO2 eq, kWh, litres, GPU-hours) that lead every report."""
+    return [
+        (label, value, (f"range {rng.replace(' - ', ' – ')} · " if rng else "") + detail)
+        for label, value, rng, detail in key_figures(a)
+    ]
 
 
 CAT_HEADERS = [
@@ -309,13 +314,16 @@ td:first-child,th:first-child{text-align:left}.kv td{text-align:left}.kv td:firs
 .notes td,.notes th{text-align:left}
 .cards{display:flex;gap:12px;flex-wrap:wrap}.card{flex:1;min-width:180px;border:1px solid #dde3ee;border-radius:8px;
 padding:10px 14px;background:#fafbfe}.card .v{font-size:1.5em;font-weight:700}.card .u{color:#666;font-size:.85em}
+.cards.key{margin-bottom:12px}.key .card{background:#eef3fb;border-color:#4E79A7}.key .card .v{font-size:1.9em}
+.key .card .u{color:#333}
 .fig{margin:12px 0}.fig svg{max-width:100%;height:auto}
 details{border:1px solid #e3e3e3;border-radius:6px;padding:6px 10px;margin:6px 0;background:#fcfcfd}
 details summary{cursor:pointer}details[open] summary{margin-bottom:6px}details.warn summary b{color:#8a5300}
 a{color:#2b5d99;overflow-wrap:anywhere}.cmp{overflow-x:auto}
 @page{size:A4;margin:14mm 12mm}
 @media print{body{max-width:none;margin:0;padding:0;font-size:10pt}h2{page-break-after:avoid}.fig{page-break-inside:avoid}
-.cards{gap:6px}.card{min-width:0;padding:6px 8px}.card .v{font-size:1.2em}table{font-size:8pt}th,td{padding:3px 4px}
+.cards{gap:6px}.card{min-width:0;padding:6px 8px}.card .v{font-size:1.2em}.key .card .v{font-size:1.4em}
+table{font-size:8pt}th,td{padding:3px 4px}
 tr{page-break-inside:avoid}details{border:none;padding:0;background:none}
 .src td:first-child{width:70%}.src td:last-child{width:30%}}
 """
@@ -369,7 +377,9 @@ def _section_html(s: Section, printed: bool = False) -> str:
     groups = note_groups(a)
     parts = [
         f"<h2>Summary — {html.escape(a.workload.name)}</h2>",
+        f'<div class="cards key">{"".join(_card(*h) for h in key_cards(a))}</div>',
         f'<div class="cards">{"".join(_card(*h) for h in headline(a))}</div>',
+        f'<p class="sub">{html.escape(SCORE_NOTE)}</p>',
         _table(["", ""], [list(r) for r in summary_rows(a)], "kv"),
         "<h2>All 16 EF 3.1 categories</h2>",
         _table(CAT_HEADERS, category_rows(a), "num"),
@@ -527,7 +537,11 @@ def to_markdown(sections: list[Section], out: Path) -> str:
         lines += [
             f"## Summary — {md_text(a.workload.name)}",
             "",
-            *[f"- **{md_text(label)}: {md_text(value)}** ({md_text(detail)})" for label, value, detail in headline(a)],
+            *[f"- **{md_text(label)}: {md_text(value)}** ({md_text(detail)})" for label, value, detail in key_cards(a)],
+            "",
+            *[f"- {md_text(label)}: {md_text(value)} ({md_text(detail)})" for label, value, detail in headline(a)],
+            "",
+            SCORE_NOTE,
             "",
             _md_table(["", ""], [list(r) for r in summary_rows(a)]),
             "",
