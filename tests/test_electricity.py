@@ -209,7 +209,7 @@ def test_contested_factors_reach_the_assessment_json_and_table() -> None:
     d = json.loads(a.to_json())
     factors = [c["factor"] for c in d["contested_data"]]
     assert "nuclear electricity, ionising radiation" in factors
-    from footprint.lca.assessment import to_table
+    from footprint.lca.render import to_table
 
     assert "Contested data (" in to_table(a)  # one line by default (footprint assess), every factor with --details
     text = to_table(a, details=True)

@@ -10,8 +10,8 @@ import pytest
 from _paths import SCENARIOS, SHARED
 
 from footprint.lca import categories as cat
-from footprint.lca.assessment import to_csv, to_markdown, to_table
 from footprint.lca.engine import assess
+from footprint.lca.render import to_csv, to_markdown, to_table
 from footprint.lca.workload import load_scenario
 from lca_data import loader
 

@@ -94,7 +94,7 @@ footprint report scenarios/olmo-2-7b.yaml --format json -o -      to stdout""",
 def assess(args: argparse.Namespace) -> int:
     from footprint.api import to_workload
     from footprint.cli.app import emit
-    from footprint.lca.assessment import render
+    from footprint.lca.render import render
     from footprint.lca.engine import assess
 
     workload = to_workload(Path(args.target), args.sets)

@@ -31,7 +31,7 @@ from footprint.lca.database import IDX, N_IND, Database, Embodied, db
 from footprint.lca.montecarlo import Inputs
 from footprint.lca.uncertainty import Block
 from footprint.lca.units import Q
-from footprint.lca.workload import Workload
+from footprint.lca.workload_data import Workload
 
 N_CAT = 16
 

@@ -28,15 +28,14 @@ from footprint.lca.assessment import (
     SENSITIVITY_NOTE,
     Assessment,
     key_figures,
-    md_source,
     num,
     pct,
     sensitivity_rows,
     summary_facts,
-    to_csv,
     training_facts,
 )
 from footprint.lca.notes import NoteGroup, note_count, note_groups
+from footprint.lca.render import md_source, to_csv
 from footprint.lca.units import display_unit
 from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
