@@ -9,7 +9,7 @@ MARK = {"ok": "ok  ", "warn": "warn", "missing": "--  "}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command
+    from footprint.cli.registry import command
 
     d = command(
         sub,

@@ -9,7 +9,7 @@ from footprint.inputs import MAX_RECORD_DEVICES, number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command, group
+    from footprint.cli.registry import command, group
 
     r = command(
         sub,
