@@ -37,6 +37,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
         slurm_energy_scope="gpu",
         gpu_types={"a100": "NVIDIA A100-SXM4-80GB", "h100": "NVIDIA H100 80GB HBM3"},
         site={"grid": "DEU", "pue": 1.3},
+        records=True,
     )
     import_fleet(out, opts)
     return out

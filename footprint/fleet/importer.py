@@ -44,6 +44,11 @@ class ImportOptions:
     now: float | None = None
     keep_series: bool = True
     overwrite: bool = False
+    exact: bool = False  # read every raw sample (the join of `attribution`) instead of the server's aggregation
+    exact_below_s: float = 600.0  # aggregated import: jobs shorter than this from their raw samples
+    max_samples: float = 5_000_000  # aggregated import: samples one request may read (the server's limit is 50 M)
+    concurrency: int = 4
+    records: bool | None = None  # a run.json per job (default: only with exact)
 
 
 @dataclass
@@ -86,7 +91,14 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
         raise FootprintError("nothing to import: give a Prometheus --url, a sacct file, or both")
     window = _window(opts, now)
     with FleetWriter(out, opts.overwrite) as w:
-        summary = _from_prometheus(w, opts, window, now, progress) if opts.prom else _from_sacct(w, opts, window, now)
+        w.records = opts.exact if opts.records is None else opts.records
+        if opts.prom is None:
+            summary = _from_sacct(w, opts, window, now)
+        elif opts.exact:
+            summary = _from_prometheus(w, opts, window, now, progress)
+        else:
+            summary = _aggregated(w, opts, window, now, progress)
+        w.write_job_gpus()
         w.commit()
     summary.out = Path(out)
     return summary
@@ -117,6 +129,54 @@ def _from_prometheus(
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, client_info(client))
     meta["telemetry"] = t = _telemetry_meta(gpus, plan)
+    w.write_meta(meta)
+    total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
+    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def _aggregated(
+    w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
+) -> ImportSummary:
+    """The default: per-job energies evaluated by the server (`footprint.fleet.aggregate`)."""
+    import pandas as pd
+
+    from footprint.fleet import aggregate, promql
+
+    assert opts.prom is not None
+    client = PrometheusClient(opts.prom)
+    fetch = Fetcher(client, opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
+    found = aggregate.discover(client, fetch, window)
+    tel = fetch.t
+    plan = Plan(tel, window)
+    ev = promql.Evaluator(
+        client,
+        promql.scrape_interval(client, opts.names.energy_metric + opts.names.matchers(), window[1]),
+        opts.max_samples,
+        opts.concurrency,
+        (lambda done, total: progress("querying", total, 1)) if progress else None,
+    )
+    act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
+    plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
+    aggregate.refine_label_jobs(plan, found, ev)
+    e = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+    by_job: dict[int, list[tuple[int, float, float]]] = {}
+    for (j, dev), v in e.pair_j.items():
+        by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
+    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
+    index = []
+    for j, job in enumerate(plan.jobs):
+        rows = by_job.get(j)
+        pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
+        if j in e.exact_jobs:
+            job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
+        index.append(_write_job(w, j, job, plan, pairs, opts, source))
+    _write_index(w, index)
+    gpus = aggregate.gpu_rows(found, plan, e)
+    gpus.to_parquet(w.path("gpus.parquet"), index=False)
+    prom = {**client_info(client), "aggregation": {"requests": ev.requests, "splits": ev.splits, "scrape_s": ev.scrape_s}}
+    meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, prom)
+    meta["telemetry"] = t = _telemetry_meta(gpus, plan)
+    meta["method"] = "aggregated"
     w.write_meta(meta)
     total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
     return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
@@ -372,7 +432,8 @@ def _finish(
         "windows": [],
         "notes": list(dict.fromkeys(notes)),
     }
-    rel = w.write_record(job.key, record)
+    rel = w.write_record(job.key, record) if w.records else None
+    w.add_job_devices(job.key, devices)
     scen = run_scenario(record)
     gpu_name = scen["hardware"].get("gpu")
     e = record["energy"]

@@ -32,7 +32,7 @@ from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 DEFAULT_MAX_SAMPLES = 5_000_000  # per request: a tenth of Prometheus' default --query.max-samples (50 M)
 DEFAULT_CONCURRENCY = 4
 MAX_TERMS = 250  # per request: bounds a request's length (POSTed) and the answer's size
-FUNCTIONS = ("increase", "gauge_energy", "count")
+FUNCTIONS = ("increase", "gauge_energy", "count", "min", "max")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Term:
     by: tuple[str, ...]
     fn: str = "increase"
     series: int = 1  # how many series it selects (an estimate, for the sample budget)
+    subquery_step: int = 0  # >0: ``metric`` is an expression, evaluated every step seconds (a subquery)
 
     def samples(self, scrape_s: float) -> float:
         return ((self.end - self.start) / max(scrape_s, 1e-3) + 1.0) * max(self.series, 1)
@@ -61,13 +62,20 @@ def render(t: Term, tag: str) -> str:
     if t.fn not in FUNCTIONS:
         raise ValueError(f"unknown term function {t.fn!r}")
     d = t.end - t.start
-    sel = f"{t.metric}{{{t.matchers}}}[{max(int(round(d * 1000)), 1)}ms] @ {t.end:.3f}"
+    rng = f"{max(int(round(d * 1000)), 1)}ms"
+    if t.subquery_step:
+        sel = f"{t.metric}[{rng}:{t.subquery_step}s] @ {t.end:.3f}"
+    else:
+        sel = f"{t.metric}{{{t.matchers}}}[{rng}] @ {t.end:.3f}" if t.matchers else f"{t.metric}[{rng}] @ {t.end:.3f}"
     inner = {
         "increase": f"increase({sel})",
         "gauge_energy": f"avg_over_time({sel}) * {d:.3f}",
         "count": f"count_over_time({sel})",
+        "min": f"min_over_time({sel})",
+        "max": f"max_over_time({sel})",
     }[t.fn]
-    return f'label_replace(max by ({",".join(t.by)}) ({inner}), "fp_term", "{tag}", "", "")'
+    agg = "min" if t.fn == "min" else "max"
+    return f'label_replace({agg} by ({",".join(t.by)}) ({inner}), "fp_term", "{tag}", "", "")'
 
 
 def batches(terms: list[Term], scrape_s: float, max_samples: float, max_terms: int = MAX_TERMS) -> list[list[Term]]:
@@ -117,14 +125,12 @@ class Evaluator:
     def run(self, terms: Iterable[Term]) -> Result:
         terms = list(terms)
         todo = batches(terms, self.scrape_s, self.max_samples)
+        fns = {t.key: t.fn for t in terms}
         out: Result = {}
         done = 0
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             for part in pool.map(self._batch, todo):
-                for key, groups in part.items():
-                    acc = out.setdefault(key, {})
-                    for g, v in groups.items():
-                        acc[g] = acc.get(g, 0.0) + v
+                _merge(out, part, fns)
                 done += 1
                 if self.progress:
                     self.progress(done, len(todo))
@@ -137,12 +143,12 @@ class Evaluator:
             self.splits += 1
             if len(batch) > 1:
                 h = len(batch) // 2
-                return _merge(self._batch(batch[:h]), self._batch(batch[h:]))
+                return _merge(self._batch(batch[:h]), self._batch(batch[h:]), {t.key: t.fn for t in batch})
             t = batch[0]
             if t.end - t.start <= 2 * self.scrape_s:
                 raise
             a, b = t.halves()
-            return _merge(self._batch([a]), self._batch([b]))
+            return _merge(self._batch([a]), self._batch([b]), {t.key: t.fn})
 
     def _query(self, batch: list[Term]) -> Result:
         expr = " or ".join(render(t, str(i)) for i, t in enumerate(batch))
@@ -166,15 +172,23 @@ class Evaluator:
                 continue  # NaN / Inf / negative is no measurement
             g = tuple(str(labels.get(k, "")) for k in t.by)
             acc = out.setdefault(t.key, {})
-            acc[g] = acc.get(g, 0.0) + v
+            acc[g] = _combine(t.fn, acc.get(g), v)
         return out
 
 
-def _merge(a: Result, b: Result) -> Result:
+def _combine(fn: str, old: float | None, v: float) -> float:
+    """Pieces of one term (its window split): sums, or the extreme for min/max."""
+    if old is None:
+        return v
+    return min(old, v) if fn == "min" else max(old, v) if fn == "max" else old + v
+
+
+def _merge(a: Result, b: Result, fns: dict[Hashable, str] | None = None) -> Result:
     for key, groups in b.items():
         acc = a.setdefault(key, {})
+        fn = (fns or {}).get(key, "increase")
         for g, v in groups.items():
-            acc[g] = acc.get(g, 0.0) + v
+            acc[g] = _combine(fn, acc.get(g), v)
     return a
 
 

@@ -23,6 +23,10 @@ from typing import Any
 from footprint.errors import FootprintError
 
 INDEX = "index.parquet"
+JOB_GPUS = "job_gpus.parquet"
+JOB_GPU_COLUMNS = (
+    *("job_id", "uuid", "name", "index", "host", "component", "method", "measured", "energy_j", "duration_s", "notes"),
+)
 GPUS = "gpus.parquet"
 META = "fleet.json"
 JOBS = "jobs"
@@ -80,6 +84,8 @@ class FleetWriter:
             shutil.rmtree(self.tmp)
         (self.tmp / JOBS).mkdir(parents=True)
         self.series_parts = 0
+        self.records = True
+        self._job_gpus: list[dict[str, Any]] = []
 
     def __enter__(self) -> FleetWriter:
         return self
@@ -107,6 +113,22 @@ class FleetWriter:
         rel = f"{JOBS}/{safe_name(job_id)}"
         runrecord.write_json(self.tmp / rel / "run.json", record)
         return rel
+
+    def add_job_devices(self, job_id: str, devices: list[dict[str, Any]]) -> None:
+        """The ledger's per-job-per-device rows (job_gpus.parquet), whether or not a run record is written."""
+        for d in devices:
+            row = {k: d.get(k) for k in JOB_GPU_COLUMNS if k != "job_id"}
+            row["notes"] = "; ".join(d.get("notes") or []) or None
+            self._job_gpus.append({"job_id": job_id, **row})
+
+    def write_job_gpus(self) -> None:
+        import pandas as pd
+
+        df = pd.DataFrame(self._job_gpus, columns=list(JOB_GPU_COLUMNS))
+        for c in ("energy_j", "duration_s"):
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+        df["index"] = pd.to_numeric(df["index"], errors="coerce").astype("Int64")
+        df.to_parquet(self.tmp / JOB_GPUS, index=False)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         (self.tmp / META).write_text(json.dumps({"format": FORMAT, "version": VERSION, **meta}, indent=2, default=str))

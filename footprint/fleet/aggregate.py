@@ -1,0 +1,407 @@
+"""`footprint fleet import` by server-side aggregation (the default): per-job energy evaluated by the server.
+
+No raw sample crosses the network except for short jobs. The steps:
+
+1. Discovery from the series index (`/api/v1/series`, one request per day: label sets, no samples):
+   every GPU (host + index), whether it has the energy counter or only the power gauge, the job
+   labels each GPU carried and on which days, host RAPL/Kepler meters.
+2. The job table and who held which GPU: `attribution.Plan`, as for the exact import (SLURM windows,
+   labels, label-only jobs; on nodes without the label, the busiest free GPUs in the job's window,
+   from per-GPU activity that the server bins with one `query_range` per node).
+3. Per job, per GPU, per stretch of its window shared with k other jobs (a GPU shared by jobs, MIG
+   instances): `promql.Term`s — ``increase()`` of the energy counter over exactly that stretch (the
+   job's own label series on labelled nodes, the GPU's series elsewhere; ``max by`` GPU, so a counter
+   repeated on every MIG instance counts once), ``avg_over_time`` x duration of the power gauge for
+   GPUs without the counter, ``count_over_time`` for coverage; a shared stretch weighs 1/k.
+   Jobs shorter than ``exact_below_s`` are computed from their raw samples (the counter interpolated
+   at the window's edges), where the extrapolation of a few samples would err most.
+4. Per GPU, the metered total over the window (the counter merged over its series and MIG repeats:
+   ``increase((max by (GPU) (counter))[d:step])``): total - what jobs hold = the unattributed / idle
+   line, so that per-job sums close to the metered total.
+
+The ledger (`index.parquet`, `job_gpus.parquet`, `gpus.parquet`, `fleet.json`) is written; a job's run
+record is written on demand (`footprint fleet job`), never for every job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from footprint.errors import FootprintError
+from footprint.fleet import promql
+from footprint.fleet.attribution import Activity, Job, LabelStats, Plan
+from footprint.fleet.prometheus import PrometheusClient
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
+
+DAY = 86400.0
+Progress = Callable[[str, int | None, int], None]
+
+
+@dataclass
+class Found:
+    """What discovery found: devices (in ``fetch.t``), each device's label set, job labels per device and day."""
+
+    fetch: Fetcher
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    jobs_on: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)  # (job label, dev) -> days seen
+    counter_keys: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Item:
+    """One quantity to evaluate: job ``job`` on device ``dev`` over ``[a, b]`` with weight ``w``."""
+
+    job: int
+    dev: int
+    a: float
+    b: float
+    w: float = 1.0
+
+
+def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float]) -> Found:
+    """Devices and job labels from the series index, one request per metric per day (no samples read)."""
+    n = fetch.names
+    fetch.discover()  # which metrics exist, host CPU source (label-value lookups)
+    found = Found(fetch)
+    lo, hi = window[0] - LOOKBACK_S, window[1] + LOOKBACK_S
+    days = [(a, min(a + DAY, hi)) for a in np.arange(lo, hi, DAY).tolist()]
+    metrics = [(m, k) for m, k, _ in fetch.sources if k == GPU_COUNTER]
+    if n.power_metric:
+        metrics.append((n.power_metric, GPU_GAUGE))
+    metrics += [(m, k) for m, k, _ in fetch.sources if k in (CPU, RAM)]
+    for metric, kind in metrics:
+        for a, b in days:
+            for labels in client.series(metric + n.matchers(), a, b):
+                if not isinstance(labels, dict):
+                    continue
+                gpu = kind in (GPU_COUNTER, GPU_GAUGE)
+                if kind == GPU_GAUGE and fetch._gpu_key(labels) in found.counter_keys:
+                    continue  # the counter is read for this GPU: its gauge is not needed
+                if kind == GPU_COUNTER:
+                    found.counter_keys.add(fetch._gpu_key(labels))
+                d = fetch._device(kind, labels, metric)
+                found.labels.setdefault(d.id, {k: v for k, v in labels.items() if k == "__name__" or not gpu})
+                if gpu:
+                    found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
+                    job = fetch._job_key(labels)
+                    if job:
+                        d.labelled = True
+                        key = (job, d.id)
+                        x0, x1 = found.jobs_on.get(key, (math.inf, -math.inf))
+                        found.jobs_on[key] = (min(x0, max(a, window[0])), max(x1, min(b, window[1])))
+                d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+    if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
+        raise FootprintError("the series were found but none inside the window", key="--start")
+    return found
+
+
+def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
+    """Jobs known from their label only: window = half a scrape before the first labelled sample (the job began
+    between it and the one before) to the last labelled one, from the server's min/max of the samples' timestamps."""
+    n = found.fetch.names
+    step = max(int(round(ev.scrape_s)), 1)
+    terms = []
+    for j, job in enumerate(plan.jobs):
+        if job.source != "label":
+            continue
+        ids = promql.regex_alt(_label_values(job, n.job_labels))
+        sel = f"timestamp({n.energy_metric}{n.matchers(_matcher(n.job_labels[-1], ids))})"
+        a, b = max(job.start - DAY, plan.window[0] - LOOKBACK_S), min(job.end + DAY, plan.window[1] + LOOKBACK_S)
+        terms += [promql.Term(("F", j), sel, "", a, b, (), "min", subquery_step=step)]
+        terms += [promql.Term(("L", j), sel, "", a, b, (), "max", subquery_step=step)]
+    for key, groups in ev.run(terms).items():
+        if groups:
+            v = next(iter(groups.values()))
+            job = plan.jobs[key[1]]
+            if key[0] == "F":
+                job.start = max(v - 0.5 * ev.scrape_s, plan.window[0])  # the job began between two scrapes
+            else:
+                job.end = min(v, plan.window[1])
+    host_meters = [d.id for d in found.fetch.t.devices if d.kind in (CPU, RAM)]
+    for dev in host_meters:  # their shares follow the job windows just refined
+        plan.claims.pop(dev, None)
+    plan._claims_host_meters()
+
+
+def label_stats(found: Found) -> LabelStats:
+    stats = LabelStats()
+    tel = found.fetch.t
+    for (job, dev), (a, b) in found.jobs_on.items():
+        lab = tel.label_id(job)
+        stats.first[(lab, dev)] = a
+        stats.last[(lab, dev)] = b
+    return stats
+
+
+def activity(client: PrometheusClient, found: Found, window: tuple[float, float], hosts: set[str]) -> Activity:
+    """Per-GPU energy in bins (the server's increase per bin), on the nodes without job labels only: what
+    `Plan` needs to infer which GPUs an unlabelled job held."""
+    act = Activity(*window)
+    if not hosts:
+        return act
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    devs = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE) and d.host in hosts]
+    keys = {(d.kind, found.fetch._gpu_key(found.labels[d.id])): d.id for d in devs}
+    for host in sorted(hosts):
+        raw = sorted({found.labels[d.id].get(n.host_label, "") for d in devs if d.host == host})
+        m = n.matchers(f'{n.host_label}=~"{promql.regex_alt(raw)}"')
+        for kind in sorted({d.kind for d in devs if d.host == host}):
+            if kind == GPU_COUNTER:
+                expr, unit = f"increase({n.energy_metric}{m}[{int(act.bin_s)}s])", n.energy_unit_j
+            else:
+                expr, unit = f"avg_over_time({n.power_metric}{m}[{int(act.bin_s)}s])", act.bin_s
+            a, b = act.t0 + act.bin_s, act.t0 + act.n * act.bin_s
+            data = client.query_range(f"max by ({','.join(by)}) ({expr})", a, b, act.bin_s)
+            for s in data.get("result") or [] if isinstance(data, dict) else []:
+                dev = keys.get((kind, found.fetch._gpu_key(s.get("metric") or {})))
+                if dev is not None:
+                    _add_bins(act, dev, s.get("values") or [], unit)
+    return act
+
+
+def _add_bins(act: Activity, dev: int, values: list[Any], unit: float) -> None:
+    arr = act.bins.setdefault(dev, np.zeros(act.n))
+    for t, v in values:
+        try:
+            b, x = int(round((float(t) - act.t0) / act.bin_s)) - 1, float(v) * unit
+        except (TypeError, ValueError):
+            continue
+        if 0 <= b < act.n and math.isfinite(x) and x >= 0:
+            arr[b] += x
+
+
+def holdings(plan: Plan, found: Found) -> list[Item]:
+    """Every (job, GPU, stretch, weight): labelled GPUs from the labels the job's ids carried, unlabelled ones
+    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k."""
+    tel = found.fetch.t
+    per_dev: dict[int, list[tuple[int, float, float]]] = {}
+    for (label, dev), _ in found.jobs_on.items():
+        for j in plan.label_jobs.get(tel.label_id(label), []):
+            job = plan.jobs[j]
+            per_dev.setdefault(dev, []).append((j, job.start, job.end))
+    for dev, claims in plan.claims.items():
+        if tel.devices[dev].kind in (GPU_COUNTER, GPU_GAUGE):
+            per_dev.setdefault(dev, []).extend((c.job, c.start, c.end) for c in claims)
+    items: list[Item] = []
+    for dev, held in per_dev.items():
+        held = sorted(set(held), key=lambda x: (x[1], x[0]))
+        edges = sorted({t for _, a, b in held for t in (a, b)})
+        for j, a, b in held:
+            inside = [t for t in edges if a <= t <= b]
+            if len(held) == 1 or len(inside) == 2 and _count(held, a, b) == 1:
+                items.append(Item(j, dev, a, b))
+                continue
+            for x, y in zip(inside[:-1], inside[1:], strict=True):
+                k = _count(held, x, y)
+                if y > x and k:
+                    items.append(Item(j, dev, x, y, 1.0 / k))
+    return items
+
+
+def _count(held: list[tuple[int, float, float]], a: float, b: float) -> int:
+    return sum(1 for _, x, y in held if x < b and a < y)
+
+
+def cpu_items(plan: Plan, found: Found) -> list[Item]:
+    return [
+        Item(c.job, dev, c.start, c.end, c.weight)
+        for dev, claims in plan.claims.items()
+        if found.fetch.t.devices[dev].kind in (CPU, RAM)
+        for c in claims
+    ]
+
+
+def exact_energy(client: PrometheusClient, found: Found, item: Item, metric: str, scrape_s: float) -> float:
+    """A short stretch from raw samples: the GPU's counter (all its series merged) interpolated at the stretch's
+    edges, resets counted as PromQL does. Never extrapolated: a GPU that stopped reporting gives a lower bound."""
+    n = found.fetch.names
+    lab = found.labels[item.dev]
+    m = n.matchers(f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"')
+    pad = max(2.0 * scrape_s, 60.0)
+    data = client.query(f"{metric}{m}[{int(math.ceil(item.b - item.a + 2 * pad))}s]", at=item.b + pad)
+    ts: dict[float, float] = {}
+    for s in (data.get("result") or []) if isinstance(data, dict) else []:
+        for t, v in s.get("values") or []:
+            try:
+                tt, vv = float(t), float(v)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(vv) and vv >= 0:
+                ts[tt] = max(ts.get(tt, 0.0), vv)
+    if len(ts) < 2:
+        return 0.0
+    t = np.array(sorted(ts))
+    v = np.array([ts[x] for x in t])
+    inc = np.diff(v)
+    cum = np.concatenate([[0.0], np.cumsum(np.where(inc < 0, v[1:], inc))])
+    a, b = np.clip([item.a, item.b], t[0], t[-1])
+    return float(np.interp(b, t, cum) - np.interp(a, t, cum)) * n.energy_unit_j
+
+
+def _matcher(label: str, regex: str) -> str:
+    return f'{label}=~"{regex}"'
+
+
+def _q(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+@dataclass
+class Energies:
+    """Per (job, device): joules and seconds of telemetry; per device: metered joules and seconds."""
+
+    pair_j: dict[tuple[int, int], float] = field(default_factory=dict)
+    pair_s: dict[tuple[int, int], float] = field(default_factory=dict)
+    dev_j: dict[int, float] = field(default_factory=dict)
+    dev_s: dict[int, float] = field(default_factory=dict)
+    exact_jobs: set[int] = field(default_factory=set)
+
+
+def evaluate(
+    client: PrometheusClient,
+    plan: Plan,
+    found: Found,
+    ev: promql.Evaluator,
+    exact_below_s: float,
+    exact_all: bool = False,
+) -> Energies:
+    """Every job's energy on every GPU it held, the host meters' shares, and each GPU's metered total."""
+    n = found.fetch.names
+    tel = found.fetch.t
+    by = (n.host_label, n.gpu_label)
+    out = Energies()
+    terms: list[promql.Term] = []
+    weights: dict[Any, float] = {}
+    short: list[Item] = []
+    items = holdings(plan, found)
+    for i, it in enumerate(items):
+        d, job = tel.devices[it.dev], plan.jobs[it.job]
+        gpu = found.labels[it.dev]
+        m = f'{n.host_label}="{_q(gpu.get(n.host_label, ""))}",{n.gpu_label}="{_q(gpu.get(n.gpu_label, ""))}"'
+        if d.labelled and job.ids:
+            m += f',{n.job_labels[-1]}=~"{promql.regex_alt(_label_values(job, n.job_labels))}"'
+        m = n.matchers(m).strip("{}")
+        metric = n.energy_metric if d.kind == GPU_COUNTER else n.power_metric
+        if d.kind == GPU_COUNTER and (exact_all or job.duration_s < exact_below_s):
+            short.append(it)
+            out.exact_jobs.add(it.job)
+        else:
+            fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
+            terms.append(promql.Term(("e", i), metric, m, it.a, it.b, by, fn))
+            weights[("e", i)] = it.w * (n.energy_unit_j if d.kind == GPU_COUNTER else 1.0)
+        terms.append(promql.Term(("c", i), metric, m, it.a, it.b, by, "count"))
+        weights[("c", i)] = it.w
+        out.pair_j.setdefault((it.job, it.dev), 0.0)
+    for i, it in enumerate(cpu_items(plan, found)):
+        lab = found.labels[it.dev]
+        m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
+        terms.append(promql.Term(("h", i, it.job, it.dev), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
+        weights[("h", i, it.job, it.dev)] = it.w
+    res = ev.run(terms + _totals(found, plan.window, ev.scrape_s))
+    for key, groups in res.items():
+        v = sum(groups.values())
+        if key[0] in ("e", "c"):
+            it = items[key[1]]
+            target = out.pair_j if key[0] == "e" else out.pair_s
+            add = v * weights[key] if key[0] == "e" else min(v * ev.scrape_s, it.b - it.a) * it.w
+            target[(it.job, it.dev)] = target.get((it.job, it.dev), 0.0) + add
+        elif key[0] == "h":
+            out.pair_j[(key[2], key[3])] = out.pair_j.get((key[2], key[3]), 0.0) + v * weights[key]
+        elif key[0] == "T":
+            dev = key[1]
+            out.dev_j[dev] = out.dev_j.get(dev, 0.0) + v * (n.energy_unit_j if key[2] == "increase" else 1.0)
+        elif key[0] == "S":
+            span = plan.window[1] - plan.window[0]
+            out.dev_s[key[1]] = min(out.dev_s.get(key[1], 0.0) + v * key[2], span)
+    _short(client, found, short, ev, out)
+    return out
+
+
+def _short(client: PrometheusClient, found: Found, short: list[Item], ev: promql.Evaluator, out: Energies) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    metric = found.fetch.names.energy_metric
+
+    def one(it: Item) -> tuple[Item, float]:
+        return it, exact_energy(client, found, it, metric, ev.scrape_s) * it.w
+
+    with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
+        for it, e in pool.map(one, short):
+            out.pair_j[(it.job, it.dev)] = out.pair_j.get((it.job, it.dev), 0.0) + e
+
+
+def _label_values(job: Job, labels: tuple[str, ...]) -> list[str]:
+    """The values of the last job label that name the job (``ns/pod`` -> ``pod``)."""
+    return sorted({i.split("/")[-1] if len(labels) > 1 else i for i in job.ids})
+
+
+def _totals(found: Found, window: tuple[float, float], scrape_s: float) -> list[promql.Term]:
+    """Each GPU's metered energy and seconds over the window, per day: the counter merged over its series (job
+    label changes, MIG repeats) by a subquery at the scrape interval; the gauge's mean x duration."""
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    step = max(int(round(scrape_s)), 1)
+    terms: list[promql.Term] = []
+    edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
+    for d in found.fetch.t.devices:
+        if d.kind not in (GPU_COUNTER, GPU_GAUGE):
+            lab = found.labels[d.id]
+            m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
+            for a, b in zip(edges[:-1], edges[1:], strict=True):
+                terms.append(promql.Term(("T", d.id, "host"), lab.get("__name__", ""), m, a, b, ("instance",)))
+            continue
+        lab = found.labels[d.id]
+        m = n.matchers(f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"')
+        metric = n.energy_metric if d.kind == GPU_COUNTER else n.power_metric
+        merged = f"(max by ({','.join(by)}) ({metric}{m}))"
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
+            if b <= a or b < d.first_t or a > d.last_t:
+                continue
+            fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
+            terms.append(promql.Term(("T", d.id, fn), merged, "", a, b, by, fn, subquery_step=step))
+            terms.append(promql.Term(("S", d.id, step), merged, "", a, b, by, "count", subquery_step=step))
+    return terms
+
+
+def gpu_rows(found: Found, plan: Plan, e: Energies) -> Any:
+    """gpus.parquet: per GPU (and host meter) what it metered, what jobs held and the unattributed rest."""
+    import pandas as pd
+
+    from footprint.fleet.telemetry import describe
+
+    alloc_j: dict[int, float] = {}
+    alloc_s: dict[int, float] = {}
+    for (_j, dev), v in e.pair_j.items():
+        alloc_j[dev] = alloc_j.get(dev, 0.0) + v
+    for (_j, dev), v in e.pair_s.items():
+        alloc_s[dev] = alloc_s.get(dev, 0.0) + v
+    rows = []
+    for d in found.fetch.t.devices:
+        r = describe(d)
+        gpu = d.kind in (GPU_COUNTER, GPU_GAUGE)
+        r["component"] = "gpu" if gpu else KIND_NAMES[d.kind]
+        total = e.dev_j.get(d.id, alloc_j.get(d.id, 0.0))
+        held = alloc_j.get(d.id, 0.0)
+        r.update(
+            energy_j=max(total, held),
+            seconds=e.dev_s.get(d.id, 0.0),
+            allocated_energy_j=held,
+            allocated_seconds=min(alloc_s.get(d.id, 0.0), e.dev_s.get(d.id, math.inf)),
+            gap_energy_j=0.0,
+            unallocated_energy_j=max(total - held, 0.0),
+            first_seen=None,
+            last_seen=None,
+        )
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def hosts_without_labels(found: Found) -> set[str]:
+    labelled = {d.host for d in found.fetch.t.devices if d.labelled}
+    return {d.host for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE) and d.host not in labelled}

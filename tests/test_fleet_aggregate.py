@@ -1,0 +1,169 @@
+# ruff: noqa: F811
+"""The default import (the server aggregates per job) against the exact import, on a real Prometheus.
+
+The cluster of test_fleet_prometheus (real NVML power logs; a counter reset, a GPU that disappears, a node
+without the job label, a GPU with only the power gauge, RAPL, a label-only job; jobs start and end between
+scrapes), plus a MIG GPU whose whole-GPU energy counter is repeated on each instance (dcgm-exporter#317),
+and a server whose --query.max-samples forces the requests to be split."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_fleet_prometheus import MIN, T0, _tsdb_copy, blocks, cluster, fleet, profile, prom, sacct_of  # noqa: F401
+
+from footprint.fleet import promql, promserver, synthetic
+from footprint.fleet.importer import ImportOptions, import_fleet
+from footprint.fleet.prometheus import PromConfig, PrometheusClient
+from footprint.fleet.slurm import parse_sacct
+from footprint.fleet.synthetic import Cluster, Gpu, JobSpec
+
+pytestmark = pytest.mark.skipif(promserver.missing() is not None, reason=str(promserver.missing()))
+SITE = {"grid": "FRA", "pue": 1.2}
+
+
+@pytest.fixture(scope="module")
+def agg(cluster: Cluster, prom: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("agg") / "fleet"
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site=SITE))
+    return out
+
+
+def _idx(p: Path) -> pd.DataFrame:
+    return pd.read_parquet(p / "index.parquet").set_index("job_id")
+
+
+def test_aggregated_matches_exact_within_half_a_percent(agg: Path, fleet: Path, cluster: Cluster) -> None:
+    a, e = _idx(agg), _idx(fleet)
+    assert set(a.index) == set(e.index)
+    long = e[e["duration_s"] >= 10 * MIN].index
+    assert len(long) == len(e)  # every job here runs 10 min or more
+    err = (a.loc[long, "gpu_energy_j"] / e.loc[long, "gpu_energy_j"] - 1).abs()
+    assert err.max() < 0.005, err.to_dict()
+    # the counter reset (1003_1), the GPU that vanished (1002), the gauge-only GPU (1005), the unlabelled node (1004)
+    assert a.loc["1002", "coverage"] == pytest.approx(e.loc["1002", "coverage"], abs=0.01)
+    cpu = (a["cpu_energy_j"] / e["cpu_energy_j"] - 1).abs().dropna()
+    assert len(cpu) >= 4 and cpu.max() < 0.005
+    truth = cluster.truth()
+    assert all(abs(a.loc[j, "gpu_energy_j"] / truth[j] - 1) < 0.01 for j in ("1001", "1003_2", "1004", "1005"))
+
+
+def test_no_records_no_series_and_the_ledger_closes_to_the_metered_total(agg: Path, fleet: Path) -> None:
+    assert not any((agg / "jobs").iterdir()) and not (agg / "series").exists()
+    assert _idx(agg)["run_dir"].isna().all()
+    per = pd.read_parquet(agg / "job_gpus.parquet")
+    idx = _idx(agg)
+    gpu = per[per["component"] == "gpu"].groupby("job_id")["energy_j"].sum()
+    assert gpu.to_dict() == pytest.approx(idx["gpu_energy_j"].dropna().to_dict(), rel=1e-12)
+    g = pd.read_parquet(agg / "gpus.parquet")
+    g = g[g["component"] == "gpu"]
+    # jobs + unattributed = metered, GPU by GPU
+    assert (g["allocated_energy_j"] + g["unallocated_energy_j"]).to_numpy() == pytest.approx(g["energy_j"].to_numpy())
+    ex = pd.read_parquet(fleet / "gpus.parquet")
+    ex = ex[ex["component"] == "gpu"]
+    assert g["energy_j"].sum() == pytest.approx(ex["energy_j"].sum(), rel=0.002)
+    meta = json.loads((agg / "fleet.json").read_text())
+    assert meta["method"] == "aggregated" and meta["sources"]["prometheus"]["aggregation"]["requests"] >= 1
+
+
+def test_short_jobs_come_from_raw_samples(cluster: Cluster, prom: str, fleet: Path, tmp_path: Path) -> None:
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    out = tmp_path / "f"
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, exact_below_s=2700))
+    a, e = _idx(out), _idx(fleet)
+    assert "raw samples" in a.loc["1001", "notes"] and "raw samples" not in (a.loc["1004", "notes"] or "")
+    assert a.loc["1001", "gpu_energy_j"] == pytest.approx(e.loc["1001", "gpu_energy_j"], rel=0.002)
+
+
+def test_split_under_the_servers_sample_limit(
+    cluster: Cluster,
+    blocks: Path,
+    fleet: Path,
+    tmp_path: Path,
+) -> None:
+    """A server that refuses any query holding over 300 samples at once: requests are split until they pass, and
+    the result is the same."""
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    with promserver.serve(_tsdb_copy(blocks, tmp_path / "tsdb"), extra=["--query.max-samples=300"]) as url:
+        c = PrometheusClient(PromConfig(url, retries=0))
+        with pytest.raises(promql.PrometheusLimitError):
+            c.query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[2h]", at=cluster.end)
+        out = tmp_path / "f"
+        import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(url), sacct=sacct, max_samples=1e9))
+    meta = json.loads((out / "fleet.json").read_text())
+    assert meta["sources"]["prometheus"]["aggregation"]["splits"] > 0
+    a, e = _idx(out), _idx(fleet)
+    assert (a["gpu_energy_j"] / e["gpu_energy_j"] - 1).abs().max() < 0.005
+
+
+def test_mig_counter_repeated_on_every_instance_is_counted_once(shared: Path, tmp_path: Path) -> None:
+    """dcgm-exporter#317: each MIG instance's series carries the whole GPU's energy counter. Two jobs on two
+    instances of one GPU: their sum is the GPU's energy (not twice it), split between them."""
+    logs = shared / "power" / "gpu-power-benchmark" / "plotting" / "data"
+    a = profile(logs / "pwr_update_freq" / "A100_gpudata.csv")
+    gpu = Gpu("mig-01", 0, "NVIDIA A100-SXM4-80GB", a, uuid="GPU-MIG-0")
+    jobs = [JobSpec("7001", T0 + 5 * MIN, T0 + 55 * MIN, [("mig-01", 0)]), JobSpec("7002", T0 + 20 * MIN, T0 + 50 * MIN, [])]
+    c = Cluster(T0, T0 + 60 * MIN, [gpu], jobs[:1], scrape_s=15.0, fine_s=0.5)
+    om = synthetic.openmetrics(c)
+    text = "".join(om)
+    # the same counter on instances 1 and 2; instance 2 labelled with job 7002 during its window
+    lines, out = text.splitlines(), []
+    for line in lines:
+        if not line.startswith("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{"):
+            out.append(line)
+            continue
+        head, value, ts = line.rsplit(" ", 2)
+        base = head.replace(',hpc_job="7001"', "")
+        for inst in ("1", "2"):
+            lab = base[:-1] + f',GPU_I_ID="{inst}"'
+            t = float(ts)
+            if inst == "1" and ',hpc_job="7001"' in head:
+                lab += ',hpc_job="7001"'
+            if inst == "2" and jobs[1].start <= t < jobs[1].end:
+                lab += ',hpc_job="7002"'
+            out.append(f"{lab}}} {value} {ts}")
+    om_path = tmp_path / "mig.om"
+    om_path.write_text(_sorted_families(out) + "\n")
+    tsdb = promserver.backfill(om_path, tmp_path / "tsdb")
+    with promserver.serve(tsdb) as url:
+        f = tmp_path / "f"
+        import_fleet(f, ImportOptions(c.start, c.end, PromConfig(url), names=_no_gauge()))
+    idx = _idx(f)
+    g = pd.read_parquet(f / "gpus.parquet")
+    g = g[g["component"] == "gpu"]
+    assert len(g) == 1
+    total = c.energy_j(gpu, c.start, c.end)
+    assert g["energy_j"].iloc[0] == pytest.approx(total, rel=0.005)  # once, not twice
+    both = c.energy_j(gpu, jobs[1].start, jobs[1].end)
+    e7001 = c.energy_j(gpu, jobs[0].start, jobs[0].end) - both / 2
+    assert idx.loc["7002", "gpu_energy_j"] == pytest.approx(both / 2, rel=0.01)
+    assert idx.loc["7001", "gpu_energy_j"] == pytest.approx(e7001, rel=0.01)
+    assert idx["gpu_energy_j"].sum() <= total
+
+
+def _no_gauge() -> object:
+    from footprint.fleet.telemetry import DcgmNames
+
+    return DcgmNames(power_metric="", cpu_source="none")
+
+
+def _sorted_families(lines: list[str]) -> str:
+    """OpenMetrics wants each series' samples together and in time order."""
+    body = [x for x in lines if x and not x.startswith("#")]
+    series: dict[str, list[str]] = {}
+    for x in body:
+        head = x.rsplit(" ", 2)[0]
+        series.setdefault(head, []).append(x)
+    families: dict[str, list[str]] = {}
+    for head, xs in series.items():
+        families.setdefault(head.split("{")[0], []).extend(sorted(xs, key=lambda s: float(s.rsplit(" ", 1)[1])))
+    out = []
+    for name, xs in families.items():
+        out.append(f"# TYPE {name} {'gauge' if 'POWER' in name else 'unknown'}")
+        out += xs
+    return "\n".join(out) + "\n# EOF"
