@@ -196,13 +196,14 @@ def prometheus_part(days_list: list[float], repeat: int) -> None:
     print(f"baseline: a Python process with footprint's CLI, pandas and requests imported: {float(base.stdout):.0f} MB RSS")
     with promserver.serve(tmp / "tsdb") as url:
         rows = []
-        for days in days_list:
+        for days, mode in [(d, m) for d in days_list for m in ("aggregated", "exact")]:
             end = start + days * 86400
             walls, rss = [], []
             for r in range(repeat):
                 out = tmp / f"fleet-{days:g}-{r}"
                 args = ["fleet", "import", "prometheus", "--url", url, "--start", f"{start:.0f}", "--end", f"{end:.0f}"]
                 args += ["--sacct", str(tmp / "sacct.txt"), "--tz", "UTC", "-o", str(out), "--quiet"]
+                args += ["--exact"] if mode == "exact" else []
                 p = subprocess.run([sys.executable, "-c", IMPORT_CHILD, *args], capture_output=True, text=True, cwd=REPO)
                 res = json.loads(p.stdout.strip().splitlines()[-1])
                 assert res["code"] == 0, p.stderr
@@ -211,9 +212,10 @@ def prometheus_part(days_list: list[float], repeat: int) -> None:
                 meta = json.loads((out / "fleet.json").read_text())
                 shutil.rmtree(out)
             samples = 64 * days * 86400 / 30
-            rows.append((days, walls, rss, meta["jobs"], samples))
+            if mode == "exact":
+                rows.append((days, walls, rss, meta["jobs"], samples))
             print(
-                f"{days:>4g} days: {samples:>10,.0f} GPU samples, {meta['jobs']:>5,} jobs: import {spread(walls)}; "
+                f"{mode:>10} {days:>4g} days: {samples:>10,.0f} GPU samples, {meta['jobs']:>5,} jobs: import {spread(walls)}; "
                 f"peak RSS median {statistics.median(rss):.0f} MB (min {min(rss):.0f}, max {max(rss):.0f})"
             )
         if len(rows) > 1:

@@ -36,7 +36,7 @@ from footprint.errors import FootprintError
 from footprint.fleet import promql
 from footprint.fleet.attribution import Activity, Job, LabelStats, Plan
 from footprint.fleet.prometheus import PrometheusClient
-from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Device, Fetcher
 
 DAY = 86400.0
 Progress = Callable[[str, int | None, int], None]
@@ -50,6 +50,8 @@ class Found:
     labels: dict[int, dict[str, str]] = field(default_factory=dict)
     jobs_on: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)  # (job label, dev) -> days seen
     counter_keys: set[str] = field(default_factory=set)
+    by_labels: dict[tuple[int, str, str], int] = field(default_factory=dict)  # (kind, host label, gpu label) -> device
+    multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
 
 
 @dataclass
@@ -74,6 +76,7 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
     if n.power_metric:
         metrics.append((n.power_metric, GPU_GAUGE))
     metrics += [(m, k) for m, k, _ in fetch.sources if k in (CPU, RAM)]
+    day_sets: dict[tuple[int, float], frozenset[tuple[str, str]]] = {}
     for metric, kind in metrics:
         for a, b in days:
             for labels in client.series(metric + n.matchers(), a, b):
@@ -85,6 +88,12 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
                 if kind == GPU_COUNTER:
                     found.counter_keys.add(fetch._gpu_key(labels))
                 d = fetch._device(kind, labels, metric)
+                if gpu:
+                    found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
+                    rest = frozenset((k, v) for k, v in labels.items() if k not in n.job_labels)
+                    seen = day_sets.setdefault((d.id, a), rest)
+                    if seen != rest:
+                        found.multi.add(d.id)
                 found.labels.setdefault(d.id, {k: v for k, v in labels.items() if k == "__name__" or not gpu})
                 if gpu:
                     found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
@@ -274,53 +283,75 @@ def evaluate(
     """Every job's energy on every GPU it held, the host meters' shares, and each GPU's metered total."""
     n = found.fetch.names
     tel = found.fetch.t
-    by = (n.host_label, n.gpu_label)
     out = Energies()
-    terms: list[promql.Term] = []
-    weights: dict[Any, float] = {}
     short: list[Item] = []
+    groups: dict[tuple[Any, ...], list[int]] = {}  # (job, kind, a, b, w, labelled) -> devices: one term each
     items = holdings(plan, found)
-    for i, it in enumerate(items):
+    for it in items:
         d, job = tel.devices[it.dev], plan.jobs[it.job]
-        gpu = found.labels[it.dev]
-        m = f'{n.host_label}="{_q(gpu.get(n.host_label, ""))}",{n.gpu_label}="{_q(gpu.get(n.gpu_label, ""))}"'
-        if d.labelled and job.ids:
-            m += f',{n.job_labels[-1]}=~"{promql.regex_alt(_label_values(job, n.job_labels))}"'
-        m = n.matchers(m).strip("{}")
-        metric = n.energy_metric if d.kind == GPU_COUNTER else n.power_metric
+        out.pair_j.setdefault((it.job, it.dev), 0.0)
         if d.kind == GPU_COUNTER and (exact_all or job.duration_s < exact_below_s):
             short.append(it)
             out.exact_jobs.add(it.job)
+            groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, "count"), []).append(it.dev)
         else:
-            fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
-            terms.append(promql.Term(("e", i), metric, m, it.a, it.b, by, fn))
-            weights[("e", i)] = it.w * (n.energy_unit_j if d.kind == GPU_COUNTER else 1.0)
-        terms.append(promql.Term(("c", i), metric, m, it.a, it.b, by, "count"))
-        weights[("c", i)] = it.w
-        out.pair_j.setdefault((it.job, it.dev), 0.0)
+            groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, "both"), []).append(it.dev)
+    terms: list[promql.Term] = []
+    info: dict[Any, tuple[tuple[Any, ...], set[int]]] = {}
+    for gi, (g, devs) in enumerate(groups.items()):
+        j, kind, a, b, _w, labelled, what = g
+        m = _gpu_matchers(found, devs)
+        if labelled:
+            m += f",{_matcher(n.job_labels[-1], promql.regex_alt(_label_values(plan.jobs[j], n.job_labels)))}"
+        m = n.matchers(m).strip("{}")
+        metric = n.energy_metric if kind == GPU_COUNTER else n.power_metric
+        by = (n.host_label, n.gpu_label)
+        if what == "both":
+            terms.append(promql.Term(("e", gi), metric, m, a, b, by, "increase" if kind == GPU_COUNTER else "gauge_energy"))
+        terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
+        info[gi] = (g, set(devs))
     for i, it in enumerate(cpu_items(plan, found)):
         lab = found.labels[it.dev]
         m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
-        terms.append(promql.Term(("h", i, it.job, it.dev), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
-        weights[("h", i, it.job, it.dev)] = it.w
-    res = ev.run(terms + _totals(found, plan.window, ev.scrape_s))
-    for key, groups in res.items():
-        v = sum(groups.values())
+        terms.append(promql.Term(("h", i, it.job, it.dev, it.w), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
+    repeated = _repeated(found, items)
+    res = ev.run(terms)
+    out.dev_j, out.dev_s = metered(found, plan.window, ev, repeated)
+    for key, result in res.items():
         if key[0] in ("e", "c"):
-            it = items[key[1]]
-            target = out.pair_j if key[0] == "e" else out.pair_s
-            add = v * weights[key] if key[0] == "e" else min(v * ev.scrape_s, it.b - it.a) * it.w
-            target[(it.job, it.dev)] = target.get((it.job, it.dev), 0.0) + add
+            (j, kind, a, b, w, _, _), devs = info[key[1]]
+            unit = n.energy_unit_j if kind == GPU_COUNTER else 1.0
+            for lab, v in result.items():
+                dev = found.by_labels.get((kind, *lab))
+                if dev not in devs:
+                    continue
+                if key[0] == "e":
+                    out.pair_j[(j, dev)] = out.pair_j.get((j, dev), 0.0) + v * w * unit
+                else:
+                    out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * ev.scrape_s, b - a) * w
         elif key[0] == "h":
-            out.pair_j[(key[2], key[3])] = out.pair_j.get((key[2], key[3]), 0.0) + v * weights[key]
-        elif key[0] == "T":
-            dev = key[1]
-            out.dev_j[dev] = out.dev_j.get(dev, 0.0) + v * (n.energy_unit_j if key[2] == "increase" else 1.0)
-        elif key[0] == "S":
-            span = plan.window[1] - plan.window[0]
-            out.dev_s[key[1]] = min(out.dev_s.get(key[1], 0.0) + v * key[2], span)
+            out.pair_j[(key[2], key[3])] = out.pair_j.get((key[2], key[3]), 0.0) + sum(result.values()) * key[4]
     _short(client, found, short, ev, out)
     return out
+
+
+def _gpu_matchers(found: Found, devs: list[int]) -> str:
+    """Matchers selecting these GPUs (host and index regexes: a cross product, filtered when the answer is read)."""
+    n = found.fetch.names
+    hosts = {found.labels[d].get(n.host_label, "") for d in devs}
+    idx = {found.labels[d].get(n.gpu_label, "") for d in devs}
+    return ",".join(_eq_or_re(k, v) for k, v in ((n.host_label, hosts), (n.gpu_label, idx)))
+
+
+def _eq_or_re(label: str, values: set[str]) -> str:
+    return f'{label}="{_q(next(iter(values)))}"' if len(values) == 1 else _matcher(label, promql.regex_alt(values))
+
+
+def _repeated(found: Found, items: list[Item]) -> set[int]:
+    """GPUs whose counter appears on several series at once (MIG instances, jobs sharing the GPU): their
+    metered total needs the merged counter; every other GPU's is the sum of its series' increases."""
+    shared = {it.dev for it in items if it.w < 1.0}
+    return shared | found.multi
 
 
 def _short(client: PrometheusClient, found: Found, short: list[Item], ev: promql.Evaluator, out: Energies) -> None:
@@ -341,32 +372,91 @@ def _label_values(job: Job, labels: tuple[str, ...]) -> list[str]:
     return sorted({i.split("/")[-1] if len(labels) > 1 else i for i in job.ids})
 
 
-def _totals(found: Found, window: tuple[float, float], scrape_s: float) -> list[promql.Term]:
-    """Each GPU's metered energy and seconds over the window, per day: the counter merged over its series (job
-    label changes, MIG repeats) by a subquery at the scrape interval; the gauge's mean x duration."""
+def metered(found: Found, window: tuple[float, float], ev: promql.Evaluator, repeated: set[int]) -> tuple[dict, dict]:
+    """Each GPU's (and host meter's) metered joules and seconds over the window.
+
+    A counter without resets: its last value minus its first, over all its series (job-label changes, MIG
+    repeats: one monotonic counter), from each day's max and min (``max_over_time``/``min_over_time`` by GPU);
+    day k's energy is its max minus day k-1's, so days telescope and nothing between them is lost. A counter
+    that reset (``resets()`` > 0) or is repeated on concurrent series, and the power gauge: the series merged
+    by GPU in a subquery at the scrape interval (slower, so only for those)."""
     n = found.fetch.names
     by = (n.host_label, n.gpu_label)
-    step = max(int(round(scrape_s)), 1)
-    terms: list[promql.Term] = []
     edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
+    days = [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    m = n.matchers().strip("{}")
+    gpus = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE)]
+    terms: list[promql.Term] = []
+    for i, (a, b) in enumerate(days):
+        for fn in ("max", "min", "resets", "count"):
+            terms.append(
+                promql.Term(
+                    (fn, i), n.energy_metric, m, a, b, by, fn, series=len(gpus), agg="sum" if fn in ("resets", "count") else ""
+                )
+            )
     for d in found.fetch.t.devices:
-        if d.kind not in (GPU_COUNTER, GPU_GAUGE):
+        if d.kind in (CPU, RAM):
             lab = found.labels[d.id]
-            m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
-            for a, b in zip(edges[:-1], edges[1:], strict=True):
-                terms.append(promql.Term(("T", d.id, "host"), lab.get("__name__", ""), m, a, b, ("instance",)))
-            continue
+            hm = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
+            terms += [promql.Term(("host", d.id), lab.get("__name__", ""), hm, a, b, ("instance",)) for a, b in days]
+    res = ev.run(terms)
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    span = window[1] - window[0]
+    slow = set(repeated) | {d.id for d in gpus if d.kind == GPU_GAUGE}
+    last: dict[int, float] = {}
+    for i in range(len(days)):
+        for lab, v in res.get(("resets", i), {}).items():
+            dev = found.by_labels.get((GPU_COUNTER, *lab))
+            if dev is not None and v > 0:
+                slow.add(dev)
+        lows = res.get(("min", i), {})
+        for lab, hi in res.get(("max", i), {}).items():
+            dev = found.by_labels.get((GPU_COUNTER, *lab))
+            if dev is None:
+                continue
+            lo = last.get(dev, lows.get(lab, hi))
+            dev_j[dev] = dev_j.get(dev, 0.0) + max(hi - lo, 0.0) * n.energy_unit_j
+            last[dev] = hi
+        for lab, v in res.get(("count", i), {}).items():
+            dev = found.by_labels.get((GPU_COUNTER, *lab))
+            if dev is not None:
+                dev_s[dev] = min(dev_s.get(dev, 0.0) + v * ev.scrape_s, span)
+    for key, groups in res.items():
+        if key[0] == "host":
+            dev_j[key[1]] = dev_j.get(key[1], 0.0) + sum(groups.values())
+    if slow:
+        sj, ss = _merged(found, [d for d in gpus if d.id in slow], days, ev)
+        dev_j.update(sj)
+        dev_s.update({k: min(v, span) for k, v in ss.items()})
+    return dev_j, dev_s
+
+
+def _merged(found: Found, devs: list[Device], days: list[tuple[float, float]], ev: promql.Evaluator) -> tuple[dict, dict]:
+    """Metered joules and seconds of these GPUs, their series merged by GPU in a subquery."""
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    step = max(int(round(ev.scrape_s)), 1)
+    terms = []
+    for d in devs:
         lab = found.labels[d.id]
         m = n.matchers(f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"')
         metric = n.energy_metric if d.kind == GPU_COUNTER else n.power_metric
         merged = f"(max by ({','.join(by)}) ({metric}{m}))"
-        for a, b in zip(edges[:-1], edges[1:], strict=True):
-            if b <= a or b < d.first_t or a > d.last_t:
-                continue
-            fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
-            terms.append(promql.Term(("T", d.id, fn), merged, "", a, b, by, fn, subquery_step=step))
-            terms.append(promql.Term(("S", d.id, step), merged, "", a, b, by, "count", subquery_step=step))
-    return terms
+        fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
+        for a, b in days:
+            terms.append(promql.Term(("e", d.id), merged, "", a, b, by, fn, subquery_step=step))
+            terms.append(promql.Term(("s", d.id), merged, "", a, b, by, "count", subquery_step=step))
+    res = ev.run(terms)
+    dev_j, dev_s = {}, {}
+    for (what, dev), groups in res.items():
+        kind = found.fetch.t.devices[dev].kind
+        v = sum(groups.values())
+        if what == "e":
+            dev_j[dev] = v * (n.energy_unit_j if kind == GPU_COUNTER else 1.0)
+        else:
+            dev_s[dev] = v * step
+    return dev_j, dev_s
 
 
 def gpu_rows(found: Found, plan: Plan, e: Energies) -> Any:

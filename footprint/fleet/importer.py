@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -160,16 +161,19 @@ def _aggregated(
     aggregate.refine_label_jobs(plan, found, ev)
     e = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
     by_job: dict[int, list[tuple[int, float, float]]] = {}
-    for (j, dev), v in e.pair_j.items():
+    for (j, dev), v in sorted(e.pair_j.items()):
         by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
     source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
     index = []
     for j, job in enumerate(plan.jobs):
         rows = by_job.get(j)
-        pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
         if j in e.exact_jobs:
             job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
-        index.append(_write_job(w, j, job, plan, pairs, opts, source))
+        if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
+            pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
+            index.append(_write_job(w, j, job, plan, pairs, opts, source))
+        else:
+            index.append(_ledger_row(w, job, rows or [], plan, opts))
     _write_index(w, index)
     gpus = aggregate.gpu_rows(found, plan, e)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
@@ -318,20 +322,8 @@ def _write_job(
                 continue
             gpu_seconds += s
             per_host[d.host] = per_host.get(d.host, 0) + 1
-            devices.append(
-                {
-                    "uuid": d.uuid or f"{d.host}:gpu{d.gpu_index}",
-                    "name": d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU",
-                    "index": d.gpu_index,
-                    "host": d.host,
-                    "component": "gpu",
-                    "method": KIND_NAMES[d.kind],
-                    "measured": True,
-                    "energy_j": e,
-                    "duration_s": s,
-                    "notes": _device_notes(d, job, opts.max_gap_s),
-                }
-            )
+            name = d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU"
+            devices.append({**_gpu_device(d, name, e, s), "notes": _device_notes(d, job, opts.max_gap_s)})
             notes += [n for n in devices[-1]["notes"]]
     for host, k in job.gpus_by_host.items():
         missing = k - per_host.get(host, 0)
@@ -340,10 +332,7 @@ def _write_job(
             name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
             devices += [_unmeasured(job.key, host, i, name) for i in range(missing)]
             if host in plan.labelled_hosts:
-                notes.append(
-                    f"node {host}: {k} GPU(s) allocated, {per_host.get(host, 0)} carried the job's label; "
-                    "the rest is not measured"
-                )
+                notes.append(_unlabelled_note(host, k, per_host.get(host, 0)))
     for (host, kind), e in sorted(cpu.items()):
         devices.append(
             {
@@ -367,6 +356,109 @@ def _write_job(
     return _finish(
         w, job, devices, notes, coverage, "+".join(methods) or "none", opts, {**source, "gpu_seconds_measured": gpu_seconds}
     )
+
+
+def _ledger_row(w: FleetWriter, job: Job, pairs: list[tuple[int, float, float]], plan: Plan, opts: ImportOptions) -> dict:
+    """The job's ledger row and its per-device rows, without building a run record (linear, a few µs a job): the
+    same numbers `_write_job` + `_finish` give, which `footprint fleet job` turns into a record on demand."""
+    devs = plan.tel.devices
+    sums = {"gpu": None, "cpu": None, "ram": None}
+    names: list[str] = []
+    methods: set[str] = set()
+    per_host: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    gpu_seconds = 0.0
+    for dev, e, sec in pairs:
+        d = devs[dev]
+        comp = "gpu" if d.kind in (GPU_COUNTER, GPU_GAUGE) else KIND_NAMES[d.kind]
+        sums[comp] = (sums[comp] or 0.0) + e
+        if comp == "gpu":
+            name = d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU"
+            names.append(name)
+            methods.add(KIND_NAMES[d.kind])
+            per_host[d.host] = per_host.get(d.host, 0) + 1
+            gpu_seconds += sec
+            rows.append(_gpu_device(d, name, e, sec))
+        else:
+            rows.append(_host_device(d, e))
+    notes = list(job.notes)
+    for host, k in job.gpus_by_host.items():
+        missing = k - per_host.get(host, 0)
+        if missing > 0:
+            model = next((d.model for d in plan.host_gpus.get(host, []) if d.model), None)
+            name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
+            names += [name] * missing
+            rows += [_unmeasured(job.key, host, i, name) for i in range(missing)]
+            if host in plan.labelled_hosts:
+                notes.append(_unlabelled_note(host, k, per_host.get(host, 0)))
+    if sums["cpu"] is None and sums["ram"] is None:
+        notes.append("host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)")
+    allocated = job.duration_s * len(names)
+    coverage = gpu_seconds / allocated if allocated > 0 else None
+    if coverage is not None and coverage < 0.99:
+        notes.append(f"GPU telemetry covers {coverage:.0%} of the job's allocated GPU-time: its measured energy is a lower bound")
+    w.add_job_devices(job.key, rows)
+    known = [v for v in sums.values() if v is not None]
+    total = sum(known) if known else None
+    gpu_name = Counter(names).most_common(1)[0][0] if names else None
+    sj = job.slurm
+    return {
+        "job_id": job.key,
+        "name": (sj.name if sj and sj.name else None) or job.key,
+        "user": sj.user if sj else None,
+        "account": (sj.account if sj else None) or (job.key.split("/")[0] if "/" in job.key else None),
+        "partition": sj.partition if sj else None,
+        "state": sj.state if sj else None,
+        "source": job.source,
+        "start": job.start,
+        "end": job.end,
+        "duration_s": job.duration_s,
+        "gpu_count": len(names),
+        "gpu_name": gpu_name,
+        "gpu_model": catalogue_id(gpu_name),
+        "nodes": ",".join(job.gpus_by_host) or None,
+        "gpu_energy_j": sums["gpu"],
+        "cpu_energy_j": sums["cpu"],
+        "ram_energy_j": sums["ram"],
+        "energy_j": total,
+        "energy_method": "+".join(sorted(methods)) or "none" if total is not None else "none",
+        "coverage": coverage,
+        "grid": (opts.site or {}).get("grid"),
+        "pue": (opts.site or {}).get("pue"),
+        "run_dir": None,
+        "notes": "; ".join(dict.fromkeys(notes)) or None,
+    }
+
+
+def _gpu_device(d: Device, name: str, e: float, sec: float) -> dict[str, Any]:
+    return {
+        "uuid": d.uuid or f"{d.host}:gpu{d.gpu_index}",
+        "name": name,
+        "index": d.gpu_index,
+        "host": d.host,
+        "component": "gpu",
+        "method": KIND_NAMES[d.kind],
+        "measured": True,
+        "energy_j": e,
+        "duration_s": sec,
+    }
+
+
+def _host_device(d: Device, e: float) -> dict[str, Any]:
+    return {
+        "uuid": f"{d.host}:{KIND_NAMES[d.kind]}",
+        "name": f"{d.host} {KIND_NAMES[d.kind].upper()} (node meter)",
+        "host": d.host,
+        "component": KIND_NAMES[d.kind],
+        "method": "prometheus host counter",
+        "measured": True,
+        "energy_j": e,
+        "notes": ["node-level counter shared among the node's jobs by their share of its GPUs"],
+    }
+
+
+def _unlabelled_note(host: str, k: int, labelled: int) -> str:
+    return f"node {host}: {k} GPU(s) allocated, {labelled} carried the job's label; the rest is not measured"
 
 
 def _unmeasured(job: str, host: str, i: int, name: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 DEFAULT_MAX_SAMPLES = 5_000_000  # per request: a tenth of Prometheus' default --query.max-samples (50 M)
 DEFAULT_CONCURRENCY = 4
 MAX_TERMS = 250  # per request: bounds a request's length (POSTed) and the answer's size
-FUNCTIONS = ("increase", "gauge_energy", "count", "min", "max")
+FUNCTIONS = ("increase", "gauge_energy", "count", "min", "max", "resets")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Term:
     fn: str = "increase"
     series: int = 1  # how many series it selects (an estimate, for the sample budget)
     subquery_step: int = 0  # >0: ``metric`` is an expression, evaluated every step seconds (a subquery)
+    agg: str = ""  # how series are combined into a group: "max" (one meter repeated; the default), "min", "sum"
 
     def samples(self, scrape_s: float) -> float:
         return ((self.end - self.start) / max(scrape_s, 1e-3) + 1.0) * max(self.series, 1)
@@ -73,8 +74,9 @@ def render(t: Term, tag: str) -> str:
         "count": f"count_over_time({sel})",
         "min": f"min_over_time({sel})",
         "max": f"max_over_time({sel})",
+        "resets": f"resets({sel})",
     }[t.fn]
-    agg = "min" if t.fn == "min" else "max"
+    agg = t.agg or ("min" if t.fn == "min" else "max")
     return f'label_replace({agg} by ({",".join(t.by)}) ({inner}), "fp_term", "{tag}", "", "")'
 
 
