@@ -167,3 +167,57 @@ def _sorted_families(lines: list[str]) -> str:
         out.append(f"# TYPE {name} {'gauge' if 'POWER' in name else 'unknown'}")
         out += xs
     return "\n".join(out) + "\n# EOF"
+
+
+def test_ledger_rows_equal_the_records_path(agg: Path, cluster: Cluster, prom: str, tmp_path: Path) -> None:
+    """The ledger row written without a record (`_ledger_row`) is the row `--records` derives from the record."""
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    out = tmp_path / "r"
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site=SITE, records=True))
+    a, b = _idx(agg), _idx(out)
+    assert (out / "jobs" / "1001" / "run.json").is_file()
+    cols = ["gpu_count", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "energy_j", "coverage", "gpu_name", "gpu_model", "user"]
+    pd.testing.assert_frame_equal(a[cols].sort_index(), b[cols].sort_index(), rtol=1e-12)
+    assert (a["energy_method"] == b["energy_method"]).all()
+
+
+def test_fleet_job_writes_a_record_that_assesses_like_the_exact_import(
+    agg: Path, fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from footprint.cli.app import main
+
+    assert main(["fleet", "job", str(agg), "1002", "-o", str(tmp_path / "run")]) == 0
+    rec = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert len([d for d in rec["devices"] if d["component"] == "gpu"]) == 8 and rec["site"] == {"grid": "FRA", "pue": 1.2}
+    capsys.readouterr()
+    assert main(["assess", str(tmp_path / "run"), "--format", "json", "--samples", "0"]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert main(["assess", str(fleet / "jobs" / "1002"), "--format", "json", "--samples", "0"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    cc = lambda r: r["impacts"]["climate_change"]["total"]  # noqa: E731
+    assert cc(mine) == pytest.approx(cc(exact), rel=0.005)
+    # an unknown job, an existing output: one line, exit 2
+    assert main(["fleet", "job", str(agg), "nope", "-o", str(tmp_path / "x")]) == 2
+    assert main(["fleet", "job", str(agg), "1002", "-o", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "no job 'nope'" in err and "exists" in err
+
+
+def test_report_by_job_lists_every_job_with_the_per_job_engine_numbers(
+    fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from footprint.cli.app import main
+
+    for fmt in ("csv", "json"):
+        assert main(["fleet", "report", str(fleet), "--by", "job", "-o", str(tmp_path / f"jobs.{fmt}")]) == 0
+    t = pd.read_csv(tmp_path / "jobs.csv", dtype={"job_id": str}).set_index("job_id")
+    assert set(t.index.astype(str)) == set(_idx(fleet).index)
+    js = json.loads((tmp_path / "jobs.json").read_text())["jobs"]
+    assert len(js) == len(t)
+    capsys.readouterr()
+    assert main(["assess", str(fleet / "jobs" / "1001"), "--format", "json", "--samples", "0"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    col = next(c for c in t.columns if c.startswith("climate_change ["))
+    assert t.loc["1001", col] == pytest.approx(one["impacts"]["climate_change"]["total"], rel=1e-9)
+    assert main(["fleet", "report", str(fleet), "--by", "job"]) == 0
+    assert "1001" in capsys.readouterr().out

@@ -97,9 +97,9 @@ footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json
     rp.add_argument("fleet", help="directory written by `footprint fleet import`")
     rp.add_argument(
         "--by",
-        choices=("user", "account", "partition", "gpu", "month"),
+        choices=("user", "account", "partition", "gpu", "month", "job"),
         default="user",
-        help="how jobs are grouped (default user)",
+        help="how jobs are grouped (default user); job: every job, one row each (table, csv, json)",
     )
     rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
     rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
@@ -112,6 +112,20 @@ footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json
         "--seed", type=number_arg(int, 0, 2**63 - 1), default=0, help="random seed of the Monte Carlo (default 0: reproducible)"
     )
     rp.set_defaults(handler=report)
+
+    jb = command(
+        fl,
+        "job",
+        "write one job's run record from the fleet ledger (then `footprint assess`/`report` it)",
+        """
+footprint fleet job fleet 1001 -o run-1001
+footprint assess run-1001""",
+    )
+    jb.add_argument("fleet", help="directory written by `footprint fleet import`")
+    jb.add_argument("job_id", help="the job's id (`footprint fleet report DIR --by job` lists them)")
+    jb.add_argument("-o", "--output", required=True, help="run directory to write (new; --force replaces it)")
+    jb.add_argument("--force", action="store_true", help="replace an existing directory")
+    jb.set_defaults(handler=job)
 
 
 def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
@@ -351,6 +365,20 @@ def import_slurm(args: argparse.Namespace) -> int:
     if not sacct.jobs:
         raise FootprintError(f"no GPU job in it ({len(sacct.skipped)} line(s) left out)", sacct.source)
     return _run(args, _options(args, start, end, sacct))
+
+
+def job(args: argparse.Namespace) -> int:
+    from footprint.fleet.ledger import job_record
+    from footprint.outputs import atomic_dir, write_text
+    from footprint.tracking.runrecord import finite_json
+
+    record = job_record(args.fleet, args.job_id)
+    import json
+
+    with atomic_dir(args.output, replace=args.force) as tmp:
+        write_text(tmp / "run.json", json.dumps(finite_json(record), indent=2, default=str, allow_nan=False))
+    print(f"wrote {args.output}/run.json (job {args.job_id})", file=sys.stderr)
+    return 0
 
 
 def report(args: argparse.Namespace) -> int:

@@ -624,16 +624,20 @@ def write_report(
 ) -> Path | None:
     """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
     fmt = infer_format(output, fmt)
-    rep = build_report(fleet, by, top, sets, samples, seed)
-    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+    if by == "job":
+        from footprint.fleet import ledger
+
+        if fmt == "html":
+            raise FootprintError("--by job: table, csv or json (a page per million jobs is no report)", key="--format")
+        text = ledger.render_jobs(ledger.job_table(fleet, sets), fmt)
+    else:
+        rep = build_report(fleet, by, top, sets, samples, seed)
+        text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
         import sys
 
         sys.stdout.write(text)
         return None
-    out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
-    return out
+    from footprint.outputs import write_text
+
+    return write_text(output, text)

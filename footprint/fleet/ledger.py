@@ -1,0 +1,211 @@
+"""The job ledger: a fleet directory's jobs as rows (`index.parquet`, `job_gpus.parquet`), read with DuckDB.
+
+One row per job (ids, user, account, partition, window, GPUs, GPU-hours, energy by component, method,
+coverage, site) and one per job and device beside it; no directory per job. DuckDB reads only the
+columns and rows a command needs (a million jobs' report reads eight columns), and the same files are
+what pandas, Spark or Trino read. A job's run record — the tracker's format, which `footprint assess`
+and `footprint report` take — is rebuilt from its rows on demand (`job_record`, `footprint fleet job`).
+Fleet directories written before the ledger (records under ``jobs/``) stay readable: their record is
+returned as written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from footprint.errors import FootprintError
+from footprint.fleet import store
+
+
+def _sql_path(p: Path) -> str:
+    return str(p).replace("'", "''")
+
+
+def query(fleet: str | Path, sql: str, params: list[Any] | None = None) -> Any:
+    """A DuckDB query over the ledger's views ``jobs`` (index.parquet) and ``job_gpus``; a pandas DataFrame."""
+    import duckdb
+
+    d = Path(fleet)
+    idx = d / store.INDEX
+    if not idx.is_file():
+        raise FootprintError(f"no {store.INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    con = duckdb.connect()
+    try:
+        con.execute(f"CREATE VIEW jobs AS SELECT * FROM read_parquet('{_sql_path(idx)}')")
+        gp = d / store.JOB_GPUS
+        if gp.is_file():
+            con.execute(f"CREATE VIEW job_gpus AS SELECT * FROM read_parquet('{_sql_path(gp)}')")
+        return con.execute(sql, params or []).df()
+    except duckdb.Error as exc:
+        raise FootprintError(f"cannot read the ledger ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})", str(d)) from None
+    finally:
+        con.close()
+
+
+def read_jobs(fleet: str | Path, columns: tuple[str, ...]) -> Any:
+    """These columns of every job (DuckDB reads no other), in the ledger's order."""
+    cols = ", ".join(f'"{c}"' for c in columns)
+    return query(fleet, f"SELECT {cols} FROM jobs")
+
+
+def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
+    """The job's run record: as written when the import wrote records, else rebuilt from its ledger rows."""
+    from footprint.tracking import runrecord
+
+    rows = query(fleet, "SELECT * FROM jobs WHERE job_id = ?", [str(job_id)])
+    if rows.empty:
+        raise FootprintError(f"no job {job_id!r} in this fleet (`footprint fleet report DIR --by job` lists them)", str(fleet))
+    row = rows.iloc[0].to_dict()
+    rec_dir = row.get("run_dir")
+    if isinstance(rec_dir, str) and rec_dir and (Path(fleet) / rec_dir / "run.json").is_file():
+        from footprint.inputs import load_json, read_bytes
+
+        p = Path(fleet) / rec_dir / "run.json"
+        return load_json(read_bytes(p, "run.json"), str(p))
+    devices = _devices(fleet, str(job_id))
+    meta = store.read_meta(fleet)
+    notes = [n for n in str(row.get("notes") or "").split("; ") if n]
+    site = {k: _num(row.get(k)) if k == "pue" else row.get(k) for k in ("grid", "pue") if _present(row.get(k))}
+    start, end = row["start"].timestamp(), row["end"].timestamp()
+    return {
+        "format": runrecord.FORMAT,
+        "version": runrecord.VERSION,
+        "name": row.get("name") or str(job_id),
+        "job_id": str(job_id),
+        "imported_from": "+".join(x for x in ("prometheus-dcgm" if row.get("source") != "slurm-only" else "", "slurm") if x),
+        "start_utc": runrecord.utc_iso(start),
+        "end_utc": runrecord.utc_iso(end),
+        "duration_s": _num(row.get("duration_s")),
+        "steps": 0,
+        "tokens": 0,
+        "flops": None,
+        "mfu": None,
+        "devices": devices,
+        "energy": runrecord.energy_summary(devices),
+        "ranks": [],
+        "hosts": _hosts(devices),
+        "site": site or None,
+        "slurm": {k: row.get(k) for k in ("user", "account", "partition", "state")} if row.get("user") else None,
+        "telemetry": {
+            "coverage": _num(row.get("coverage")),
+            "method": row.get("energy_method"),
+            "import": meta.get("method", "exact"),
+            "window": meta.get("window"),
+        },  # fmt: skip
+        "windows": [],
+        "notes": notes + ["rebuilt from the fleet ledger (index.parquet, job_gpus.parquet) by `footprint fleet job`"],
+    }
+
+
+def _devices(fleet: str | Path, job_id: str) -> list[dict[str, Any]]:
+    if not (Path(fleet) / store.JOB_GPUS).is_file():
+        raise FootprintError(f"no {store.JOB_GPUS} and no run record for job {job_id!r}: re-import with this version", str(fleet))
+    df = query(fleet, "SELECT * FROM job_gpus WHERE job_id = ?", [job_id])
+    out = []
+    for r in df.to_dict("records"):
+        d = {k: (None if not _present(v) else v) for k, v in r.items() if k != "job_id"}
+        d["notes"] = [n for n in str(d.get("notes") or "").split("; ") if n]
+        for k in ("energy_j", "duration_s"):
+            d[k] = _num(d.get(k))
+        if d.get("index") is not None:
+            d["index"] = int(d["index"])
+        d["measured"] = bool(d.get("measured"))
+        out.append(d)
+    return out
+
+
+def _hosts(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    hosts: dict[str, list[str]] = {}
+    for d in devices:
+        if d.get("component") == "gpu" and d.get("host"):
+            hosts.setdefault(d["host"], []).append(d["uuid"])
+    return [{"host": h, "gpus": u} for h, u in hosts.items()]
+
+
+def _present(v: Any) -> bool:
+    import pandas as pd
+
+    return v is not None and not (pd.api.types.is_scalar(v) and pd.isna(v))
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if _present(v) and np.isfinite(float(v)) else None
+
+
+# ---- every job, assessed -------------------------------------------------------------------------------
+
+JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start", "gpu_name", "gpu_model", "gpu_count",
+               "gpu_hours", "energy_j", "coverage", "grid", "pue")  # fmt: skip
+
+
+def job_table(fleet: str | Path, sets: list[str] | None = None) -> Any:
+    """Every job with its footprint in all 16 categories (central values; the engine's batch, linear in GPU-hours
+    and energy): a DataFrame, one row per job; jobs that cannot be assessed keep their row with the reason."""
+    import pandas as pd
+
+    from footprint.fleet.report import assess_index
+    from footprint.lca import categories as cat
+    from footprint.lca.units import display_unit
+
+    df = read_jobs(fleet, JOB_COLUMNS)
+    for c in ("gpu_hours", "energy_j", "coverage", "pue", "gpu_count"):
+        v = pd.to_numeric(df[c], errors="coerce").astype(float)
+        df[c] = v.where(v.abs().lt(float("inf")) & v.ge(0))
+    batch, rows, reasons = assess_index(df, sets)
+    out = pd.DataFrame(
+        {
+            "job_id": df["job_id"].astype(str),
+            "name": df["name"],
+            "user": df["user"],
+            "account": df["account"],
+            "partition": df["partition"],
+            "state": df["state"],
+            "start": df["start"],
+            "gpu": df["gpu_name"],
+            "gpus": df["gpu_count"],
+            "gpu_hours": df["gpu_hours"],
+            "energy_kwh": df["energy_j"] / 3.6e6,
+            "coverage": df["coverage"],
+        }
+    )
+    n = len(df)
+
+    def spread(values: np.ndarray) -> np.ndarray:
+        full = np.full(n, np.nan)
+        full[rows] = values
+        return full
+
+    if len(rows):
+        out["facility_energy_kwh"] = spread(batch.facility_energy_kwh)
+        out["gpu_lifetimes"] = spread(batch.gpu_lifetimes)
+        out["single_score_pt"] = spread(batch.single_score())
+        for c in cat.categories() + cat.extras():
+            out[f"{c.key} [{display_unit(c.unit)}]"] = spread(batch.total(c.key))
+    out["not_assessed"] = reasons
+    return out
+
+
+def _cell(v: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting with = + - @ (or a tab, CR) gets a leading quote."""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
+
+
+def render_jobs(table: Any, fmt: str) -> str:
+    """The job table as text (aligned columns: the main figures), CSV (every column) or JSON (records)."""
+    if fmt == "csv":
+        return table.apply(lambda col: col.map(_cell) if col.dtype == object else col).to_csv(index=False)
+    if fmt == "json":
+        recs = json.loads(table.to_json(orient="records", date_format="iso"))
+        return json.dumps({"jobs": recs}, indent=1) + "\n"
+    cc = next((c for c in table.columns if c.startswith("climate_change [")), None)
+    cols = ["job_id", "user", "gpu", "gpus", "gpu_hours", "energy_kwh"] + ([cc] if cc else [])
+    view = table[cols].copy()
+    for c in ("gpu_hours", "energy_kwh", *([cc] if cc else [])):
+        view[c] = view[c].map(lambda x: "n/a" if x != x else f"{x:.4g}")
+    return view.to_string(index=False) + "\n"
