@@ -99,7 +99,7 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
             summary = _from_prometheus(w, opts, window, now, progress)
         else:
             summary = _aggregated(w, opts, window, now, progress)
-        w.write_job_gpus()
+        w.close_ledger()
         w.commit()
     summary.out = Path(out)
     return summary
@@ -124,8 +124,8 @@ def _from_prometheus(
     totals = _attribute_spool(w, plan, opts.keep_series, progress)
     pairs = _pairs(totals)
     source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])]}
-    index = [_write_job(w, j, job, plan, pairs.get(j), opts, source) for j, job in enumerate(plan.jobs)]
-    _write_index(w, index)
+    for j, job in enumerate(plan.jobs):
+        w.add_job(_write_job(w, j, job, plan, pairs.get(j), opts, source))
     gpus = _gpus_table(tel.devices, totals)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, client_info(client))
@@ -164,17 +164,15 @@ def _aggregated(
     for (j, dev), v in sorted(e.pair_j.items()):
         by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
     source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
-    index = []
     for j, job in enumerate(plan.jobs):
         rows = by_job.get(j)
         if j in e.exact_jobs:
             job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
         if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
             pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
-            index.append(_write_job(w, j, job, plan, pairs, opts, source))
+            w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
         else:
-            index.append(_ledger_row(w, job, rows or [], plan, opts))
-    _write_index(w, index)
+            w.add_job(_ledger_row(w, job, rows or [], plan, opts))
     gpus = aggregate.gpu_rows(found, plan, e)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     prom = {**client_info(client), "aggregation": {"requests": ev.requests, "splits": ev.splits, "scrape_s": ev.scrape_s}}
@@ -597,22 +595,6 @@ def catalogue_id(name: str | None) -> str | None:
     return _GPU_IDS[name]
 
 
-def _write_index(w: FleetWriter, rows: list[dict[str, Any]]) -> None:
-    import pandas as pd
-
-    from footprint.fleet.store import INDEX, INDEX_COLUMNS
-
-    df = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
-    for col in ("duration_s", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue"):
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # None -> NaN: not available
-    df["gpu_count"] = df["gpu_count"].astype("int64")
-    for col in ("start", "end"):
-        df[col] = pd.to_datetime(df[col].astype(float), unit="s", utc=True)
-    df["month"] = df["start"].dt.strftime("%Y-%m")
-    df["gpu_hours"] = df["duration_s"].astype(float) * df["gpu_count"].astype(float) / 3600.0
-    df.to_parquet(w.path(INDEX), index=False)
-
-
 def _meta(
     opts: ImportOptions, window: tuple[float, float], n_jobs: int, notes: list[str], prom: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -645,7 +627,6 @@ def _from_sacct(w: FleetWriter, opts: ImportOptions, window: tuple[float, float]
     assert opts.sacct is not None
     plan = Plan(Telemetry(), window)
     plan.build(opts.sacct.jobs, LabelStats(), Activity(*window), now)
-    rows = []
     for job in plan.jobs:
         sj = job.slurm
         assert sj is not None
@@ -689,8 +670,7 @@ def _from_sacct(w: FleetWriter, opts: ImportOptions, window: tuple[float, float]
             method = "none"
         if method == "none":
             notes.append("no energy measured for this job (no telemetry): GPU-hours only; `footprint assess` needs an energy")
-        rows.append(_finish(w, job, devices, notes, None, method, opts, None))
-    _write_index(w, rows)
+        w.add_job(_finish(w, job, devices, notes, None, method, opts, None))
     meta = _meta(opts, window, len(plan.jobs), plan.notes, None)
     w.write_meta(meta)
     return ImportSummary(w.out, len(plan.jobs), 0, None, None, None, meta["skipped"], meta["notes"])

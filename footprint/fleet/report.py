@@ -23,6 +23,8 @@ from footprint.fleet import store
 from footprint.lca import DEFAULT_SAMPLES
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
+REPORT_COLUMNS = ("job_id", "name", "user", "account", "partition", "month", "gpu_name", "gpu_model", "gpu_count",
+                  "gpu_hours", "energy_j", "coverage", "grid", "pue", "run_dir")  # fmt: skip
 FORMATS = ("table", "html", "csv", "json")
 UNALLOCATED = "(unallocated)"
 
@@ -145,6 +147,8 @@ def _site(grid: Any, pue: Any) -> dict[str, Any]:
 
 def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarray, list[str | None]]:
     """(BatchAssessment over the assessable rows, their positions in ``df``, a reason for every row left out)."""
+    import pandas as pd
+
     from footprint.lca.batch import assess_arrays
 
     reasons: list[str | None] = [None] * len(df)
@@ -164,19 +168,14 @@ def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarra
     leave_out(~(hours > 0), "no GPU time in the window")
     unknown = np.array([m is None or m != m for m in model], bool)
     leave_out(unknown, lambda i: f"GPU model {name[i]!r} is not in the catalogue (see `footprint gpus`, or --gpu-type at import)")
-    keys = list(zip(model, df["grid"].to_numpy(dtype=object), df["pue"].to_numpy(dtype=object), strict=True))
-    templates: list[Any] = []
-    tkey: dict[tuple[Any, ...], int] = {}
-    index = np.full(len(df), -1, np.int64)
-    for i in np.nonzero(ok)[0].tolist():
-        m, g, p = keys[i]
-        k = (m, g if isinstance(g, str) else None, None if p is None or p != p else float(p))
-        if k not in tkey:
-            tkey[k] = len(templates)
-            templates.append(template(m, _site(g, p), sets))
-        index[i] = tkey[k]
     rows = np.nonzero(ok)[0]
-    batch = assess_arrays(templates, index[rows], hours[rows], energy[rows] / 3.6e6)
+    grid = np.array([g if isinstance(g, str) and g else None for g in df["grid"].to_numpy(dtype=object)[rows]], object)
+    pue = pd.to_numeric(pd.Series(df["pue"].to_numpy(dtype=object)[rows]), errors="coerce").to_numpy(float)
+    keys = pd.DataFrame({"m": model[rows], "g": grid, "p": pue})
+    codes = keys.groupby(["m", "g", "p"], dropna=False, sort=False).ngroup().to_numpy()
+    first = pd.Series(np.arange(len(rows))).groupby(codes).first().to_numpy()
+    templates = [template(keys["m"].iloc[i], _site(keys["g"].iloc[i], keys["p"].iloc[i]), sets) for i in first]
+    batch = assess_arrays(templates, codes.astype(np.int64), hours[rows], energy[rows] / 3.6e6)
     return batch, rows, reasons
 
 
@@ -241,7 +240,7 @@ def build_report(
 
     if by not in GROUPS:
         raise FootprintError(f"unknown grouping {by!r}; allowed: {', '.join(GROUPS)}", key="--by")
-    df = store.read_index(fleet)
+    df = store.read_index(fleet, REPORT_COLUMNS)
     meta = store.read_meta(fleet)
     batch, rows, reasons = assess_index(df, sets)
     keys = tuple(c.key for c in cat.categories() + cat.extras())
