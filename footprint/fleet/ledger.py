@@ -136,6 +136,78 @@ def _num(v: Any) -> float | None:
     return float(v) if _present(v) and np.isfinite(float(v)) else None
 
 
+# ---- sums for the report -------------------------------------------------------------------------------
+
+MAX_LISTED = 1000  # jobs not assessed listed one by one; beyond this they are counted
+_NUM = "CASE WHEN isfinite(TRY_CAST({c} AS DOUBLE)) AND TRY_CAST({c} AS DOUBLE) >= 0 THEN TRY_CAST({c} AS DOUBLE) END"
+_OK = "({e} > 0 AND {h} > 0 AND gpu_model IS NOT NULL)".format(e=_NUM.format(c="energy_j"), h=_NUM.format(c="gpu_hours"))
+
+
+def _group_sql(by: str) -> str:
+    col = {"gpu": "gpu_name"}.get(by, by)
+    return f"coalesce(CAST(\"{col}\" AS VARCHAR), '(none)')"
+
+
+def sums(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """The report's inputs, summed by DuckDB so that memory does not grow with the job count (the central
+    result and its Monte Carlo are linear in GPU-hours and energy, so sums per group and factor set give
+    every group's numbers exactly): (rows per group and factor set with their summed GPU-hours, energy and
+    job count; jobs not assessed, at most MAX_LISTED; the fleet's first site; counts)."""
+    store.read_index_schema(fleet)
+    e, h = _NUM.format(c="energy_j"), _NUM.format(c="gpu_hours")
+    parts = query(
+        fleet,
+        f"SELECT {_group_sql(by)} AS grp, CAST(gpu_model AS VARCHAR) AS gpu_model, CAST(gpu_name AS VARCHAR) AS gpu_name,"
+        f" CAST(grid AS VARCHAR) AS grid, {_NUM.format(c='pue')} AS pue, count(*) AS jobs, sum({h}) AS gpu_hours,"
+        f" sum({e}) AS energy_j FROM jobs WHERE {_OK} GROUP BY ALL ORDER BY ALL",
+    )
+    left = query(
+        fleet,
+        f"SELECT CAST(job_id AS VARCHAR) AS job_id, {h} AS gpu_hours, {e} AS energy_j, CAST(gpu_model AS VARCHAR) AS"
+        f" gpu_model, CAST(gpu_name AS VARCHAR) AS gpu_name, CAST(grid AS VARCHAR) AS grid, {_NUM.format(c='pue')} AS pue"
+        f" FROM jobs WHERE NOT coalesce({_OK}, false) LIMIT {MAX_LISTED}",
+    )
+    counts = (
+        query(
+            fleet,
+            f"SELECT count(*) AS jobs, count(*) FILTER (WHERE NOT coalesce({_OK}, false)) AS left_out,"
+            f" sum({h}) FILTER (WHERE NOT coalesce({_OK}, false)) AS left_hours,"
+            f" count(*) FILTER (WHERE TRY_CAST(coverage AS DOUBLE) < 0.99) AS low_coverage,"
+            f" first(CAST(grid AS VARCHAR)) AS grid, first({_NUM.format(c='pue')}) AS pue FROM jobs",
+        )
+        .iloc[0]
+        .to_dict()
+    )
+    site = {"grid": counts.pop("grid"), "pue": counts.pop("pue")}
+    return parts, left, site, counts
+
+
+def top_jobs(fleet: str | Path, coef: Any, n: int) -> Any:
+    """The ``n`` jobs of highest climate change: ``coef`` gives per factor set (gpu_model, grid, pue) the
+    kg CO2 eq of one GPU-hour (a) and one kWh (b); DuckDB ranks a x GPU-hours + b x kWh over every job."""
+    import duckdb
+
+    if n <= 0 or coef.empty:
+        return coef.iloc[0:0]
+    e, h = _NUM.format(c="energy_j"), _NUM.format(c="gpu_hours")
+    con = duckdb.connect()
+    try:
+        con.register("coef", coef)
+        idx = _sql_path(Path(fleet) / store.INDEX)
+        return con.execute(
+            f"SELECT CAST(j.job_id AS VARCHAR) AS job_id, j.name, j.user, j.account, j.gpu_name, j.gpu_count, {h} AS"
+            f" gpu_hours, {e} AS energy_j, TRY_CAST(j.coverage AS DOUBLE) AS coverage, j.run_dir,"
+            f" c.a * {h} + c.b * {e} / 3.6e6 AS cc FROM read_parquet('{idx}') j JOIN coef c"
+            " ON CAST(j.gpu_model AS VARCHAR) = c.gpu_model AND CAST(j.grid AS VARCHAR) IS NOT DISTINCT FROM c.grid"
+            f" AND {_NUM.format(c='j.pue')} IS NOT DISTINCT FROM c.pue WHERE {_OK.replace('gpu_model', 'j.gpu_model')}"
+            f" ORDER BY cc DESC LIMIT {int(n)}"
+        ).df()
+    except duckdb.Error as exc:
+        raise FootprintError(f"cannot read the ledger ({str(exc).splitlines()[0][:200]})", str(fleet)) from None
+    finally:
+        con.close()
+
+
 # ---- every job, assessed -------------------------------------------------------------------------------
 
 JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start", "gpu_name", "gpu_model", "gpu_count",
@@ -151,10 +223,7 @@ def job_table(fleet: str | Path, sets: list[str] | None = None) -> Any:
     from footprint.lca import categories as cat
     from footprint.lca.units import display_unit
 
-    df = read_jobs(fleet, JOB_COLUMNS)
-    for c in ("gpu_hours", "energy_j", "coverage", "pue", "gpu_count"):
-        v = pd.to_numeric(df[c], errors="coerce").astype(float)
-        df[c] = v.where(v.abs().lt(float("inf")) & v.ge(0))
+    df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
     batch, rows, reasons = assess_index(df, sets)
     out = pd.DataFrame(
         {

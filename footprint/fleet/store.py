@@ -232,6 +232,26 @@ class FleetWriter:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def read_index_schema(fleet: str | Path) -> list[str]:
+    """The index's column names, checked as `read_index` checks them, without reading a row."""
+    import pyarrow.parquet as pq
+
+    d = Path(fleet)
+    if not d.is_dir():
+        raise FootprintError("no such fleet directory (write one with `footprint fleet import`)", str(d))
+    p = d / INDEX
+    if not p.is_file():
+        raise FootprintError(f"no {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    try:
+        names = pq.read_schema(p).names
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+    missing = [c for c in INDEX_COLUMNS if c not in names]
+    if missing:
+        raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
+    return names
+
+
 def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any:
     """The fleet index (only ``columns`` when given; text as categories, so a million jobs stay small) as a
     DataFrame, checked; a clear error when the folder is not a fleet import."""
