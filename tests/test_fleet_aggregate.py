@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from test_fleet_prometheus import MIN, T0, _tsdb_copy, blocks, cluster, fleet, profile, prom, sacct_of  # noqa: F401
 
+from footprint.errors import FootprintError
 from footprint.fleet import promql, promserver, synthetic
 from footprint.fleet.importer import ImportOptions, import_fleet
 from footprint.fleet.prometheus import PromConfig, PrometheusClient
@@ -221,3 +222,94 @@ def test_report_by_job_lists_every_job_with_the_per_job_engine_numbers(
     assert t.loc["1001", col] == pytest.approx(one["impacts"]["climate_change"]["total"], rel=1e-9)
     assert main(["fleet", "report", str(fleet), "--by", "job"]) == 0
     assert "1001" in capsys.readouterr().out
+
+
+def test_job_table_in_chunks_equals_one_pass(fleet: Path) -> None:
+    from footprint.fleet import ledger
+
+    a, b = ledger.job_table(fleet), ledger.job_table(fleet, chunk=3)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["single_score_pt"].notna().sum() >= 6
+
+
+class _Proxy:
+    """A proxy in front of the real Prometheus that fails every query after the first ``fail_after`` (503), or adds
+    a ``warnings`` entry to every answer (a Thanos/Mimir partial response)."""
+
+    def __init__(self, target: str, fail_after: int | None = None, warn: bool = False) -> None:
+        import http.server
+        import threading
+        import urllib.request
+
+        proxy = self
+        self.queries = 0
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def _go(self, body: bytes | None) -> None:
+                if self.path.startswith("/api/v1/query?") or self.path == "/api/v1/query":
+                    proxy.queries += 1
+                    if fail_after is not None and proxy.queries > fail_after:
+                        self.send_response(503)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                req = urllib.request.Request(target + self.path, data=body, method=self.command)
+                if body is not None:
+                    req.add_header("Content-Type", "application/x-www-form-urlencoded")
+                with urllib.request.urlopen(req) as r:
+                    data = r.read()
+                if warn:
+                    doc = json.loads(data)
+                    doc["warnings"] = ["partial response: store gateway 3 unavailable"]
+                    data = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._go(None)
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._go(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+
+
+def test_a_failed_import_writes_nothing_and_its_rerun_resumes(agg: Path, cluster: Cluster, prom: str, tmp_path: Path) -> None:
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    out = tmp_path / "f"
+    proxy = _Proxy(prom, fail_after=3)
+    try:
+        with pytest.raises(FootprintError, match="the same command resumes") as err:
+            import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(proxy.url, retries=0), sacct=sacct, site=SITE))
+    finally:
+        proxy.close()
+    assert "503" in str(err.value) and "\n" not in str(err.value)
+    assert not out.exists() and not list(tmp_path.glob(".f.import-*"))  # nothing written half
+    assert len(list((tmp_path / ".f.resume").glob("*.json"))) >= 1
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site=SITE))
+    meta = json.loads((out / "fleet.json").read_text())
+    assert meta["sources"]["prometheus"]["aggregation"]["reused"] >= 1 and not (tmp_path / ".f.resume").exists()
+    pd.testing.assert_series_equal(_idx(out)["gpu_energy_j"].sort_index(), _idx(agg)["gpu_energy_j"].sort_index())
+
+
+def test_partial_answers_flag_the_ledger(cluster: Cluster, prom: str, tmp_path: Path) -> None:
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    proxy = _Proxy(prom, warn=True)
+    try:
+        import_fleet(tmp_path / "f", ImportOptions(cluster.start, cluster.end, PromConfig(proxy.url), sacct=sacct))
+    finally:
+        proxy.close()
+    meta = json.loads((tmp_path / "f" / "fleet.json").read_text())
+    assert meta["partial"] is True
+    assert any("partial data?" in n and "store gateway 3 unavailable" in n for n in meta["notes"])

@@ -36,6 +36,11 @@ class Hostile(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if m == "slow":  # answers after the client's --timeout
+            import time
+
+            time.sleep(2.0)
+            return self._send(200, OK)
         if m == "file_redirect":
             return self._redirect("file:///etc/passwd")
         if m == "other_host":
@@ -106,6 +111,7 @@ def _cli(url: str, tmp: Path, *extra: str) -> list[str]:
         ("bad_gzip", [], "bad gzip"),
         ("truncated", [], "cannot reach"),
         ("escapes", [], "HTTP 400"),
+        ("slow", ["--timeout", "0.5"], "timed out"),
     ],
 )
 def test_hostile_servers_are_one_line_and_exit_2(

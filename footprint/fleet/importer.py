@@ -101,6 +101,10 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
             summary = _aggregated(w, opts, window, now, progress)
         w.close_ledger()
         w.commit()
+    if opts.prom is not None and not opts.exact:
+        import shutil
+
+        shutil.rmtree(resume_dir(Path(out)), ignore_errors=True)
     summary.out = Path(out)
     return summary
 
@@ -149,17 +153,27 @@ def _aggregated(
     found = aggregate.discover(client, fetch, window)
     tel = fetch.t
     plan = Plan(tel, window)
+    resume = resume_dir(w.out)
+    resume.mkdir(exist_ok=True)
     ev = promql.Evaluator(
         client,
         promql.scrape_interval(client, opts.names.energy_metric + opts.names.matchers(), window[1]),
         opts.max_samples,
         opts.concurrency,
         (lambda done, total: progress("querying", total, 1)) if progress else None,
+        resume,
     )
-    act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
-    plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
-    aggregate.refine_label_jobs(plan, found, ev)
-    e = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+    try:
+        act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
+        plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
+        aggregate.refine_label_jobs(plan, found, ev)
+        e = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+    except FootprintError as exc:
+        kept = sum(1 for _ in resume.glob("*.json"))
+        if not kept:
+            raise
+        more = f" ({kept} answers kept in {resume}: the same command resumes from them)"
+        raise type(exc)(exc.detail + more, exc.file, exc.key) from None
     by_job: dict[int, list[tuple[int, float, float]]] = {}
     for (j, dev), v in sorted(e.pair_j.items()):
         by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
@@ -175,13 +189,25 @@ def _aggregated(
             w.add_job(_ledger_row(w, job, rows or [], plan, opts))
     gpus = aggregate.gpu_rows(found, plan, e)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
-    prom = {**client_info(client), "aggregation": {"requests": ev.requests, "splits": ev.splits, "scrape_s": ev.scrape_s}}
-    meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, prom)
+    agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
+    prom = {**client_info(client), "aggregation": agg}
+    if client.warnings:
+        meta_notes = [f"the server answered with warnings (partial data?): {'; '.join(client.warnings[:5])}"]
+        agg["partial"] = True
+    else:
+        meta_notes = []
+    meta = _meta(opts, window, len(plan.jobs), meta_notes + tel.notes + plan.notes, prom)
     meta["telemetry"] = t = _telemetry_meta(gpus, plan)
     meta["method"] = "aggregated"
+    meta["partial"] = bool(client.warnings)
     w.write_meta(meta)
     total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
     return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def resume_dir(out: Path) -> Path:
+    """Where an aggregated import keeps the server's answers until it succeeds (beside the output, hidden)."""
+    return out.parent / f".{out.name}.resume"
 
 
 def _spool(w: FleetWriter, fetch: Fetcher, window: tuple[float, float], progress: Progress | None) -> tuple[LabelStats, Activity]:

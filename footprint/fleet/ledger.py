@@ -214,9 +214,10 @@ JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start
                "gpu_hours", "energy_j", "coverage", "grid", "pue")  # fmt: skip
 
 
-def job_table(fleet: str | Path, sets: list[str] | None = None) -> Any:
+def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Any:
     """Every job with its footprint in all 16 categories (central values; the engine's batch, linear in GPU-hours
-    and energy): a DataFrame, one row per job; jobs that cannot be assessed keep their row with the reason."""
+    and energy, run on ``chunk`` jobs at a time so that memory stays bounded): a DataFrame, one row per job;
+    jobs that cannot be assessed keep their row, with the reason."""
     import pandas as pd
 
     from footprint.fleet.report import assess_index
@@ -224,10 +225,25 @@ def job_table(fleet: str | Path, sets: list[str] | None = None) -> Any:
     from footprint.lca.units import display_unit
 
     df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
-    batch, rows, reasons = assess_index(df, sets)
+    n = len(df)
+    cats = cat.categories() + cat.extras()
+    names = ["facility_energy_kwh", "gpu_lifetimes", "single_score_pt"] + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
+    values = {k: np.full(n, np.nan) for k in names}
+    reasons: list[str | None] = [None] * n
+    for s0 in range(0, n, chunk):
+        batch, rows, why = assess_index(df.iloc[s0 : s0 + chunk], sets)
+        reasons[s0 : s0 + len(why)] = why
+        if not len(rows):
+            continue
+        at = rows + s0
+        values["facility_energy_kwh"][at] = batch.facility_energy_kwh
+        values["gpu_lifetimes"][at] = batch.gpu_lifetimes
+        values["single_score_pt"][at] = batch.single_score()
+        for c, k in zip(cats, names[3:], strict=True):
+            values[k][at] = batch.total(c.key)
     out = pd.DataFrame(
         {
-            "job_id": df["job_id"].astype(str),
+            "job_id": df["job_id"],
             "name": df["name"],
             "user": df["user"],
             "account": df["account"],
@@ -239,22 +255,10 @@ def job_table(fleet: str | Path, sets: list[str] | None = None) -> Any:
             "gpu_hours": df["gpu_hours"],
             "energy_kwh": df["energy_j"] / 3.6e6,
             "coverage": df["coverage"],
+            **values,
+            "not_assessed": reasons,
         }
     )
-    n = len(df)
-
-    def spread(values: np.ndarray) -> np.ndarray:
-        full = np.full(n, np.nan)
-        full[rows] = values
-        return full
-
-    if len(rows):
-        out["facility_energy_kwh"] = spread(batch.facility_energy_kwh)
-        out["gpu_lifetimes"] = spread(batch.gpu_lifetimes)
-        out["single_score_pt"] = spread(batch.single_score())
-        for c in cat.categories() + cat.extras():
-            out[f"{c.key} [{display_unit(c.unit)}]"] = spread(batch.total(c.key))
-    out["not_assessed"] = reasons
     return out
 
 
@@ -268,7 +272,8 @@ def _cell(v: Any) -> Any:
 def render_jobs(table: Any, fmt: str) -> str:
     """The job table as text (aligned columns: the main figures), CSV (every column) or JSON (records)."""
     if fmt == "csv":
-        return table.apply(lambda col: col.map(_cell) if col.dtype == object else col).to_csv(index=False)
+        safe = table.apply(lambda col: col.map(_cell) if col.dtype == object or col.dtype == "category" else col)
+        return safe.to_csv(index=False)
     if fmt == "json":
         recs = json.loads(table.to_json(orient="records", date_format="iso"))
         return json.dumps({"jobs": recs}, indent=1) + "\n"

@@ -151,6 +151,7 @@ class PrometheusClient:
         if config.client_cert:
             self.session.cert = (config.client_cert, config.client_key) if config.client_key else config.client_cert
         self.requests = 0
+        self.warnings: list[str] = []  # what the server flagged (Thanos/Mimir partial responses, Prometheus notes)
 
     # ---- transport ------------------------------------------------------------------------------
     def _get(self, path: str, params: dict[str, Any]) -> Any:
@@ -264,6 +265,9 @@ class PrometheusClient:
             kind, why = _clean(body.get("errorType", "error")), _clean(body.get("error", body))
             msg = f"{self.base}{path}: HTTP {r.status_code}, {kind}: {why}"
             raise (PrometheusLimitError if _is_limit(r) else PrometheusError)(msg, key="--url")
+        warns = body.get("warnings")
+        if isinstance(warns, list) and warns and len(self.warnings) < 50:
+            self.warnings += [_clean(x, 200) for x in warns[:5] if _clean(x, 200) not in self.warnings]
         return body.get("data")
 
     # ---- API ------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from footprint.errors import FootprintError
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
@@ -117,12 +119,15 @@ class Evaluator:
         max_samples: float = DEFAULT_MAX_SAMPLES,
         concurrency: int = DEFAULT_CONCURRENCY,
         progress: Callable[[int, int], None] | None = None,
+        resume: Path | None = None,
     ) -> None:
         self.client, self.scrape_s = client, scrape_s
         self.max_samples, self.concurrency = max_samples, max(int(concurrency), 1)
         self.progress = progress
+        self.resume = resume  # a directory keeping every answer, so that a failed run's re-run asks only the rest
         self.requests = 0
         self.splits = 0
+        self.reused = 0
 
     def run(self, terms: Iterable[Term]) -> Result:
         terms = list(terms)
@@ -154,8 +159,7 @@ class Evaluator:
 
     def _query(self, batch: list[Term]) -> Result:
         expr = " or ".join(render(t, str(i)) for i, t in enumerate(batch))
-        self.requests += 1
-        data = self.client.query(expr, at=max(t.end for t in batch))
+        data = self._answer(expr, max(t.end for t in batch))
         if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
             got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
             raise FootprintError(f"expected a vector from {self.client.base}, got {got!r}", key="--url")
@@ -176,6 +180,30 @@ class Evaluator:
             acc = out.setdefault(t.key, {})
             acc[g] = _combine(t.fn, acc.get(g), v)
         return out
+
+    def _answer(self, expr: str, at: float) -> Any:
+        """The server's answer, or the one a previous run kept under ``resume``."""
+        import hashlib
+        import json
+
+        path = None
+        if self.resume is not None:
+            path = self.resume / (hashlib.sha256(f"{at:.3f}|{expr}".encode()).hexdigest()[:32] + ".json")
+            try:
+                data = json.loads(path.read_text())
+                self.reused += 1
+                return data
+            except (OSError, ValueError):
+                pass
+        self.requests += 1
+        data = self.client.query(expr, at=at)
+        if path is not None:  # a cache: renamed into place whole, not fsynced (a lost answer is asked again)
+            import os
+
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}.tmp")
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, path)
+        return data
 
 
 def _combine(fn: str, old: float | None, v: float) -> float:
