@@ -138,6 +138,12 @@ def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--selector", default="", help='extra label matchers for every query, e.g. cluster="a"')
     g.add_argument("--cpu", choices=("auto", "rapl", "kepler", "none"), default="auto", help="host CPU/RAM counters")
     g.add_argument("--exact", action="store_true", help="read every raw sample (default: the server aggregates per job)")
+    g.add_argument(
+        "--recorded",
+        nargs="?",
+        const="footprint:gpu_energy_joules:increase1m",
+        help="read the recording rule's per-minute GPU energy (footprint/fleet/rules/) instead of the counter",
+    )
     g.add_argument("--exact-below", default="10m", help="jobs shorter than this from raw samples (default 10m)")
     g.add_argument(
         "--max-samples", type=number_arg(int, 1000, 10**10), default=5_000_000, help="samples per request (default 5e6)"
@@ -288,6 +294,7 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
             job_labels=labels,
             selector=args.selector,
             cpu_source=args.cpu,
+            recorded=args.recorded or "",
         )
         chunk, gap = parse_duration(args.chunk, "--chunk"), parse_duration(args.max_gap, "--max-gap")
         agg = {

@@ -36,9 +36,10 @@ from footprint.errors import FootprintError
 from footprint.fleet import promql
 from footprint.fleet.attribution import Activity, Job, LabelStats, Plan
 from footprint.fleet.prometheus import PrometheusClient
-from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Device, Fetcher
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
 
 DAY = 86400.0
+HOUR = 3600.0
 Progress = Callable[[str, int | None, int], None]
 
 
@@ -297,19 +298,26 @@ def evaluate(
         else:
             groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, "both"), []).append(it.dev)
     terms: list[promql.Term] = []
-    info: dict[Any, tuple[tuple[Any, ...], set[int]]] = {}
+    info: dict[Any, tuple[tuple[Any, ...], set[int], float, float]] = {}  # group, devices, unit, seconds/sample
     for gi, (g, devs) in enumerate(groups.items()):
         j, kind, a, b, _w, labelled, what = g
         m = _gpu_matchers(found, devs)
-        if labelled:
-            m += f",{_matcher(n.job_labels[-1], promql.regex_alt(_label_values(plan.jobs[j], n.job_labels)))}"
+        if labelled:  # an equality where one value will do: a regex is matched against every job label value
+            m += f",{_eq_or_re(n.job_labels[-1], set(_label_values(plan.jobs[j], n.job_labels)))}"
         m = n.matchers(m).strip("{}")
         metric = n.energy_metric if kind == GPU_COUNTER else n.power_metric
         by = (n.host_label, n.gpu_label)
+        if kind == GPU_COUNTER and n.recorded and what == "both":
+            # a sample at t holds the energy of (t - every, t]: the window's last part is in the next sample
+            b_rec = b + n.recorded_every_s if labelled else b
+            terms.append(promql.Term(("e", gi), n.recorded, m, a, b_rec, by, "sum"))
+            terms.append(promql.Term(("c", gi), n.recorded, m, a, b_rec, by, "count", series=len(devs)))
+            info[gi] = (g, set(devs), 1.0, n.recorded_every_s)
+            continue
         if what == "both":
             terms.append(promql.Term(("e", gi), metric, m, a, b, by, "increase" if kind == GPU_COUNTER else "gauge_energy"))
         terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
-        info[gi] = (g, set(devs))
+        info[gi] = (g, set(devs), n.energy_unit_j if kind == GPU_COUNTER else 1.0, ev.scrape_s)
     for i, it in enumerate(cpu_items(plan, found)):
         lab = found.labels[it.dev]
         m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
@@ -319,8 +327,7 @@ def evaluate(
     out.dev_j, out.dev_s = metered(found, plan.window, ev, repeated)
     for key, result in res.items():
         if key[0] in ("e", "c"):
-            (j, kind, a, b, w, _, _), devs = info[key[1]]
-            unit = n.energy_unit_j if kind == GPU_COUNTER else 1.0
+            (j, kind, a, b, w, _, _), devs, unit, every = info[key[1]]
             for lab, v in result.items():
                 dev = found.by_labels.get((kind, *lab))
                 if dev not in devs:
@@ -328,7 +335,7 @@ def evaluate(
                 if key[0] == "e":
                     out.pair_j[(j, dev)] = out.pair_j.get((j, dev), 0.0) + v * w * unit
                 else:
-                    out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * ev.scrape_s, b - a) * w
+                    out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
         elif key[0] == "h":
             out.pair_j[(key[2], key[3])] = out.pair_j.get((key[2], key[3]), 0.0) + sum(result.values()) * key[4]
     _short(client, found, short, ev, out)
@@ -373,83 +380,152 @@ def _label_values(job: Job, labels: tuple[str, ...]) -> list[str]:
 
 
 def metered(found: Found, window: tuple[float, float], ev: promql.Evaluator, repeated: set[int]) -> tuple[dict, dict]:
-    """Each GPU's (and host meter's) metered joules and seconds over the window.
-
-    A counter without resets: its last value minus its first, over all its series (job-label changes, MIG
-    repeats: one monotonic counter), from each day's max and min (``max_over_time``/``min_over_time`` by GPU);
-    day k's energy is its max minus day k-1's, so days telescope and nothing between them is lost. A counter
-    that reset (``resets()`` > 0) or is repeated on concurrent series, and the power gauge: the series merged
-    by GPU in a subquery at the scrape interval (slower, so only for those)."""
-    n = found.fetch.names
-    by = (n.host_label, n.gpu_label)
+    """Each GPU's (and host meter's) metered joules and seconds over the window, day by day."""
     edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
     days = [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-    m = n.matchers().strip("{}")
+    span = window[1] - window[0]
+    if found.fetch.names.recorded:
+        dev_j, dev_s = _metered_recorded(found, days, ev, span)
+    else:
+        dev_j, dev_s = _metered_counters(found, days, ev, repeated, span)
+    dev_j.update(_host_totals(found, days, ev))
+    return dev_j, dev_s
+
+
+def _metered_counters(
+    found: Found, days: list[tuple[float, float]], ev: promql.Evaluator, repeated: set[int], span: float
+) -> tuple[dict, dict]:
+    """Each counter's value at every hour boundary of the window (``max by`` GPU of the counter, evaluated by one
+    range query per day: its last sample within the lookback, the largest of its series, since job-label
+    changes and MIG repeats are one monotonic counter), and the energy as the differences of consecutive
+    values: the hours telescope to the counter's increase over the window, reading a few samples per GPU and
+    hour. The odd hours — whose end value is below its start (a reset: driver reload), or where the GPU has
+    no value at one end (it appeared, vanished, or had a gap) — are read by ``increase()`` of the GPU's
+    merged series over that hour, as PromQL counts them. The power gauge: the series merged by GPU in a
+    subquery (slower, so only for those)."""
+    n = found.fetch.names
     gpus = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE)]
-    terms: list[promql.Term] = []
-    for i, (a, b) in enumerate(days):
-        for fn in ("max", "min", "resets", "count"):
-            terms.append(
-                promql.Term(
-                    (fn, i), n.energy_metric, m, a, b, by, fn, series=len(gpus), agg="sum" if fn in ("resets", "count") else ""
-                )
-            )
-    for d in found.fetch.t.devices:
-        if d.kind in (CPU, RAM):
-            lab = found.labels[d.id]
-            hm = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
-            terms += [promql.Term(("host", d.id), lab.get("__name__", ""), hm, a, b, ("instance",)) for a, b in days]
-    res = ev.run(terms)
+    start, end = days[0][0], days[-1][1]
     dev_j: dict[int, float] = {}
     dev_s: dict[int, float] = {}
-    span = window[1] - window[0]
-    slow = set(repeated) | {d.id for d in gpus if d.kind == GPU_GAUGE}
-    last: dict[int, float] = {}
-    for i in range(len(days)):
-        for lab, v in res.get(("resets", i), {}).items():
-            dev = found.by_labels.get((GPU_COUNTER, *lab))
-            if dev is not None and v > 0:
-                slow.add(dev)
-        lows = res.get(("min", i), {})
-        for lab, hi in res.get(("max", i), {}).items():
-            dev = found.by_labels.get((GPU_COUNTER, *lab))
-            if dev is None:
-                continue
-            lo = last.get(dev, lows.get(lab, hi))
-            dev_j[dev] = dev_j.get(dev, 0.0) + max(hi - lo, 0.0) * n.energy_unit_j
-            last[dev] = hi
-        for lab, v in res.get(("count", i), {}).items():
-            dev = found.by_labels.get((GPU_COUNTER, *lab))
-            if dev is not None:
-                dev_s[dev] = min(dev_s.get(dev, 0.0) + v * ev.scrape_s, span)
-    for key, groups in res.items():
-        if key[0] == "host":
-            dev_j[key[1]] = dev_j.get(key[1], 0.0) + sum(groups.values())
-    if slow:
-        sj, ss = _merged(found, [d for d in gpus if d.id in slow], days, ev)
+    last: dict[int, tuple[float, float]] = {}  # device -> (time, value) at its latest boundary
+    odd: list[tuple[int, float, float]] = []  # hours read by increase(): resets, GPUs appearing or vanishing
+    gone: dict[int, tuple[float, float]] = {}
+    prev_t = None
+    for t, values in _hourly_values(found, ev, start, end):
+        for d, v in values.items():
+            if d in last:
+                t0, v0 = last[d]
+                if v >= v0 and t0 == prev_t:
+                    dev_j[d] = dev_j.get(d, 0.0) + (v - v0) * n.energy_unit_j
+                    dev_s[d] = min(dev_s.get(d, 0.0) + (t - t0), span)
+                else:  # a reset, or back after a gap (the gap's hours in one piece)
+                    gone.pop(d, None)
+                    odd.append((d, t0, t))
+            elif prev_t is not None:
+                odd.append((d, prev_t, t))  # appeared after the window's start
+            last[d] = (t, v)
+        for d, (t0, _) in last.items():
+            if t0 == prev_t and d not in values:
+                gone[d] = (t0, t)  # its last samples before it vanished, unless it comes back
+        prev_t = t
+    odd += [(d, a, b) for d, (a, b) in gone.items()]
+    if odd:
+        oj, os_ = _merged(found, odd, ev)
+        for d, e in oj.items():
+            dev_j[d] = dev_j.get(d, 0.0) + e
+        for d, sec in os_.items():
+            dev_s[d] = min(dev_s.get(d, 0.0) + sec, span)
+    gauges = [(d.id, a, b) for d in gpus if d.kind == GPU_GAUGE for a, b in days]
+    if gauges:
+        sj, ss = _merged(found, gauges, ev)
         dev_j.update(sj)
         dev_s.update({k: min(v, span) for k, v in ss.items()})
     return dev_j, dev_s
 
 
-def _merged(found: Found, devs: list[Device], days: list[tuple[float, float]], ev: promql.Evaluator) -> tuple[dict, dict]:
-    """Metered joules and seconds of these GPUs, their series merged by GPU in a subquery."""
+def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> list[tuple[float, dict[int, float]]]:
+    """(time, {device: counter value}) at start, every hour after it, and end: one range query per day."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = found.fetch.names
+    expr = f"max by ({n.host_label},{n.gpu_label}) ({n.energy_metric}{n.matchers()})"
+    grid = np.arange(start, end, HOUR).tolist()
+    spans = [(grid[i], grid[min(i + 23, len(grid) - 1)]) for i in range(0, len(grid), 24)]
+
+    def one(ab: tuple[float, float]) -> dict[float, dict[int, float]]:
+        a, b = ab
+        data = ev.client.query_range(expr, a, b, HOUR) if b > a else ev.client.query(expr, at=a)
+        ev.requests += 1
+        out: dict[float, dict[int, float]] = {}
+        for s in (data.get("result") or []) if isinstance(data, dict) else []:
+            d = found.by_labels.get(
+                (GPU_COUNTER, *(str((s.get("metric") or {}).get(k, "")) for k in (n.host_label, n.gpu_label)))
+            )
+            pts = s.get("values") or ([s["value"]] if s.get("value") else [])
+            for t, v in pts if d is not None else []:
+                x = float(v)
+                if math.isfinite(x) and x >= 0:
+                    out.setdefault(round(float(t), 3), {})[d] = x
+        return out
+
+    merged: dict[float, dict[int, float]] = {}
+    with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
+        for part in pool.map(one, [*spans, (end, end)]):
+            merged.update(part)
+    return sorted(merged.items())
+
+
+def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:
+    terms = []
+    for d in found.fetch.t.devices:
+        if d.kind in (CPU, RAM):
+            lab = found.labels[d.id]
+            hm = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
+            terms += [promql.Term(("host", d.id), lab.get("__name__", ""), hm, a, b, ("instance",)) for a, b in days]
+    return {key[1]: sum(groups.values()) for key, groups in ev.run(terms).items()}
+
+
+def _metered_recorded(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator, span: float) -> tuple[dict, dict]:
+    """Each GPU's metered joules and seconds from the recorded per-minute energy (every series of the GPU: the
+    rule already counted MIG repeats once; consecutive job-label series partition the minutes)."""
+    n = found.fetch.names
+    by, m = (n.host_label, n.gpu_label), n.matchers().strip("{}")
+    k = len(found.fetch.t.devices)
+    terms = [promql.Term((what, i), n.recorded, m, a, b, by, fn, series=k, agg="sum")
+             for i, (a, b) in enumerate(days) for what, fn in (("e", "sum"), ("s", "count"))]  # fmt: skip
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    for (what, _), groups in ev.run(terms).items():
+        for lab, v in groups.items():
+            dev = found.by_labels.get((GPU_COUNTER, *lab))
+            if dev is None:
+                continue
+            if what == "e":
+                dev_j[dev] = dev_j.get(dev, 0.0) + v
+            else:
+                dev_s[dev] = min(dev_s.get(dev, 0.0) + v * n.recorded_every_s, span)
+    return dev_j, dev_s
+
+
+def _merged(found: Found, windows: list[tuple[int, float, float]], ev: promql.Evaluator) -> tuple[dict, dict]:
+    """Joules and seconds of (GPU, start, end) windows, the GPU's series merged by GPU in a subquery at the scrape
+    interval (a counter's increase, or the gauge's mean x duration)."""
     n = found.fetch.names
     by = (n.host_label, n.gpu_label)
     step = max(int(round(ev.scrape_s)), 1)
     terms = []
-    for d in devs:
-        lab = found.labels[d.id]
+    for dev, a, b in windows:
+        d, lab = found.fetch.t.devices[dev], found.labels[dev]
         m = n.matchers(f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"')
         metric = n.energy_metric if d.kind == GPU_COUNTER else n.power_metric
         merged = f"(max by ({','.join(by)}) ({metric}{m}))"
         fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
-        for a, b in days:
-            terms.append(promql.Term(("e", d.id), merged, "", a, b, by, fn, subquery_step=step))
-            terms.append(promql.Term(("s", d.id), merged, "", a, b, by, "count", subquery_step=step))
-    res = ev.run(terms)
-    dev_j, dev_s = {}, {}
-    for (what, dev), groups in res.items():
+        terms.append(promql.Term(("e", dev), merged, "", a, b, by, fn, subquery_step=step))
+        terms.append(promql.Term(("s", dev), merged, "", a, b, by, "count", subquery_step=step))
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    for (what, dev), groups in ev.run(terms).items():
         kind = found.fetch.t.devices[dev].kind
         v = sum(groups.values())
         if what == "e":
