@@ -281,65 +281,89 @@ def evaluate(
     exact_below_s: float,
     exact_all: bool = False,
 ) -> Energies:
-    """Every job's energy on every GPU it held, the host meters' shares, and each GPU's metered total."""
-    n = found.fetch.names
-    tel = found.fetch.t
+    """Every job's energy on every GPU it held, the host meters' shares, and each GPU's metered total (first:
+    where a GPU reported without a break, a job's telemetry covers its window and needs no sample count)."""
     out = Energies()
-    short: list[Item] = []
-    groups: dict[tuple[Any, ...], list[int]] = {}  # (job, kind, a, b, w, labelled) -> devices: one term each
     items = holdings(plan, found)
-    for it in items:
-        d, job = tel.devices[it.dev], plan.jobs[it.job]
-        out.pair_j.setdefault((it.job, it.dev), 0.0)
-        if d.kind == GPU_COUNTER and (exact_all or job.duration_s < exact_below_s):
-            short.append(it)
-            out.exact_jobs.add(it.job)
-            groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, "count"), []).append(it.dev)
-        else:
-            groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, "both"), []).append(it.dev)
-    terms: list[promql.Term] = []
-    info: dict[Any, tuple[tuple[Any, ...], set[int], float, float]] = {}  # group, devices, unit, seconds/sample
-    for gi, (g, devs) in enumerate(groups.items()):
-        j, kind, a, b, _w, labelled, what = g
-        m = _gpu_matchers(found, devs)
-        if labelled:  # an equality where one value will do: a regex is matched against every job label value
-            m += f",{_eq_or_re(n.job_labels[-1], set(_label_values(plan.jobs[j], n.job_labels)))}"
-        m = n.matchers(m).strip("{}")
-        metric = n.energy_metric if kind == GPU_COUNTER else n.power_metric
-        by = (n.host_label, n.gpu_label)
-        if kind == GPU_COUNTER and n.recorded and what == "both":
-            # a sample at t holds the energy of (t - every, t]: the window's last part is in the next sample
-            b_rec = b + n.recorded_every_s if labelled else b
-            terms.append(promql.Term(("e", gi), n.recorded, m, a, b_rec, by, "sum"))
-            terms.append(promql.Term(("c", gi), n.recorded, m, a, b_rec, by, "count", series=len(devs)))
-            info[gi] = (g, set(devs), 1.0, n.recorded_every_s)
-            continue
-        if what == "both":
-            terms.append(promql.Term(("e", gi), metric, m, a, b, by, "increase" if kind == GPU_COUNTER else "gauge_energy"))
-        terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
-        info[gi] = (g, set(devs), n.energy_unit_j if kind == GPU_COUNTER else 1.0, ev.scrape_s)
+    out.dev_j, out.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
+    groups, short = _job_groups(plan, found, items, exact_below_s or 0.0, exact_all, out)
+    terms, info = _job_terms(plan, found, groups, ev, irregular, out)
     for i, it in enumerate(cpu_items(plan, found)):
         lab = found.labels[it.dev]
         m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
         terms.append(promql.Term(("h", i, it.job, it.dev, it.w), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
-    repeated = _repeated(found, items)
-    res = ev.run(terms)
-    out.dev_j, out.dev_s = metered(found, plan.window, ev, repeated)
-    for key, result in res.items():
-        if key[0] in ("e", "c"):
-            (j, kind, a, b, w, _, _), devs, unit, every = info[key[1]]
-            for lab, v in result.items():
-                dev = found.by_labels.get((kind, *lab))
-                if dev not in devs:
-                    continue
-                if key[0] == "e":
-                    out.pair_j[(j, dev)] = out.pair_j.get((j, dev), 0.0) + v * w * unit
-                else:
-                    out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
-        elif key[0] == "h":
+    for key, result in ev.run(terms).items():
+        if key[0] == "h":
             out.pair_j[(key[2], key[3])] = out.pair_j.get((key[2], key[3]), 0.0) + sum(result.values()) * key[4]
+            continue
+        (j, kind, a, b, w, _, _), devs_e, devs_c, unit, every = info[key[1]]
+        for lab, v in result.items():
+            dev = found.by_labels.get((kind, *lab))
+            if dev not in (devs_e if key[0] == "e" else devs_c):
+                continue
+            if key[0] == "e":
+                out.pair_j[(j, dev)] = out.pair_j.get((j, dev), 0.0) + v * w * unit
+            else:
+                out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
     _short(client, found, short, ev, out)
     return out
+
+
+def _job_groups(
+    plan: Plan, found: Found, items: list[Item], exact_below_s: float, exact_all: bool, out: Energies
+) -> tuple[dict[tuple[Any, ...], list[int]], list[Item]]:
+    """(job, kind, start, end, weight, labelled, what) -> its GPUs, one term each; the short stretches apart."""
+    tel = found.fetch.t
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    short: list[Item] = []
+    for it in items:
+        d, job = tel.devices[it.dev], plan.jobs[it.job]
+        out.pair_j.setdefault((it.job, it.dev), 0.0)
+        what = "both"
+        if d.kind == GPU_COUNTER and (exact_all or job.duration_s < exact_below_s):
+            short.append(it)
+            out.exact_jobs.add(it.job)
+            what = "count"
+        groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, what), []).append(it.dev)
+    return groups, short
+
+
+def _job_terms(
+    plan: Plan,
+    found: Found,
+    groups: dict[tuple[Any, ...], list[int]],
+    ev: promql.Evaluator,
+    irregular: dict[int, list[tuple[float, float]]] | None,
+    out: Energies,
+) -> tuple[list[promql.Term], dict[int, tuple[tuple[Any, ...], set[int], set[int], float, float]]]:
+    """The energy and sample-count terms of every group; a group whose GPUs reported without a break through
+    its window (``irregular`` says where they did not) is given full coverage without counting samples."""
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    terms: list[promql.Term] = []
+    info: dict[int, tuple[tuple[Any, ...], set[int], set[int], float, float]] = {}  # devices of e, of c
+    for gi, (g, devs) in enumerate(groups.items()):
+        j, kind, a, b, w, labelled, what = g
+        m = _gpu_matchers(found, devs)
+        if labelled:  # an equality where one value will do: a regex is matched against every job label value
+            m += f",{_eq_or_re(n.job_labels[-1], set(_label_values(plan.jobs[j], n.job_labels)))}"
+        m = n.matchers(m).strip("{}")
+        metric, fn, unit, every = n.energy_metric, "increase", n.energy_unit_j, ev.scrape_s
+        if kind == GPU_GAUGE:
+            metric, fn, unit = n.power_metric, "gauge_energy", 1.0
+        elif n.recorded:  # a sample at t holds the energy of (t - every, t]: the window's end is in the next one
+            metric, fn, unit, every = n.recorded, "sum", 1.0, n.recorded_every_s
+            b = b + n.recorded_every_s if labelled else b
+        if what == "both":
+            terms.append(promql.Term(("e", gi), metric, m, a, b, by, fn))
+        steady = irregular is not None and kind == GPU_COUNTER and not n.recorded
+        counted = [d for d in devs if not steady or any(x < b and a < y for x, y in irregular.get(d, []))]
+        for d in set(devs) - set(counted):
+            out.pair_s[(j, d)] = out.pair_s.get((j, d), 0.0) + (g[3] - a) * w
+        if counted:
+            terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
+        info[gi] = (g, set(devs), set(counted), unit, every)
+    return terms, info
 
 
 def _gpu_matchers(found: Found, devs: list[int]) -> str:
@@ -379,22 +403,26 @@ def _label_values(job: Job, labels: tuple[str, ...]) -> list[str]:
     return sorted({i.split("/")[-1] if len(labels) > 1 else i for i in job.ids})
 
 
-def metered(found: Found, window: tuple[float, float], ev: promql.Evaluator, repeated: set[int]) -> tuple[dict, dict]:
-    """Each GPU's (and host meter's) metered joules and seconds over the window, day by day."""
+def metered(
+    found: Found, window: tuple[float, float], ev: promql.Evaluator, repeated: set[int]
+) -> tuple[dict, dict, dict[int, list[tuple[float, float]]] | None]:
+    """Each GPU's (and host meter's) metered joules and seconds over the window, and where each GPU's counter did
+    not report steadily (None: not known)."""
     edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
     days = [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
     span = window[1] - window[0]
+    irregular = None
     if found.fetch.names.recorded:
         dev_j, dev_s = _metered_recorded(found, days, ev, span)
     else:
-        dev_j, dev_s = _metered_counters(found, days, ev, repeated, span)
+        dev_j, dev_s, irregular = _metered_counters(found, days, ev, repeated, span)
     dev_j.update(_host_totals(found, days, ev))
-    return dev_j, dev_s
+    return dev_j, dev_s, irregular
 
 
 def _metered_counters(
     found: Found, days: list[tuple[float, float]], ev: promql.Evaluator, repeated: set[int], span: float
-) -> tuple[dict, dict]:
+) -> tuple[dict, dict, dict[int, list[tuple[float, float]]]]:
     """Each counter's value at every hour boundary of the window (``max by`` GPU of the counter, evaluated by one
     range query per day: its last sample within the lookback, the largest of its series, since job-label
     changes and MIG repeats are one monotonic counter), and the energy as the differences of consecutive
@@ -441,7 +469,10 @@ def _metered_counters(
         sj, ss = _merged(found, gauges, ev)
         dev_j.update(sj)
         dev_s.update({k: min(v, span) for k, v in ss.items()})
-    return dev_j, dev_s
+    irregular: dict[int, list[tuple[float, float]]] = {d.id: [(-math.inf, math.inf)] for d in gpus if d.id not in last}
+    for d, a, b in odd:
+        irregular.setdefault(d, []).append((a, b))
+    return dev_j, dev_s, irregular
 
 
 def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> list[tuple[float, dict[int, float]]]:
