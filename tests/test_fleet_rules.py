@@ -46,3 +46,44 @@ tests:
     )
     p = subprocess.run(["promtool", "test", "rules", str(test)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_import_reads_the_recorded_energy(tmp_path: Path, shared: Path) -> None:
+    """The rules evaluated over the real-NVML cluster's history (promtool's rule backfill, as a ruler would have
+    recorded them), then `--recorded`: per-job energy from the per-minute recording within 1 % of the counter's."""
+    from datetime import UTC
+
+    import pandas as pd
+    from test_fleet_prometheus import cluster as cluster_fixture
+    from test_fleet_prometheus import sacct_of
+
+    from footprint.fleet import promserver, synthetic
+    from footprint.fleet.importer import ImportOptions, import_fleet
+    from footprint.fleet.prometheus import PromConfig
+    from footprint.fleet.slurm import parse_sacct
+    from footprint.fleet.telemetry import DcgmNames
+
+    c = cluster_fixture.__wrapped__(shared)
+    synthetic.write_openmetrics(c, tmp_path / "m.om")
+    tsdb = promserver.backfill(tmp_path / "m.om", tmp_path / "tsdb")
+    sacct = parse_sacct(sacct_of(c), UTC, "sacct.txt")
+    with promserver.serve(tsdb) as url:
+        import_fleet(tmp_path / "counter", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+        cmd = ["promtool", "tsdb", "create-blocks-from", "rules", f"--start={c.start - 600:.0f}", f"--end={c.end + 600:.0f}"]
+        cmd += [f"--url={url}", f"--output-dir={tmp_path / 'rules'}", str(RULES)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    for block in (tmp_path / "rules").iterdir():
+        shutil.move(str(block), tsdb / block.name)
+    names = DcgmNames(recorded="footprint:gpu_energy_joules:increase1m")
+    with promserver.serve(tsdb) as url:
+        import_fleet(tmp_path / "rec", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct, names=names))
+    a = pd.read_parquet(tmp_path / "counter" / "index.parquet").set_index("job_id")
+    b = pd.read_parquet(tmp_path / "rec" / "index.parquet").set_index("job_id")
+    labelled = a[a["nodes"].isin(["gpu-01", "gpu-02", "gpu-01,gpu-02"])].index
+    err = (b.loc[labelled, "gpu_energy_j"] / a.loc[labelled, "gpu_energy_j"] - 1).abs()
+    inside = [j for j in labelled if a.loc[j, "end"].timestamp() < c.end]
+    assert len(inside) >= 4 and err[inside].max() < 0.002, err.to_dict()
+    # a job cut by the window's end: its last part is in the evaluation after the end, up to one interval (60 s)
+    assert err["2001"] < 60.0 / a.loc["2001", "duration_s"], err.to_dict()

@@ -351,9 +351,9 @@ def _job_terms(
         metric, fn, unit, every = n.energy_metric, "increase", n.energy_unit_j, ev.scrape_s
         if kind == GPU_GAUGE:
             metric, fn, unit = n.power_metric, "gauge_energy", 1.0
-        elif n.recorded:  # a sample at t holds the energy of (t - every, t]: the window's end is in the next one
+        elif n.recorded:  # a sample at t holds the energy of (t - every, t]: a job's end is in the next one
             metric, fn, unit, every = n.recorded, "sum", 1.0, n.recorded_every_s
-            b = b + n.recorded_every_s if labelled else b
+            b = b + n.recorded_every_s if labelled and b < plan.window[1] else b
         if what == "both":
             terms.append(promql.Term(("e", gi), metric, m, a, b, by, fn))
         steady = irregular is not None and kind == GPU_COUNTER and not n.recorded
