@@ -253,8 +253,8 @@ def read_index_schema(fleet: str | Path) -> list[str]:
 
 
 def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any:
-    """The fleet index (only ``columns`` when given; text as categories, so a million jobs stay small) as a
-    DataFrame, checked; a clear error when the folder is not a fleet import."""
+    """The fleet index (only ``columns`` when given; columns of few values as categories, so a million jobs stay
+    small) as a DataFrame, checked; a clear error when the folder is not a fleet import."""
     import pandas as pd
     import pyarrow.parquet as pq
 
@@ -269,16 +269,14 @@ def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any
         missing = [c for c in (columns or INDEX_COLUMNS) if c not in have]
         if missing:
             raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
-        text = [c for c in (columns or INDEX_COLUMNS) if c in TEXT_COLUMNS]
-        table = pq.read_table(p, columns=list(columns or INDEX_COLUMNS), read_dictionary=text)
-        df = table.to_pandas()
+        cols = list(columns or INDEX_COLUMNS)
+        table = pq.read_table(p, columns=cols, read_dictionary=[c for c in cols if c in FEW_VALUES])
+        df = table.to_pandas()  # columns of few values as categories: a million jobs' users are codes, not strings
+        del table
     except FootprintError:
         raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
-    for c in text:  # categories of text
-        if not isinstance(df[c].dtype, pd.CategoricalDtype):
-            df[c] = df[c].astype("category")
     # a damaged number (text, NaN, inf, negative) is "not available", never a result
     for c in (x for x in NUMERIC_COLUMNS if x in df.columns):
         v = pd.to_numeric(df[c], errors="coerce").astype(float)
@@ -286,8 +284,7 @@ def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any
     return df
 
 
-TEXT_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "source", "month", "gpu_name", "gpu_model",
-                "nodes", "energy_method", "grid", "run_dir", "notes")  # fmt: skip
+FEW_VALUES = ("user", "account", "partition", "state", "source", "month", "gpu_name", "gpu_model", "energy_method", "grid")
 NUMERIC_COLUMNS = ("duration_s", "gpu_count", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "pue")
 
 
