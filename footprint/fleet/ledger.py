@@ -251,7 +251,7 @@ def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100
             "state": df["state"],
             "start": df["start"],
             "gpu": df["gpu_name"],
-            "gpus": df["gpu_count"],
+            "gpus": df["gpu_count"].astype("Int64"),
             "gpu_hours": df["gpu_hours"],
             "energy_kwh": df["energy_j"] / 3.6e6,
             "coverage": df["coverage"],

@@ -469,7 +469,7 @@ def to_table(r: FleetReport) -> str:
                     num(j["gpu_hours"]),
                     num(j["energy_kwh"]),
                     num(j["climate_change_kg"]),
-                    str(j["run_dir"]),
+                    str(j["run_dir"]) if j["run_dir"] else f"fleet job {j['job_id']}",
                 ]
                 for j in r.top_jobs
             ],

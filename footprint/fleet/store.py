@@ -164,7 +164,7 @@ class FleetWriter:
         self.tmp = self.out.parent / f".{self.out.name}.import-{os.getpid()}.tmp"
         if self.tmp.exists():
             shutil.rmtree(self.tmp)
-        (self.tmp / JOBS).mkdir(parents=True)
+        self.tmp.mkdir(parents=True)
         self.series_parts = 0
         self.records = True
         self._index = _PartWriter(self.tmp / INDEX, index_schema(), index_frame)
@@ -193,7 +193,7 @@ class FleetWriter:
         """One job's run record, through the tracker's own writer; returns its path relative to the fleet."""
         from footprint.tracking import runrecord
 
-        rel = f"{JOBS}/{safe_name(job_id)}"
+        rel = f"{JOBS}/{safe_name(job_id)}"  # the tracker's writer makes the directories
         runrecord.write_json(self.tmp / rel / "run.json", record)
         return rel
 
