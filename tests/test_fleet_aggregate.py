@@ -102,9 +102,13 @@ def test_split_under_the_servers_sample_limit(
     assert (a["gpu_energy_j"] / e["gpu_energy_j"] - 1).abs().max() < 0.005
 
 
-def test_mig_counter_repeated_on_every_instance_is_counted_once(shared: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("activity", [None, (0.6, 0.2)])
+def test_mig_counter_repeated_on_every_instance_is_counted_once(
+    shared: Path, tmp_path: Path, activity: tuple[float, float] | None
+) -> None:
     """dcgm-exporter#317: each MIG instance's series carries the whole GPU's energy counter. Two jobs on two
-    instances of one GPU: their sum is the GPU's energy (not twice it), split between them."""
+    instances of one GPU: their sum is the GPU's energy (not twice it), split between them: evenly, or by
+    the instances' DCGM_FI_PROF_GR_ENGINE_ACTIVE where the exporter gives it."""
     logs = shared / "power" / "gpu-power-benchmark" / "plotting" / "data"
     a = profile(logs / "pwr_update_freq" / "A100_gpudata.csv")
     gpu = Gpu("mig-01", 0, "NVIDIA A100-SXM4-80GB", a, uuid="GPU-MIG-0")
@@ -128,6 +132,9 @@ def test_mig_counter_repeated_on_every_instance_is_counted_once(shared: Path, tm
             if inst == "2" and jobs[1].start <= t < jobs[1].end:
                 lab += ',hpc_job="7002"'
             out.append(f"{lab}}} {value} {ts}")
+            if activity:
+                act = activity[int(inst) - 1]
+                out.append(f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{Hostname="mig-01",gpu="0",GPU_I_ID="{inst}"}} {act} {ts}')
     om_path = tmp_path / "mig.om"
     om_path.write_text(_sorted_families(out) + "\n")
     tsdb = promserver.backfill(om_path, tmp_path / "tsdb")
@@ -141,10 +148,13 @@ def test_mig_counter_repeated_on_every_instance_is_counted_once(shared: Path, tm
     total = c.energy_j(gpu, c.start, c.end)
     assert g["energy_j"].iloc[0] == pytest.approx(total, rel=0.005)  # once, not twice
     both = c.energy_j(gpu, jobs[1].start, jobs[1].end)
-    e7001 = c.energy_j(gpu, jobs[0].start, jobs[0].end) - both / 2
-    assert idx.loc["7002", "gpu_energy_j"] == pytest.approx(both / 2, rel=0.01)
+    share = 0.5 if activity is None else activity[1] / sum(activity)
+    e7001 = c.energy_j(gpu, jobs[0].start, jobs[0].end) - both * share
+    assert idx.loc["7002", "gpu_energy_j"] == pytest.approx(both * share, rel=0.01)
     assert idx.loc["7001", "gpu_energy_j"] == pytest.approx(e7001, rel=0.01)
     assert idx["gpu_energy_j"].sum() <= total
+    notes = json.loads((f / "fleet.json").read_text())["notes"]
+    assert any("split by the instances' activity" in x for x in notes) == (activity is not None)
 
 
 def _no_gauge() -> object:
@@ -165,7 +175,7 @@ def _sorted_families(lines: list[str]) -> str:
         families.setdefault(head.split("{")[0], []).extend(sorted(xs, key=lambda s: float(s.rsplit(" ", 1)[1])))
     out = []
     for name, xs in families.items():
-        out.append(f"# TYPE {name} {'gauge' if 'POWER' in name else 'unknown'}")
+        out.append(f"# TYPE {name} {'gauge' if 'POWER' in name or 'ACTIVE' in name else 'unknown'}")
         out += xs
     return "\n".join(out) + "\n# EOF"
 

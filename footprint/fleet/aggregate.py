@@ -52,6 +52,7 @@ class Found:
     jobs_on: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)  # (job label, dev) -> days seen
     counter_keys: set[str] = field(default_factory=set)
     by_labels: dict[tuple[int, str, str], int] = field(default_factory=dict)  # (kind, host label, gpu label) -> device
+    instance: dict[tuple[str, int], str] = field(default_factory=dict)  # (job label, device) -> MIG instance
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
 
 
@@ -102,6 +103,8 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
                     if job:
                         d.labelled = True
                         key = (job, d.id)
+                        if labels.get(n.instance_label):
+                            found.instance[key] = labels[n.instance_label]
                         x0, x1 = found.jobs_on.get(key, (math.inf, -math.inf))
                         found.jobs_on[key] = (min(x0, max(a, window[0])), max(x1, min(b, window[1])))
                 d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
@@ -214,6 +217,39 @@ def holdings(plan: Plan, found: Found) -> list[Item]:
     return items
 
 
+def split_by_activity(plan: Plan, found: Found, items: list[Item], ev: promql.Evaluator) -> int:
+    """Stretches where jobs on different MIG instances share a GPU: each job's weight is its instance's share of
+    the instances' mean activity (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` by ``GPU_I_ID``) over the stretch, where
+    the exporter gives it; otherwise the even split stays. Returns how many stretches were split so."""
+    n = found.fetch.names
+    tel = found.fetch.t
+    inst: dict[tuple[int, int], str] = {}
+    for (label, dev), i in found.instance.items():
+        for j in plan.label_jobs.get(tel.label_id(label), []):
+            inst[(j, dev)] = i
+    shared = [it for it in items if it.w < 1.0 and (it.job, it.dev) in inst]
+    if not shared or not n.activity_metric:
+        return 0
+    by = (n.host_label, n.gpu_label, n.instance_label)
+    terms = {}
+    for it in shared:
+        lab = found.labels[it.dev]
+        m = f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"'
+        m = n.matchers(m).strip("{}")
+        terms[(it.dev, it.a, it.b)] = promql.Term((it.dev, it.a, it.b), n.activity_metric, m, it.a, it.b, by, "gauge_energy")
+    res = ev.run(terms.values())
+    done = 0
+    for it in shared:
+        acts = {g[2]: v for g, v in res.get((it.dev, it.a, it.b), {}).items()}
+        mine = acts.get(inst[(it.job, it.dev)])
+        held = [inst.get((x.job, x.dev)) for x in shared if (x.dev, x.a, x.b) == (it.dev, it.a, it.b)]
+        total = sum(acts.get(h, 0.0) for h in held if h is not None)
+        if mine is not None and total > 0 and len(held) == round(1 / it.w):
+            it.w = mine / total
+            done += 1
+    return done
+
+
 def _count(held: list[tuple[int, float, float]], a: float, b: float) -> int:
     return sum(1 for _, x, y in held if x < b and a < y)
 
@@ -271,6 +307,7 @@ class Energies:
     dev_j: dict[int, float] = field(default_factory=dict)
     dev_s: dict[int, float] = field(default_factory=dict)
     exact_jobs: set[int] = field(default_factory=set)
+    by_activity: int = 0  # shared stretches split by the MIG instances' activity
 
 
 def evaluate(
@@ -285,6 +322,7 @@ def evaluate(
     where a GPU reported without a break, a job's telemetry covers its window and needs no sample count)."""
     out = Energies()
     items = holdings(plan, found)
+    out.by_activity = split_by_activity(plan, found, items, ev)
     out.dev_j, out.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
     groups, short = _job_groups(plan, found, items, exact_below_s or 0.0, exact_all, out)
     terms, info = _job_terms(plan, found, groups, ev, irregular, out)

@@ -190,6 +190,11 @@ def _aggregated(
     gpus = aggregate.gpu_rows(found, plan, e)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
+    if e.by_activity:
+        plan.notes.append(
+            f"{e.by_activity} stretch(es) of a GPU shared by jobs on MIG instances split by the instances' activity "
+            f"({opts.names.activity_metric}); other shared stretches evenly"
+        )
     prom = {**client_info(client), "aggregation": agg}
     if client.warnings:
         meta_notes = [f"the server answered with warnings (partial data?): {'; '.join(client.warnings[:5])}"]
