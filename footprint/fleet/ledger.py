@@ -257,7 +257,8 @@ def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100
             "coverage": df["coverage"],
             **values,
             "not_assessed": reasons,
-        }
+        },
+        copy=False,  # the arrays as computed: a million jobs' 20 columns are not copied into one block
     )
     return out
 
