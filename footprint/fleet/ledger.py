@@ -25,6 +25,20 @@ def _sql_path(p: Path) -> str:
     return str(p).replace("'", "''")
 
 
+class NoDuckDB(FootprintError):
+    """DuckDB could not start (a process limited in address space: DuckDB reserves ~700 MB of it)."""
+
+
+def _connect() -> Any:
+    """An in-memory DuckDB, small: one thread, a bounded buffer pool (the ledger is read, never held)."""
+    import duckdb
+
+    try:
+        return duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
+    except duckdb.Error as exc:
+        raise NoDuckDB(f"DuckDB cannot start here ({str(exc).splitlines()[0][:120]})", key="ledger") from None
+
+
 def query(fleet: str | Path, sql: str, params: list[Any] | None = None) -> Any:
     """A DuckDB query over the ledger's views ``jobs`` (index.parquet) and ``job_gpus``; a pandas DataFrame."""
     import duckdb
@@ -33,7 +47,7 @@ def query(fleet: str | Path, sql: str, params: list[Any] | None = None) -> Any:
     idx = d / store.INDEX
     if not idx.is_file():
         raise FootprintError(f"no {store.INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
-    con = duckdb.connect()
+    con = _connect()
     try:
         con.execute(f"CREATE VIEW jobs AS SELECT * FROM read_parquet('{_sql_path(idx)}')")
         gp = d / store.JOB_GPUS
@@ -152,8 +166,16 @@ def sums(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
     """The report's inputs, summed by DuckDB so that memory does not grow with the job count (the central
     result and its Monte Carlo are linear in GPU-hours and energy, so sums per group and factor set give
     every group's numbers exactly): (rows per group and factor set with their summed GPU-hours, energy and
-    job count; jobs not assessed, at most MAX_LISTED; the fleet's first site; counts)."""
+    job count; jobs not assessed, at most MAX_LISTED; the fleet's first site; counts). Where DuckDB cannot
+    start, pandas computes the same from the columns it needs."""
     store.read_index_schema(fleet)
+    try:
+        return _sums_duckdb(fleet, by)
+    except NoDuckDB:
+        return _sums_pandas(fleet, by)
+
+
+def _sums_duckdb(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
     e, h = _NUM.format(c="energy_j"), _NUM.format(c="gpu_hours")
     parts = query(
         fleet,
@@ -182,15 +204,55 @@ def sums(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
     return parts, left, site, counts
 
 
+def _sums_pandas(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
+    df = store.read_index(fleet, (*TOP_COLUMNS, "partition", "month", "grid", "pue"))  # numbers checked there
+    ok = (df["energy_j"] > 0) & (df["gpu_hours"] > 0) & df["gpu_model"].notna()
+    col = {"gpu": "gpu_name"}.get(by, by)
+    text = ("gpu_model", "gpu_name", "grid")
+    d = df[ok].assign(grp=df[col].astype(object).where(df[col].notna(), "(none)").astype(str), jobs=1)
+    d = d.astype({c: object for c in text})
+    parts = (
+        d.groupby(["grp", *text, "pue"], dropna=False, sort=True)
+        .agg(jobs=("jobs", "sum"), gpu_hours=("gpu_hours", "sum"), energy_j=("energy_j", "sum"))
+        .reset_index()
+    )
+    left = df[~ok].head(MAX_LISTED)[["job_id", "gpu_hours", "energy_j", *text, "pue"]].astype({c: object for c in text})
+    counts = {
+        "jobs": len(df),
+        "left_out": int((~ok).sum()),
+        "left_hours": float(df.loc[~ok, "gpu_hours"].sum()),
+        "low_coverage": int((df["coverage"].astype(float) < 0.99).sum()),
+    }
+    site = {"grid": df["grid"].iloc[0] if len(df) else None, "pue": df["pue"].iloc[0] if len(df) else None}
+    return parts, left.assign(job_id=left["job_id"].astype(str)), site, counts
+
+
+TOP_COLUMNS = ("job_id", "name", "user", "account", "gpu_name", "gpu_model", "gpu_count", "gpu_hours", "energy_j",
+               "coverage", "run_dir")  # fmt: skip
+
+
 def top_jobs(fleet: str | Path, coef: Any, n: int) -> Any:
     """The ``n`` jobs of highest climate change: ``coef`` gives per factor set (gpu_model, grid, pue) the
-    kg CO2 eq of one GPU-hour (a) and one kWh (b); DuckDB ranks a x GPU-hours + b x kWh over every job."""
-    import duckdb
-
+    kg CO2 eq of one GPU-hour (a) and one kWh (b); DuckDB ranks a x GPU-hours + b x kWh over every job (pandas
+    where DuckDB cannot start)."""
     if n <= 0 or coef.empty:
         return coef.iloc[0:0]
+    try:
+        return _top_duckdb(fleet, coef, n)
+    except NoDuckDB:
+        df = store.read_index(fleet, (*TOP_COLUMNS, "grid", "pue"))
+        keys = ["gpu_model", "grid", "pue"]
+        df = df.astype({"gpu_model": object, "grid": object}).merge(coef, on=keys, how="inner")
+        df = df[(df["energy_j"] > 0) & (df["gpu_hours"] > 0)]
+        df["cc"] = df["a"] * df["gpu_hours"] + df["b"] * df["energy_j"] / 3.6e6
+        return df.nlargest(int(n), "cc").assign(job_id=lambda x: x["job_id"].astype(str))
+
+
+def _top_duckdb(fleet: str | Path, coef: Any, n: int) -> Any:
+    import duckdb
+
     e, h = _NUM.format(c="energy_j"), _NUM.format(c="gpu_hours")
-    con = duckdb.connect()
+    con = _connect()
     try:
         con.register("coef", coef)
         idx = _sql_path(Path(fleet) / store.INDEX)

@@ -112,7 +112,8 @@ class FleetReport:
 
 
 METHOD = {
-    "jobs": "one run record per job (footprint fleet import); GPU energy from DCGM counters via Prometheus, "
+    "jobs": "one row per job in the fleet ledger (footprint fleet import); GPU energy from DCGM counters, "
+    "evaluated by Prometheus/Thanos/Mimir (increase() over each job's window) or read sample by sample (--exact), "
     "GPU-hours = the job's window x its GPUs",
     "impacts": "footprint.lca engine per GPU model and site, linear in GPU-hours and energy (footprint.lca.batch)",
     "uncertainty": "low-high = 2.5th-97.5th percentiles of the Monte Carlo of the factors (embodied sources, "
