@@ -323,3 +323,26 @@ def test_partial_answers_flag_the_ledger(cluster: Cluster, prom: str, tmp_path: 
     meta = json.loads((tmp_path / "f" / "fleet.json").read_text())
     assert meta["partial"] is True
     assert any("partial data?" in n and "store gateway 3 unavailable" in n for n in meta["notes"])
+
+
+def test_fleet_page_reads_a_ledger_without_records(agg: Path) -> None:
+    """The dashboard's Fleet page on a default import (no jobs/ directory): the ledger's numbers, the unallocated
+    share, and each top job's record named by the command that writes it."""
+    pytest.importorskip("streamlit")
+    from _paths import REPO
+    from streamlit.testing.v1 import AppTest
+
+    from footprint.fleet.report import build_report
+    from footprint.lca.assessment import num
+
+    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
+    at.run()
+    at.sidebar.radio(key="page").set_value("Fleet").run()
+    at.text_input(key="fleet_dir").set_value(str(agg)).run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    rep = build_report(agg, "user")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Climate change (kg CO2 eq)"] == num(rep.totals.impacts["climate_change"])
+    assert metrics["Unallocated GPU time"] != "n/a"
+    records = [str(x) for df in at.dataframe for x in df.value.get("Record", [])]
+    assert records and all(r.startswith("footprint fleet job ") for r in records)
