@@ -22,10 +22,17 @@ from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, lifetimes, num, pct, plain, summary_facts
 from footprint.lca.units import UnitParseError, display_unit
-from footprint.lca.workload import MAX_SCENARIO_BYTES, Workload, apply_overrides, parse_yaml_text, workload_from_dict
+from footprint.lca.workload import (
+    MAX_SCENARIO_BYTES,
+    SHIPPED_SCENARIOS,
+    Workload,
+    apply_overrides,
+    parse_yaml_text,
+    workload_from_dict,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIO_DIR = REPO / "scenarios"
+SCENARIO_DIR = SHIPPED_SCENARIOS  # the package's scenarios, as `footprint assess NAME` finds them
 MAX_UPLOAD_BYTES = MAX_SCENARIO_BYTES  # 1 MB, the CLI's limit for a scenario file
 SAMPLES = DEFAULT_SAMPLES  # Monte Carlo samples by default: the CLI's, so the same scenario shows the same range
 MORE_SAMPLES = 10_000  # with the "more samples" toggle
@@ -358,7 +365,7 @@ def categories_table(a: Assessment, base: Assessment | None = None) -> list[dict
             row["Change"] = change(r.total, b.total) or "0.0%"
         row["Low - high"] = f"{num(r.low)} - {num(r.high)}"
         for stage, label in STAGE_LABELS.items():
-            row[label] = pct(r.share(stage))
+            row[label] = r.stage_text(stage)
         rows.append(row)
     return rows
 

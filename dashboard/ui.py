@@ -8,8 +8,18 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core
+from footprint.escaping import md_text
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, lifetimes, num, plain
+from footprint.lca.assessment import (
+    SCORE_NOTE,
+    SENSITIVITY_NOTE,
+    Assessment,
+    key_figures,
+    lifetimes,
+    num,
+    plain,
+    sensitivity_rows,
+)
 from footprint.lca.units import display_unit
 from footprint.reports import palette
 
@@ -24,37 +34,40 @@ LABEL_LIMIT = 260  # pixels of an axis label before Vega-Lite cuts it
 
 
 def headline(a: Assessment, base: Assessment | None = None) -> None:
-    """The three headline categories (climate change, human toxicity cancer, minerals and metals) as metrics,
-    with their change from ``base``; then GPU-hours, energy, GPU lifetimes consumed and water."""
-    cols = st.columns(len(cat.HEADLINE))
-    for col, k in zip(cols, cat.HEADLINE, strict=True):
+    """The key figures first (kg CO2 eq, kWh, litres of water, GPU-hours, each with its range: what most readers came
+    for), then the other headline categories and GPU lifetimes consumed; deltas are the change from ``base``."""
+    w, bw = a.workload, base.workload if base is not None else None
+    values = [a.impacts["climate_change"].total, a.facility_energy_kwh, a.water_l["total"], w.gpu_hours]
+    olds = (
+        [base.impacts["climate_change"].total, base.facility_energy_kwh, base.water_l["total"], bw.gpu_hours]
+        if base is not None and bw is not None
+        else [None] * 4
+    )
+    cols = st.columns(4)
+    for col, (label, value, rng, detail), v, old in zip(cols, key_figures(a), values, olds, strict=True):
+        number, _, unit = value.partition(" ")  # the unit in the label: a narrow column cuts the value's tail
+        title = f"{label} ({unit})" if unit else label
+        col.metric(title, number, delta=core.change(v, old), delta_color="inverse", help=detail)
+        col.caption((f"range {rng} · " if rng else "") + detail)
+    others = [k for k in cat.HEADLINE if k != "climate_change"]
+    cols = st.columns(len(others) + 1)
+    for col, k in zip(cols, others, strict=False):
         r = a.impacts[k]
-        delta = core.change(r.total, base.impacts[k].total) if base is not None else None
         col.metric(
             f"{r.name} ({display_unit(r.unit)})",
             num(r.total),
-            delta=delta,
+            delta=core.change(r.total, base.impacts[k].total) if base is not None else None,
             delta_color="inverse",
-            help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)"
-            + ("" if base is None else f"; base {core.quantity(base.impacts[k].total, r.unit)}"),
+            help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)",
         )
-    w = a.workload
-    bw = base.workload if base is not None else None
-    cols = st.columns(4)
-    figures = [
-        ("GPU-hours", w.gpu_hours, bw.gpu_hours if bw else None, "h"),
-        ("Energy (IT)", w.it_energy_kwh, bw.it_energy_kwh if bw else None, "kWh"),
-        ("GPU lifetimes consumed", w.gpu_lifetimes, bw.gpu_lifetimes if bw else None, ""),
-        ("Water", a.water_l["total"], base.water_l["total"] if base is not None else None, "L"),
-    ]
-    for col, (label, value, old, unit) in zip(cols, figures, strict=True):
-        col.metric(
-            f"{label} ({unit})" if unit else label,
-            num(value) if unit else lifetimes(value),
-            delta=core.change(value, old),
-            delta_color="inverse",
-            help=None if unit else f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
-        )
+    cols[-1].metric(
+        "GPU lifetimes consumed",
+        lifetimes(w.gpu_lifetimes),
+        delta=core.change(w.gpu_lifetimes, bw.gpu_lifetimes if bw else None),
+        delta_color="inverse",
+        help=f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
+    )
+    st.caption(SCORE_NOTE)
 
 
 STAGE_SHORT = {"manufacturing": "Manuf.", "transport": "Transp.", "use": "Use", "end_of_life": "EoL"}
@@ -71,8 +84,14 @@ def categories(a: Assessment, base: Assessment | None = None) -> None:
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
     st.caption(
         "Shares: stage / total (Manuf. manufacturing, Transp. transport, EoL end of life). n/a = not available (no open "
-        "data for that stage), never zero; n/a stages are left out of the chart."
+        "data for that stage), never zero; n/a stages are left out of the chart. Not modelled = zero by construction: "
+        "that category then gives no stage shares."
     )
+    sens = sensitivity_rows(a)
+    if sens:
+        st.markdown("**What drives the uncertainty**")
+        st.dataframe(sens, hide_index=True, **WIDE)
+        st.caption(SENSITIVITY_NOTE)
 
 
 def normalised(a: Assessment, base: Assessment | None = None) -> None:
@@ -198,18 +217,18 @@ def notes(a: Assessment) -> None:
     groups = note_groups(a)
     st.caption(f"{note_count(groups)} notes in {len(groups)} groups (the Assessment JSON lists them all).")
     for g in groups:
-        with st.expander(f"**{g.title} ({len(g.items)})**: {g.summary}"):
+        with st.expander(f"**{md_text(g.title)} ({len(g.items)})**: {md_text(g.summary)}"):
             if g.rows:
                 st.dataframe(list(g.rows), hide_index=True, **WIDE)
             else:
-                st.markdown("\n".join(f"- {x}" for x in g.items))
+                st.markdown("\n".join(f"- {md_text(x)}" for x in g.items))
 
 
 def warnings_and_sources(a: Assessment) -> None:
     notes(a)
     with st.expander("Method"):
         d = a.to_dict()["method"]
-        st.markdown("\n".join(f"- **{k}**: {v}" for k, v in d.items()))
+        st.markdown("\n".join(f"- **{md_text(k)}**: {md_text(v)}" for k, v in d.items()))
     with st.expander(f"Sources ({len(a.sources)})"):
         st.dataframe(
             [{k: s.get(k) for k in ("title", "licence", "year", "url", "id")} for s in a.sources],
@@ -221,4 +240,4 @@ def warnings_and_sources(a: Assessment) -> None:
 
 def show_user_error(exc: BaseException) -> None:
     """A user mistake as the CLI prints it: one line, no traceback."""
-    st.error(f"footprint: error: {core.user_error_message(exc)}")
+    st.error(md_text(f"footprint: error: {core.user_error_message(exc)}"))

@@ -3,7 +3,7 @@
     FOOTPRINT_FAKE_NVML=1xA100-SXM4-40GB python examples/hf_trainer.py     # fake GPU: runs anywhere
     footprint assess runs/gpt2-hf
 
-The one footprint line is `callbacks=[FootprintCallback(...)]`.
+The footprint lines are the import and `callbacks=[FootprintCallback(...)]`.
 """
 
 import torch

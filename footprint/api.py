@@ -2,35 +2,68 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from footprint.errors import FootprintError
 from footprint.lca.assessment import Assessment
 from footprint.lca.engine import DEFAULT_SAMPLES
 from footprint.lca.engine import assess as _assess
-from footprint.lca.workload import Workload, load_scenario, workload_from_run
+from footprint.lca.workload import Workload, load_scenario, scenario_path, shipped_scenarios, workload_from_run
+
+Overrides = Mapping[str, Any] | Sequence[str] | None
 
 
-def to_workload(target: Workload | str | Path | dict[str, Any] | Any, sets: list[str] | None = None) -> Workload:
-    """A Workload from a Workload, a scenario path, a run directory, a run record or a Tracker."""
+def override_list(overrides: Overrides) -> list[str]:
+    """``set=`` as the CLI's ``--set`` strings: {"training.mfu": 0.5} -> ["training.mfu=0.5"] (a non-string value
+    written as JSON, which YAML reads back as the same value); a list of "key=value" strings is taken as it is."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, str):
+        raise TypeError("set= takes a mapping such as {'training.mfu': 0.5} or a list of 'key=value' strings, not a string")
+    if isinstance(overrides, Mapping):
+        return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in overrides.items()]
+    return [str(x) for x in overrides]
+
+
+def to_workload(
+    target: Workload | str | Path | dict[str, Any] | Any, sets: list[str] | None = None, flag: str = "--set"
+) -> Workload:
+    """A Workload from a Workload, a scenario path or a shipped scenario's name, a run directory, a run record or a
+    Tracker; ``sets`` are ``key=value`` overrides (``flag`` names them in errors: "--set" or "set")."""
     if isinstance(target, Workload):
+        if sets:
+            raise TypeError("overrides apply to a scenario or a run, not to a Workload (use Workload.with_)")
         return target
     if isinstance(target, dict):
-        return workload_from_run(target, sets)
+        return workload_from_run(target, sets, flag)
     if isinstance(target, (str, Path)):
-        p = Path(target)
-        return workload_from_run(p, sets) if p.is_dir() or p.name == "run.json" else load_scenario(p, sets)
+        p = scenario_path(target)
+        if not p.exists():
+            names = ", ".join(shipped_scenarios())
+            raise FootprintError(f"no such scenario file or run directory (shipped scenarios: {names})", str(target))
+        return workload_from_run(p, sets, flag) if p.is_dir() or p.name == "run.json" else load_scenario(p, sets, flag)
     run = getattr(target, "run", None)  # a stopped Tracker
     if isinstance(run, dict):
-        return workload_from_run(run, sets)
+        return workload_from_run(run, sets, flag)
     raise TypeError(
         f"cannot assess a {type(target).__name__}: give a Workload, a scenario path, a run directory or a stopped tracker's run"
     )
 
 
-def assess(target: Workload | str | Path | dict[str, Any] | Any, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
-    """Assess a Workload, a scenario file, a run directory, or a tracked run (``tracker.stop()``'s result)."""
-    return _assess(to_workload(target), samples=samples, seed=seed)
+def assess(
+    target: Workload | str | Path | dict[str, Any] | Any,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    *,
+    set: Overrides = None,  # noqa: A002 - the CLI's --set, by name
+) -> Assessment:
+    """Assess a Workload, a scenario file or a shipped scenario's name (``"bloom-176b"``), a run directory, or a
+    tracked run (``tracker.stop()``'s result). ``set`` overrides keys as ``footprint assess --set`` does, through
+    the same code: ``set={"training.mfu": 0.5, "site.grid": "POL"}`` or ``set=["training.mfu=0.5"]``."""
+    return _assess(to_workload(target, override_list(set), "set"), samples=samples, seed=seed)
 
 
 def _report_target(target: Any) -> str | Assessment:

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import footprint  # noqa: E402
 from footprint.lca import categories as cat  # noqa: E402
-from footprint.lca.assessment import num, pct_sig  # noqa: E402
+from footprint.lca.assessment import num, pct, pct_sig  # noqa: E402
 from footprint.lca.units import display_unit  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
 
@@ -86,15 +86,43 @@ def test_explorer_base_scenario_matches_assess() -> None:
     a = footprint.assess(load_scenario(SCENARIOS / "bloom-176b.yaml"), samples=SAMPLES)
     _same_totals(res["totals"], a)
     shown = _metrics(at)
-    for k in cat.HEADLINE:
-        assert shown[_label(a, k)] == (num(a[k].total), "")  # no change from the base yet
+    assert shown["Climate change (kg CO2 eq)"] == (num(a["climate_change"].total), "")  # no change from the base yet
+    for k in cat.HEADLINE[1:]:
+        assert shown[_label(a, k)] == (num(a[k].total), "")
     assert shown["GPU lifetimes consumed"][0] == f"{a.workload.gpu_lifetimes:,.2f}"  # never rounded up
     table = at.table[0].value.reset_index()  # a static table: it wraps, never scrolls sideways
     assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
-    assert table.loc[0, "Manuf."] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
+    assert table.loc[0, "Manuf."] == pct(a["climate_change"].share("manufacturing"))
+    assert "n/a" not in set(table["Use"])  # a use phase wherever one is modelled...
+    not_modelled = [i for i, k in enumerate(cat.keys()) if "use" in a[k].not_modelled]
+    assert not_modelled and all(table.loc[i, "Use"] == "not modelled" for i in not_modelled)  # ...and said where not
+    assert all(table.loc[i, "Manuf."] == "n/a" for i in not_modelled)  # no "manufacturing 100 %"
+    sens = [d.value for d in at.dataframe if "Drivers of the variance" in d.value.columns]
+    assert sens and list(sens[0]["Category"])[-1] == "Single score"  # the sensitivity table
     assert len(at.get("vega_lite_chart")) >= 1  # the stacked stage-share chart
     labels = [s.label for s in at.sidebar.slider]
     assert any("MFU" in label for label in labels)
+
+
+def test_first_screen_leads_with_kg_co2_kwh_water_and_gpu_hours_before_any_pt() -> None:
+    """What most readers came for, with its range, before the single score, person-equivalents or CTUh."""
+    at = _app()
+    _ok(at)
+    a = footprint.assess(load_scenario(SCENARIOS / "bloom-176b.yaml"), samples=SAMPLES)
+    labels = [m.label for m in at.metric]
+    assert labels[:4] == ["Climate change (kg CO2 eq)", "Energy (kWh)", "Water (L)", "GPU-hours"], labels
+    first = [m.value for m in at.metric][:4]
+    assert first == [
+        num(a["climate_change"].total),
+        num(a.facility_energy_kwh),
+        num(a.water_l["total"]),
+        num(a.workload.gpu_hours),
+    ]
+    lo, hi = a.activity_ranges["facility_energy_kwh"]
+    captions = [c.value for c in at.caption]
+    assert any(f"range {num(lo)} - {num(hi)}" in c for c in captions), captions
+    assert any("person-equivalents" in c and "(Pt)" in c for c in captions)
+    assert labels.index("EF 3.1 single score (Pt)") > 3
 
 
 def test_one_move_what_if_mfu_lifetime_grid() -> None:
@@ -112,7 +140,7 @@ def test_one_move_what_if_mfu_lifetime_grid() -> None:
     shown = _metrics(at)
     cc = expected["climate_change"]
     change = (cc.total - base["climate_change"].total) / base["climate_change"].total
-    assert shown[_label(expected, "climate_change")] == (num(cc.total), f"{change:+.1%}")
+    assert shown["Climate change (kg CO2 eq)"] == (num(cc.total), f"{change:+.1%}")
     assert at.sidebar.slider(key="ex_mfu").value == 0.5 and at.sidebar.selectbox(key="ex_grid").value == "POL"
     assert any("--set site.grid=POL" in c.value for c in at.code)  # the equivalent CLI command
 
@@ -483,8 +511,12 @@ def test_report_and_dashboard_agree_number_for_number(tmp_path: Path) -> None:
     mass = next(m for m in at.metric if m.label == "Hardware consumed").value
     assert f"({mass} of hardware)" in summary["GPU lifetimes"]
     normalised = next(t for t in parser.tables if t and t[0][:2] == ["Category", "Person-equivalents"])
-    pe = at.dataframe[0].value  # the person-equivalents tab
+    pe = next(d.value for d in at.dataframe if "Person-equivalents" in d.value.columns)  # the person-equivalents tab
     assert list(pe["Person-equivalents"]) == [r[1] for r in normalised[1:]]
+    # the sensitivity table: the same rows in the report and the dashboard
+    sens_report = next(t for t in parser.tables if t and t[0][:3] == ["Category", "Central", "Median"])
+    sens_shown = next(d.value for d in at.dataframe if "Drivers of the variance" in d.value.columns)
+    assert [list(r) for r in sens_shown.itertuples(index=False)] == sens_report[1:]
 
 
 def test_a_link_opens_a_run_and_identical_gpus_get_a_panel_each(tmp_path: Path) -> None:
@@ -634,3 +666,40 @@ def test_real_server_first_load_and_layout_in_chromium(tmp_path: Path) -> None:
         if server.stdout:
             server.stdout.close()
     assert server.poll() is not None
+
+
+def test_sigterm_to_footprint_dashboard_stops_its_streamlit_server(tmp_path: Path) -> None:
+    """A service manager's stop (SIGTERM to `footprint dashboard`) used to leave Streamlit holding the port."""
+    import signal
+
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "footprint.cli", "dashboard", "--headless", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the server is up once its health endpoint answers
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()
+                break
+            except (urllib.error.URLError, OSError):
+                assert proc.poll() is None and time.monotonic() < deadline, "the dashboard did not start"
+                time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # nothing listens on the port any more
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) != 0:
+                    break
+            time.sleep(0.3)
+        else:
+            pytest.fail(f"port {port} still served after SIGTERM to footprint dashboard")
+    finally:
+        if proc.poll() is None:
+            proc.kill()

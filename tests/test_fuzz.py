@@ -45,7 +45,10 @@ settings.register_profile(
 FUZZ = settings.get_profile("fuzz")
 BASE = (SCENARIOS / "finetune-small.yaml").read_text()
 SHIPPED = sorted(SCENARIOS.glob("*.yaml"))
-NEGATIVE_OK = (".impacts.land_use.by_component.casing",)  # ADEME's casing has a sourced negative land use
+NEGATIVE_OK = (
+    ".impacts.land_use.by_component.casing",  # ADEME's casing has a sourced negative land use
+    ".correlation",  # a sensitivity input can move a total down (a longer lifetime, a higher utilisation)
+)
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +123,11 @@ def test_binary_scenario_is_one_line_error(cli: CliServer, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])
 def test_deeply_nested_yaml_is_refused_before_it_is_built(cli: CliServer, tmp_path: Path, depth: int) -> None:
-    """A 2 KB file nested 1,000 deep gave a RecursionError; 100,000 deep crashed libyaml's composer (SIGSEGV)."""
+    """A 2 KB file nested 1,000 deep gave a RecursionError; 100,000 deep crashed libyaml's composer (SIGSEGV).
+    Our depth limit or libyaml's own (newer PyYAML builds scan a flow collection ahead and stop at theirs first)
+    may fire: either way one line naming the file and the line, exit 2; the wording is the library's business."""
     p = _scenario(tmp_path, "name: " + "[" * depth + "]" * depth)
-    _error(cli.run(["assess", p]), "YAML refused: nested deeper than 64 levels", "line 1")
+    _error(cli.run(["assess", p]), "s.yaml", "YAML", "line 1")
 
 
 def test_alias_bomb_is_refused_before_it_is_built(cli: CliServer, tmp_path: Path) -> None:
@@ -154,7 +159,7 @@ def test_aliases_within_the_limits_still_work(cli: CliServer, tmp_path: Path) ->
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e400", "99999999999999999999999", "1e8"])
 def test_count_inf_and_other_impossible_counts_are_refused(cli: CliServer, tmp_path: Path, value: str) -> None:
     p = _scenario(tmp_path, _sub("count: 8 ", f"count: {value} "))
-    _error(cli.run(["assess", p]), "hardware.count")
+    _error(cli.run(["assess", p]), "overflows" if value == "1e400" else "hardware.count")  # 1e400: YAML refuses it
 
 
 def test_carbon_intensity_null_unsets_the_key(cli: CliServer, tmp_path: Path) -> None:
@@ -205,7 +210,7 @@ def test_nan_minus_nan_and_other_bad_ranges_are_refused(cli: CliServer, tmp_path
         ("power_fraction_of_tdp: 0.8", "power_per_gpu: inf W", ["training.power_per_gpu", "finite"]),
         ("power_fraction_of_tdp: 0.8", "power_per_gpu: nan W", ["training.power_per_gpu", "finite"]),
         ("gpu_hours: 24 ", "gpu_hours: .inf ", ["training.gpu_hours", "finite"]),
-        ("gpu_hours: 24 ", "gpu_hours: 1e300 ", ["beyond floating point"]),
+        ("gpu_hours: 24 ", "gpu_hours: 1e300 ", ["training.gpu_hours", "plausible range"]),
         ("lifetime: 3 years", "lifetime: inf years", ["hardware.lifetime", "finite"]),
         ("lifetime: 3 years", "lifetime: nan years", ["hardware.lifetime", "finite"]),
         ("lifetime: 3 years", "lifetime: (2+1)*years", ["hardware.lifetime", "numbers go before the unit"]),

@@ -198,6 +198,13 @@ def test_lightning_callback(tmp_path: Path, fake_gpu: None, reference: dict, mlf
     assert any("LightningModule" in n for n in run["notes"])
     assert _history(mlflow_uri, logger.run_id, "footprint/tokens") == [(2, TOKENS / 3), (4, 2 * TOKENS / 3), (6, TOKENS)]
     assert "save_checkpoint" not in vars(trainer)  # the checkpoint-window wrapper is gone
+    import mlflow
+
+    from footprint.integrations.mlflow import log_run
+
+    mlflow.set_tracking_uri(mlflow_uri)  # after training, the 16 categories land in the logger's run (found by its tag)
+    assert log_run(run, samples=0, report=False) == logger.run_id
+    assert "footprint/climate_change" in mlflow.MlflowClient(mlflow_uri).get_run(logger.run_id).data.metrics
 
 
 def test_accelerate_helper(tmp_path: Path, fake_gpu: None, reference: dict, mlflow_uri: str, monkeypatch) -> None:
@@ -427,3 +434,125 @@ def test_torchrun_trainer_counts_each_gpu_once_and_the_true_tokens(tmp_path: Pat
     assert run["tokens"] == true_tokens and run["steps"] == 4
     seen = json.loads((tmp_path / "seen.json").read_text())["seen"]
     assert seen == true_tokens  # the Trainer's own count is already the sum over ranks: adding it per rank would double it
+
+
+TORCHRUN_LOGGERS = textwrap.dedent("""
+    import json, os, sys, torch, transformers
+    from footprint.integrations.huggingface import FootprintCallback
+    from footprint.integrations.mlflow import log_run
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, n_positions=16, vocab_size=64, bos_token_id=0, eos_token_id=0)
+    data = [{"input_ids": (x := torch.randint(0, 64, (16,))), "labels": x} for _ in range(64)]
+    args = transformers.TrainingArguments(output_dir=sys.argv[1] + "/out", per_device_train_batch_size=4, max_steps=4,
+        logging_steps=2, report_to=["mlflow", "tensorboard", "wandb"], use_cpu=True, save_strategy="no",
+        disable_tqdm=True, ddp_backend="gloo")
+    cb = FootprintCallback(name="ddp", output_dir=sys.argv[1], site={"grid": "FRA"})
+    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(cfg), args=args, train_dataset=data, callbacks=[cb])
+    trainer.train()
+    if trainer.args.process_index == 0:  # after training: the 16 categories into the Trainer's MLflow run
+        json.dump({"mlflow_run": log_run(cb.run, samples=0, report=False)}, open(sys.argv[1] + "/logged.json", "w"))
+        import wandb; wandb.finish()  # flushed before os._exit below skips the atexit hook that would
+    torch.distributed.destroy_process_group()
+    sys.stdout.flush(); sys.stderr.flush(); os._exit(0)  # gloo on CPU may abort at exit (see TORCHRUN_HF)
+""")
+
+
+def _wandb_history(path: Path) -> list[dict[str, Any]]:
+    """The history rows of an offline W&B run file (its LevelDB-style log of protobuf records: 32 KiB blocks,
+    7-byte record headers, records split FIRST/MIDDLE/LAST across blocks)."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data, pos, buf, rows = path.read_bytes(), 7, b"", []
+    assert data[:4] == b":W&B"
+    while pos + 7 <= len(data):
+        if 32768 - pos % 32768 < 7:
+            pos += 32768 - pos % 32768
+            continue
+        _, n, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        buf, pos = buf + data[pos + 7 : pos + 7 + n], pos + 7 + n
+        if kind in (1, 4):  # FULL or LAST
+            rec = pb.Record()
+            rec.ParseFromString(buf)
+            if rec.WhichOneof("record_type") == "history":
+                rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item})
+            buf = b""
+        elif n == 0:
+            break
+    return rows
+
+
+@pytest.mark.slow
+def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(tmp_path: Path) -> None:
+    """2 ranks (gloo, CPU) under torchrun, report_to MLflow (SQLite store), TensorBoard and W&B offline: the live
+    tokens and energy are the job's (all-reduced), not rank 0's half; log_run after training lands the 16 categories
+    in the Trainer's MLflow run, not a second one."""
+    pytest.importorskip("torch.distributed")
+    pytest.importorskip("mlflow")
+    pytest.importorskip("wandb")
+    pytest.importorskip("tensorboard")
+    from mlflow.tracking import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from footprint.lca import categories as cat
+
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN_LOGGERS)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "FOOTPRINT_PARENT_RUN")}
+    env.update(
+        FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB",
+        OMP_NUM_THREADS="1",
+        MLFLOW_TRACKING_URI=uri,
+        MLFLOW_EXPERIMENT_NAME="ddp",
+        WANDB_MODE="offline",
+        WANDB_DIR=str(tmp_path),
+        WANDB_SILENT="true",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29543", str(script), str(tmp_path)],
+        cwd=tmp_path,  # MLflow puts a sqlite store's artifacts under ./mlruns
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads((tmp_path / "ddp" / "run.json").read_text())
+    job_tokens = 2 * 4 * 4 * 16  # 2 ranks x 4 steps x 4 sequences x 16 tokens
+    assert run["tokens"] == job_tokens
+    gpus = [d for d in run["devices"] if d["component"] == "gpu"]
+    one_gpu_kwh, job_kwh = max(d["energy_j"] for d in gpus) / 3.6e6, run["energy"]["gpu_j"] / 3.6e6
+    # MLflow: one run, the Trainer's, with the job's tokens and energy live and the 16 categories after training
+    client = MlflowClient(uri)
+    (mrun,) = client.search_runs([client.get_experiment_by_name("ddp").experiment_id])
+    rid = mrun.info.run_id
+    assert json.loads((tmp_path / "logged.json").read_text())["mlflow_run"] == rid
+    live_and_final = [(2, job_tokens / 2), (4, job_tokens), (4, job_tokens)]  # live, then log_run's at the last step
+    assert _history(uri, rid, "footprint/tokens") == live_and_final
+    energy = [v for _, v in _history(uri, rid, "footprint/gpu_energy_kwh")]
+    assert len(energy) == 2 and one_gpu_kwh < energy[-1] <= job_kwh  # both GPUs: more than either one alone
+    assert _history(uri, rid, "footprint/energy_kwh")[-1] == (4, pytest.approx(run["energy"]["total_j"] / 3.6e6))
+    metrics = client.get_run(rid).data.metrics
+    assert all(f"footprint/{c.key}" in metrics for c in cat.categories()) and "train_loss" in metrics
+    # TensorBoard (rank 0's writer) and W&B offline: the same job-wide values
+    (events,) = (tmp_path / "out").glob("runs/*/events.out.tfevents.*")
+    acc = EventAccumulator(str(events.parent)).Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("train/footprint/tokens")] == [(2, job_tokens / 2), (4, job_tokens)]
+    assert one_gpu_kwh < acc.Scalars("train/footprint/gpu_energy_kwh")[-1].value <= job_kwh
+    (wandb_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    rows = [r for r in _wandb_history(wandb_file) if "train/footprint/tokens" in r]
+    assert [r["train/footprint/tokens"] for r in rows] == [job_tokens / 2, job_tokens]
+    assert one_gpu_kwh < rows[-1]["train/footprint/gpu_energy_kwh"] <= job_kwh
+
+
+def test_live_metrics_of_a_multi_rank_job_without_a_process_group_are_named_per_rank() -> None:
+    """No torch process group to reduce over (ranks launched without one): each rank's values under its own name,
+    never rank 0's share under the job-wide name; a single process keeps the plain names."""
+    from footprint.integrations.live import job_wide
+
+    assert not torch.distributed.is_initialized()
+    values = {"footprint/tokens": 256.0, "footprint/gpu_energy_kwh": 1e-4}
+    assert job_wide(values, rank=1, world=2) == {"footprint/rank1/tokens": 256.0, "footprint/rank1/gpu_energy_kwh": 1e-4}
+    assert job_wide(values, rank=0, world=1) == values

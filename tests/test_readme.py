@@ -142,7 +142,17 @@ def test_no_example_points_outside_the_repository() -> None:
 def test_the_readme_test_command_is_what_ci_runs() -> None:
     line = next(x for x in README.splitlines() if "pytest" in x and x.startswith("python -m pip install"))
     command = re.sub(r"\s{2,}#.*$", "", line)
-    ci = [x.split("#")[0].strip() for x in (REPO / ".ci" / "run").read_text().splitlines()]
-    for part in command.split(" && "):
-        assert part.strip() in ci, f"{part!r} is not a line of .ci/run"
-    assert shlex.split(command)[:4] == ["python", "-m", "pip", "install"]
+    ci = [re.sub(r"\s{2,}#.*$", "", x).strip() for x in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert command.strip() in ci, f"{command!r} is not a line of .ci/run"
+    parts = [shlex.split(p) for p in command.split(" && ")]
+    assert parts[0][:4] == ["python", "-m", "pip", "install"]
+
+
+def test_the_readme_test_command_installs_torch_cpu_wheel_before_the_extras() -> None:
+    """The dev extra pulls torch through Lightning and accelerate; PyPI's Linux torch is the CUDA build (several GB, a
+    dozen nvidia-* wheels). Installed first from PyTorch's CPU index, torch is already there when the extras come."""
+    line = next(x for x in README.splitlines() if "pytest" in x and x.startswith("python -m pip install"))
+    parts = [shlex.split(p) for p in re.sub(r"\s{2,}#.*$", "", line).split(" && ")]
+    extras = next(i for i, p in enumerate(parts) if any(".[dev]" in a for a in p))
+    torch_first = [p for p in parts[:extras] if "torch" in p and "--index-url" in p]
+    assert torch_first and torch_first[0][torch_first[0].index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"

@@ -17,6 +17,7 @@ import pytest
 from _paths import REPO, SCENARIOS
 
 import footprint
+from footprint.lca.assessment import num, to_table
 from footprint.lca.notes import SUMMARY_CHARS, note_groups
 from footprint.reports import figures, palette
 from footprint.reports.report import Section, build_sections, headline, summary_rows, to_html, to_markdown
@@ -91,7 +92,32 @@ def test_headline_numbers_appear_once(sections: list[Section]) -> None:
     assert score.endswith(" Pt") and text.count(html.escape(score)) == 1
     labels = [label for label, _ in summary_rows(a)]
     assert not {"EF 3.1 single score", "Climate change", "Human toxicity, cancer"} & set(labels)
-    assert "climate_change" in [k for k in a.impacts if a.impacts[k].name in {h[0] for h in headline(a)}]
+
+
+def test_reports_lead_with_kg_co2_kwh_water_and_gpu_hours_before_anything_in_pt(sections: list[Section], tmp_path: Path) -> None:
+    """HTML, Markdown and the text table: the key figures with their Monte Carlo ranges come first; then the single
+    score, with one sentence on what Pt and person-equivalents mean; FLOPs in the summary."""
+    a = sections[0].assessment
+    cc, (elo, ehi) = a["climate_change"], a.activity_ranges["facility_energy_kwh"]
+    wlo, whi = a.activity_ranges["water_l"]
+    page = re.sub(r"<svg.*?</svg>", "", to_html(sections), flags=re.S)
+    md = to_markdown(sections, tmp_path / "r.md")
+    table = to_table(a)
+    for text, dash in ((page, " – "), (md, " – "), (table, " - ")):
+        first_pt = min(text.index(" Pt"), text.index("erson-eq"), text.index("CTUh"))
+        for want in (
+            f"{num(cc.total)} kg CO2 eq",
+            f"{num(cc.low)}{dash}{num(cc.high)}",
+            f"{num(a.facility_energy_kwh)} kWh",
+            f"{num(elo)}{dash}{num(ehi)}",
+            f"{num(a.water_l['total'])} L",
+            f"{num(wlo)}{dash}{num(whi)}",
+            "GPU-hours",
+        ):
+            assert 0 <= text.index(want) < first_pt, (want, text[:first_pt][-400:])
+    assert "points (Pt) weight them into one single score" in page
+    assert "points (Pt) weight them into one single score" in md
+    assert f"{a.workload.flops:.3g} FLOP" in dict(summary_rows(a))["Total FLOPs"]
 
 
 def test_notes_are_folded_one_block_per_group_and_sources_are_links(sections: list[Section]) -> None:

@@ -433,3 +433,77 @@ def test_old_killed_run_recovers(tmp_path: Path) -> None:
     assert run["energy"]["gpu_j"] == pytest.approx(36000.0) and run["steps"] == 9
     assert run["duration_s"] == pytest.approx(120.0)
     assert len(runrecord.read_samples(run_dir)) == 1200
+
+
+def test_import_codecarbon_sums_the_ranks_of_one_job_and_says_so(tmp_path: Path) -> None:
+    """Under torchrun each rank's codecarbon tracker appends its own row (its own run_id) to one emissions.csv, and a
+    tracker that flushes appends cumulative rows under its run_id: the import sums the ranks of the last job, keeps
+    each tracker's last row, leaves an earlier job out, and says so."""
+    from codecarbon.output_methods.emissions_data import EmissionsData
+    from codecarbon.output_methods.file import FileOutput
+
+    fields = dict.fromkeys(EmissionsData.__dataclass_fields__, "")
+    writer = FileOutput("emissions.csv", str(tmp_path), on_csv_write="append")
+
+    def row(run_id: str, project: str, end: str, gpu_kwh: float, duration: float = 60.0) -> None:
+        data = {**fields, "timestamp": end, "project_name": project, "run_id": run_id, "experiment_id": "x"}
+        data.update(duration=duration, emissions=0.0, emissions_rate=0.0, cpu_power=10.0, gpu_power=300.0, ram_power=5.0)
+        data.update(cpu_energy=0.001, gpu_energy=gpu_kwh, ram_energy=0.0005, energy_consumed=gpu_kwh + 0.0015)
+        data.update(country_iso_code="FRA", gpu_count=1, gpu_model="1 x NVIDIA A100-SXM4-40GB", pue=1.0)
+        writer.out(EmissionsData(**data), None)
+
+    row("old", "llm", "2026-11-24T08:00:00", 0.5)  # an earlier job of the same project: not this one
+    row("r0", "llm", "2026-11-24T10:00:30", 0.004, 30.0)  # rank 0's first flush (cumulative)
+    row("r0", "llm", "2026-11-24T10:01:00", 0.010)
+    row("r1", "llm", "2026-11-24T10:01:01", 0.011)
+    out = tmp_path / "cc"
+    proc = subprocess.run(
+        [PY, "-m", "footprint.cli", "import", "codecarbon", str(tmp_path / "emissions.csv"), "-o", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "2 GPUs + host CPU, RAM" in proc.stdout and "2 rows of one job summed" in proc.stdout, proc.stdout
+    rec = json.loads((out / "run.json").read_text())
+    assert rec["energy"]["gpu_j"] == pytest.approx((0.010 + 0.011) * 3.6e6)
+    assert len([d for d in rec["devices"] if d["component"] == "gpu"]) == 2 and rec["duration_s"] == pytest.approx(60.0)
+    assert any("2 rows of one job summed" in n for n in rec["notes"])
+
+
+def test_a_fake_nvml_run_is_said_simulated_never_measured_and_estimated_at_once(tmp_path: Path) -> None:
+    """The fake NVML's readings are `measured: false` with a meter's method: one note says simulated, none says
+    measured; the host's model says estimated."""
+    from footprint.lca.workload import workload_from_run
+
+    with footprint.track(name="fake", output_dir=tmp_path, nvml=FakeNVML("2xA100-SXM4-40GB"), site="FRA") as t:
+        t.step(tokens=10)
+    notes = [n for n in workload_from_run(tmp_path / "fake").notes if n.startswith("energy ")]
+    assert any(n.startswith("energy simulated, not measured: 2 x NVIDIA A100") for n in notes), notes
+    assert not any(n.startswith("energy measured") for n in notes), notes
+
+
+def test_the_default_pue_is_said_where_the_run_is_recorded_and_in_the_summary(tmp_path: Path) -> None:
+    """An invisible 1.58 (the industry-average preset) multiplied every kWh: `footprint run` and the assessment's
+    summary name it as the default; a stated PUE is shown as it is."""
+    from footprint.lca.assessment import summary_facts
+    from footprint.lca.workload import workload_from_run
+
+    env = {**os.environ, "FOOTPRINT_FAKE_NVML": "1xA100-SXM4-40GB"}
+    lines = {}
+    for name, extra in (("default", []), ("stated", ["--pue", "1.1"])):
+        proc = subprocess.run(
+            [PY, "-m", "footprint.cli", "run", "--name", name, "--output-dir", str(tmp_path), *extra, "--", PY, "-c", "pass"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+        lines[name] = proc.stderr.strip().splitlines()[-1]
+    assert "PUE 1.58 (default: the industry_average preset, no PUE given)" in lines["default"]
+    assert "PUE 1.1 (exit code 0)" in lines["stated"]
+    a = footprint.assess(workload_from_run(tmp_path / "default"), samples=0)
+    assert "PUE 1.58, default: the industry_average preset, no PUE given" in summary_facts(a)["Energy"]
+    b = footprint.assess(workload_from_run(tmp_path / "stated"), samples=0)
+    assert "(PUE 1.1)" in summary_facts(b)["Energy"]

@@ -51,7 +51,9 @@ footprint assess runs/demo --set site.grid=POL        re-project a measured run 
 footprint assess scenarios/llama-2-70b.yaml --format json -o llama.json""",
         handler=assess,
     )
-    a.add_argument("target", help="scenario .yaml file, or run directory (or its run.json)")
+    a.add_argument(
+        "target", help="scenario .yaml file or a shipped scenario's name (bloom-176b), or run directory (or its run.json)"
+    )
     a.add_argument(
         "--format", choices=FORMATS, default="table", help="table (default), the Assessment JSON, CSV, or a Markdown table"
     )
@@ -74,7 +76,7 @@ footprint report runs/demo -o demo.pdf                 needs Chromium (see `foot
 footprint report scenarios/olmo-2-7b.yaml --format json -o -      to stdout""",
         handler=report,
     )
-    rp.add_argument("target", help="scenario .yaml file or run directory")
+    rp.add_argument("target", help="scenario .yaml file or a shipped scenario's name (bloom-176b), or run directory")
     rp.add_argument("--compare", nargs="+", default=[], metavar="OTHER", help="more scenarios or runs, side by side")
     rp.add_argument(
         "-o",
@@ -104,11 +106,14 @@ def report(args: argparse.Namespace) -> int:
     import sys
 
     from footprint.errors import FootprintError
+    from footprint.lca.workload import scenario_path, shipped_scenarios
     from footprint.reports.report import write_report
 
     for t in [args.target, *args.compare]:
-        if not Path(t).exists():
-            raise FootprintError("no such scenario file or run directory", t)
+        if not scenario_path(t).exists():
+            raise FootprintError(
+                f"no such scenario file or run directory (shipped scenarios: {', '.join(shipped_scenarios())})", t
+            )
     out = write_report(
         [args.target, *args.compare],
         args.output,

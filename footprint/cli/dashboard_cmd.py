@@ -30,7 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def dashboard(args: argparse.Namespace) -> int:
     import importlib.util
-    import subprocess
 
     from footprint.errors import FootprintError
 
@@ -54,4 +53,37 @@ def dashboard(args: argparse.Namespace) -> int:
     ]
     if args.headless:
         cmd += ["--server.headless", "true"]
-    return subprocess.call(cmd)
+    return serve(cmd)
+
+
+def serve(cmd: list[str], grace_s: float = 10.0) -> int:
+    """Run the server as a child that ends with us: SIGTERM and SIGHUP to `footprint dashboard` are passed on (a
+    service manager's stop, a closed terminal), and a server still up when we leave gets ``grace_s`` to stop before
+    it is killed. With ``subprocess.call`` a SIGTERM ended us and left Streamlit holding the port."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(cmd)
+
+    def forward(signum: int, frame: object) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says it
+            except KeyboardInterrupt:
+                continue  # Ctrl-C reached the server too (same process group): wait for it to stop
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for s, handler in previous.items():
+            signal.signal(s, handler)

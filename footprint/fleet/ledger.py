@@ -325,17 +325,12 @@ def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100
     return out
 
 
-def _cell(v: Any) -> Any:
-    """A CSV cell a spreadsheet will not run: text starting with = + - @ (or a tab, CR) gets a leading quote."""
-    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + v
-    return v
-
-
 def render_jobs(table: Any, fmt: str) -> str:
     """The job table as text (aligned columns: the main figures), CSV (every column) or JSON (records)."""
     if fmt == "csv":
-        safe = table.apply(lambda col: col.map(_cell) if col.dtype == object or col.dtype == "category" else col)
+        from footprint.escaping import csv_cell
+
+        safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
         return safe.to_csv(index=False)
     if fmt == "json":
         recs = json.loads(table.to_json(orient="records", date_format="iso"))

@@ -21,6 +21,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet import store
 from footprint.lca import DEFAULT_SAMPLES
+from footprint.outputs import check_file_target, write_text
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
 REPORT_COLUMNS = ("job_id", "name", "user", "account", "partition", "month", "gpu_name", "gpu_model", "gpu_count",
@@ -397,6 +398,7 @@ def to_csv(r: FleetReport) -> str:
     import csv
     import io
 
+    from footprint.escaping import csv_cell
     from footprint.lca import categories as cat
     from footprint.lca.units import display_unit
 
@@ -404,7 +406,7 @@ def to_csv(r: FleetReport) -> str:
     w = csv.writer(buf, lineterminator="\n")
     cats = cat.categories() + cat.extras()
     w.writerow(
-        ["row", r.by, "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
+        ["row", csv_cell(r.by), "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
         + ["single_score [Pt]", "single_score low", "single_score high"]
         + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
         + [f"{c.key} {end}" for c in cats for end in ("low", "high")]
@@ -416,7 +418,15 @@ def to_csv(r: FleetReport) -> str:
 
     def row(kind: str, x: Rows) -> None:
         w.writerow(
-            [kind, x.label, x.jobs, repr(x.gpu_hours), repr(x.energy_kwh), repr(x.facility_energy_kwh), repr(x.gpu_lifetimes)]
+            [
+                kind,
+                csv_cell(x.label),
+                x.jobs,
+                repr(x.gpu_hours),
+                repr(x.energy_kwh),
+                repr(x.facility_energy_kwh),
+                repr(x.gpu_lifetimes),
+            ]
             + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt), *bounds(x, "single_score")]
             + ["" if x.impacts.get(c.key) is None else repr(x.impacts[c.key]) for c in cats]
             + [b for c in cats for b in bounds(x, c.key)]
@@ -647,6 +657,8 @@ def write_report(
 ) -> Path | None:
     """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
     fmt = infer_format(output, fmt)
+    if output:
+        check_file_target(output)  # refused before the work (a pipe, a device, a directory, a symlink out)
     if by == "job":
         from footprint.fleet import ledger
 
@@ -661,6 +673,4 @@ def write_report(
 
         sys.stdout.write(text)
         return None
-    from footprint.outputs import write_text
-
     return write_text(output, text)

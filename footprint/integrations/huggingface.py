@@ -8,8 +8,9 @@ gradient-accumulation cycle, the FLOPs of one such step are counted once). Token
 the ``input_ids`` its model is fed in train mode, never ``state.num_input_tokens_seen``, which the
 Trainer gathers over ranks. Evaluation and checkpoint saving get their own windows: the Trainer decides
 both in ``on_step_end`` (``control.should_evaluate`` / ``should_save``), runs them, then calls
-``on_evaluate`` / ``on_save``. At each logging step the live metrics go through ``Trainer.log``, so
-every ``report_to`` integration (TensorBoard, MLflow, W&B...) records them beside the loss.
+``on_evaluate`` / ``on_save``. At each logging step the live metrics, job-wide (summed over ranks with one
+all-reduce, on every rank, where the Trainer gathers the loss too), go through ``Trainer.log``, so every
+``report_to`` integration (TensorBoard, MLflow, W&B...) records them beside the loss.
 """
 
 from __future__ import annotations

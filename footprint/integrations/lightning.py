@@ -96,6 +96,8 @@ class FootprintCallback(WithSession, Callback):
         if not metrics or getattr(trainer, "global_rank", 0) != 0:
             return
         for logger in getattr(trainer, "loggers", []) or []:
+            if type(logger).__name__ == "MLFlowLogger":  # for mlflow.log_run after training
+                self.session.tag_mlflow_run(logger.experiment, logger.run_id)
             try:
                 logger.log_metrics(metrics, step=trainer.global_step)
             except Exception as exc:

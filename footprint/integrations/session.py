@@ -10,6 +10,7 @@ model (never a framework's count summed over ranks); FLOPs come from ``track(mod
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ class Session:
         self.run: dict[str, Any] | None = None
         self._exporter: Any = None
         self._live: Any = None
+        self._tagged = False
 
     def begin(self, module: Any = None, framework_dtype: str | None = None, dtype_origin: str = "") -> Tracker:
         """Open (or join) the tracker; watch ``module`` for FLOPs unless analytical FLOPs were given."""
@@ -133,17 +135,48 @@ class Session:
             self.tracker.end_window(name)
 
     def metrics(self) -> dict[str, float]:
-        """Live metrics of this rank (``footprint/...``), {} on any failure."""
-        if self.tracker is None:
+        """Live metrics of the job (``footprint/...``, see `footprint.integrations.live.job_wide`), {} on any failure.
+        Call it on every rank at the same point: a rank whose own metrics failed still joins the all-reduce."""
+        t = self.tracker
+        if t is None:
             return {}
-        try:
-            from footprint.integrations.live import LiveMetrics
+        self.tag_mlflow_run()
+        from footprint.integrations.live import LiveMetrics, job_wide
 
-            self._live = self._live or LiveMetrics(self.tracker)
-            return self._live.compute()
+        try:
+            self._live = self._live or LiveMetrics(t)
+            local = self._live.compute()
         except Exception as exc:
-            self.tracker._note(f"live metrics: {type(exc).__name__}: {exc}")
+            t._note(f"live metrics: {type(exc).__name__}: {exc}")
+            local = {}
+        try:
+            return job_wide(local, t.dist.rank, t.dist.world_size)
+        except Exception as exc:
+            t._note(f"live metrics not made job-wide: {type(exc).__name__}: {exc}")
             return {}
+
+    def tag_mlflow_run(self, client: Any = None, run_id: str | None = None) -> None:
+        """Tag the MLflow run this process logs to (the fluent active run: the Trainer's, accelerate's; or ``run_id``
+        through ``client``: Lightning's MLFlowLogger) with this run's directory, so that
+        `footprint.integrations.mlflow.log_run` finds it after training, when the framework has ended it."""
+        t = self.tracker
+        if self._tagged or t is None or t.memory_only or (client is None and "mlflow" not in sys.modules):
+            return
+        try:
+            if client is None:
+                import mlflow
+
+                active = mlflow.active_run()
+                if active is None:
+                    return
+                client, run_id = mlflow.MlflowClient(), active.info.run_id
+            from footprint.integrations.mlflow import RUN_TAG
+
+            client.set_tag(run_id, RUN_TAG, str(Path(t.run_dir).resolve()))
+            self._tagged = True
+        except Exception as exc:
+            self._tagged = True  # once: a tracker that refuses tags will refuse them again
+            t._note(f"{self.source}: MLflow run not tagged: {type(exc).__name__}: {exc}")
 
     def end(self) -> dict[str, Any] | None:
         """Close the windows; the owner stops the tracker (run record) and writes the report if asked."""

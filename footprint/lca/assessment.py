@@ -2,7 +2,8 @@
 
 JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu_hours",
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
-"high", "normalised", "use_scope"}}, "single_score", "electricity_factors", "contested_data",
+"high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope"}},
+"single_score", "electricity_factors", "contested_data",
 "materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
 "Not available" is ``null`` in JSON and "n/a" in text, never 0.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from footprint.lca import categories as cat
+from footprint.lca.uncertainty import METHOD as SENSITIVITY_METHOD
 from footprint.lca.units import display_unit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,20 +37,38 @@ class CategoryResult:
     low: float
     high: float
     not_available: tuple[str, ...] = ()
+    not_modelled: tuple[str, ...] = ()  # stages zero by construction: null, never counted as a share or dominant
+    median: float | None = None  # Monte Carlo median and interquartile range (None without a Monte Carlo)
+    iqr: tuple[float, float] | None = None
+    sensitivity: dict[str, Any] | None = None  # the inputs that drive the variance (footprint.lca.uncertainty)
 
-    def with_range(self, low: float, high: float) -> CategoryResult:
-        return replace(self, low=min(low, self.total), high=max(high, self.total))
+    def with_stats(self, q: Any, sensitivity: dict[str, Any] | None = None) -> CategoryResult:
+        """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5) and sensitivity table; low-high always hold the total."""
+        lo, q25, med, q75, hi = (float(x) for x in q)
+        return replace(
+            self, low=min(lo, self.total), high=max(hi, self.total), median=med, iqr=(q25, q75), sensitivity=sensitivity
+        )
 
     def share(self, stage: str) -> float | None:
+        """The stage's share of the total; None where it is not available, or where any stage is not modelled
+        (a share of an incomplete total would read as "manufacturing 100 %")."""
         v = self.by_stage.get(stage)
-        if v is None or not self.total:
+        if v is None or not self.total or self.not_modelled:
             return None
         return v / self.total
 
     @property
     def dominant_stage(self) -> str | None:
+        if self.not_modelled:
+            return None
         stages = {k: abs(v) for k, v in self.by_stage.items() if v is not None}
         return max(stages, key=stages.get) if stages and any(stages.values()) else None
+
+    def stage_text(self, stage: str) -> str:
+        """A stage's share for tables: a percentage, "not modelled", or "n/a"."""
+        if stage in self.not_modelled:
+            return "not modelled"
+        return pct(self.share(stage))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,8 +79,12 @@ class CategoryResult:
             "by_component": dict(self.by_component),
             "low": self.low,
             "high": self.high,
+            "median": self.median,
+            "iqr": list(self.iqr) if self.iqr is not None else None,
             "dominant_stage": self.dominant_stage,
             "not_available": list(self.not_available),
+            "not_modelled": list(self.not_modelled),
+            "sensitivity": self.sensitivity,
         }
 
 
@@ -80,6 +104,8 @@ class Assessment:
     contested: tuple[dict[str, Any], ...] = ()  # factors whose sources disagree by more than 3x
     normalised: dict[str, dict[str, float]] = field(default_factory=dict)  # EF 3.1 person-equivalents, points
     single_score: dict[str, Any] = field(default_factory=dict)  # EF 3.1 single score (Pt)
+    # Monte Carlo 2.5-97.5 percentiles of gpu_hours, it_energy_kwh, facility_energy_kwh, water_l (empty: one evaluation)
+    activity_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> CategoryResult:
         return self.impacts[key]
@@ -121,6 +147,7 @@ class Assessment:
                 "grid_name": self.zone.name,
                 "grid_year": self.zone.year,
                 "pue": w.pue,
+                "pue_method": w.pue_method,
                 "wue_l_per_kwh": w.wue_l_per_kwh,
                 "ewif_l_per_kwh": w.ewif_l_per_kwh,
                 "ewif_method": w.ewif_method,
@@ -136,7 +163,9 @@ class Assessment:
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
                 + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
                 "normalisation": (self.single_score or {}).get("method"),
-                "uncertainty": f"Monte Carlo, {self.samples} samples, 2.5-97.5 percentiles"
+                "uncertainty": f"Monte Carlo, {self.samples} samples: low-high the 2.5-97.5 percentiles, iqr the 25-75; "
+                "each factor drawn by its stated distribution (lognormal, median at the central value, by default); "
+                "sensitivity: " + SENSITIVITY_METHOD
                 if self.samples > 1
                 else "none (single evaluation)",
             },
@@ -147,6 +176,7 @@ class Assessment:
             "contested_data": [dict(c) for c in self.contested],
             "materials": self.materials,
             "water_l": dict(self.water_l),
+            "activity_ranges": {k: list(v) for k, v in self.activity_ranges.items()},
             "sources": self.sources,
             "warnings": list(self.warnings),
         }
@@ -249,6 +279,13 @@ def training_facts(a: Assessment) -> dict[str, str]:
         f"{num(t['kg_co2eq_per_million_tokens'])} kg CO2 eq (life cycle: use and embodied)",
         "Per step": f"{num(t['kwh_per_step'])} kWh IT, {num(t['kg_co2eq_per_step'])} kg CO2 eq",
     }
+    if t.get("ranks") or t.get("world_size"):
+        ranks, hosts = t.get("ranks"), t.get("hosts") or []
+        named = f" ({', '.join(hosts[:8])}{', ...' if len(hosts) > 8 else ''})" if hosts else ""
+        facts["Job"] = (
+            f"{count(ranks)} rank{'s' if ranks != 1 else ''} recorded of world size {count(t.get('world_size'))}, "
+            f"on {len(hosts)} host{'s' if len(hosts) != 1 else ''}{named}"
+        )
     shares = t.get("gpu_energy_share")
     if shares:
         order = ["train", "eval", "checkpoint", "idle", "train_and_idle"]
@@ -269,12 +306,58 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
         "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": mfu_text(w),
-        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g}); {w.energy_method}",
+        "Total FLOPs": "n/a" if w.flops is None else f"{w.flops:.3g} FLOP",
+        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)}); {w.energy_method}",
         "Grid": grid,
         "GPU lifetimes": hardware_text(a),
         "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         "Embodied data": a.embodied_method,
+        "Card geometry": a.materials.get("geometry") or "n/a",
     }
+
+
+def pue_text(w: Workload) -> str:
+    """The PUE and, unless the scenario stated it, where it came from: a default is never invisible."""
+    return f"PUE {w.pue:g}" + (f", {w.pue_method}" if w.pue_method and w.pue_method != "stated" else "")
+
+
+SCORE_NOTE = (
+    "Below, all 16 EF 3.1 categories; person-equivalents divide each by one world citizen's annual impact in it, and "
+    "points (Pt) weight them into one single score (the EF 3.1 weights: a value choice)."
+)
+
+
+def key_figures(a: Assessment) -> list[tuple[str, str, str, str]]:
+    """(label, value, range, detail) of what most readers came for, led by every report and the dashboard before
+    anything in Pt: climate change, facility energy, water and GPU-hours, each with its Monte Carlo 2.5-97.5
+    percentile range ("low - high"; "" for a single evaluation)."""
+    w, cc, water, r = a.workload, a.impacts["climate_change"], a.water_l, a.activity_ranges
+
+    def span(key: str) -> str:
+        lo, hi = (cc.low, cc.high) if key == "climate_change" else r.get(key, (None, None))
+        return f"{num(lo)} - {num(hi)}" if lo is not None and hi is not None and lo != hi else ""
+
+    return [
+        ("Climate change", f"{num(cc.total)} {display_unit(cc.unit)}", span("climate_change"), "life cycle, all stages"),
+        (
+            "Energy",
+            f"{num(a.facility_energy_kwh)} kWh",
+            span("facility_energy_kwh"),
+            f"facility: {num(w.it_energy_kwh)} kWh IT x {pue_text(w)}",
+        ),
+        (
+            "Water",
+            f"{num(water['total'])} L",
+            span("water_l"),
+            f"on-site {num(water['on_site'])}, off-site {num(water['off_site'])}",
+        ),
+        ("GPU-hours", num(w.gpu_hours), span("gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
+    ]
+
+
+def key_figures_line(a: Assessment) -> str:
+    """The key figures in one line, with their ranges: the text table's first line under the name."""
+    return "  |  ".join(f"{label}: {value}" + (f" ({rng})" if rng else "") for label, value, rng, _ in key_figures(a))
 
 
 def plain(x: float) -> str:
@@ -308,10 +391,10 @@ def _rows(a: Assessment) -> list[list[str]]:
                 r.name,
                 num(r.total),
                 display_unit(r.unit),
-                pct(r.share("manufacturing")),
-                pct(r.share("transport")),
-                pct(r.share("use")),
-                pct(r.share("end_of_life")),
+                r.stage_text("manufacturing"),
+                r.stage_text("transport"),
+                r.stage_text("use"),
+                r.stage_text("end_of_life"),
                 f"{num(r.low)} - {num(r.high)}",
                 num(pe),
             ]
@@ -327,15 +410,16 @@ def _summary_lines(a: Assessment) -> list[str]:
     water = a.water_l
     lines = [
         f"{w.name}",
+        f"  {key_figures_line(a)}",
         f"  GPU: {w.count:,} x {w.gpu.name}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
-        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility (PUE {w.pue:g})"
+        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
         f"  |  grid: {w.grid} ({a.zone.name})",
         f"  Hardware: {hardware_text(a)}",
         f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
-        f"  Embodied data: {a.embodied_method}",
+        f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
     ]
     if w.mfu is not None:
-        lines.insert(2, f"  MFU: {mfu_text(w)}")
+        lines.insert(3, f"  MFU: {mfu_text(w)}")
     lines += [f"  {k}: {v}" for k, v in training_facts(a).items()]
     return lines
 
@@ -364,6 +448,54 @@ def scope_lines(a: Assessment) -> list[str]:
     return scope_items(a)
 
 
+SENSITIVITY_NOTE = (
+    "Which inputs drive each category's Monte Carlo variance: share = squared correlation of the input's draws with "
+    "the total, normalised to 100 % over the inputs (from the same draws as low-high). IQR: 25th-75th percentiles."
+)
+
+
+def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
+    """Per category (then the single score): central value, median, IQR and the inputs that drive the variance,
+    one wording for the reports and the dashboard; empty without a Monte Carlo."""
+
+    def drivers(sens: dict[str, Any] | None) -> str:
+        items = (sens or {}).get("inputs") or []
+
+        def share(v: float) -> str:
+            return f"{v:.0%}" if v >= 0.005 else "<1%"
+
+        return "; ".join(f"{x['input']} {share(x['share'])} ({x['distribution']})" for x in items[:top]) or "n/a"
+
+    rows = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        if r.iqr is None:
+            continue
+        rows.append(
+            {
+                "Category": r.name,
+                "Central": num(r.total),
+                "Median": num(r.median),
+                "IQR": f"{num(r.iqr[0])} - {num(r.iqr[1])}",
+                "Unit": display_unit(r.unit),
+                "Drivers of the variance": drivers(r.sensitivity),
+            }
+        )
+    s = a.single_score
+    if rows and s.get("iqr"):
+        rows.append(
+            {
+                "Category": "Single score",
+                "Central": num(s["value"]),
+                "Median": num(s.get("median")),
+                "IQR": f"{num(s['iqr'][0])} - {num(s['iqr'][1])}",
+                "Unit": "Pt",
+                "Drivers of the variance": drivers(s.get("sensitivity")),
+            }
+        )
+    return rows
+
+
 PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
 NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
 
@@ -385,7 +517,10 @@ def to_table(a: Assessment, details: bool = False) -> str:
     score = single_score_line(a)
     if score:
         out.append(score)
-    out.append("Shares: stage / total. n/a = not available (no data), never zero. " + NORMALISATION_NOTE)
+    out.append(
+        "Shares: stage / total. n/a = not available (no data), never zero; not modelled = zero by construction "
+        "(no share is then given). " + NORMALISATION_NOTE
+    )
     if a.use_factors is not None:
         out.append(f"Electricity: {a.use_factors.label}.")
     groups = note_groups(a)
@@ -411,6 +546,11 @@ def to_markdown(a: Assessment) -> str:
     score = single_score_line(a)
     if score:
         out += ["", score, "", NORMALISATION_NOTE]
+    sens = sensitivity_rows(a)
+    if sens:
+        out += ["", "## What drives the uncertainty", "", SENSITIVITY_NOTE, ""]
+        out += ["| " + " | ".join(sens[0]) + " |", "|" + "---|" * len(sens[0])]
+        out += ["| " + " | ".join(r.values()) + " |" for r in sens]
     groups = note_groups(a)
     if groups:
         out += ["", "## Notes: scope, contested data and warnings", ""]
@@ -436,40 +576,24 @@ def md_source(s: dict[str, Any]) -> str:
 
 
 def to_csv(a: Assessment) -> str:
-    """One row per category and stage (plus a total row per category)."""
+    """One row per category and stage (plus a total row per category); ``status`` says why a value is empty."""
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high", "person_equivalents"])
+    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high", "person_equivalents", "status"])
     for k in cat.keys():
         r = a.impacts[k]
         for stage in cat.stages():
             v = r.by_stage.get(stage)
+            share = r.share(stage)
+            status = "not modelled" if stage in r.not_modelled else ("not available" if v is None else "")
             wr.writerow(
-                [
-                    k,
-                    r.name,
-                    display_unit(r.unit),
-                    stage,
-                    "" if v is None else repr(v),
-                    "" if r.share(stage) is None else f"{r.share(stage):.6f}",
-                    "",
-                    "",
-                    "",
-                ]
+                [k, r.name, display_unit(r.unit), stage, "" if v is None else repr(v), "" if share is None else f"{share:.6f}"]
+                + ["", "", "", status]
             )
         pe = (a.normalised.get(k) or {}).get("person_equivalents")
         wr.writerow(
-            [
-                k,
-                r.name,
-                display_unit(r.unit),
-                "total",
-                repr(r.total),
-                "1",
-                repr(r.low),
-                repr(r.high),
-                "" if pe is None else repr(pe),
-            ]
+            [k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)]
+            + ["" if pe is None else repr(pe), f"partial: {', '.join(r.not_modelled)} not modelled" if r.not_modelled else ""]
         )
     return buf.getvalue()
 

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from footprint import bounds
 from footprint.errors import FootprintError, ScenarioError
+from footprint.escaping import shown
 from footprint.inputs import MAX_GPUS, finite_number, load_yaml, read_text
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
@@ -69,6 +71,9 @@ class Workload:
     carbon_intensity: float | None = None  # kg CO2 eq / kWh override
     ewif_stated: bool = False  # True when site.ewif (or a preset) gave the EWIF, False for the zone's
     ewif_method: str = ""
+    pue_method: str = (
+        ""  # "stated", "preset NAME", or "default: ..." when the scenario gave neither (footprint.lca.assessment.pue_text)
+    )
     electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
     embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
     host: str | None = "default"
@@ -132,26 +137,36 @@ def parse_yaml_text(text: str, file: str) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(data: dict[str, Any], sets: list[str], file: str | None = None) -> dict[str, Any]:
-    """Apply ``--set key.path=value`` overrides (values parsed as YAML scalars)."""
+def _shipped_dir() -> Path:
+    import scenarios  # package data: the YAML files beside it (see pyproject.toml)
+
+    return Path(scenarios.__file__).resolve().parent
+
+
+SHIPPED_SCENARIOS = _shipped_dir()
+
+
+def apply_overrides(data: dict[str, Any], sets: list[str], file: str | None = None, flag: str = "--set") -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides (values parsed as YAML scalars): the CLI's ``--set`` and the Python API's
+    ``set=`` (``flag`` names which in the errors, so a Python user is not told to pass a command-line option)."""
     out = _deepcopy(data)
     for item in sets or []:
         if "=" not in item:
-            raise FootprintError(f"--set {item!r}: expected key=value, e.g. training.mfu=0.5", file, "--set")
+            raise FootprintError(f"{flag} {item!r}: expected key=value, e.g. training.mfu=0.5", file, flag)
         path, raw = item.split("=", 1)
         keys = [k for k in path.strip().split(".") if k]
         if not keys:
-            raise FootprintError(f"--set {item!r}: empty key", file, "--set")
+            raise FootprintError(f"{flag} {item!r}: empty key", file, flag)
         try:
             value = safe_load(raw) if raw.strip() else None
         except YamlLimitError as exc:
-            raise FootprintError(f"--set {path.strip()}=...: YAML refused: {exc.problem}", file, "--set") from None
+            raise FootprintError(f"{flag} {path.strip()}=...: YAML refused: {exc.problem}", file, flag) from None
         except yaml.YAMLError:
             value = raw
         node = out
         for k in keys[:-1]:
             if not isinstance(node.get(k, {}), dict):
-                raise FootprintError(f"--set {item!r}: {k!r} is not a section", file, "--set")
+                raise FootprintError(f"{flag} {item!r}: {k!r} is not a section", file, flag)
             node = node.setdefault(k, {})
         node[keys[-1]] = value
     return out
@@ -165,11 +180,30 @@ def _deepcopy(d: Any) -> Any:
     return d
 
 
-def load_scenario(path: str | Path, sets: list[str] | None = None) -> Workload:
-    """Read, validate and resolve a scenario YAML into a Workload."""
+def scenario_path(target: str | Path) -> Path:
+    """``target`` as given where it exists; else a bare name (``bloom-176b`` or ``bloom-176b.yaml``) of a scenario
+    shipped with the package (the ``scenarios`` package data), so names work outside the repository too; as does
+    ``scenarios/NAME.yaml``, the README's spelling, from any folder."""
+    p = Path(target)
+    if p.exists() or not (len(p.parts) == 1 or (len(p.parts) == 2 and p.parts[0] == "scenarios")):
+        return p
+    for cand in (SHIPPED_SCENARIOS / p.name, SHIPPED_SCENARIOS / f"{p.name}.yaml"):
+        if cand.is_file():
+            return cand
+    return p
+
+
+def shipped_scenarios() -> list[str]:
+    """The bare names `scenario_path` resolves (bloom-176b, ...)."""
+    return sorted(p.stem for p in SHIPPED_SCENARIOS.glob("*.yaml"))
+
+
+def load_scenario(path: str | Path, sets: list[str] | None = None, flag: str = "--set") -> Workload:
+    """Read, validate and resolve a scenario YAML (a path, or a shipped scenario's name) into a Workload."""
+    path = scenario_path(path)
     data = read_yaml(path)
     if sets:
-        data = apply_overrides(data, sets, str(path))
+        data = apply_overrides(data, sets, str(path), flag)
     return workload_from_dict(data, str(path))
 
 
@@ -214,7 +248,7 @@ class _Ctx:
             raise self.err(key, f"{value!r} is beyond floating point in {display_unit(unit)}")
         if lo is not None and (v <= lo if lo_open else v < lo):
             raise self.err(key, f"must be {'positive' if lo_open and lo == 0 else ('>= ' + format(lo, 'g'))}, got {value!r}")
-        return v
+        return bounds.check(key, v, self.file)
 
     def number(
         self, key: str, value: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False, integer: bool = False
@@ -222,7 +256,7 @@ class _Ctx:
         v = finite_number(value, key, self.file, lo, hi, lo_open)
         if integer and v != int(v):
             raise self.err(key, f"expected a whole number, got {value!r}")
-        return v
+        return bounds.check(key, v, self.file)
 
     def text(self, key: str, value: Any, allowed: Any = None, max_chars: int = 200) -> str:
         """A name (a string, or a number written bare) of at most ``max_chars``; with ``allowed``, one of them."""
@@ -355,6 +389,12 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         power_w = frac * gpu.tdp_w
         notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
         srcs.extend(gpu.sources)
+    if "energy" in tr and powers and gpu_hours is not None:
+        raise ctx.err(
+            "training",
+            f"give energy or {powers[0]}, not both: the energy is used as stated, and a power is only needed with it "
+            "when GPU time is missing (energy / power)",
+        )
     if "energy" in tr:
         it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh", lo=0, lo_open=True)
         e_method = "stated/measured energy"
@@ -404,6 +444,8 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
 
     grid = resolve_zone(site.get("grid", WORLD), file)
     ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
+    if ci is not None:
+        bounds.check("site.carbon_intensity", ci, file)
     ewif_stated, ewif_method = ewif is not None, "stated (site.ewif)" if "ewif" in site else f"site preset {preset_name}"
     if ewif is None:
         q = zone_ewif(grid)
@@ -439,7 +481,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
                 f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, "
                 "tokens, GPU-hours and dtype"
             )
-    name = str(data.get("name") or (Path(file).stem if file else "scenario"))
+    name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
     _check_derived(ctx, gpu_hours, it_kwh, lifetime_h * utilization)
     return Workload(
         name=name,
@@ -459,6 +501,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         carbon_intensity=ci,
         ewif_stated=ewif_stated,
         ewif_method=ewif_method if ewif is not None else "",
+        pue_method=_pue_method(site, preset_name),
         electricity_factors=factor_set,
         embodied_variant=variant,
         host=host,
@@ -475,6 +518,24 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(srcs)),
     )
+
+
+def site_pue(site: dict[str, Any] | str | None) -> str:
+    """'PUE 1.2' or 'PUE 1.58 (default: ...)': the PUE a run's site will be assessed with, said where it is recorded."""
+    site = {"grid": site} if isinstance(site, str) else dict(site or {})
+    sites = db().sites
+    preset = str(site.get("preset") or sites.get("default"))
+    if "pue" in site:
+        return f"PUE {site['pue']}"
+    pue = ((sites.get("sites", {}).get(preset) or {}).get("pue") or {}).get("value")
+    return f"PUE {pue} ({_pue_method(site, preset)})"
+
+
+def _pue_method(site: dict[str, Any], preset: str) -> str:
+    """Where the PUE came from, so a default (the industry average) is never invisible."""
+    if "pue" in site:
+        return "stated"
+    return f"preset {preset}" if "preset" in site else f"default: the {preset} preset, no PUE given"
 
 
 def _check_derived(ctx: _Ctx, gpu_hours: float, it_kwh: float, busy_h: float) -> None:
@@ -572,9 +633,9 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     """The scenario a run record amounts to: its GPUs, measured energy and duration, and its site."""
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     data: dict[str, Any] = {"name": record.get("name") or "run", "hardware": {}, "training": {}, "site": {}}
-    if gpus:
-        names = [d.get("name") for d in gpus]
-        data["hardware"] = {"gpu": max(set(names), key=names.count), "count": len(gpus)}
+    groups = gpu_groups(gpus)
+    if groups:  # the largest group's model; a tie goes to the first name in sorted order (never to hash order)
+        data["hardware"] = {"gpu": groups[0][0], "count": len(gpus)}
     duration = float(record.get("duration_s") or 0.0)
     if duration > 0:
         data["training"]["duration"] = f"{duration} s"
@@ -588,7 +649,44 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None) -> Workload:
+def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(model name, devices) per GPU model of a run, largest group first, ties in name order: deterministic whatever
+    the hash seed. A device whose name is not a usable string (missing, NaN, empty) is left out of the groups."""
+    counts: dict[str, int] = {}
+    for d in gpus:
+        name = d.get("name")
+        if isinstance(name, str) and name.strip() and len(name) <= 200:
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
+    """How each device's energy was obtained, one note per kind and never two that contradict: measured (a real
+    meter), simulated (a fake NVML reports `measured: false` with a meter's method) or estimated (a model)."""
+    from collections import Counter
+
+    def names(ds: list[dict[str, Any]]) -> str:
+        counts = Counter(str(d.get("name")).removesuffix(" (estimated)") for d in ds)
+        return ", ".join(f"{n} x {name}" if n > 1 else name for name, n in counts.items())
+
+    def methods(ds: list[dict[str, Any]]) -> str:
+        return ", ".join(sorted({str(d.get("method")) for d in ds}))
+
+    measured = [d for d in devices if d.get("measured") is not False]
+    modelled = [d for d in devices if d.get("measured") is False]
+    simulated = [d for d in modelled if d.get("method") not in ("estimated", "not measured", "codecarbon")]
+    estimated = [d for d in modelled if d not in simulated]
+    notes = []
+    if measured:
+        notes.append(f"energy measured ({methods(measured)}): {names(measured)}")
+    if simulated:
+        notes.append(f"energy simulated, not measured: {names(simulated)} (a fake NVML's {methods(simulated)})")
+    if estimated:
+        notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
+    return notes
+
+
+def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
     """A Workload from a run directory (or its run.json record); ``sets`` re-project it (grid, GPU, lifetime)."""
     from footprint.tracking.runrecord import clean_record, read_record
 
@@ -599,22 +697,38 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         path = Path(target)
         path = path / "run.json" if path.is_dir() else path
         record, file = read_record(path), str(path)
-    data = apply_overrides(run_scenario(record), sets or [], file)
+    data = apply_overrides(run_scenario(record), sets or [], file, flag)
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
+        total = (record.get("energy") or {}).get("total_j")
+        host = f" and {total / 3.6e6:.3g} kWh on its host" if total else ""
+        give = (
+            "--set hardware.gpu=NAME --set hardware.count=N"
+            if flag == "--set"
+            else "set={'hardware.gpu': NAME, 'hardware.count': N}"
+        )
         raise ScenarioError(
-            "the run has no GPU device record; give one with --set hardware.gpu=NAME --set hardware.count=N", file, "devices"
+            f"the run recorded no GPU (a CPU-only machine?){host}; to assess it, give the GPUs it stands for with {give} "
+            "(`footprint gpus` lists the names)",
+            file,
+            "devices",
         )
     if not data["training"].get("energy"):
         raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file, "energy")
     w = workload_from_dict(data, file)
-    methods = sorted({str(d.get("method")) for d in record.get("devices", [])})
-    estimated = [d.get("name") for d in record.get("devices", []) if d.get("measured") is False]
-    notes = [f"energy measured by the tracker ({', '.join(methods)})"]
-    if estimated:
-        notes.append("estimated, not measured: " + ", ".join(str(e) for e in estimated))
-    if len({d.get("name") for d in gpus}) > 1:
-        notes.append("the run mixes GPU models; embodied impacts use the most common one")
+    notes = energy_notes(record.get("devices", []))
+    groups = gpu_groups(gpus)
+    if len(groups) > 1:
+        energy = {name: sum(float(d.get("energy_j") or 0) for d in gpus if d.get("name") == name) for name, _ in groups}
+        parts = ", ".join(f"{n} x {name} ({energy[name] / 3.6e6:.4g} kWh measured)" for name, n in groups)
+        notes.append(
+            f"mixed GPU models: {parts}. The energy is every device's, as measured; embodied impacts count all "
+            f"{len(gpus)} GPUs as {groups[0][0]} (the largest group). Assess another group's embodied share with "
+            f"--set hardware.gpu=NAME --set hardware.count=N"
+        )
+    unnamed = len(gpus) - sum(n for _, n in groups)
+    if unnamed and groups:
+        notes.append(f"{unnamed} GPU device(s) without a usable model name counted as {groups[0][0]}")
     notes += [str(n) for n in record.get("notes", [])]
     from footprint.tracking.story import training_story
 

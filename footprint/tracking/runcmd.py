@@ -29,9 +29,9 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
         site["grid"] = resolve_zone(grid, key="--grid")
     if pue is not None:
-        if pue < 1:
-            raise FootprintError(f"--pue must be >= 1, got {pue}", key="--pue")
-        site["pue"] = pue
+        from footprint.bounds import check
+
+        site["pue"] = check("site.pue", pue, label="--pue")
     return site or None
 
 
@@ -71,13 +71,15 @@ def run_command(args: argparse.Namespace) -> int:
                 tracker._note(f"footprint run passed on {names} to the command")
             run = tracker.stop()
     if run:
+        from footprint.lca.workload import site_pue
+
         run = merge_attached(tracker, run)
         e = run["energy"]
         where = f"{tracker.run_dir}/run.json" if not tracker.memory_only else f"run {tracker.name!r} (not written)"
         print(
             f"footprint: {where}: {run['duration_s']:.1f} s, GPU "
             f"{kwh(e['gpu_j'])}, total {kwh(e['total_j'])}, steps "
-            f"{'not measured' if run['steps'] is None else run['steps']} (exit code {code})",
+            f"{'not measured' if run['steps'] is None else run['steps']}, {site_pue(run.get('site'))} (exit code {code})",
             file=sys.stderr,
         )
     return code
@@ -226,25 +228,41 @@ def kwh(j: float | None) -> str:
 def import_log(args: argparse.Namespace) -> int:
     """`footprint import`: a run directory from a log. An nvidia-smi log is a time series: its readings are written
     as the tracker writes its own (journal and Parquet segments), so reports and the Runs page draw its power."""
-    out = Path(args.output)
-    if (out / "run.json").exists():
-        raise FootprintError("already holds a run record: choose a new directory", str(out))
+    from footprint.outputs import atomic_dir, check_dir_target, shown
+
+    out = check_dir_target(args.output)  # not '', '/', a symlink, a file, a pipe or a device
+    if out.is_dir() and any(out.iterdir()):
+        held = "a run record" if (out / "run.json").exists() else "other files"
+        raise FootprintError(f"already holds {held}: choose a new or empty directory", str(out), "-o")
     series = None
     if args.import_command == "nvidia-smi":
         record, series = from_nvidia_smi(Path(args.file), args.utc_offset, _site(args.grid), args.gpu, with_series=True)
     else:
         record = from_codecarbon(Path(args.file), args.gpu, args.gpu_count)
-    record["name"] = record.get("name") or out.name
-    if series is not None:
-        record["samples"] = write_log_samples(out, record, series)
-    runrecord.write_json(out / "run.json", record)
+    from footprint.bounds import record_problems
+
+    problems = record_problems(record)
+    if problems:  # the plausibility table (footprint.bounds): refused whole, nothing written
+        raise FootprintError(f"{problems[0]} (nothing written)", args.file)
+    record["name"] = shown(record.get("name") or out.resolve().name)
+    with atomic_dir(out, replace=out.is_dir()) as tmp:  # built whole beside it, then renamed into place
+        if series is not None:
+            record["samples"] = write_log_samples(tmp, record, series)
+        runrecord.write_json(tmp / "run.json", record)
     e = record["energy"]
     samples = f", {record['samples']['readings']:,} power readings" if series is not None else ""
-    print(
-        f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, "
-        f"GPU energy {kwh(e['gpu_j'])}{samples}"
-    )
+    rows = record.get("imported_rows") or 1
+    summed = f", {rows} rows of one job summed (one per process)" if rows > 1 else ""
+    what = f"{_devices_text(record['devices'])}, {record['duration_s']:.1f} s, GPU energy {kwh(e['gpu_j'])}"
+    print(f"wrote {shown(out)}/run.json: {what}{samples}{summed}")
     return 0
+
+
+def _devices_text(devices: list[dict[str, Any]]) -> str:
+    """'2 GPUs + host CPU, RAM': what a device count covers, so 4 devices from a 2-GPU log is no surprise."""
+    gpus = sum(1 for d in devices if d.get("component", "gpu") == "gpu")
+    host = [str(d.get("component")).upper() for d in devices if d.get("component", "gpu") != "gpu"]
+    return f"{gpus} GPU{'s' if gpus != 1 else ''}" + (f" + host {', '.join(host)}" if host else "")
 
 
 def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
@@ -385,6 +403,33 @@ def from_nvidia_smi(
     return record, by_uuid
 
 
+def _codecarbon_job(df: Any) -> tuple[Any, int]:
+    """The row of the log's last job and how many rows it sums. codecarbon appends one row per flush of one tracker
+    (cumulative, the same run_id: the last is kept) and one row per process (each rank of a torchrun job has its own
+    tracker and run_id): the last row's job is every row of its project whose time window overlaps its own."""
+    import pandas as pd
+
+    if "run_id" in df:
+        df = df.drop_duplicates("run_id", keep="last")
+    last = df.iloc[-1]
+    if len(df) == 1 or "timestamp" not in df or pd.isna(last["timestamp"]):
+        return last, 1
+    end = df["timestamp"]
+    start = end - pd.to_timedelta(pd.to_numeric(df["duration_s"], errors="coerce").fillna(0.0), unit="s")
+    same = (start <= end.iloc[-1]) & (end >= start.iloc[-1])
+    if "project_name" in df:
+        same &= df["project_name"] == last["project_name"]
+    job = df[same]
+    if len(job) <= 1:
+        return last, 1
+    row = last.copy()
+    for col in ("energy_j", "cpu_energy_j", "gpu_energy_j", "ram_energy_j", "emissions_kg", "gpu_count"):
+        if col in job:
+            row[col] = pd.to_numeric(job[col], errors="coerce").sum(min_count=1)
+    row["duration_s"] = pd.to_numeric(job["duration_s"], errors="coerce").max()
+    return row, len(job)
+
+
 def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
     from footprint.inputs import MAX_RECORD_DEVICES, sniff_text
     from meters.importers import read_codecarbon_csv
@@ -396,12 +441,19 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         raise FootprintError(f"not a codecarbon emissions.csv ({exc})", str(path)) from None
     if df.empty:
         raise FootprintError("no row in this codecarbon emissions.csv (nothing written)", str(path))
-    row = df.iloc[-1]
+    row, rows = _codecarbon_job(df)
     duration = _imported_energy(row.get("duration_s"))
     if duration is None:
         raise FootprintError(f"expected seconds >= 0, got {row.get('duration_s')!r} (nothing written)", str(path), "duration")
     devices: list[dict[str, Any]] = []
     notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
+    if rows > 1:
+        notes.append(
+            f"{rows} rows of one job summed (project {row.get('project_name')!r}: concurrent rows with distinct run_ids, "
+            "one per process as codecarbon writes them under torchrun): energies and GPU counts added, duration the "
+            "longest; where every process measured every GPU of its host (codecarbon without gpu_ids), GPU energy "
+            "is counted once per process"
+        )
     recorded = str(row.get("gpu_model") or "").strip()
     if not gpu and recorded and recorded.lower() != "nan":
         gpu = recorded.split(",")[0].split(" x ")[-1].strip()
@@ -456,6 +508,7 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         "name": str(row.get("project_name") or "") or None,
         "source_file": str(path),
         "imported_from": "codecarbon",
+        "imported_rows": rows,
         "duration_s": duration,
         "steps": None,
         "tokens": None,

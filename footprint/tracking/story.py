@@ -111,6 +111,10 @@ def training_story(record: dict[str, Any]) -> dict[str, Any] | None:
         "kwh_per_step": kwh / steps if kwh and steps else None,
         "gpu_energy_share": {k: v / gpu_j for k, v in by_kind.items()} if by_kind and gpu_j else None,
         "windows": len(record.get("windows") or []),
+        "world_size": record.get("world_size"),
+        "ranks": len(record.get("ranks") or []) or None,
+        "hosts": [str(h.get("host")) for h in record.get("hosts") or [] if isinstance(h, dict)] or None,
+        "flops": record.get("flops"),
         "short_windows": short_windows(record),
         "definitions": {
             "tokens_per_s": "tokens (all ranks) / training-loop wall time without eval and checkpoint windows",
