@@ -66,9 +66,9 @@ def render(samples: int) -> None:
     st.title("Fleet")
     st.caption(
         "Per-job footprints of a whole cluster, from `footprint fleet import prometheus|slurm` "
-        "(DCGM energy counters via Prometheus, SLURM accounting). Low-high of the fleet: the sidebar's Monte Carlo "
-        "samples, the same draws for every job; a job's own: open it in Runs (folder FLEET/jobs) or `footprint assess "
-        "FLEET/jobs/JOB`."
+        "(DCGM energy evaluated by Prometheus/Thanos/Mimir, SLURM accounting), read from the fleet's job ledger with "
+        "DuckDB. Low-high of the fleet: the sidebar's Monte Carlo samples, the same draws for every job; a job's own: "
+        "`footprint fleet job FLEET JOB -o RUN` writes its record, then open RUN in Runs or `footprint assess RUN`."
     )
     ss = st.session_state
     ss.setdefault("fleet_dir", "fleet")
@@ -141,7 +141,7 @@ def render(samples: int) -> None:
                 "GPU-hours": num(j["gpu_hours"]),
                 "Energy (kWh)": num(j["energy_kwh"]),
                 "Climate change (kg CO2 eq)": num(j["climate_change_kg"]),
-                "Record": j["run_dir"],
+                "Record": j["run_dir"] or f"footprint fleet job {root} {j['job_id']} -o run-{j['job_id']}",
             }
             for j in rep.top_jobs
         ],

@@ -109,7 +109,10 @@ def prom(blocks: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 def fleet(cluster: Cluster, prom: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fleet") / "fleet"
     sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
-    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site={"grid": "FRA", "pue": 1.2}))
+    import_fleet(
+        out,
+        ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site={"grid": "FRA", "pue": 1.2}, exact=True),
+    )
     return out
 
 
@@ -278,7 +281,20 @@ def test_cli_import_and_report_end_to_end(
     window = ["--start", "2025-03-03T08:00:00Z", "--end", "2025-03-03T10:00:00Z"]
     site = ["--sacct", "sacct.txt", "--tz", "UTC", "--grid", "FRA", "--pue", "1.2"]
     p = _cli(
-        "fleet", "import", "prometheus", "--url", prom, *window, *site, "--chunk", "45m", "-o", "fleet", "--quiet", cwd=tmp_path
+        "fleet",
+        "import",
+        "prometheus",
+        "--url",
+        prom,
+        *window,
+        *site,
+        "--chunk",
+        "45m",
+        "--exact",
+        "-o",
+        "fleet",
+        "--quiet",
+        cwd=tmp_path,
     )
     assert p.returncode == 0, p.stderr
     assert "wrote fleet: 7 jobs" in p.stdout and "unallocated" in p.stdout
@@ -308,7 +324,7 @@ def _index_from(p: Path) -> pd.DataFrame:
 def test_chunk_size_does_not_change_the_result(fleet: Path, prom: str, cluster: Cluster, tmp_path: Path) -> None:
     sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
     opts = ImportOptions(
-        cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site={"grid": "FRA", "pue": 1.2}, chunk_s=17 * MIN
+        cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site={"grid": "FRA", "pue": 1.2}, chunk_s=17 * MIN, exact=True
     )
     seen: dict[str, list[tuple[int | None, int]]] = {}
     import_fleet(tmp_path / "f2", opts, progress=lambda phase, total, k: seen.setdefault(phase, []).append((total, k)))
@@ -326,7 +342,9 @@ def test_power_gauge_alone_when_no_gpu_has_the_counter(prom: str, cluster: Clust
 
     sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
     names = DcgmNames(energy_metric="DCGM_FI_DEV_NOT_EXPORTED")
-    import_fleet(tmp_path / "g", ImportOptions(cluster.start, cluster.end, PromConfig(prom), names=names, sacct=sacct))
+    import_fleet(
+        tmp_path / "g", ImportOptions(cluster.start, cluster.end, PromConfig(prom), names=names, sacct=sacct, exact=True)
+    )
     idx = _index_from(tmp_path / "g")
     assert set(idx["energy_method"]) == {"dcgm_power_gauge"}
     truth = cluster.truth()
@@ -465,7 +483,7 @@ def test_retries_on_5xx_then_succeeds_and_sends_credentials(stub: str, cluster: 
     (tmp_path / "token").write_text("s3cret\n")
     cfg = PromConfig(stub, retries=3, bearer_token_file=str(tmp_path / "token"), headers={"X-Scope-OrgID": "team-a"})
     s = import_fleet(
-        tmp_path / "f", ImportOptions(cluster.start, cluster.end, cfg, sacct=parse_sacct(sacct_of(cluster), UTC, "s"))
+        tmp_path / "f", ImportOptions(cluster.start, cluster.end, cfg, sacct=parse_sacct(sacct_of(cluster), UTC, "s"), exact=True)
     )
     assert s.jobs == 7
     assert all(h.get("Authorization") == "Bearer s3cret" and h.get("X-Scope-OrgID") == "team-a" for h in Stub.seen)
@@ -566,7 +584,7 @@ def test_import_over_tls_with_basic_auth_matches_plain_http(
     cfg = PromConfig(url, ca_file=str(d / "ca.pem"), basic_auth_user="fleet", basic_auth_password_file=str(d / "password"))
     sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
     out = tmp_path / "tls"
-    import_fleet(out, ImportOptions(cluster.start, cluster.end, cfg, sacct=sacct, site={"grid": "FRA", "pue": 1.2}))
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, cfg, sacct=sacct, site={"grid": "FRA", "pue": 1.2}, exact=True))
     over_tls, plain = _index(out), _index(fleet)
     assert list(over_tls.index) == list(plain.index)
     assert np.allclose(over_tls["gpu_energy_j"], plain["gpu_energy_j"], rtol=1e-12)

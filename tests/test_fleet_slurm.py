@@ -154,6 +154,7 @@ def test_import_slurm_alone_writes_records_and_index(tmp_path: Path) -> None:
     out = tmp_path / "fleet"
     args = ["fleet", "import", "slurm", str(f), "--tz", "UTC", "--end", "2025-03-03T12:00:00Z", "-o", str(out), "--quiet"]
     args += [
+        "--records",
         "--slurm-energy-scope",
         "gpu",
         "--gpu-type",

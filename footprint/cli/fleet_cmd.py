@@ -98,9 +98,9 @@ footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json
     rp.add_argument("fleet", help="directory written by `footprint fleet import`")
     rp.add_argument(
         "--by",
-        choices=("user", "account", "partition", "gpu", "month"),
+        choices=("user", "account", "partition", "gpu", "month", "job"),
         default="user",
-        help="how jobs are grouped (default user)",
+        help="how jobs are grouped (default user); job: every job, one row each (table, csv, json)",
     )
     rp.add_argument("-o", "--output", help="fleet.html | fleet.csv | fleet.json (default: a table on stdout)")
     rp.add_argument("--format", choices=("table", "html", "csv", "json"), help="default: from -o")
@@ -114,6 +114,20 @@ footprint fleet report fleet --set site.grid=POL --format json -o fleet-pol.json
     )
     rp.set_defaults(handler=report)
 
+    jb = command(
+        fl,
+        "job",
+        "write one job's run record from the fleet ledger (then `footprint assess`/`report` it)",
+        """
+footprint fleet job fleet 1001 -o run-1001
+footprint assess run-1001""",
+    )
+    jb.add_argument("fleet", help="directory written by `footprint fleet import`")
+    jb.add_argument("job_id", help="the job's id (`footprint fleet report DIR --by job` lists them)")
+    jb.add_argument("-o", "--output", required=True, help="run directory to write (new; --force replaces it)")
+    jb.add_argument("--force", action="store_true", help="replace an existing directory")
+    jb.set_defaults(handler=job)
+
 
 def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g = p.add_argument_group("Prometheus")
@@ -124,7 +138,22 @@ def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--power-metric", default="DCGM_FI_DEV_POWER_USAGE", help="power gauge (W), for GPUs without the counter")
     g.add_argument("--selector", default="", help='extra label matchers for every query, e.g. cluster="a"')
     g.add_argument("--cpu", choices=("auto", "rapl", "kepler", "none"), default="auto", help="host CPU/RAM counters")
-    g.add_argument("--chunk", default="6h", help="time per query (default 6h): smaller for dense scrapes")
+    g.add_argument("--exact", action="store_true", help="read every raw sample (default: the server aggregates per job)")
+    g.add_argument(
+        "--recorded",
+        nargs="?",
+        const="footprint:gpu_energy_joules:increase1m",
+        help="read the recording rule's per-minute GPU energy (footprint/fleet/rules/) instead of the counter",
+    )
+    g.add_argument("--exact-below", default="10m", help="jobs shorter than this from raw samples (default 10m)")
+    g.add_argument(
+        "--max-samples", type=number_arg(int, 1000, 10**10), default=5_000_000, help="samples per request (default 5e6)"
+    )
+    g.add_argument("--concurrency", type=number_arg(int, 1, 64), default=4, help="requests in flight (default 4)")
+    g.add_argument(
+        "--max-response-mb", type=number_arg(float, 1, 65536), default=256, help="largest answer accepted (default 256)"
+    )
+    g.add_argument("--chunk", default="6h", help="--exact: time per query (default 6h): smaller for dense scrapes")
     g.add_argument("--max-gap", default="5m", help="longest scrape gap bridged (default 5m)")
     g.add_argument(
         "--timeout", type=number_arg(float, 0, 86_400, lo_open=True), default=60.0, help="seconds per request (default 60)"
@@ -152,7 +181,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gpu-type", action="append", default=[], metavar="TYPE=GPU", help="SLURM gres type -> GPU, e.g. a100=A100-SXM4-80GB"
     )
-    p.add_argument("--no-series", action="store_true", help="do not keep the per-interval series (series/)")
+    p.add_argument("--no-series", action="store_true", help="--exact: do not keep the per-interval series (series/)")
+    p.add_argument("--records", action="store_true", help="also write jobs/<job>/run.json for every job (else: fleet job)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -215,6 +245,9 @@ def _headers(items: list[str]) -> dict[str, str]:
         name, sep, value = item.partition(":")
         if not sep or not name.strip():
             raise FootprintError(f"expected 'Name: value', got {item!r}", key="--header")
+        from footprint.fleet.prometheus import check_header
+
+        check_header(name.strip(), value.strip())
         out[name.strip()] = value.strip()
     return out
 
@@ -240,6 +273,7 @@ def _prom(args: argparse.Namespace) -> Any:
         client_key=args.client_key,
         insecure_skip_verify=args.insecure_skip_verify,
         headers=_headers(args.header),
+        max_response_bytes=int(args.max_response_mb * 2**20),
     )
 
 
@@ -249,6 +283,7 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
 
     names = DcgmNames()
     chunk, gap = 6 * 3600.0, 300.0
+    agg: dict[str, Any] = {}
     if getattr(args, "url", None):
         labels = tuple(x.strip() for x in args.job_label.split(",") if x.strip())
         if not labels:
@@ -260,8 +295,15 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
             job_labels=labels,
             selector=args.selector,
             cpu_source=args.cpu,
+            recorded=args.recorded or "",
         )
         chunk, gap = parse_duration(args.chunk, "--chunk"), parse_duration(args.max_gap, "--max-gap")
+        agg = {
+            "exact": args.exact,
+            "exact_below_s": parse_duration(args.exact_below, "--exact-below"),
+            "max_samples": args.max_samples,
+            "concurrency": args.concurrency,
+        }
     return ImportOptions(
         start=start,
         end=end,
@@ -275,6 +317,8 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
         slurm_energy_scope=getattr(args, "slurm_energy_scope", None),
         keep_series=not args.no_series,
         overwrite=args.overwrite,
+        records=True if args.records else None,
+        **agg,
     )
 
 
@@ -329,6 +373,20 @@ def import_slurm(args: argparse.Namespace) -> int:
     if not sacct.jobs:
         raise FootprintError(f"no GPU job in it ({len(sacct.skipped)} line(s) left out)", sacct.source)
     return _run(args, _options(args, start, end, sacct))
+
+
+def job(args: argparse.Namespace) -> int:
+    from footprint.fleet.ledger import job_record
+    from footprint.outputs import atomic_dir, write_text
+    from footprint.tracking.runrecord import finite_json
+
+    record = job_record(args.fleet, args.job_id)
+    import json
+
+    with atomic_dir(args.output, replace=args.force) as tmp:
+        write_text(tmp / "run.json", json.dumps(finite_json(record), indent=2, default=str, allow_nan=False))
+    print(f"wrote {args.output}/run.json (job {args.job_id})", file=sys.stderr)
+    return 0
 
 
 def report(args: argparse.Namespace) -> int:

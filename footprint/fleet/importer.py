@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,6 +45,11 @@ class ImportOptions:
     now: float | None = None
     keep_series: bool = True
     overwrite: bool = False
+    exact: bool = False  # read every raw sample (the join of `attribution`) instead of the server's aggregation
+    exact_below_s: float = 600.0  # aggregated import: jobs shorter than this from their raw samples
+    max_samples: float = 5_000_000  # aggregated import: samples one request may read (the server's limit is 50 M)
+    concurrency: int = 4
+    records: bool | None = None  # a run.json per job (default: only with exact)
 
 
 @dataclass
@@ -86,8 +92,19 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
         raise FootprintError("nothing to import: give a Prometheus --url, a sacct file, or both")
     window = _window(opts, now)
     with FleetWriter(out, opts.overwrite) as w:
-        summary = _from_prometheus(w, opts, window, now, progress) if opts.prom else _from_sacct(w, opts, window, now)
+        w.records = opts.exact if opts.records is None else opts.records
+        if opts.prom is None:
+            summary = _from_sacct(w, opts, window, now)
+        elif opts.exact:
+            summary = _from_prometheus(w, opts, window, now, progress)
+        else:
+            summary = _aggregated(w, opts, window, now, progress)
+        w.close_ledger()
         w.commit()
+    if opts.prom is not None and not opts.exact:
+        import shutil
+
+        shutil.rmtree(resume_dir(Path(out)), ignore_errors=True)
     summary.out = Path(out)
     return summary
 
@@ -111,8 +128,8 @@ def _from_prometheus(
     totals = _attribute_spool(w, plan, opts.keep_series, progress)
     pairs = _pairs(totals)
     source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])]}
-    index = [_write_job(w, j, job, plan, pairs.get(j), opts, source) for j, job in enumerate(plan.jobs)]
-    _write_index(w, index)
+    for j, job in enumerate(plan.jobs):
+        w.add_job(_write_job(w, j, job, plan, pairs.get(j), opts, source))
     gpus = _gpus_table(tel.devices, totals)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, client_info(client))
@@ -120,6 +137,82 @@ def _from_prometheus(
     w.write_meta(meta)
     total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
     return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def _aggregated(
+    w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
+) -> ImportSummary:
+    """The default: per-job energies evaluated by the server (`footprint.fleet.aggregate`)."""
+    import pandas as pd
+
+    from footprint.fleet import aggregate, promql
+
+    assert opts.prom is not None
+    client = PrometheusClient(opts.prom)
+    fetch = Fetcher(client, opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
+    found = aggregate.discover(client, fetch, window)
+    tel = fetch.t
+    plan = Plan(tel, window)
+    resume = resume_dir(w.out)
+    resume.mkdir(exist_ok=True)
+    ev = promql.Evaluator(
+        client,
+        promql.scrape_interval(client, opts.names.energy_metric + opts.names.matchers(), window[1]),
+        opts.max_samples,
+        opts.concurrency,
+        (lambda done, total: progress("querying", total, 1)) if progress else None,
+        resume,
+    )
+    try:
+        act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
+        plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
+        aggregate.refine_label_jobs(plan, found, ev)
+        e = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+    except FootprintError as exc:
+        kept = sum(1 for _ in resume.glob("*.json"))
+        if not kept:
+            raise
+        more = f" ({kept} answers kept in {resume}: the same command resumes from them)"
+        raise type(exc)(exc.detail + more, exc.file, exc.key) from None
+    by_job: dict[int, list[tuple[int, float, float]]] = {}
+    for (j, dev), v in sorted(e.pair_j.items()):
+        by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
+    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
+    for j, job in enumerate(plan.jobs):
+        rows = by_job.get(j)
+        if j in e.exact_jobs:
+            job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
+        if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
+            pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
+            w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
+        else:
+            w.add_job(_ledger_row(w, job, rows or [], plan, opts))
+    gpus = aggregate.gpu_rows(found, plan, e)
+    gpus.to_parquet(w.path("gpus.parquet"), index=False)
+    agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
+    if e.by_activity:
+        plan.notes.append(
+            f"{e.by_activity} stretch(es) of a GPU shared by jobs on MIG instances split by the instances' activity "
+            f"({opts.names.activity_metric}); other shared stretches evenly"
+        )
+    prom = {**client_info(client), "aggregation": agg}
+    if client.warnings:
+        meta_notes = [f"the server answered with warnings (partial data?): {'; '.join(client.warnings[:5])}"]
+        agg["partial"] = True
+    else:
+        meta_notes = []
+    meta = _meta(opts, window, len(plan.jobs), meta_notes + tel.notes + plan.notes, prom)
+    meta["telemetry"] = t = _telemetry_meta(gpus, plan)
+    meta["method"] = "aggregated"
+    meta["partial"] = bool(client.warnings)
+    w.write_meta(meta)
+    total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
+    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def resume_dir(out: Path) -> Path:
+    """Where an aggregated import keeps the server's answers until it succeeds (beside the output, hidden)."""
+    return out.parent / f".{out.name}.resume"
 
 
 def _spool(w: FleetWriter, fetch: Fetcher, window: tuple[float, float], progress: Progress | None) -> tuple[LabelStats, Activity]:
@@ -258,20 +351,8 @@ def _write_job(
                 continue
             gpu_seconds += s
             per_host[d.host] = per_host.get(d.host, 0) + 1
-            devices.append(
-                {
-                    "uuid": d.uuid or f"{d.host}:gpu{d.gpu_index}",
-                    "name": d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU",
-                    "index": d.gpu_index,
-                    "host": d.host,
-                    "component": "gpu",
-                    "method": KIND_NAMES[d.kind],
-                    "measured": True,
-                    "energy_j": e,
-                    "duration_s": s,
-                    "notes": _device_notes(d, job, opts.max_gap_s),
-                }
-            )
+            name = d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU"
+            devices.append({**_gpu_device(d, name, e, s), "notes": _device_notes(d, job, opts.max_gap_s)})
             notes += [n for n in devices[-1]["notes"]]
     for host, k in job.gpus_by_host.items():
         missing = k - per_host.get(host, 0)
@@ -280,10 +361,7 @@ def _write_job(
             name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
             devices += [_unmeasured(job.key, host, i, name) for i in range(missing)]
             if host in plan.labelled_hosts:
-                notes.append(
-                    f"node {host}: {k} GPU(s) allocated, {per_host.get(host, 0)} carried the job's label; "
-                    "the rest is not measured"
-                )
+                notes.append(_unlabelled_note(host, k, per_host.get(host, 0)))
     for (host, kind), e in sorted(cpu.items()):
         devices.append(
             {
@@ -307,6 +385,109 @@ def _write_job(
     return _finish(
         w, job, devices, notes, coverage, "+".join(methods) or "none", opts, {**source, "gpu_seconds_measured": gpu_seconds}
     )
+
+
+def _ledger_row(w: FleetWriter, job: Job, pairs: list[tuple[int, float, float]], plan: Plan, opts: ImportOptions) -> dict:
+    """The job's ledger row and its per-device rows, without building a run record (linear, a few µs a job): the
+    same numbers `_write_job` + `_finish` give, which `footprint fleet job` turns into a record on demand."""
+    devs = plan.tel.devices
+    sums = {"gpu": None, "cpu": None, "ram": None}
+    names: list[str] = []
+    methods: set[str] = set()
+    per_host: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    gpu_seconds = 0.0
+    for dev, e, sec in pairs:
+        d = devs[dev]
+        comp = "gpu" if d.kind in (GPU_COUNTER, GPU_GAUGE) else KIND_NAMES[d.kind]
+        sums[comp] = (sums[comp] or 0.0) + e
+        if comp == "gpu":
+            name = d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU"
+            names.append(name)
+            methods.add(KIND_NAMES[d.kind])
+            per_host[d.host] = per_host.get(d.host, 0) + 1
+            gpu_seconds += sec
+            rows.append(_gpu_device(d, name, e, sec))
+        else:
+            rows.append(_host_device(d, e))
+    notes = list(job.notes)
+    for host, k in job.gpus_by_host.items():
+        missing = k - per_host.get(host, 0)
+        if missing > 0:
+            model = next((d.model for d in plan.host_gpus.get(host, []) if d.model), None)
+            name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
+            names += [name] * missing
+            rows += [_unmeasured(job.key, host, i, name) for i in range(missing)]
+            if host in plan.labelled_hosts:
+                notes.append(_unlabelled_note(host, k, per_host.get(host, 0)))
+    if sums["cpu"] is None and sums["ram"] is None:
+        notes.append("host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)")
+    allocated = job.duration_s * len(names)
+    coverage = gpu_seconds / allocated if allocated > 0 else None
+    if coverage is not None and coverage < 0.99:
+        notes.append(f"GPU telemetry covers {coverage:.0%} of the job's allocated GPU-time: its measured energy is a lower bound")
+    w.add_job_devices(job.key, rows)
+    known = [v for v in sums.values() if v is not None]
+    total = sum(known) if known else None
+    gpu_name = Counter(names).most_common(1)[0][0] if names else None
+    sj = job.slurm
+    return {
+        "job_id": job.key,
+        "name": (sj.name if sj and sj.name else None) or job.key,
+        "user": sj.user if sj else None,
+        "account": (sj.account if sj else None) or (job.key.split("/")[0] if "/" in job.key else None),
+        "partition": sj.partition if sj else None,
+        "state": sj.state if sj else None,
+        "source": job.source,
+        "start": job.start,
+        "end": job.end,
+        "duration_s": job.duration_s,
+        "gpu_count": len(names),
+        "gpu_name": gpu_name,
+        "gpu_model": catalogue_id(gpu_name),
+        "nodes": ",".join(job.gpus_by_host) or None,
+        "gpu_energy_j": sums["gpu"],
+        "cpu_energy_j": sums["cpu"],
+        "ram_energy_j": sums["ram"],
+        "energy_j": total,
+        "energy_method": "+".join(sorted(methods)) or "none" if total is not None else "none",
+        "coverage": coverage,
+        "grid": (opts.site or {}).get("grid"),
+        "pue": (opts.site or {}).get("pue"),
+        "run_dir": None,
+        "notes": "; ".join(dict.fromkeys(notes)) or None,
+    }
+
+
+def _gpu_device(d: Device, name: str, e: float, sec: float) -> dict[str, Any]:
+    return {
+        "uuid": d.uuid or f"{d.host}:gpu{d.gpu_index}",
+        "name": name,
+        "index": d.gpu_index,
+        "host": d.host,
+        "component": "gpu",
+        "method": KIND_NAMES[d.kind],
+        "measured": True,
+        "energy_j": e,
+        "duration_s": sec,
+    }
+
+
+def _host_device(d: Device, e: float) -> dict[str, Any]:
+    return {
+        "uuid": f"{d.host}:{KIND_NAMES[d.kind]}",
+        "name": f"{d.host} {KIND_NAMES[d.kind].upper()} (node meter)",
+        "host": d.host,
+        "component": KIND_NAMES[d.kind],
+        "method": "prometheus host counter",
+        "measured": True,
+        "energy_j": e,
+        "notes": ["node-level counter shared among the node's jobs by their share of its GPUs"],
+    }
+
+
+def _unlabelled_note(host: str, k: int, labelled: int) -> str:
+    return f"node {host}: {k} GPU(s) allocated, {labelled} carried the job's label; the rest is not measured"
 
 
 def _unmeasured(job: str, host: str, i: int, name: str) -> dict[str, Any]:
@@ -372,7 +553,8 @@ def _finish(
         "windows": [],
         "notes": list(dict.fromkeys(notes)),
     }
-    rel = w.write_record(job.key, record)
+    rel = w.write_record(job.key, record) if w.records else None
+    w.add_job_devices(job.key, devices)
     scen = run_scenario(record)
     gpu_name = scen["hardware"].get("gpu")
     e = record["energy"]
@@ -444,22 +626,6 @@ def catalogue_id(name: str | None) -> str | None:
     return _GPU_IDS[name]
 
 
-def _write_index(w: FleetWriter, rows: list[dict[str, Any]]) -> None:
-    import pandas as pd
-
-    from footprint.fleet.store import INDEX, INDEX_COLUMNS
-
-    df = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
-    for col in ("duration_s", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue"):
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # None -> NaN: not available
-    df["gpu_count"] = df["gpu_count"].astype("int64")
-    for col in ("start", "end"):
-        df[col] = pd.to_datetime(df[col].astype(float), unit="s", utc=True)
-    df["month"] = df["start"].dt.strftime("%Y-%m")
-    df["gpu_hours"] = df["duration_s"].astype(float) * df["gpu_count"].astype(float) / 3600.0
-    df.to_parquet(w.path(INDEX), index=False)
-
-
 def _meta(
     opts: ImportOptions, window: tuple[float, float], n_jobs: int, notes: list[str], prom: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -492,7 +658,6 @@ def _from_sacct(w: FleetWriter, opts: ImportOptions, window: tuple[float, float]
     assert opts.sacct is not None
     plan = Plan(Telemetry(), window)
     plan.build(opts.sacct.jobs, LabelStats(), Activity(*window), now)
-    rows = []
     for job in plan.jobs:
         sj = job.slurm
         assert sj is not None
@@ -536,8 +701,7 @@ def _from_sacct(w: FleetWriter, opts: ImportOptions, window: tuple[float, float]
             method = "none"
         if method == "none":
             notes.append("no energy measured for this job (no telemetry): GPU-hours only; `footprint assess` needs an energy")
-        rows.append(_finish(w, job, devices, notes, None, method, opts, None))
-    _write_index(w, rows)
+        w.add_job(_finish(w, job, devices, notes, None, method, opts, None))
     meta = _meta(opts, window, len(plan.jobs), plan.notes, None)
     w.write_meta(meta)
     return ImportSummary(w.out, len(plan.jobs), 0, None, None, None, meta["skipped"], meta["notes"])

@@ -18,10 +18,18 @@ from footprint.errors import FootprintError
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_RETRIES = 3
+DEFAULT_MAX_RESPONSE_BYTES = 256 * 2**20  # a decoded answer larger than this is refused, not read to the end
+MAX_REDIRECTS = 5
+MAX_SECRET_BYTES = 64 * 1024
+LIMIT_HINTS = ("too many samples", "max-samples", "max samples", "sample limit", "maximum number of samples", "max_samples")
 
 
 class PrometheusError(FootprintError):
     """The server could not be reached or refused the query."""
+
+
+class PrometheusLimitError(PrometheusError):
+    """The server refused a query for its size (Prometheus' --query.max-samples, Thanos', Mimir's limits): split it."""
 
 
 @dataclass
@@ -37,17 +45,75 @@ class PromConfig:
     client_key: str | None = None
     insecure_skip_verify: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
 
 def _secret(path: str, what: str) -> str:
+    """A secret from a file: bounded, UTF-8, one printable line (a binary file is refused, never sent)."""
     p = Path(path)
     try:
-        text = p.read_text().strip()
+        with p.open("rb") as f:
+            raw = f.read(MAX_SECRET_BYTES + 1)
     except OSError as exc:
         raise PrometheusError(f"cannot read the {what} file ({exc.strerror})", str(p)) from None
+    if len(raw) > MAX_SECRET_BYTES:
+        raise PrometheusError(f"the {what} file is over {MAX_SECRET_BYTES // 1024} KiB: not a {what}", str(p))
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise PrometheusError(f"the {what} file is not UTF-8 text (a binary file?)", str(p)) from None
     if not text:
         raise PrometheusError(f"the {what} file is empty", str(p))
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise PrometheusError(f"the {what} file holds control characters or several lines: expected one line", str(p))
     return text
+
+
+def check_header(name: str, value: str) -> None:
+    """A header an HTTP client can send as given: a token name, a value without CR, LF or NUL, Latin-1."""
+    import re
+
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name or ""):
+        raise PrometheusError(f"invalid header name {name[:60]!r}: letters, digits and -_. only", key="--header")
+    bad = [c for c in value if ord(c) < 32 and c != "\t" or ord(c) == 127]
+    if bad:
+        raise PrometheusError(f"header {name}: control characters (CR, LF, NUL ...) are not allowed in a value", key="--header")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise PrometheusError(f"header {name}: the value is not Latin-1 (HTTP headers cannot carry it)", key="--header") from None
+
+
+def _check_url(url: str, given: str) -> None:
+    from urllib.parse import urlsplit
+
+    if not url.startswith(("http://", "https://")):
+        raise PrometheusError(f"expected an http:// or https:// URL, got {given[:200]!r}", key="--url")
+    if any(ord(c) < 33 or ord(c) == 127 for c in url):
+        raise PrometheusError("the URL holds spaces or control characters", key="--url")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises on a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise PrometheusError(f"invalid URL {given[:200]!r}: {exc}", key="--url") from None
+    if not parts.hostname:
+        raise PrometheusError(f"invalid URL {given[:200]!r}: no host", key="--url")
+
+
+class _Answer:
+    """A bounded, fully read HTTP answer."""
+
+    def __init__(self, status: int, body: bytes, reason: str = "") -> None:
+        self.status_code, self.body, self.reason = status, body, reason
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
 
 class PrometheusClient:
@@ -55,15 +121,21 @@ class PrometheusClient:
         import requests
 
         url = config.url.strip().rstrip("/")
-        if not url.startswith(("http://", "https://")):
-            raise PrometheusError(f"expected an http:// or https:// URL, got {config.url!r}", key="--url")
+        _check_url(url, config.url)
+        for name, value in config.headers.items():
+            check_header(name, value)
         self.config = config
         self.base = url
         self.session = session or requests.Session()
-        self.session.headers.update({"Accept": "application/json", **config.headers})
+        self.session.max_redirects = MAX_REDIRECTS
+        adapter = requests.adapters.HTTPAdapter(pool_maxsize=16)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self.session.headers.update({"Accept": "application/json", "Accept-Encoding": "gzip", **config.headers})
         if config.bearer_token_file:
             self.session.headers["Authorization"] = "Bearer " + _secret(config.bearer_token_file, "bearer token")
         if config.basic_auth_user:
+            check_header("user", config.basic_auth_user)
             pw = _secret(config.basic_auth_password_file, "password") if config.basic_auth_password_file else ""
             self.session.auth = (config.basic_auth_user, pw)
         # given per request: requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE override a session's own `verify`
@@ -79,10 +151,12 @@ class PrometheusClient:
         if config.client_cert:
             self.session.cert = (config.client_cert, config.client_key) if config.client_key else config.client_cert
         self.requests = 0
+        self.warnings: list[str] = []  # what the server flagged (Thanos/Mimir partial responses, Prometheus notes)
 
     # ---- transport ------------------------------------------------------------------------------
     def _get(self, path: str, params: dict[str, Any]) -> Any:
-        """GET (POST for long queries) with retries on connection errors and 5xx; the `data` of a success."""
+        """GET (POST for long queries) with retries on connection errors, truncated answers and 5xx; the `data`
+        of a success."""
         import requests
 
         url = f"{self.base}{path}"
@@ -91,28 +165,81 @@ class PrometheusClient:
         for attempt in range(self.config.retries + 1):
             try:
                 self.requests += 1
-                opts = {"timeout": self.config.timeout_s, "verify": self.verify}
-                if sum(len(str(v)) for v in params.values()) > 4000:
-                    r = self.session.post(url, data=params, **opts)
-                else:
-                    r = self.session.get(url, params=params, **opts)
+                r = self._send(url, params, sum(len(str(v)) for v in params.values()) > 4000)
             except requests.exceptions.SSLError as exc:
                 raise PrometheusError(
                     f"TLS error talking to {self.base}: {_tls_reason(exc)} (a private CA: --ca-file CA.pem; a client "
                     "certificate: --client-cert/--client-key)",
                     key="--url",
                 ) from None
-            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+            except requests.exceptions.ContentDecodingError:
+                raise PrometheusError(f"{url}: the answer's compressed body is damaged (bad gzip)", key="--url") from None
+            except (
+                requests.exceptions.ConnectionError,
+                requests.exceptions.Timeout,
+                requests.exceptions.ChunkedEncodingError,
+            ) as exc:
                 last = f"cannot reach {self.base}: {_reason(exc)}"
+            except requests.exceptions.RequestException as exc:  # invalid URL, too many redirects, ...
+                raise PrometheusError(f"{url}: {_first_line(exc)}", key="--url") from None
             else:
                 if r.status_code < 500:
                     return self._data(r, path)
                 last = f"{self.base}{path} answered HTTP {r.status_code}: {_prom_message(r)}"
+                if _is_limit(r):
+                    raise PrometheusLimitError(last, key="--url")
             if attempt < self.config.retries:
                 time.sleep(delay)
                 delay *= 2
         tries = self.config.retries + 1
         raise PrometheusError(f"{last} (after {tries} attempt{'s' if tries > 1 else ''})", key="--url")
+
+    def _send(self, url: str, params: dict[str, Any], post: bool) -> _Answer:
+        """One request, redirects followed by hand (http(s) on the same host only, at most MAX_REDIRECTS), the
+        answer read in pieces up to ``max_response_bytes`` decoded and within ``timeout_s`` overall."""
+        from urllib.parse import urljoin, urlsplit
+
+        opts = {"timeout": self.config.timeout_s, "verify": self.verify, "allow_redirects": False, "stream": True}
+        host = urlsplit(self.base).hostname
+        for _ in range(MAX_REDIRECTS + 1):
+            send = self.session.post if post else self.session.get
+            r = send(url, **({"data": params} if post else {"params": params}), **opts)
+            if r.status_code not in (301, 302, 303, 307, 308):
+                return self._read(r, url)
+            target = urljoin(url, r.headers.get("Location", ""))
+            r.close()
+            parts = urlsplit(target)
+            if parts.scheme not in ("http", "https") or parts.hostname != host:
+                raise PrometheusError(
+                    f"{url} redirects to {target[:200]!r}: only http(s) on the same host ({host}) is followed", key="--url"
+                )
+            url, post = target, post and r.status_code in (307, 308)
+            params = params if post else ({} if parts.query else params)
+        raise PrometheusError(f"{self.base}: more than {MAX_REDIRECTS} redirects (a loop?)", key="--url")
+
+    def _read(self, r: Any, url: str) -> _Answer:
+        cap = self.config.max_response_bytes
+        declared = r.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > cap and "gzip" not in r.headers.get("Content-Encoding", ""):
+            r.close()
+            raise PrometheusError(_too_big(url, cap), key="--url")
+        deadline = time.monotonic() + max(self.config.timeout_s, 1.0) * 4
+        parts, size = [], 0
+        try:
+            for piece in r.iter_content(1 << 16):
+                size += len(piece)
+                if size > cap:
+                    raise PrometheusError(_too_big(url, cap), key="--url")
+                if time.monotonic() > deadline:
+                    raise PrometheusError(
+                        f"{url}: the answer is still arriving after {4 * self.config.timeout_s:g} s (a slow server?): "
+                        "raise --timeout or narrow the query",
+                        key="--url",
+                    )
+                parts.append(piece)
+        finally:
+            r.close()
+        return _Answer(r.status_code, b"".join(parts), r.reason or "")
 
     def _data(self, r: Any, path: str) -> Any:
         if r.status_code in (401, 403):
@@ -135,10 +262,12 @@ class PrometheusClient:
                 f"{self.base}{path}: HTTP {r.status_code}, not a JSON answer (is this a Prometheus server?)", key="--url"
             ) from None
         if r.status_code >= 400 or body.get("status") != "success":
-            raise PrometheusError(
-                f"{self.base}{path}: HTTP {r.status_code}, {body.get('errorType', 'error')}: {body.get('error', body)}",
-                key="--url",
-            )
+            kind, why = _clean(body.get("errorType", "error")), _clean(body.get("error", body))
+            msg = f"{self.base}{path}: HTTP {r.status_code}, {kind}: {why}"
+            raise (PrometheusLimitError if _is_limit(r) else PrometheusError)(msg, key="--url")
+        warns = body.get("warnings")
+        if isinstance(warns, list) and warns and len(self.warnings) < 50:
+            self.warnings += [_clean(x, 200) for x in warns[:5] if _clean(x, 200) not in self.warnings]
         return body.get("data")
 
     # ---- API ------------------------------------------------------------------------------------
@@ -195,6 +324,23 @@ def _reason(exc: BaseException) -> str:
 def _prom_message(r: Any) -> str:
     try:
         body = r.json()
-        return str(body.get("error") if isinstance(body, dict) else body)[:300]
+        return _clean(body.get("error") if isinstance(body, dict) else body)
     except (ValueError, RecursionError):
-        return (r.text or r.reason or "").strip()[:200] or "no message"
+        return _clean((r.text or r.reason or "").strip()) or "no message"
+
+
+def _clean(text: Any, limit: int = 300) -> str:
+    """A server's text as one printable line (control characters and terminal escapes dropped), bounded."""
+    s = str(text)[: limit * 4]
+    return "".join(c if c.isprintable() else " " for c in s).strip()[:limit]
+
+
+def _is_limit(r: Any) -> bool:
+    return r.status_code in (400, 413, 422, 503) and any(h in _prom_message(r).lower() for h in LIMIT_HINTS)
+
+
+def _too_big(url: str, cap: int) -> str:
+    return (
+        f"{url}: the answer is over {cap / 2**20:g} MiB (--max-response-mb): narrow the window or --selector, "
+        "or let the server aggregate (the default; not --exact)"
+    )

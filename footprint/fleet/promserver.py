@@ -79,9 +79,11 @@ def serve(
     every: str = "1s",
     tls: tuple[str, str] | None = None,
     users: dict[str, str] | None = None,
+    extra: list[str] | None = None,
 ) -> Iterator[str]:
     """Prometheus over ``tsdb`` on 127.0.0.1; yields its base URL (https:// with ``tls``). ``scrape``: host:port
-    targets it scrapes (job "footprint") every ``every``; ``tls``, ``users``: see `web_config`."""
+    targets it scrapes (job "footprint") every ``every``; ``tls``, ``users``: see `web_config`; ``extra``: more flags
+    (e.g. ``--query.max-samples=2000``)."""
     tsdb = Path(tsdb)
     port = port or free_port()
     config = tsdb.parent / f"{tsdb.name}.prometheus.yml"
@@ -99,6 +101,7 @@ def serve(
         "--storage.tsdb.retention.time=100y",
         f"--web.listen-address=127.0.0.1:{port}",
         "--log.level=warn",
+        *(extra or []),
     ]
     if tls or users:
         cmd.append(f"--web.config.file={web_config(tsdb.parent / f'{tsdb.name}.web.yml', tls, users)}")

@@ -24,6 +24,8 @@ from footprint.lca import DEFAULT_SAMPLES
 from footprint.outputs import check_file_target, write_text
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
+REPORT_COLUMNS = ("job_id", "name", "user", "account", "partition", "month", "gpu_name", "gpu_model", "gpu_count",
+                  "gpu_hours", "energy_j", "coverage", "grid", "pue", "run_dir")  # fmt: skip
 FORMATS = ("table", "html", "csv", "json")
 UNALLOCATED = "(unallocated)"
 
@@ -111,7 +113,8 @@ class FleetReport:
 
 
 METHOD = {
-    "jobs": "one run record per job (footprint fleet import); GPU energy from DCGM counters via Prometheus, "
+    "jobs": "one row per job in the fleet ledger (footprint fleet import); GPU energy from DCGM counters, "
+    "evaluated by Prometheus/Thanos/Mimir (increase() over each job's window) or read sample by sample (--exact), "
     "GPU-hours = the job's window x its GPUs",
     "impacts": "footprint.lca engine per GPU model and site, linear in GPU-hours and energy (footprint.lca.batch)",
     "uncertainty": "low-high = 2.5th-97.5th percentiles of the Monte Carlo of the factors (embodied sources, "
@@ -146,6 +149,8 @@ def _site(grid: Any, pue: Any) -> dict[str, Any]:
 
 def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarray, list[str | None]]:
     """(BatchAssessment over the assessable rows, their positions in ``df``, a reason for every row left out)."""
+    import pandas as pd
+
     from footprint.lca.batch import assess_arrays
 
     reasons: list[str | None] = [None] * len(df)
@@ -165,19 +170,14 @@ def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarra
     leave_out(~(hours > 0), "no GPU time in the window")
     unknown = np.array([m is None or m != m for m in model], bool)
     leave_out(unknown, lambda i: f"GPU model {name[i]!r} is not in the catalogue (see `footprint gpus`, or --gpu-type at import)")
-    keys = list(zip(model, df["grid"].to_numpy(dtype=object), df["pue"].to_numpy(dtype=object), strict=True))
-    templates: list[Any] = []
-    tkey: dict[tuple[Any, ...], int] = {}
-    index = np.full(len(df), -1, np.int64)
-    for i in np.nonzero(ok)[0].tolist():
-        m, g, p = keys[i]
-        k = (m, g if isinstance(g, str) else None, None if p is None or p != p else float(p))
-        if k not in tkey:
-            tkey[k] = len(templates)
-            templates.append(template(m, _site(g, p), sets))
-        index[i] = tkey[k]
     rows = np.nonzero(ok)[0]
-    batch = assess_arrays(templates, index[rows], hours[rows], energy[rows] / 3.6e6)
+    grid = np.array([g if isinstance(g, str) and g else None for g in df["grid"].to_numpy(dtype=object)[rows]], object)
+    pue = pd.to_numeric(pd.Series(df["pue"].to_numpy(dtype=object)[rows]), errors="coerce").to_numpy(float)
+    keys = pd.DataFrame({"m": model[rows], "g": grid, "p": pue})
+    codes = keys.groupby(["m", "g", "p"], dropna=False, sort=False).ngroup().to_numpy()
+    first = pd.Series(np.arange(len(rows))).groupby(codes).first().to_numpy()
+    templates = [template(keys["m"].iloc[i], _site(keys["g"].iloc[i], keys["p"].iloc[i]), sets) for i in first]
+    batch = assess_arrays(templates, codes.astype(np.int64), hours[rows], energy[rows] / 3.6e6)
     return batch, rows, reasons
 
 
@@ -242,52 +242,39 @@ def build_report(
 
     if by not in GROUPS:
         raise FootprintError(f"unknown grouping {by!r}; allowed: {', '.join(GROUPS)}", key="--by")
-    df = store.read_index(fleet)
+    from footprint.fleet import ledger
+
+    parts, left_df, site, counts = ledger.sums(fleet, by)
     meta = store.read_meta(fleet)
-    batch, rows, reasons = assess_index(df, sets)
+    batch, rows, _ = assess_index(parts, sets)
     keys = tuple(c.key for c in cat.categories() + cat.extras())
     units = {c.key: c.unit for c in cat.categories() + cat.extras()}
-    sub = df.iloc[rows]
-    labels = _group_keys(sub, by)
-    codes, uniques = labels.factorize(sort=True)
+    sub = parts.iloc[rows]
+    codes, uniques = pd.Series(sub["grp"].to_numpy(dtype=object)).factorize(sort=True)
     sums = batch.group_sums(codes, len(uniques))
-    groups = _rows([str(u) for u in uniques], sums, [int(x) for x in sums.rows], keys, samples, seed)
+    per_group = np.bincount(codes, weights=sub["jobs"].to_numpy(float), minlength=len(uniques)).astype(int).tolist()
+    groups = _rows([str(u) for u in uniques], sums, per_group, keys, samples, seed)
     groups.sort(key=lambda r: -(r.impacts.get("climate_change") or 0.0))
+    n_ok = int(sub["jobs"].sum())
     all_sums = batch.group_sums(np.zeros(len(sub), np.int64), 1)
-    totals = _rows(["all jobs"], all_sums, [len(sub)], keys, samples, seed)[0] if len(sub) else _empty_rows(keys)
-    unallocated, share = _unallocated(fleet, df, sets, keys, samples, seed)
-    cc = batch.total("climate_change") if len(sub) else np.zeros(0)
-    order = np.argsort(-cc)[:top]
-    top_jobs = [
-        {
-            "job_id": str(sub["job_id"].iloc[i]),
-            "name": sub["name"].iloc[i],
-            "user": sub["user"].iloc[i],
-            "account": sub["account"].iloc[i],
-            "gpu": sub["gpu_name"].iloc[i],
-            "gpus": int(sub["gpu_count"].iloc[i]),
-            "gpu_hours": float(sub["gpu_hours"].iloc[i]),
-            "energy_kwh": float(sub["energy_j"].iloc[i]) / 3.6e6,
-            "climate_change_kg": float(cc[i]),
-            "coverage": None if pd.isna(sub["coverage"].iloc[i]) else float(sub["coverage"].iloc[i]),
-            "run_dir": sub["run_dir"].iloc[i],
-        }
-        for i in order.tolist()
-    ]
+    totals = _rows(["all jobs"], all_sums, [n_ok], keys, samples, seed)[0] if len(sub) else _empty_rows(keys)
+    unallocated, share = _unallocated(fleet, pd.DataFrame([site]), sets, keys, samples, seed)
+    top_jobs = [_top_row(r) for r in ledger.top_jobs(fleet, _coefficients(sub, sets), top).to_dict("records")]
+    _, _, reasons = assess_index(left_df, sets)
     left = [
-        {"job_id": str(df["job_id"].iloc[i]), "gpu_hours": float(df["gpu_hours"].iloc[i]), "reason": r}
-        for i, r in enumerate(reasons)
-        if r is not None
+        {"job_id": str(j), "gpu_hours": 0.0 if h != h else float(h), "reason": r}
+        for j, h, r in zip(left_df["job_id"], left_df["gpu_hours"], reasons, strict=True)
     ]
     warnings = list(meta.get("notes") or [])
     for b in batch.bases:
         warnings += [w for w in b.per_gpu_hour.warnings if "energy measured" not in w]
-    low = int((df["coverage"].astype(float) < 0.99).sum())
-    if low:
-        warnings.append(f"{low} job(s) have GPU telemetry for less than 99 % of their allocated GPU-time: lower bounds")
-    if left:
-        hours = sum(x["gpu_hours"] for x in left)
-        warnings.append(f"{len(left)} job(s), {hours:,.1f} GPU-hours, not assessed (listed with the reason)")
+    if counts["low_coverage"]:
+        warnings.append(
+            f"{counts['low_coverage']} job(s) have GPU telemetry for less than 99 % of their allocated GPU-time: lower bounds"
+        )
+    if counts["left_out"]:
+        more = f"; the first {len(left)} listed" if counts["left_out"] > len(left) else " (listed with the reason)"
+        warnings.append(f"{counts['left_out']} job(s), {counts['left_hours'] or 0:,.1f} GPU-hours, not assessed{more}")
     if meta.get("skipped"):
         warnings.append(f"{len(meta['skipped'])} sacct line(s) left out at import (see fleet.json 'skipped')")
     source_ids = list(dict.fromkeys(s for b in batch.bases for s in b.per_gpu_hour.source_ids))
@@ -304,8 +291,44 @@ def build_report(
         list(dict.fromkeys(warnings)),
         source_ids,
         units,
-        len(df),
+        int(counts["jobs"]),
     )
+
+
+def _coefficients(sub: Any, sets: list[str] | None) -> Any:
+    """Per factor set (gpu_model, grid, pue): kg CO2 eq of one GPU-hour (a) and of one kWh (b), so that any job's
+    climate change is a x GPU-hours + b x kWh (the engine's central result is linear in both)."""
+    import pandas as pd
+
+    from footprint.lca.batch import assess_arrays
+
+    sets_ = sub[["gpu_model", "grid", "pue"]].drop_duplicates().reset_index(drop=True)
+    if sets_.empty:
+        return sets_.assign(a=[], b=[])
+    tpls = [template(m, _site(g, p), sets) for m, g, p in sets_.itertuples(index=False)]
+    k = len(tpls)
+    idx = np.repeat(np.arange(k), 2)
+    unit = assess_arrays(tpls, idx, np.tile([1.0, 0.0], k), np.tile([0.0, 1.0], k)).total("climate_change")
+    return pd.DataFrame({**{c: sets_[c] for c in sets_.columns}, "a": unit[0::2], "b": unit[1::2]})
+
+
+def _top_row(r: dict[str, Any]) -> dict[str, Any]:
+    def num(x: Any) -> float | None:
+        return None if x is None or x != x else float(x)
+
+    return {
+        "job_id": r["job_id"],
+        "name": r["name"],
+        "user": r["user"],
+        "account": r["account"],
+        "gpu": r["gpu_name"],
+        "gpus": int(r["gpu_count"]),
+        "gpu_hours": float(r["gpu_hours"]),
+        "energy_kwh": float(r["energy_j"]) / 3.6e6,
+        "climate_change_kg": float(r["cc"]),
+        "coverage": num(r["coverage"]),
+        "run_dir": r["run_dir"],
+    }
 
 
 def _empty_rows(keys: tuple[str, ...]) -> Rows:
@@ -457,7 +480,7 @@ def to_table(r: FleetReport) -> str:
                     num(j["gpu_hours"]),
                     num(j["energy_kwh"]),
                     num(j["climate_change_kg"]),
-                    str(j["run_dir"]),
+                    str(j["run_dir"]) if j["run_dir"] else f"fleet job {j['job_id']}",
                 ]
                 for j in r.top_jobs
             ],
@@ -636,8 +659,15 @@ def write_report(
     fmt = infer_format(output, fmt)
     if output:
         check_file_target(output)  # refused before the work (a pipe, a device, a directory, a symlink out)
-    rep = build_report(fleet, by, top, sets, samples, seed)
-    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+    if by == "job":
+        from footprint.fleet import ledger
+
+        if fmt == "html":
+            raise FootprintError("--by job: table, csv or json (a page per million jobs is no report)", key="--format")
+        text = ledger.render_jobs(ledger.job_table(fleet, sets), fmt)
+    else:
+        rep = build_report(fleet, by, top, sets, samples, seed)
+        text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
         import sys
 

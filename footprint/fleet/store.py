@@ -25,6 +25,10 @@ from footprint.errors import FootprintError
 from footprint.outputs import write_text
 
 INDEX = "index.parquet"
+JOB_GPUS = "job_gpus.parquet"
+JOB_GPU_COLUMNS = (
+    *("job_id", "uuid", "name", "index", "host", "component", "method", "measured", "energy_j", "duration_s", "notes"),
+)
 GPUS = "gpus.parquet"
 META = "fleet.json"
 JOBS = "jobs"
@@ -61,6 +65,88 @@ INDEX_COLUMNS = (
 )
 
 
+FLOAT_COLUMNS = ("duration_s", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue")
+ROWS_PER_PART = 20_000  # the ledger is written in row groups of this many jobs: memory stays bounded
+
+
+def index_schema() -> Any:
+    """index.parquet's Arrow schema, fixed so that every row group agrees (a chunk of all-None is still text)."""
+    import pyarrow as pa
+
+    def typ(c: str) -> Any:
+        if c in FLOAT_COLUMNS:
+            return pa.float64()
+        if c == "gpu_count":
+            return pa.int64()
+        if c in ("start", "end"):
+            return pa.timestamp("ns", tz="UTC")
+        return pa.string()
+
+    return pa.schema([(c, typ(c)) for c in INDEX_COLUMNS])
+
+
+def index_frame(rows: list[dict[str, Any]]) -> Any:
+    """Index rows (as the importer builds them: times in Unix seconds, None = not available) as typed columns."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=[c for c in INDEX_COLUMNS if c not in ("month", "gpu_hours")])
+    for col in ("duration_s", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # None -> NaN: not available
+    df["gpu_count"] = df["gpu_count"].astype("int64")
+    for col in ("start", "end"):
+        df[col] = pd.to_datetime(df[col].astype(float), unit="s", utc=True)
+    df["month"] = df["start"].dt.strftime("%Y-%m")
+    df["gpu_hours"] = df["duration_s"].astype(float) * df["gpu_count"].astype(float) / 3600.0
+    return df[list(INDEX_COLUMNS)]
+
+
+class _PartWriter:
+    """A Parquet file written a row group at a time from row dicts."""
+
+    def __init__(self, path: Path, schema: Any, frame: Any) -> None:
+        self.path, self.schema, self.frame = path, schema, frame
+        self.rows: list[dict[str, Any]] = []
+        self.writer: Any = None
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= ROWS_PER_PART:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self.rows or self.writer is None:
+            table = pa.Table.from_pandas(self.frame(self.rows), schema=self.schema, preserve_index=False)
+            if self.writer is None:
+                self.writer = pq.ParquetWriter(self.path, self.schema)
+            self.writer.write_table(table)
+            self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def job_gpus_schema() -> Any:
+    import pyarrow as pa
+
+    types = {"index": pa.int64(), "measured": pa.bool_(), "energy_j": pa.float64(), "duration_s": pa.float64()}
+    return pa.schema([(c, types.get(c, pa.string())) for c in JOB_GPU_COLUMNS])
+
+
+def job_gpus_frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=list(JOB_GPU_COLUMNS))
+    for c in ("energy_j", "duration_s"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    df["index"] = pd.to_numeric(df["index"], errors="coerce").astype("Int64")
+    df["measured"] = df["measured"].astype(bool)
+    return df
+
+
 def safe_name(job_id: str) -> str:
     """A directory name for a job id (``ns/pod`` -> ``ns__pod``)."""
     name = re.sub(r"[^A-Za-z0-9._+-]+", "__", job_id).strip(".") or "job"
@@ -78,12 +164,13 @@ class FleetWriter:
             raise FootprintError("exists and is not empty: choose a new directory or pass --overwrite", str(self.out), "-o")
         try:
             self.out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = tempfile.mkdtemp(prefix=f".{self.out.name[:80]}.import-", suffix=".tmp", dir=self.out.parent)
-            self.tmp = Path(tmp)
-            (self.tmp / JOBS).mkdir()
+            self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name[:80]}.import-", suffix=".tmp", dir=self.out.parent))
         except OSError as e:
             raise write_error(self.out, e) from None
         self.series_parts = 0
+        self.records = True
+        self._index = _PartWriter(self.tmp / INDEX, index_schema(), index_frame)
+        self._job_gpus = _PartWriter(self.tmp / JOB_GPUS, job_gpus_schema(), job_gpus_frame)
 
     def __enter__(self) -> FleetWriter:
         return self
@@ -108,9 +195,24 @@ class FleetWriter:
         """One job's run record, through the tracker's own writer; returns its path relative to the fleet."""
         from footprint.tracking import runrecord
 
-        rel = f"{JOBS}/{safe_name(job_id)}"
+        rel = f"{JOBS}/{safe_name(job_id)}"  # the tracker's writer makes the directories
         runrecord.write_json(self.tmp / rel / "run.json", record)
         return rel
+
+    def add_job(self, row: dict[str, Any]) -> None:
+        """One job's ledger row (index.parquet), written a row group at a time."""
+        self._index.add(row)
+
+    def add_job_devices(self, job_id: str, devices: list[dict[str, Any]]) -> None:
+        """The ledger's per-job-per-device rows (job_gpus.parquet), whether or not a run record is written."""
+        for d in devices:
+            row = {k: d.get(k) for k in JOB_GPU_COLUMNS if k != "job_id"}
+            row["notes"] = "; ".join(d.get("notes") or []) or None
+            self._job_gpus.add({"job_id": job_id, **row})
+
+    def close_ledger(self) -> None:
+        self._index.close()
+        self._job_gpus.close()
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_text(self.tmp / META, json.dumps({"format": FORMAT, "version": VERSION, **meta}, indent=2, default=str))
@@ -132,12 +234,15 @@ class FleetWriter:
         return self.out
 
     def abort(self) -> None:
+        for part in (self._index, self._job_gpus):
+            if part.writer is not None:
+                part.writer.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def read_index(fleet: str | Path) -> Any:
-    """The fleet index as a DataFrame, checked; a clear error when the folder is not a fleet import."""
-    import pandas as pd
+def read_index_schema(fleet: str | Path) -> list[str]:
+    """The index's column names, checked as `read_index` checks them, without reading a row."""
+    import pyarrow.parquet as pq
 
     d = Path(fleet)
     if not d.is_dir():
@@ -146,18 +251,48 @@ def read_index(fleet: str | Path) -> Any:
     if not p.is_file():
         raise FootprintError(f"no {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
     try:
-        df = pd.read_parquet(p)
+        names = pq.read_schema(p).names
     except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {exc})", str(p)) from None
-    missing = [c for c in INDEX_COLUMNS if c not in df.columns]
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+    missing = [c for c in INDEX_COLUMNS if c not in names]
     if missing:
         raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
-    for c in NUMERIC_COLUMNS:  # a damaged number (text, NaN, inf, negative) is "not available", never a result
+    return names
+
+
+def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any:
+    """The fleet index (only ``columns`` when given; columns of few values as categories, so a million jobs stay
+    small) as a DataFrame, checked; a clear error when the folder is not a fleet import."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    d = Path(fleet)
+    if not d.is_dir():
+        raise FootprintError("no such fleet directory (write one with `footprint fleet import`)", str(d))
+    p = d / INDEX
+    if not p.is_file():
+        raise FootprintError(f"no {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    try:
+        have = set(pq.read_schema(p).names)
+        missing = [c for c in (columns or INDEX_COLUMNS) if c not in have]
+        if missing:
+            raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
+        cols = list(columns or INDEX_COLUMNS)
+        table = pq.read_table(p, columns=cols, read_dictionary=[c for c in cols if c in FEW_VALUES])
+        df = table.to_pandas()  # columns of few values as categories: a million jobs' users are codes, not strings
+        del table
+    except FootprintError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+    # a damaged number (text, NaN, inf, negative) is "not available", never a result
+    for c in (x for x in NUMERIC_COLUMNS if x in df.columns):
         v = pd.to_numeric(df[c], errors="coerce").astype(float)
         df[c] = v.where(v.abs().lt(float("inf")) & v.ge(0))
     return df
 
 
+FEW_VALUES = ("user", "account", "partition", "state", "source", "month", "gpu_name", "gpu_model", "energy_method", "grid")
 NUMERIC_COLUMNS = ("duration_s", "gpu_count", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "pue")
 
 

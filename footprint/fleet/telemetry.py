@@ -48,6 +48,10 @@ class DcgmNames:
 
     energy_metric: str = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
     energy_unit_j: float = 1e-3  # the counter is in mJ
+    recorded: str = ""  # a recording rule's per-minute GPU energy (J), read instead of the counter (rules/)
+    activity_metric: str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # per MIG instance: splits a shared GPU by activity
+    instance_label: str = "GPU_I_ID"
+    recorded_every_s: float = 60.0
     power_metric: str = "DCGM_FI_DEV_POWER_USAGE"
     gpu_label: str = "gpu"
     uuid_label: str = "UUID"

@@ -1,0 +1,642 @@
+"""`footprint fleet import` by server-side aggregation (the default): per-job energy evaluated by the server.
+
+No raw sample crosses the network except for short jobs. The steps:
+
+1. Discovery from the series index (`/api/v1/series`, one request per day: label sets, no samples):
+   every GPU (host + index), whether it has the energy counter or only the power gauge, the job
+   labels each GPU carried and on which days, host RAPL/Kepler meters.
+2. The job table and who held which GPU: `attribution.Plan`, as for the exact import (SLURM windows,
+   labels, label-only jobs; on nodes without the label, the busiest free GPUs in the job's window,
+   from per-GPU activity that the server bins with one `query_range` per node).
+3. Per job, per GPU, per stretch of its window shared with k other jobs (a GPU shared by jobs, MIG
+   instances): `promql.Term`s — ``increase()`` of the energy counter over exactly that stretch (the
+   job's own label series on labelled nodes, the GPU's series elsewhere; ``max by`` GPU, so a counter
+   repeated on every MIG instance counts once), ``avg_over_time`` x duration of the power gauge for
+   GPUs without the counter, ``count_over_time`` for coverage; a shared stretch weighs 1/k.
+   Jobs shorter than ``exact_below_s`` are computed from their raw samples (the counter interpolated
+   at the window's edges), where the extrapolation of a few samples would err most.
+4. Per GPU, the metered total over the window (the counter merged over its series and MIG repeats:
+   ``increase((max by (GPU) (counter))[d:step])``): total - what jobs hold = the unattributed / idle
+   line, so that per-job sums close to the metered total.
+
+The ledger (`index.parquet`, `job_gpus.parquet`, `gpus.parquet`, `fleet.json`) is written; a job's run
+record is written on demand (`footprint fleet job`), never for every job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from footprint.errors import FootprintError
+from footprint.fleet import promql
+from footprint.fleet.attribution import Activity, Job, LabelStats, Plan
+from footprint.fleet.prometheus import PrometheusClient
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
+
+DAY = 86400.0
+HOUR = 3600.0
+Progress = Callable[[str, int | None, int], None]
+
+
+@dataclass
+class Found:
+    """What discovery found: devices (in ``fetch.t``), each device's label set, job labels per device and day."""
+
+    fetch: Fetcher
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    jobs_on: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)  # (job label, dev) -> days seen
+    counter_keys: set[str] = field(default_factory=set)
+    by_labels: dict[tuple[int, str, str], int] = field(default_factory=dict)  # (kind, host label, gpu label) -> device
+    instance: dict[tuple[str, int], str] = field(default_factory=dict)  # (job label, device) -> MIG instance
+    multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
+
+
+@dataclass
+class Item:
+    """One quantity to evaluate: job ``job`` on device ``dev`` over ``[a, b]`` with weight ``w``."""
+
+    job: int
+    dev: int
+    a: float
+    b: float
+    w: float = 1.0
+
+
+def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float]) -> Found:
+    """Devices and job labels from the series index, one request per metric per day (no samples read)."""
+    n = fetch.names
+    fetch.discover()  # which metrics exist, host CPU source (label-value lookups)
+    found = Found(fetch)
+    lo, hi = window[0] - LOOKBACK_S, window[1] + LOOKBACK_S
+    days = [(a, min(a + DAY, hi)) for a in np.arange(lo, hi, DAY).tolist()]
+    metrics = [(m, k) for m, k, _ in fetch.sources if k == GPU_COUNTER]
+    if n.power_metric:
+        metrics.append((n.power_metric, GPU_GAUGE))
+    metrics += [(m, k) for m, k, _ in fetch.sources if k in (CPU, RAM)]
+    day_sets: dict[tuple[int, float], frozenset[tuple[str, str]]] = {}
+    for metric, kind in metrics:
+        for a, b in days:
+            for labels in client.series(metric + n.matchers(), a, b):
+                if not isinstance(labels, dict):
+                    continue
+                gpu = kind in (GPU_COUNTER, GPU_GAUGE)
+                if kind == GPU_GAUGE and fetch._gpu_key(labels) in found.counter_keys:
+                    continue  # the counter is read for this GPU: its gauge is not needed
+                if kind == GPU_COUNTER:
+                    found.counter_keys.add(fetch._gpu_key(labels))
+                d = fetch._device(kind, labels, metric)
+                if gpu:
+                    found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
+                    rest = frozenset((k, v) for k, v in labels.items() if k not in n.job_labels)
+                    seen = day_sets.setdefault((d.id, a), rest)
+                    if seen != rest:
+                        found.multi.add(d.id)
+                found.labels.setdefault(d.id, {k: v for k, v in labels.items() if k == "__name__" or not gpu})
+                if gpu:
+                    found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
+                    job = fetch._job_key(labels)
+                    if job:
+                        d.labelled = True
+                        key = (job, d.id)
+                        if labels.get(n.instance_label):
+                            found.instance[key] = labels[n.instance_label]
+                        x0, x1 = found.jobs_on.get(key, (math.inf, -math.inf))
+                        found.jobs_on[key] = (min(x0, max(a, window[0])), max(x1, min(b, window[1])))
+                d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+    if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
+        raise FootprintError("the series were found but none inside the window", key="--start")
+    return found
+
+
+def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
+    """Jobs known from their label only: window = half a scrape before the first labelled sample (the job began
+    between it and the one before) to the last labelled one, from the server's min/max of the samples' timestamps."""
+    n = found.fetch.names
+    step = max(int(round(ev.scrape_s)), 1)
+    terms = []
+    for j, job in enumerate(plan.jobs):
+        if job.source != "label":
+            continue
+        ids = promql.regex_alt(_label_values(job, n.job_labels))
+        sel = f"timestamp({n.energy_metric}{n.matchers(_matcher(n.job_labels[-1], ids))})"
+        a, b = max(job.start - DAY, plan.window[0] - LOOKBACK_S), min(job.end + DAY, plan.window[1] + LOOKBACK_S)
+        terms += [promql.Term(("F", j), sel, "", a, b, (), "min", subquery_step=step)]
+        terms += [promql.Term(("L", j), sel, "", a, b, (), "max", subquery_step=step)]
+    for key, groups in ev.run(terms).items():
+        if groups:
+            v = next(iter(groups.values()))
+            job = plan.jobs[key[1]]
+            if key[0] == "F":
+                job.start = max(v - 0.5 * ev.scrape_s, plan.window[0])  # the job began between two scrapes
+            else:
+                job.end = min(v, plan.window[1])
+    host_meters = [d.id for d in found.fetch.t.devices if d.kind in (CPU, RAM)]
+    for dev in host_meters:  # their shares follow the job windows just refined
+        plan.claims.pop(dev, None)
+    plan._claims_host_meters()
+
+
+def label_stats(found: Found) -> LabelStats:
+    stats = LabelStats()
+    tel = found.fetch.t
+    for (job, dev), (a, b) in found.jobs_on.items():
+        lab = tel.label_id(job)
+        stats.first[(lab, dev)] = a
+        stats.last[(lab, dev)] = b
+    return stats
+
+
+def activity(client: PrometheusClient, found: Found, window: tuple[float, float], hosts: set[str]) -> Activity:
+    """Per-GPU energy in bins (the server's increase per bin), on the nodes without job labels only: what
+    `Plan` needs to infer which GPUs an unlabelled job held."""
+    act = Activity(*window)
+    if not hosts:
+        return act
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    devs = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE) and d.host in hosts]
+    keys = {(d.kind, found.fetch._gpu_key(found.labels[d.id])): d.id for d in devs}
+    for host in sorted(hosts):
+        raw = sorted({found.labels[d.id].get(n.host_label, "") for d in devs if d.host == host})
+        m = n.matchers(f'{n.host_label}=~"{promql.regex_alt(raw)}"')
+        for kind in sorted({d.kind for d in devs if d.host == host}):
+            if kind == GPU_COUNTER:
+                expr, unit = f"increase({n.energy_metric}{m}[{int(act.bin_s)}s])", n.energy_unit_j
+            else:
+                expr, unit = f"avg_over_time({n.power_metric}{m}[{int(act.bin_s)}s])", act.bin_s
+            a, b = act.t0 + act.bin_s, act.t0 + act.n * act.bin_s
+            data = client.query_range(f"max by ({','.join(by)}) ({expr})", a, b, act.bin_s)
+            for s in data.get("result") or [] if isinstance(data, dict) else []:
+                dev = keys.get((kind, found.fetch._gpu_key(s.get("metric") or {})))
+                if dev is not None:
+                    _add_bins(act, dev, s.get("values") or [], unit)
+    return act
+
+
+def _add_bins(act: Activity, dev: int, values: list[Any], unit: float) -> None:
+    arr = act.bins.setdefault(dev, np.zeros(act.n))
+    for t, v in values:
+        try:
+            b, x = int(round((float(t) - act.t0) / act.bin_s)) - 1, float(v) * unit
+        except (TypeError, ValueError):
+            continue
+        if 0 <= b < act.n and math.isfinite(x) and x >= 0:
+            arr[b] += x
+
+
+def holdings(plan: Plan, found: Found) -> list[Item]:
+    """Every (job, GPU, stretch, weight): labelled GPUs from the labels the job's ids carried, unlabelled ones
+    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k."""
+    tel = found.fetch.t
+    per_dev: dict[int, list[tuple[int, float, float]]] = {}
+    for (label, dev), _ in found.jobs_on.items():
+        for j in plan.label_jobs.get(tel.label_id(label), []):
+            job = plan.jobs[j]
+            per_dev.setdefault(dev, []).append((j, job.start, job.end))
+    for dev, claims in plan.claims.items():
+        if tel.devices[dev].kind in (GPU_COUNTER, GPU_GAUGE):
+            per_dev.setdefault(dev, []).extend((c.job, c.start, c.end) for c in claims)
+    items: list[Item] = []
+    for dev, held in per_dev.items():
+        held = sorted(set(held), key=lambda x: (x[1], x[0]))
+        edges = sorted({t for _, a, b in held for t in (a, b)})
+        for j, a, b in held:
+            inside = [t for t in edges if a <= t <= b]
+            if len(held) == 1 or len(inside) == 2 and _count(held, a, b) == 1:
+                items.append(Item(j, dev, a, b))
+                continue
+            for x, y in zip(inside[:-1], inside[1:], strict=True):
+                k = _count(held, x, y)
+                if y > x and k:
+                    items.append(Item(j, dev, x, y, 1.0 / k))
+    return items
+
+
+def split_by_activity(plan: Plan, found: Found, items: list[Item], ev: promql.Evaluator) -> int:
+    """Stretches where jobs on different MIG instances share a GPU: each job's weight is its instance's share of
+    the instances' mean activity (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` by ``GPU_I_ID``) over the stretch, where
+    the exporter gives it; otherwise the even split stays. Returns how many stretches were split so."""
+    n = found.fetch.names
+    tel = found.fetch.t
+    inst: dict[tuple[int, int], str] = {}
+    for (label, dev), i in found.instance.items():
+        for j in plan.label_jobs.get(tel.label_id(label), []):
+            inst[(j, dev)] = i
+    shared = [it for it in items if it.w < 1.0 and (it.job, it.dev) in inst]
+    if not shared or not n.activity_metric:
+        return 0
+    by = (n.host_label, n.gpu_label, n.instance_label)
+    terms = {}
+    for it in shared:
+        lab = found.labels[it.dev]
+        m = f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"'
+        m = n.matchers(m).strip("{}")
+        terms[(it.dev, it.a, it.b)] = promql.Term((it.dev, it.a, it.b), n.activity_metric, m, it.a, it.b, by, "gauge_energy")
+    res = ev.run(terms.values())
+    done = 0
+    for it in shared:
+        acts = {g[2]: v for g, v in res.get((it.dev, it.a, it.b), {}).items()}
+        mine = acts.get(inst[(it.job, it.dev)])
+        held = [inst.get((x.job, x.dev)) for x in shared if (x.dev, x.a, x.b) == (it.dev, it.a, it.b)]
+        total = sum(acts.get(h, 0.0) for h in held if h is not None)
+        if mine is not None and total > 0 and len(held) == round(1 / it.w):
+            it.w = mine / total
+            done += 1
+    return done
+
+
+def _count(held: list[tuple[int, float, float]], a: float, b: float) -> int:
+    return sum(1 for _, x, y in held if x < b and a < y)
+
+
+def cpu_items(plan: Plan, found: Found) -> list[Item]:
+    return [
+        Item(c.job, dev, c.start, c.end, c.weight)
+        for dev, claims in plan.claims.items()
+        if found.fetch.t.devices[dev].kind in (CPU, RAM)
+        for c in claims
+    ]
+
+
+def exact_energy(client: PrometheusClient, found: Found, item: Item, metric: str, scrape_s: float) -> float:
+    """A short stretch from raw samples: the GPU's counter (all its series merged) interpolated at the stretch's
+    edges, resets counted as PromQL does. Never extrapolated: a GPU that stopped reporting gives a lower bound."""
+    n = found.fetch.names
+    lab = found.labels[item.dev]
+    m = n.matchers(f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"')
+    pad = max(2.0 * scrape_s, 60.0)
+    data = client.query(f"{metric}{m}[{int(math.ceil(item.b - item.a + 2 * pad))}s]", at=item.b + pad)
+    ts: dict[float, float] = {}
+    for s in (data.get("result") or []) if isinstance(data, dict) else []:
+        for t, v in s.get("values") or []:
+            try:
+                tt, vv = float(t), float(v)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(vv) and vv >= 0:
+                ts[tt] = max(ts.get(tt, 0.0), vv)
+    if len(ts) < 2:
+        return 0.0
+    t = np.array(sorted(ts))
+    v = np.array([ts[x] for x in t])
+    inc = np.diff(v)
+    cum = np.concatenate([[0.0], np.cumsum(np.where(inc < 0, v[1:], inc))])
+    a, b = np.clip([item.a, item.b], t[0], t[-1])
+    return float(np.interp(b, t, cum) - np.interp(a, t, cum)) * n.energy_unit_j
+
+
+def _matcher(label: str, regex: str) -> str:
+    return f'{label}=~"{regex}"'
+
+
+def _q(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+@dataclass
+class Energies:
+    """Per (job, device): joules and seconds of telemetry; per device: metered joules and seconds."""
+
+    pair_j: dict[tuple[int, int], float] = field(default_factory=dict)
+    pair_s: dict[tuple[int, int], float] = field(default_factory=dict)
+    dev_j: dict[int, float] = field(default_factory=dict)
+    dev_s: dict[int, float] = field(default_factory=dict)
+    exact_jobs: set[int] = field(default_factory=set)
+    by_activity: int = 0  # shared stretches split by the MIG instances' activity
+
+
+def evaluate(
+    client: PrometheusClient,
+    plan: Plan,
+    found: Found,
+    ev: promql.Evaluator,
+    exact_below_s: float,
+    exact_all: bool = False,
+) -> Energies:
+    """Every job's energy on every GPU it held, the host meters' shares, and each GPU's metered total (first:
+    where a GPU reported without a break, a job's telemetry covers its window and needs no sample count)."""
+    out = Energies()
+    items = holdings(plan, found)
+    out.by_activity = split_by_activity(plan, found, items, ev)
+    out.dev_j, out.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
+    groups, short = _job_groups(plan, found, items, exact_below_s or 0.0, exact_all, out)
+    terms, info = _job_terms(plan, found, groups, ev, irregular, out)
+    for i, it in enumerate(cpu_items(plan, found)):
+        lab = found.labels[it.dev]
+        m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
+        terms.append(promql.Term(("h", i, it.job, it.dev, it.w), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
+    for key, result in ev.run(terms).items():
+        if key[0] == "h":
+            out.pair_j[(key[2], key[3])] = out.pair_j.get((key[2], key[3]), 0.0) + sum(result.values()) * key[4]
+            continue
+        (j, kind, a, b, w, _, _), devs_e, devs_c, unit, every = info[key[1]]
+        for lab, v in result.items():
+            dev = found.by_labels.get((kind, *lab))
+            if dev not in (devs_e if key[0] == "e" else devs_c):
+                continue
+            if key[0] == "e":
+                out.pair_j[(j, dev)] = out.pair_j.get((j, dev), 0.0) + v * w * unit
+            else:
+                out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
+    _short(client, found, short, ev, out)
+    return out
+
+
+def _job_groups(
+    plan: Plan, found: Found, items: list[Item], exact_below_s: float, exact_all: bool, out: Energies
+) -> tuple[dict[tuple[Any, ...], list[int]], list[Item]]:
+    """(job, kind, start, end, weight, labelled, what) -> its GPUs, one term each; the short stretches apart."""
+    tel = found.fetch.t
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    short: list[Item] = []
+    for it in items:
+        d, job = tel.devices[it.dev], plan.jobs[it.job]
+        out.pair_j.setdefault((it.job, it.dev), 0.0)
+        what = "both"
+        if d.kind == GPU_COUNTER and (exact_all or job.duration_s < exact_below_s):
+            short.append(it)
+            out.exact_jobs.add(it.job)
+            what = "count"
+        groups.setdefault((it.job, d.kind, it.a, it.b, it.w, d.labelled, what), []).append(it.dev)
+    return groups, short
+
+
+def _job_terms(
+    plan: Plan,
+    found: Found,
+    groups: dict[tuple[Any, ...], list[int]],
+    ev: promql.Evaluator,
+    irregular: dict[int, list[tuple[float, float]]] | None,
+    out: Energies,
+) -> tuple[list[promql.Term], dict[int, tuple[tuple[Any, ...], set[int], set[int], float, float]]]:
+    """The energy and sample-count terms of every group; a group whose GPUs reported without a break through
+    its window (``irregular`` says where they did not) is given full coverage without counting samples."""
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    terms: list[promql.Term] = []
+    info: dict[int, tuple[tuple[Any, ...], set[int], set[int], float, float]] = {}  # devices of e, of c
+    for gi, (g, devs) in enumerate(groups.items()):
+        j, kind, a, b, w, labelled, what = g
+        m = _gpu_matchers(found, devs)
+        if labelled:  # an equality where one value will do: a regex is matched against every job label value
+            m += f",{_eq_or_re(n.job_labels[-1], set(_label_values(plan.jobs[j], n.job_labels)))}"
+        m = n.matchers(m).strip("{}")
+        metric, fn, unit, every = n.energy_metric, "increase", n.energy_unit_j, ev.scrape_s
+        if kind == GPU_GAUGE:
+            metric, fn, unit = n.power_metric, "gauge_energy", 1.0
+        elif n.recorded:  # a sample at t holds the energy of (t - every, t]: a job's end is in the next one
+            metric, fn, unit, every = n.recorded, "sum", 1.0, n.recorded_every_s
+            b = b + n.recorded_every_s if labelled and b < plan.window[1] else b
+        if what == "both":
+            terms.append(promql.Term(("e", gi), metric, m, a, b, by, fn))
+        steady = irregular is not None and kind == GPU_COUNTER and not n.recorded
+        counted = [d for d in devs if not steady or any(x < b and a < y for x, y in irregular.get(d, []))]
+        for d in set(devs) - set(counted):
+            out.pair_s[(j, d)] = out.pair_s.get((j, d), 0.0) + (g[3] - a) * w
+        if counted:
+            terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
+        info[gi] = (g, set(devs), set(counted), unit, every)
+    return terms, info
+
+
+def _gpu_matchers(found: Found, devs: list[int]) -> str:
+    """Matchers selecting these GPUs (host and index regexes: a cross product, filtered when the answer is read)."""
+    n = found.fetch.names
+    hosts = {found.labels[d].get(n.host_label, "") for d in devs}
+    idx = {found.labels[d].get(n.gpu_label, "") for d in devs}
+    return ",".join(_eq_or_re(k, v) for k, v in ((n.host_label, hosts), (n.gpu_label, idx)))
+
+
+def _eq_or_re(label: str, values: set[str]) -> str:
+    return f'{label}="{_q(next(iter(values)))}"' if len(values) == 1 else _matcher(label, promql.regex_alt(values))
+
+
+def _repeated(found: Found, items: list[Item]) -> set[int]:
+    """GPUs whose counter appears on several series at once (MIG instances, jobs sharing the GPU): their
+    metered total needs the merged counter; every other GPU's is the sum of its series' increases."""
+    shared = {it.dev for it in items if it.w < 1.0}
+    return shared | found.multi
+
+
+def _short(client: PrometheusClient, found: Found, short: list[Item], ev: promql.Evaluator, out: Energies) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    metric = found.fetch.names.energy_metric
+
+    def one(it: Item) -> tuple[Item, float]:
+        return it, exact_energy(client, found, it, metric, ev.scrape_s) * it.w
+
+    with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
+        for it, e in pool.map(one, short):
+            out.pair_j[(it.job, it.dev)] = out.pair_j.get((it.job, it.dev), 0.0) + e
+
+
+def _label_values(job: Job, labels: tuple[str, ...]) -> list[str]:
+    """The values of the last job label that name the job (``ns/pod`` -> ``pod``)."""
+    return sorted({i.split("/")[-1] if len(labels) > 1 else i for i in job.ids})
+
+
+def metered(
+    found: Found, window: tuple[float, float], ev: promql.Evaluator, repeated: set[int]
+) -> tuple[dict, dict, dict[int, list[tuple[float, float]]] | None]:
+    """Each GPU's (and host meter's) metered joules and seconds over the window, and where each GPU's counter did
+    not report steadily (None: not known)."""
+    edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
+    days = [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    span = window[1] - window[0]
+    irregular = None
+    if found.fetch.names.recorded:
+        dev_j, dev_s = _metered_recorded(found, days, ev, span)
+    else:
+        dev_j, dev_s, irregular = _metered_counters(found, days, ev, repeated, span)
+    dev_j.update(_host_totals(found, days, ev))
+    return dev_j, dev_s, irregular
+
+
+def _metered_counters(
+    found: Found, days: list[tuple[float, float]], ev: promql.Evaluator, repeated: set[int], span: float
+) -> tuple[dict, dict, dict[int, list[tuple[float, float]]]]:
+    """Each counter's value at every hour boundary of the window (``max by`` GPU of the counter, evaluated by one
+    range query per day: its last sample within the lookback, the largest of its series, since job-label
+    changes and MIG repeats are one monotonic counter), and the energy as the differences of consecutive
+    values: the hours telescope to the counter's increase over the window, reading a few samples per GPU and
+    hour. The odd hours — whose end value is below its start (a reset: driver reload), or where the GPU has
+    no value at one end (it appeared, vanished, or had a gap) — are read by ``increase()`` of the GPU's
+    merged series over that hour, as PromQL counts them. The power gauge: the series merged by GPU in a
+    subquery (slower, so only for those)."""
+    n = found.fetch.names
+    gpus = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE)]
+    start, end = days[0][0], days[-1][1]
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    last: dict[int, tuple[float, float]] = {}  # device -> (time, value) at its latest boundary
+    odd: list[tuple[int, float, float]] = []  # hours read by increase(): resets, GPUs appearing or vanishing
+    gone: dict[int, tuple[float, float]] = {}
+    prev_t = None
+    for t, values in _hourly_values(found, ev, start, end):
+        for d, v in values.items():
+            if d in last:
+                t0, v0 = last[d]
+                if v >= v0 and t0 == prev_t:
+                    dev_j[d] = dev_j.get(d, 0.0) + (v - v0) * n.energy_unit_j
+                    dev_s[d] = min(dev_s.get(d, 0.0) + (t - t0), span)
+                else:  # a reset, or back after a gap (the gap's hours in one piece)
+                    gone.pop(d, None)
+                    odd.append((d, t0, t))
+            elif prev_t is not None:
+                odd.append((d, prev_t, t))  # appeared after the window's start
+            last[d] = (t, v)
+        for d, (t0, _) in last.items():
+            if t0 == prev_t and d not in values:
+                gone[d] = (t0, t)  # its last samples before it vanished, unless it comes back
+        prev_t = t
+    odd += [(d, a, b) for d, (a, b) in gone.items()]
+    if odd:
+        oj, os_ = _merged(found, odd, ev)
+        for d, e in oj.items():
+            dev_j[d] = dev_j.get(d, 0.0) + e
+        for d, sec in os_.items():
+            dev_s[d] = min(dev_s.get(d, 0.0) + sec, span)
+    gauges = [(d.id, a, b) for d in gpus if d.kind == GPU_GAUGE for a, b in days]
+    if gauges:
+        sj, ss = _merged(found, gauges, ev)
+        dev_j.update(sj)
+        dev_s.update({k: min(v, span) for k, v in ss.items()})
+    irregular: dict[int, list[tuple[float, float]]] = {d.id: [(-math.inf, math.inf)] for d in gpus if d.id not in last}
+    for d, a, b in odd:
+        irregular.setdefault(d, []).append((a, b))
+    return dev_j, dev_s, irregular
+
+
+def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> list[tuple[float, dict[int, float]]]:
+    """(time, {device: counter value}) at start, every hour after it, and end: one range query per day."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = found.fetch.names
+    expr = f"max by ({n.host_label},{n.gpu_label}) ({n.energy_metric}{n.matchers()})"
+    grid = np.arange(start, end, HOUR).tolist()
+    spans = [(grid[i], grid[min(i + 23, len(grid) - 1)]) for i in range(0, len(grid), 24)]
+
+    def one(ab: tuple[float, float]) -> dict[float, dict[int, float]]:
+        a, b = ab
+        data = ev.client.query_range(expr, a, b, HOUR) if b > a else ev.client.query(expr, at=a)
+        ev.requests += 1
+        out: dict[float, dict[int, float]] = {}
+        for s in (data.get("result") or []) if isinstance(data, dict) else []:
+            d = found.by_labels.get(
+                (GPU_COUNTER, *(str((s.get("metric") or {}).get(k, "")) for k in (n.host_label, n.gpu_label)))
+            )
+            pts = s.get("values") or ([s["value"]] if s.get("value") else [])
+            for t, v in pts if d is not None else []:
+                x = float(v)
+                if math.isfinite(x) and x >= 0:
+                    out.setdefault(round(float(t), 3), {})[d] = x
+        return out
+
+    merged: dict[float, dict[int, float]] = {}
+    with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
+        for part in pool.map(one, [*spans, (end, end)]):
+            merged.update(part)
+    return sorted(merged.items())
+
+
+def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:
+    terms = []
+    for d in found.fetch.t.devices:
+        if d.kind in (CPU, RAM):
+            lab = found.labels[d.id]
+            hm = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
+            terms += [promql.Term(("host", d.id), lab.get("__name__", ""), hm, a, b, ("instance",)) for a, b in days]
+    return {key[1]: sum(groups.values()) for key, groups in ev.run(terms).items()}
+
+
+def _metered_recorded(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator, span: float) -> tuple[dict, dict]:
+    """Each GPU's metered joules and seconds from the recorded per-minute energy (every series of the GPU: the
+    rule already counted MIG repeats once; consecutive job-label series partition the minutes)."""
+    n = found.fetch.names
+    by, m = (n.host_label, n.gpu_label), n.matchers().strip("{}")
+    k = len(found.fetch.t.devices)
+    terms = [promql.Term((what, i), n.recorded, m, a, b, by, fn, series=k, agg="sum")
+             for i, (a, b) in enumerate(days) for what, fn in (("e", "sum"), ("s", "count"))]  # fmt: skip
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    for (what, _), groups in ev.run(terms).items():
+        for lab, v in groups.items():
+            dev = found.by_labels.get((GPU_COUNTER, *lab))
+            if dev is None:
+                continue
+            if what == "e":
+                dev_j[dev] = dev_j.get(dev, 0.0) + v
+            else:
+                dev_s[dev] = min(dev_s.get(dev, 0.0) + v * n.recorded_every_s, span)
+    return dev_j, dev_s
+
+
+def _merged(found: Found, windows: list[tuple[int, float, float]], ev: promql.Evaluator) -> tuple[dict, dict]:
+    """Joules and seconds of (GPU, start, end) windows, the GPU's series merged by GPU in a subquery at the scrape
+    interval (a counter's increase, or the gauge's mean x duration)."""
+    n = found.fetch.names
+    by = (n.host_label, n.gpu_label)
+    step = max(int(round(ev.scrape_s)), 1)
+    terms = []
+    for dev, a, b in windows:
+        d, lab = found.fetch.t.devices[dev], found.labels[dev]
+        m = n.matchers(f'{n.host_label}="{_q(lab.get(n.host_label, ""))}",{n.gpu_label}="{_q(lab.get(n.gpu_label, ""))}"')
+        metric = n.energy_metric if d.kind == GPU_COUNTER else n.power_metric
+        merged = f"(max by ({','.join(by)}) ({metric}{m}))"
+        fn = "increase" if d.kind == GPU_COUNTER else "gauge_energy"
+        terms.append(promql.Term(("e", dev), merged, "", a, b, by, fn, subquery_step=step))
+        terms.append(promql.Term(("s", dev), merged, "", a, b, by, "count", subquery_step=step))
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    for (what, dev), groups in ev.run(terms).items():
+        kind = found.fetch.t.devices[dev].kind
+        v = sum(groups.values())
+        if what == "e":
+            dev_j[dev] = v * (n.energy_unit_j if kind == GPU_COUNTER else 1.0)
+        else:
+            dev_s[dev] = v * step
+    return dev_j, dev_s
+
+
+def gpu_rows(found: Found, plan: Plan, e: Energies) -> Any:
+    """gpus.parquet: per GPU (and host meter) what it metered, what jobs held and the unattributed rest."""
+    import pandas as pd
+
+    from footprint.fleet.telemetry import describe
+
+    alloc_j: dict[int, float] = {}
+    alloc_s: dict[int, float] = {}
+    for (_j, dev), v in e.pair_j.items():
+        alloc_j[dev] = alloc_j.get(dev, 0.0) + v
+    for (_j, dev), v in e.pair_s.items():
+        alloc_s[dev] = alloc_s.get(dev, 0.0) + v
+    rows = []
+    for d in found.fetch.t.devices:
+        r = describe(d)
+        gpu = d.kind in (GPU_COUNTER, GPU_GAUGE)
+        r["component"] = "gpu" if gpu else KIND_NAMES[d.kind]
+        total = e.dev_j.get(d.id, alloc_j.get(d.id, 0.0))
+        held = alloc_j.get(d.id, 0.0)
+        r.update(
+            energy_j=max(total, held),
+            seconds=e.dev_s.get(d.id, 0.0),
+            allocated_energy_j=held,
+            allocated_seconds=min(alloc_s.get(d.id, 0.0), e.dev_s.get(d.id, math.inf)),
+            gap_energy_j=0.0,
+            unallocated_energy_j=max(total - held, 0.0),
+            first_seen=None,
+            last_seen=None,
+        )
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def hosts_without_labels(found: Found) -> set[str]:
+    labelled = {d.host for d in found.fetch.t.devices if d.labelled}
+    return {d.host for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE) and d.host not in labelled}

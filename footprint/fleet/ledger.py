@@ -1,0 +1,343 @@
+"""The job ledger: a fleet directory's jobs as rows (`index.parquet`, `job_gpus.parquet`), read with DuckDB.
+
+One row per job (ids, user, account, partition, window, GPUs, GPU-hours, energy by component, method,
+coverage, site) and one per job and device beside it; no directory per job. DuckDB reads only the
+columns and rows a command needs (a million jobs' report reads eight columns), and the same files are
+what pandas, Spark or Trino read. A job's run record — the tracker's format, which `footprint assess`
+and `footprint report` take — is rebuilt from its rows on demand (`job_record`, `footprint fleet job`).
+Fleet directories written before the ledger (records under ``jobs/``) stay readable: their record is
+returned as written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from footprint.errors import FootprintError
+from footprint.fleet import store
+
+
+def _sql_path(p: Path) -> str:
+    return str(p).replace("'", "''")
+
+
+class NoDuckDB(FootprintError):
+    """DuckDB could not start (a process limited in address space: DuckDB reserves ~700 MB of it)."""
+
+
+def _connect() -> Any:
+    """An in-memory DuckDB, small: one thread, a bounded buffer pool (the ledger is read, never held)."""
+    import duckdb
+
+    try:
+        return duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
+    except duckdb.Error as exc:
+        raise NoDuckDB(f"DuckDB cannot start here ({str(exc).splitlines()[0][:120]})", key="ledger") from None
+
+
+def query(fleet: str | Path, sql: str, params: list[Any] | None = None) -> Any:
+    """A DuckDB query over the ledger's views ``jobs`` (index.parquet) and ``job_gpus``; a pandas DataFrame."""
+    import duckdb
+
+    d = Path(fleet)
+    idx = d / store.INDEX
+    if not idx.is_file():
+        raise FootprintError(f"no {store.INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    con = _connect()
+    try:
+        con.execute(f"CREATE VIEW jobs AS SELECT * FROM read_parquet('{_sql_path(idx)}')")
+        gp = d / store.JOB_GPUS
+        if gp.is_file():
+            con.execute(f"CREATE VIEW job_gpus AS SELECT * FROM read_parquet('{_sql_path(gp)}')")
+        return con.execute(sql, params or []).df()
+    except duckdb.Error as exc:
+        raise FootprintError(f"cannot read the ledger ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})", str(d)) from None
+    finally:
+        con.close()
+
+
+def read_jobs(fleet: str | Path, columns: tuple[str, ...]) -> Any:
+    """These columns of every job (DuckDB reads no other), in the ledger's order."""
+    cols = ", ".join(f'"{c}"' for c in columns)
+    return query(fleet, f"SELECT {cols} FROM jobs")
+
+
+def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
+    """The job's run record: as written when the import wrote records, else rebuilt from its ledger rows."""
+    from footprint.tracking import runrecord
+
+    rows = query(fleet, "SELECT * FROM jobs WHERE job_id = ?", [str(job_id)])
+    if rows.empty:
+        raise FootprintError(f"no job {job_id!r} in this fleet (`footprint fleet report DIR --by job` lists them)", str(fleet))
+    row = rows.iloc[0].to_dict()
+    rec_dir = row.get("run_dir")
+    if isinstance(rec_dir, str) and rec_dir and (Path(fleet) / rec_dir / "run.json").is_file():
+        from footprint.inputs import load_json, read_bytes
+
+        p = Path(fleet) / rec_dir / "run.json"
+        return load_json(read_bytes(p, "run.json"), str(p))
+    devices = _devices(fleet, str(job_id))
+    meta = store.read_meta(fleet)
+    notes = [n for n in str(row.get("notes") or "").split("; ") if n]
+    site = {k: _num(row.get(k)) if k == "pue" else row.get(k) for k in ("grid", "pue") if _present(row.get(k))}
+    start, end = row["start"].timestamp(), row["end"].timestamp()
+    return {
+        "format": runrecord.FORMAT,
+        "version": runrecord.VERSION,
+        "name": row.get("name") or str(job_id),
+        "job_id": str(job_id),
+        "imported_from": "+".join(x for x in ("prometheus-dcgm" if row.get("source") != "slurm-only" else "", "slurm") if x),
+        "start_utc": runrecord.utc_iso(start),
+        "end_utc": runrecord.utc_iso(end),
+        "duration_s": _num(row.get("duration_s")),
+        "steps": 0,
+        "tokens": 0,
+        "flops": None,
+        "mfu": None,
+        "devices": devices,
+        "energy": runrecord.energy_summary(devices),
+        "ranks": [],
+        "hosts": _hosts(devices),
+        "site": site or None,
+        "slurm": {k: row.get(k) for k in ("user", "account", "partition", "state")} if row.get("user") else None,
+        "telemetry": {
+            "coverage": _num(row.get("coverage")),
+            "method": row.get("energy_method"),
+            "import": meta.get("method", "exact"),
+            "window": meta.get("window"),
+        },  # fmt: skip
+        "windows": [],
+        "notes": notes + ["rebuilt from the fleet ledger (index.parquet, job_gpus.parquet) by `footprint fleet job`"],
+    }
+
+
+def _devices(fleet: str | Path, job_id: str) -> list[dict[str, Any]]:
+    if not (Path(fleet) / store.JOB_GPUS).is_file():
+        raise FootprintError(f"no {store.JOB_GPUS} and no run record for job {job_id!r}: re-import with this version", str(fleet))
+    df = query(fleet, "SELECT * FROM job_gpus WHERE job_id = ?", [job_id])
+    out = []
+    for r in df.to_dict("records"):
+        d = {k: (None if not _present(v) else v) for k, v in r.items() if k != "job_id"}
+        d["notes"] = [n for n in str(d.get("notes") or "").split("; ") if n]
+        for k in ("energy_j", "duration_s"):
+            d[k] = _num(d.get(k))
+        if d.get("index") is not None:
+            d["index"] = int(d["index"])
+        d["measured"] = bool(d.get("measured"))
+        out.append(d)
+    return out
+
+
+def _hosts(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    hosts: dict[str, list[str]] = {}
+    for d in devices:
+        if d.get("component") == "gpu" and d.get("host"):
+            hosts.setdefault(d["host"], []).append(d["uuid"])
+    return [{"host": h, "gpus": u} for h, u in hosts.items()]
+
+
+def _present(v: Any) -> bool:
+    import pandas as pd
+
+    return v is not None and not (pd.api.types.is_scalar(v) and pd.isna(v))
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if _present(v) and np.isfinite(float(v)) else None
+
+
+# ---- sums for the report -------------------------------------------------------------------------------
+
+MAX_LISTED = 1000  # jobs not assessed listed one by one; beyond this they are counted
+_NUM = "CASE WHEN isfinite(TRY_CAST({c} AS DOUBLE)) AND TRY_CAST({c} AS DOUBLE) >= 0 THEN TRY_CAST({c} AS DOUBLE) END"
+_OK = "({e} > 0 AND {h} > 0 AND gpu_model IS NOT NULL)".format(e=_NUM.format(c="energy_j"), h=_NUM.format(c="gpu_hours"))
+
+
+def _group_sql(by: str) -> str:
+    col = {"gpu": "gpu_name"}.get(by, by)
+    return f"coalesce(CAST(\"{col}\" AS VARCHAR), '(none)')"
+
+
+def sums(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """The report's inputs, summed by DuckDB so that memory does not grow with the job count (the central
+    result and its Monte Carlo are linear in GPU-hours and energy, so sums per group and factor set give
+    every group's numbers exactly): (rows per group and factor set with their summed GPU-hours, energy and
+    job count; jobs not assessed, at most MAX_LISTED; the fleet's first site; counts). Where DuckDB cannot
+    start, pandas computes the same from the columns it needs."""
+    store.read_index_schema(fleet)
+    try:
+        return _sums_duckdb(fleet, by)
+    except NoDuckDB:
+        return _sums_pandas(fleet, by)
+
+
+def _sums_duckdb(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
+    e, h = _NUM.format(c="energy_j"), _NUM.format(c="gpu_hours")
+    parts = query(
+        fleet,
+        f"SELECT {_group_sql(by)} AS grp, CAST(gpu_model AS VARCHAR) AS gpu_model, CAST(gpu_name AS VARCHAR) AS gpu_name,"
+        f" CAST(grid AS VARCHAR) AS grid, {_NUM.format(c='pue')} AS pue, count(*) AS jobs, sum({h}) AS gpu_hours,"
+        f" sum({e}) AS energy_j FROM jobs WHERE {_OK} GROUP BY ALL ORDER BY ALL",
+    )
+    left = query(
+        fleet,
+        f"SELECT CAST(job_id AS VARCHAR) AS job_id, {h} AS gpu_hours, {e} AS energy_j, CAST(gpu_model AS VARCHAR) AS"
+        f" gpu_model, CAST(gpu_name AS VARCHAR) AS gpu_name, CAST(grid AS VARCHAR) AS grid, {_NUM.format(c='pue')} AS pue"
+        f" FROM jobs WHERE NOT coalesce({_OK}, false) LIMIT {MAX_LISTED}",
+    )
+    counts = (
+        query(
+            fleet,
+            f"SELECT count(*) AS jobs, count(*) FILTER (WHERE NOT coalesce({_OK}, false)) AS left_out,"
+            f" sum({h}) FILTER (WHERE NOT coalesce({_OK}, false)) AS left_hours,"
+            f" count(*) FILTER (WHERE TRY_CAST(coverage AS DOUBLE) < 0.99) AS low_coverage,"
+            f" first(CAST(grid AS VARCHAR)) AS grid, first({_NUM.format(c='pue')}) AS pue FROM jobs",
+        )
+        .iloc[0]
+        .to_dict()
+    )
+    site = {"grid": counts.pop("grid"), "pue": counts.pop("pue")}
+    return parts, left, site, counts
+
+
+def _sums_pandas(fleet: str | Path, by: str) -> tuple[Any, Any, Any, dict[str, Any]]:
+    df = store.read_index(fleet, (*TOP_COLUMNS, "partition", "month", "grid", "pue"))  # numbers checked there
+    ok = (df["energy_j"] > 0) & (df["gpu_hours"] > 0) & df["gpu_model"].notna()
+    col = {"gpu": "gpu_name"}.get(by, by)
+    text = ("gpu_model", "gpu_name", "grid")
+    d = df[ok].assign(grp=df[col].astype(object).where(df[col].notna(), "(none)").astype(str), jobs=1)
+    d = d.astype({c: object for c in text})
+    parts = (
+        d.groupby(["grp", *text, "pue"], dropna=False, sort=True)
+        .agg(jobs=("jobs", "sum"), gpu_hours=("gpu_hours", "sum"), energy_j=("energy_j", "sum"))
+        .reset_index()
+    )
+    left = df[~ok].head(MAX_LISTED)[["job_id", "gpu_hours", "energy_j", *text, "pue"]].astype({c: object for c in text})
+    counts = {
+        "jobs": len(df),
+        "left_out": int((~ok).sum()),
+        "left_hours": float(df.loc[~ok, "gpu_hours"].sum()),
+        "low_coverage": int((df["coverage"].astype(float) < 0.99).sum()),
+    }
+    site = {"grid": df["grid"].iloc[0] if len(df) else None, "pue": df["pue"].iloc[0] if len(df) else None}
+    return parts, left.assign(job_id=left["job_id"].astype(str)), site, counts
+
+
+TOP_COLUMNS = ("job_id", "name", "user", "account", "gpu_name", "gpu_model", "gpu_count", "gpu_hours", "energy_j",
+               "coverage", "run_dir")  # fmt: skip
+
+
+def top_jobs(fleet: str | Path, coef: Any, n: int) -> Any:
+    """The ``n`` jobs of highest climate change: ``coef`` gives per factor set (gpu_model, grid, pue) the
+    kg CO2 eq of one GPU-hour (a) and one kWh (b); DuckDB ranks a x GPU-hours + b x kWh over every job (pandas
+    where DuckDB cannot start)."""
+    if n <= 0 or coef.empty:
+        return coef.iloc[0:0]
+    try:
+        return _top_duckdb(fleet, coef, n)
+    except NoDuckDB:
+        df = store.read_index(fleet, (*TOP_COLUMNS, "grid", "pue"))
+        keys = ["gpu_model", "grid", "pue"]
+        df = df.astype({"gpu_model": object, "grid": object}).merge(coef, on=keys, how="inner")
+        df = df[(df["energy_j"] > 0) & (df["gpu_hours"] > 0)]
+        df["cc"] = df["a"] * df["gpu_hours"] + df["b"] * df["energy_j"] / 3.6e6
+        return df.nlargest(int(n), "cc").assign(job_id=lambda x: x["job_id"].astype(str))
+
+
+def _top_duckdb(fleet: str | Path, coef: Any, n: int) -> Any:
+    import duckdb
+
+    e, h = _NUM.format(c="energy_j"), _NUM.format(c="gpu_hours")
+    con = _connect()
+    try:
+        con.register("coef", coef)
+        idx = _sql_path(Path(fleet) / store.INDEX)
+        return con.execute(
+            f"SELECT CAST(j.job_id AS VARCHAR) AS job_id, j.name, j.user, j.account, j.gpu_name, j.gpu_count, {h} AS"
+            f" gpu_hours, {e} AS energy_j, TRY_CAST(j.coverage AS DOUBLE) AS coverage, j.run_dir,"
+            f" c.a * {h} + c.b * {e} / 3.6e6 AS cc FROM read_parquet('{idx}') j JOIN coef c"
+            " ON CAST(j.gpu_model AS VARCHAR) = c.gpu_model AND CAST(j.grid AS VARCHAR) IS NOT DISTINCT FROM c.grid"
+            f" AND {_NUM.format(c='j.pue')} IS NOT DISTINCT FROM c.pue WHERE {_OK.replace('gpu_model', 'j.gpu_model')}"
+            f" ORDER BY cc DESC LIMIT {int(n)}"
+        ).df()
+    except duckdb.Error as exc:
+        raise FootprintError(f"cannot read the ledger ({str(exc).splitlines()[0][:200]})", str(fleet)) from None
+    finally:
+        con.close()
+
+
+# ---- every job, assessed -------------------------------------------------------------------------------
+
+JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start", "gpu_name", "gpu_model", "gpu_count",
+               "gpu_hours", "energy_j", "coverage", "grid", "pue")  # fmt: skip
+
+
+def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Any:
+    """Every job with its footprint in all 16 categories (central values; the engine's batch, linear in GPU-hours
+    and energy, run on ``chunk`` jobs at a time so that memory stays bounded): a DataFrame, one row per job;
+    jobs that cannot be assessed keep their row, with the reason."""
+    import pandas as pd
+
+    from footprint.fleet.report import assess_index
+    from footprint.lca import categories as cat
+    from footprint.lca.units import display_unit
+
+    df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
+    n = len(df)
+    cats = cat.categories() + cat.extras()
+    names = ["facility_energy_kwh", "gpu_lifetimes", "single_score_pt"] + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
+    values = {k: np.full(n, np.nan) for k in names}
+    reasons: list[str | None] = [None] * n
+    for s0 in range(0, n, chunk):
+        batch, rows, why = assess_index(df.iloc[s0 : s0 + chunk], sets)
+        reasons[s0 : s0 + len(why)] = why
+        if not len(rows):
+            continue
+        at = rows + s0
+        values["facility_energy_kwh"][at] = batch.facility_energy_kwh
+        values["gpu_lifetimes"][at] = batch.gpu_lifetimes
+        values["single_score_pt"][at] = batch.single_score()
+        for c, k in zip(cats, names[3:], strict=True):
+            values[k][at] = batch.total(c.key)
+    out = pd.DataFrame(
+        {
+            "job_id": df["job_id"],
+            "name": df["name"],
+            "user": df["user"],
+            "account": df["account"],
+            "partition": df["partition"],
+            "state": df["state"],
+            "start": df["start"],
+            "gpu": df["gpu_name"],
+            "gpus": df["gpu_count"].astype("Int64"),
+            "gpu_hours": df["gpu_hours"],
+            "energy_kwh": df["energy_j"] / 3.6e6,
+            "coverage": df["coverage"],
+            **values,
+            "not_assessed": reasons,
+        },
+        copy=False,  # the arrays as computed: a million jobs' 20 columns are not copied into one block
+    )
+    return out
+
+
+def render_jobs(table: Any, fmt: str) -> str:
+    """The job table as text (aligned columns: the main figures), CSV (every column) or JSON (records)."""
+    if fmt == "csv":
+        from footprint.escaping import csv_cell
+
+        safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
+        return safe.to_csv(index=False)
+    if fmt == "json":
+        recs = json.loads(table.to_json(orient="records", date_format="iso"))
+        return json.dumps({"jobs": recs}, indent=1) + "\n"
+    cc = next((c for c in table.columns if c.startswith("climate_change [")), None)
+    cols = ["job_id", "user", "gpu", "gpus", "gpu_hours", "energy_kwh"] + ([cc] if cc else [])
+    view = table[cols].copy()
+    for c in ("gpu_hours", "energy_kwh", *([cc] if cc else [])):
+        view[c] = view[c].map(lambda x: "n/a" if x != x else f"{x:.4g}")
+    return view.to_string(index=False) + "\n"
