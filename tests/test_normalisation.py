@@ -88,7 +88,8 @@ def test_table_markdown_and_csv_show_them(bloom) -> None:
 
 
 def test_report_headline_uses_them(tmp_path: Path) -> None:
-    from footprint.reports.report import build_sections, to_html, top_categories
+    from footprint.api import build_sections
+    from footprint.reports.report import to_html, top_categories
 
     sections = build_sections([str(SCENARIOS / "bloom-176b.yaml")], None, 300, None)
     html = to_html(sections)

@@ -105,9 +105,9 @@ def assess(args: argparse.Namespace) -> int:
 def report(args: argparse.Namespace) -> int:
     import sys
 
+    from footprint.api import write_report
     from footprint.errors import FootprintError
     from footprint.lca.workload import scenario_path, shipped_scenarios
-    from footprint.reports.report import write_report
 
     for t in [args.target, *args.compare]:
         if not scenario_path(t).exists():
