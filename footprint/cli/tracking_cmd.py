@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from footprint import bounds
 from footprint.inputs import MAX_RECORD_DEVICES, number_arg
@@ -101,7 +102,24 @@ footprint import codecarbon emissions.csv -o runs/from-cc --gpu A100-SXM4-40GB -
 def run(args: argparse.Namespace) -> int:
     from footprint.tracking.runcmd import run_command
 
-    return run_command(args)
+    port = getattr(args, "prometheus_port", None)
+    return run_command(args, None if port is None else lambda tracker: _prometheus(tracker, port))
+
+
+def _prometheus(tracker: Any, port: int) -> Any:
+    """The live-metrics endpoint on 127.0.0.1:port (`--prometheus-port`); a port already taken is a clear error."""
+    from footprint.errors import FootprintError
+
+    try:
+        from footprint.integrations.prometheus import PrometheusExporter
+
+        return PrometheusExporter(tracker, port=port).start()
+    except ImportError:
+        tracker.stop()
+        raise FootprintError("needs prometheus_client: pip install 'footprint[integrations]'", key="--prometheus-port") from None
+    except OSError as exc:
+        tracker.stop()
+        raise FootprintError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", key="--prometheus-port") from None
 
 
 def recover_or_merge(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,11 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
     return site or None
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | None = None) -> int:
     """Run the command as a child process while the tracker measures every visible GPU and the host (signals,
-    exit code and the child's fate if we die: `footprint.tracking.supervise`)."""
+    exit code and the child's fate if we die: `footprint.tracking.supervise`). ``exporter_for(tracker)`` starts
+    what serves the live metrics (the CLI's Prometheus endpoint, an integration) and returns it, or None; it is
+    stopped when the command ends."""
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -55,7 +58,7 @@ def run_command(args: argparse.Namespace) -> int:
         tracker = Tracker(name=args.name, output_dir=args.output_dir, site=site, period_s=args.period, handle_sigterm=False)
         os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
         tracker.start()
-        exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
+        exporter = exporter_for(tracker) if exporter_for is not None else None
         try:
             proc = sup.spawn(cmd, child_env(tracker.run_dir, getattr(args, "count_steps", False)))
         except OSError as exc:
@@ -83,22 +86,6 @@ def run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return code
-
-
-def _prometheus(tracker: Any, port: int | None) -> Any:
-    """The live-metrics endpoint on 127.0.0.1:port, if asked; a port already taken is a clear error."""
-    if port is None:
-        return None
-    try:
-        from footprint.integrations.prometheus import PrometheusExporter
-
-        return PrometheusExporter(tracker, port=port).start()
-    except ImportError:
-        tracker.stop()
-        raise FootprintError("needs prometheus_client: pip install 'footprint[integrations]'", key="--prometheus-port") from None
-    except OSError as exc:
-        tracker.stop()
-        raise FootprintError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", key="--prometheus-port") from None
 
 
 def child_env(run_dir: Path, count_steps: bool) -> dict[str, str]:
