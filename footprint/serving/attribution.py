@@ -88,7 +88,9 @@ def _slots(tel: Telemetry, eng: pd.DataFrame, gmap: pd.DataFrame | None) -> pd.D
         by_pod = eng
     pl = tel.placement.drop_duplicates(["window", "host", "gpu", "namespace", "pod"])
     pod = by_pod.merge(pl, on=["window", "namespace", "pod"])[["window", "host", "gpu", "model", "engine_row"]]
-    slots = (pod if mapped is None else pd.concat([mapped, pod], ignore_index=True)).drop_duplicates()
+    parts = [x for x in (mapped, pod) if x is not None and len(x)]
+    slots = pd.concat(parts, ignore_index=True).drop_duplicates() if parts else pod
+    slots = slots.astype({"window": "int64", "engine_row": "int64"})
     cols = ["prefill_s", "decode_s", "tokens_in", "tokens_out"]
     return slots.merge(eng[["engine_row", *cols]], on="engine_row")
 
@@ -234,7 +236,7 @@ def _gpu_table(g: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
         idle_w=("idle_w", "first"),
         windows=("window", "count"),
     )
-    t["models"] = t.index.map(models).fillna("")
+    t["models"] = [models.get(k, "") for k in t.index]
     t["busy_s"] = t.index.map(busy).fillna(0.0)
     return t.reset_index(drop=True)
 

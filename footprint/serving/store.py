@@ -92,7 +92,7 @@ def read(path: str | Path) -> tuple[dict[str, Any], Attribution]:
         tables[name] = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame()
     for k in ("host", "gpu", "models", "uuid", "gpu_model"):
         if k in tables["gpus"]:
-            tables["gpus"][k] = tables["gpus"][k].fillna("").astype(str)
+            tables["gpus"][k] = [x if isinstance(x, str) else "" if x != x else str(x) for x in tables["gpus"][k]]
     a = Attribution(**tables, window_s=float(meta.get("window_s", 300.0)), notes=list(meta.get("notes", [])))
     return meta, a
 
