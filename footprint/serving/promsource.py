@@ -102,17 +102,28 @@ def matrix(
         data = client.query_range(expr, start + first * window_s, start + last * window_s, window_s)
         for s in data.get("result", []):
             labels = s.get("metric", {})
-            key = tuple(sorted(labels.items()))
-            _, ws, vs = acc.setdefault(key, (labels, [], []))
-            for t, v in s.get("values", []):
-                ws.append(int(round((float(t) - start) / window_s)) - 1)
-                vs.append(float(v))
+            vals = np.asarray(s.get("values", []), dtype=float).reshape(-1, 2)
+            _, ws, vs = acc.setdefault(tuple(sorted(labels.items())), (labels, [], []))
+            ws.append(np.rint((vals[:, 0] - start) / window_s).astype(np.int64) - 1)
+            vs.append(vals[:, 1])
         first = last + 1
-    return [(lab, np.asarray(ws, np.int64), np.asarray(vs, float)) for lab, ws, vs in acc.values()]
+    return [(lab, np.concatenate(ws), np.concatenate(vs)) for lab, ws, vs in acc.values()]
 
 
-def _gpu_key(lab: dict[str, str]) -> tuple[str, str, str, str]:
-    return lab.get(HOST, ""), lab.get(GPU, ""), lab.get(UUID, ""), lab.get(GPU_MODEL, "")
+def frame(rows: list[tuple[dict, np.ndarray, np.ndarray]], labels: dict[str, str], value: str) -> pd.DataFrame:
+    """One row per series and window: the ``labels`` (label -> column) and the value."""
+    if not rows:
+        return pd.DataFrame(columns=["window", *labels.values(), value])
+    n = [len(ws) for _, ws, _ in rows]
+    cols: dict[str, Any] = {"window": np.concatenate([ws for _, ws, _ in rows])}
+    for label, col in labels.items():
+        cols[col] = np.repeat(np.array([lab.get(label, "") for lab, _, _ in rows], dtype=object), n)
+    cols[value] = np.concatenate([vs for _, _, vs in rows])
+    return pd.DataFrame(cols)
+
+
+GPU_LABELS = {HOST: "host", GPU: "gpu", UUID: "uuid", GPU_MODEL: "gpu_model"}
+GKEYS = ["window", "host", "gpu", "uuid", "gpu_model"]
 
 
 def read(client: PrometheusClient, start: float, end: float, window_s: float, scrape_s: float, selector: str = "") -> Telemetry:
@@ -122,75 +133,61 @@ def read(client: PrometheusClient, start: float, end: float, window_s: float, sc
         raise FootprintError(f"no DCGM series ({ENERGY} or {POWER}) on this server", client.base, "--url")
     found = eng.detect(names, client.base)
     q = Queries(window_s, selector)
-    rows: dict[tuple, dict[int, list[Any]]] = {}
+    parts = []
+    place = pd.DataFrame(columns=PLACE_COLS)
     if ENERGY in names:
-        g = q.gpu()
-        for kind in ("energy_mj", "samples", "resets"):
-            for lab, ws, vs in matrix(client, g[kind], start, end, window_s):
-                per = rows.setdefault(_gpu_key(lab), {})
-                for w, v in zip(ws.tolist(), vs.tolist(), strict=True):
-                    per.setdefault(w, [np.nan, 0, 0, "dcgm_energy_counter"])[("energy_mj", "samples", "resets").index(kind)] = v
+        g = {k: frame(matrix(client, e, start, end, window_s), GPU_LABELS, k) for k, e in q.gpu().items() if k != "placement"}
+        e = g["energy_mj"].merge(g["samples"], on=GKEYS, how="left").merge(g["resets"], on=GKEYS, how="left")
+        e["energy_j"] = e["energy_mj"] / 1000.0
+        e["method"] = "dcgm_energy_counter"
+        parts.append(e)
+        pl = {HOST: "host", GPU: "gpu", MIG: "mig", "namespace": "namespace", "pod": "pod"}
+        place = frame(matrix(client, q.gpu()["placement"], start, end, window_s), pl, "n")[PLACE_COLS]
     if POWER in names:
-        p = q.power()
-        pw = {
-            _gpu_key(lab): dict(zip(ws.tolist(), vs.tolist(), strict=True))
-            for lab, ws, vs in matrix(client, p["power_w"], start, end, window_s)
-        }
-        pc = {
-            _gpu_key(lab): dict(zip(ws.tolist(), vs.tolist(), strict=True))
-            for lab, ws, vs in matrix(client, p["samples"], start, end, window_s)
-        }
-        for key, per_w in pw.items():
-            if key in rows:
-                continue
-            rows[key] = {
-                w: [v * min(window_s, pc[key].get(w, 0) * scrape_s) * 1000.0, pc[key].get(w, 0), 0, "dcgm_power_gauge"]
-                for w, v in per_w.items()
-            }
-    gpus = pd.DataFrame(
-        [
-            (w, k[0], k[1], k[2], k[3], r[0] / 1000.0, r[3], int(r[1]), int(r[2]))
-            for k, per in rows.items()
-            for w, r in per.items()
-            if r[0] == r[0]
-        ],
-        columns=GPU_COLS,
-    )
-    place = []
-    if ENERGY in names:
-        for lab, ws, _ in matrix(client, q.gpu()["placement"], start, end, window_s):
-            place += [
-                (w, lab.get(HOST, ""), lab.get(GPU, ""), lab.get(MIG, ""), lab.get("namespace", ""), lab.get("pod", ""))
-                for w in ws.tolist()
-            ]
-    hosts = []
-    for m in (m for m in HOST_COUNTERS if m in names):
-        for lab, ws, vs in matrix(client, q.host(m), start, end, window_s):
-            hosts += [(w, short_host(lab.get("instance", "")), v) for w, v in zip(ws.tolist(), vs.tolist(), strict=True)]
-    hosts_df = pd.DataFrame(hosts, columns=HOST_COLS).groupby(["window", "host"], as_index=False)["energy_j"].sum()
+        pw = {k: frame(matrix(client, e, start, end, window_s), GPU_LABELS, k) for k, e in q.power().items()}
+        p = pw["power_w"].merge(pw["samples"], on=GKEYS, how="left")
+        counted = set(parts[0]["uuid"]) if parts else set()
+        p = p[~p["uuid"].isin(counted)]
+        p["energy_j"] = p["power_w"] * np.minimum(window_s, p["samples"].fillna(0) * scrape_s)
+        p["method"], p["resets"] = "dcgm_power_gauge", 0
+        parts.append(p)
+    gpus = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=GPU_COLS)
+    gpus = gpus.dropna(subset=["energy_j"]).fillna({"samples": 0, "resets": 0}).astype({"samples": "int64", "resets": "int64"})
+    hosts = [
+        frame(matrix(client, q.host(m), start, end, window_s), {"instance": "host"}, "energy_j")
+        for m in HOST_COUNTERS
+        if m in names
+    ]
+    hosts_df = pd.concat(hosts, ignore_index=True) if hosts else pd.DataFrame(columns=HOST_COLS)
+    hosts_df["host"] = hosts_df["host"].map(short_host)
+    hosts_df = hosts_df.groupby(["window", "host"], as_index=False)["energy_j"].sum()
+    engines_df = _engines(client, q, found, start, end, window_s)
     return Telemetry(
-        start,
-        end,
-        window_s,
-        scrape_s,
-        gpus,
-        pd.DataFrame(place, columns=PLACE_COLS),
-        _engines(client, q, found, start, end, window_s),
-        hosts_df,
-        client.base,
+        start, end, window_s, scrape_s, gpus[GPU_COLS].reset_index(drop=True), place, engines_df, hosts_df, client.base
     )
 
 
 def _engines(
     client: PrometheusClient, q: Queries, found: list[eng.Engine], start: float, end: float, window_s: float
 ) -> pd.DataFrame:
-    out: dict[tuple, dict[str, float]] = {}
+    keys = ["window", "engine", "namespace", "pod", "instance", "model", "model_flag"]
+    out = []
     for e in found:
+        merged = None
         for f, expr in q.engine(e).items():
-            for lab, ws, vs in matrix(client, expr, start, end, window_s):
-                model, flag = model_of(e, lab)
-                base = (e.name, lab.get("namespace", ""), lab.get("pod", ""), lab.get("instance", ""), model, flag)
-                for w, v in zip(ws.tolist(), vs.tolist(), strict=True):
-                    out.setdefault((w, *base), {})[f] = v
-    rows = [(*k, *(d.get(f, np.nan) for f in eng.FIELDS), int(d.get("resets", 0))) for k, d in out.items()]
-    return pd.DataFrame(rows, columns=ENGINE_COLS)
+            rows = matrix(client, expr, start, end, window_s)
+            named = [(lab | dict(zip(("__model", "__flag"), model_of(e, lab), strict=True)), ws, vs) for lab, ws, vs in rows]
+            labels = {"namespace": "namespace", "pod": "pod", "instance": "instance", "__model": "model", "__flag": "model_flag"}
+            fr = frame(named, labels, f).assign(engine=e.name)
+            fr = fr.groupby(keys, as_index=False, dropna=False)[f].sum(min_count=1)
+            merged = fr if merged is None else merged.merge(fr, on=keys, how="outer")
+        if merged is not None and len(merged):
+            out.append(merged)
+    if not out:
+        return pd.DataFrame(columns=ENGINE_COLS)
+    df = pd.concat(out, ignore_index=True)
+    for c in ENGINE_COLS:
+        if c not in df:
+            df[c] = np.nan
+    df["resets"] = df["resets"].fillna(0).astype("int64")
+    return df[ENGINE_COLS]

@@ -209,21 +209,22 @@ def _lab(d: dict[str, str]) -> str:
 
 
 def openmetrics(f: Fleet, only: str | None = None, ms: bool = False) -> Iterator[str]:
-    """The series as text, family by family: OpenMetrics with ``# EOF`` and seconds (promtool's input), or the
-    Prometheus text format with millisecond timestamps (``ms``: a recorded /metrics file)."""
-    families: dict[str, list[str]] = {}
+    """The series as text, family by family (formatted one series at a time: memory holds the arrays, not the text):
+    OpenMetrics with ``# EOF`` and seconds (promtool's input), or the Prometheus text format with millisecond
+    timestamps (``ms``: a recorded /metrics file)."""
+    families: dict[str, list[tuple[str, dict[str, str], np.ndarray, np.ndarray]]] = {}
     for kind, metric, lab, t, v in f.series():
         if only is not None and kind != only:
             continue
         fam, typ = _family(metric)
-        head = f"# TYPE {fam if not ms else metric} {typ if not ms else ('counter' if typ != 'unknown' else 'untyped')}\n"
-        ts = [f"{int(round(x * 1000))}" for x in t.tolist()] if ms else [f"{x:.3f}" for x in t.tolist()]
-        families.setdefault(head, []).append(
-            "".join(f"{metric}{_lab(lab)} {x:.6g} {s}\n" for x, s in zip(v.tolist(), ts, strict=True))
-        )
-    for head, blocks in families.items():
+        head = f"# TYPE {fam} {typ}\n" if not ms else f"# TYPE {metric} {'counter' if typ != 'unknown' else 'untyped'}\n"
+        families.setdefault(head, []).append((metric, lab, t, v))
+    for head, members in families.items():
         yield head
-        yield from blocks
+        for metric, lab, t, v in members:
+            ts = [f"{int(round(x * 1000))}" for x in t.tolist()] if ms else [f"{x:.3f}" for x in t.tolist()]
+            name = f"{metric}{_lab(lab)} "
+            yield "".join(f"{name}{x:.10g} {s}\n" for x, s in zip(v.tolist(), ts, strict=True))
     if not ms:
         yield "# EOF\n"
 
