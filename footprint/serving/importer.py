@@ -71,9 +71,10 @@ def import_files(
     n = max(
         1, int((hi - lo) // window_s)
     )  # whole windows only: a partial last window would charge its tokens a part of its energy
+    where = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"
     tel = from_samples(
-        ((k[0], dict(k[1]), t, v) for k, (t, v) in series.items()), lo, lo + n * window_s, window_s, step, found, ", ".join(files)
+        ((k[0], dict(k[1]), t, v) for k, (t, v) in series.items()), lo, lo + n * window_s, window_s, step, found, where
     )
-    _check(tel, ", ".join(files))
+    _check(tel, where)
     a = attribute(tel, gpu_map)
     return store.write(out, tel, a, site, force), a

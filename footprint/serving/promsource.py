@@ -6,7 +6,7 @@ energy counter and of the engines' counters, ``count_over_time()`` (samples seen
 ``resets()`` (counter resets), ``avg_over_time()`` of the power gauge for GPUs without the counter.
 A GPU's repeated series (one per MIG instance, one per pod sharing it) are reduced with ``max by``
 on the server: counted once (NVIDIA/dcgm-exporter#317). Long ranges are cut into queries of at most
-`MAX_POINTS` steps (Prometheus refuses more than 11,000 points per series).
+`MAX_POINTS` steps, which also bounds the memory an answer takes.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from footprint.serving.telemetry import (
     short_host,
 )
 
-MAX_POINTS = 10_000
+MAX_POINTS = 2_000  # steps per request: bounded answers (one week of 5-minute windows); Prometheus allows 11,000
 GPU_BY = f"{HOST},{GPU},{UUID},{GPU_MODEL}"
 
 

@@ -83,13 +83,14 @@ def table(rep: dict[str, Any]) -> str:
         f"  Site: grid {site['grid'] or 'world average'}, PUE {site['pue']:g}, GPU lifetime {site['lifetime']}",
         "",
     ]
-    head = ["model", "engine", "GPU kWh", "tokens in", "tokens out", "requests", "J/out tok", "J/in tok"]
-    head += [f"g CO2e/1k req {b}" for b in BOUNDARIES] + [f"g CO2e/M out tok {rep['boundary']}"]
+    short = {"accelerators": "accel", "+host": "+host", "+idle": "+idle", "+pue": "+PUE"}
+    head = ["model", "engine", "GPU kWh", "tok in", "tok out", "requests", "J/tok out", "J/tok in"]
+    head += [short[b] for b in BOUNDARIES] + ["g/Mtok out"]
     rows = []
     for m in rep["models"]:
         rows.append(
             [
-                m["model"][:40],
+                m["model"].split("/")[-1][:32],
                 m["engine"] or "",
                 _f(m["gpu_j"] / 3.6e6),
                 _f(m["tokens_in"]),
@@ -102,15 +103,12 @@ def table(rep: dict[str, Any]) -> str:
             + [_f(_cc(m, rep["boundary"], "per_million_output_tokens"))]
         )
     ucc = (un["impacts"] or {}).get("climate_change")
-    rows.append(
-        ["(unattributed)", "", _f(un["gpu_j"] / 3.6e6), "", "", "", "", ""] + [""] * len(BOUNDARIES) + [f"total {_f(ucc)} kg"]
-    )
+    rows.append(["(unattributed)", "", _f(un["gpu_j"] / 3.6e6), "", "", "", "", ""] + [""] * len(BOUNDARIES) + [""])
+    lines.append(f"g CO2 eq per 1,000 requests at each boundary; g/Mtok out: per million output tokens at {rep['boundary']}")
     lines += _grid(head, rows)
     lines.append("")
-    lines.append(
-        f"Climate change at boundary {rep['boundary']} (kg CO2 eq): "
-        + ", ".join(f"{m['model'].split('/')[-1]} {_f(m['categories']['climate_change'])}" for m in rep["models"])
-    )
+    total = ", ".join(f"{m['model'].split('/')[-1]} {_f(m['categories']['climate_change'])}" for m in rep["models"])
+    lines.append(f"Climate change at {rep['boundary']} (kg CO2 eq): {total}; unattributed {_f(ucc)}")
     h = [r for r in rep["health"] if r["gaps"] or r["resets"]]
     if h:
         lines.append("Counter health (gaps and resets widen the energy range; lost energy is estimated, not added):")
