@@ -81,3 +81,27 @@ def test_watch_journals_windows_and_builds_the_same_record(
         fh.write('{"end": 12')
     _, b = store.read(build_record(tmp_path, Site("FRA", 1.2)))
     assert b.metered_gpu_j == pytest.approx(a.metered_gpu_j)
+
+
+def test_watch_command_writes_a_record(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from footprint.cli.app import main
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xH100-SXM5-80GB")
+    out = tmp_path / "live"
+    args = ["serving", "watch", "--metrics-url", endpoint, "-o", str(out), "--interval", "0.2", "--window", "1s"]
+    assert main([*args, "--duration", "3s", "--grid", "FRA"]) == 0
+    meta, a = store.read(out / "record")
+    assert meta["site"]["grid"] == "FRA" and a.models["model"].tolist() == ["llama"]
+    assert main(["serving", "report", str(out / "record"), "--format", "json"]) == 0
+
+
+def test_watch_of_a_server_without_engine_metrics_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from footprint.cli.app import main
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xH100-SXM5-80GB")
+    assert (
+        main(["serving", "watch", "--metrics-url", "http://127.0.0.1:9/metrics", "-o", str(tmp_path / "x"), "--duration", "1s"])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "cannot scrape http://127.0.0.1:9/metrics" in err and "Traceback" not in err

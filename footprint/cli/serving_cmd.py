@@ -69,10 +69,13 @@ footprint serving watch --metrics-url http://127.0.0.1:8000/metrics -o serving-l
     _life_args(lf, required=True)
     lf.set_defaults(handler=life)
 
-    from footprint.serving.watch import add_args
-
     wa = command(sv, "watch", "sample NVML and one server's /metrics live, journalled, into a serving record")
-    add_args(wa)
+    wa.add_argument("--metrics-url", required=True, help="the server's /metrics, e.g. http://127.0.0.1:8000/metrics")
+    wa.add_argument("-o", "--output", required=True, help="directory for the journal, windows.jsonl and record/")
+    wa.add_argument("--interval", type=number_arg(float, 0.05, 3600), default=15.0, help="seconds between scrapes (default 15)")
+    wa.add_argument("--window", default="5m", help="window of every figure (default 5m)")
+    wa.add_argument("--duration", help="stop after this long (30s, 10m, 2h; default: until Ctrl-C)")
+    _site_args(wa)
     wa.set_defaults(handler=watch)
 
 
@@ -210,9 +213,15 @@ def life(args: argparse.Namespace) -> int:
 
 
 def watch(args: argparse.Namespace) -> int:
-    from footprint.serving.watch import run
+    from pathlib import Path
 
-    return run(args)
+    from footprint.cli.fleet_cmd import parse_duration
+    from footprint.serving.watch import watch as run
+
+    duration = parse_duration(args.duration, "--duration") if args.duration else None
+    path = run(args.metrics_url, Path(args.output), parse_duration(args.window, "--window"), args.interval, duration, _site(args))
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
 
 
 def _fmt_of(output: str | None) -> str:

@@ -68,6 +68,17 @@ def model_totals(a: Attribution) -> pd.DataFrame:
     return out
 
 
+def lost_j(a: Attribution) -> dict[str, float]:
+    """Per model: the energy its GPUs' resets and gaps may hide (the health table's estimate), by its share of each GPU."""
+    h = a.health[a.health["counter"] == "gpu"].rename(columns={"where": "host", "which": "gpu"})
+    if not len(h) or not len(a.usage):
+        return {}
+    u = a.usage.merge(h[["host", "gpu", "lost_j"]], on=["host", "gpu"])
+    tot = u.groupby(["host", "gpu"])["active_j"].transform("sum")
+    u["lost"] = u["lost_j"] * u["active_j"] / tot.where(tot > 0)
+    return u.groupby("model")["lost"].sum().fillna(0.0).to_dict()
+
+
 def _rows(t: pd.DataFrame, a: Attribution) -> tuple[list[tuple[int, str, float, float]], list[str]]:
     """(model index, boundary, GPU-hours, kWh) rows and the boundary of each; the residual is the last model."""
     rows = []
@@ -112,7 +123,8 @@ def assess(a: Attribution, site: Site, default_gpu: str = "H100-SXM5-80GB") -> d
         kwh.append(float(j) / 3.6e6)
         resid.append(len(gh) - 1)
     batch = assess_arrays(templates, np.asarray(idx), np.asarray(gh), np.asarray(kwh))
-    models = [_model_result(t.loc[i], batch, [k for k, r in enumerate(rows) if r[0] == i]) for i in t.index]
+    lost = lost_j(a)
+    models = [_model_result(t.loc[i], batch, [k for k, r in enumerate(rows) if r[0] == i], lost) for i in t.index]
     return {"models": models, "unattributed": _residual(a, batch, resid), "site": site.__dict__, "boundaries": list(BOUNDARIES)}
 
 
@@ -155,7 +167,7 @@ def _num(x: Any) -> float | None:
     return float(x) if x is not None and x == x else None
 
 
-def _model_result(r: pd.Series, batch: Any, rows: list[int]) -> dict[str, Any]:
+def _model_result(r: pd.Series, batch: Any, rows: list[int], lost: dict[str, float]) -> dict[str, Any]:
     b = {BOUNDARIES[k]: _impacts(batch, [rows[k]]) for k in range(len(BOUNDARIES))}
     active = float(r["active_j"])
     pre = _num(r["prefill_j"])
@@ -175,6 +187,8 @@ def _model_result(r: pd.Series, batch: Any, rows: list[int]) -> dict[str, Any]:
     flags = [f for f in [r.get("flag")] if isinstance(f, str) and f]
     if not r["split"]:
         flags.append("no prefill/decode time histograms: tokens split the GPU, no separate input/output figures")
+    if lost.get(r["model"], 0.0) > 0:
+        flags.append(f"counter resets or gaps on its GPUs may hide up to {lost[r['model']] / 3.6e6:.3g} kWh (gpu_j_range)")
     if _num(r.get("tokens_out_unmetered")):
         flags.append(f"{r['tokens_out_unmetered']:,.0f} output tokens without an energy reading, left out of per-token figures")
     return {
@@ -182,6 +196,7 @@ def _model_result(r: pd.Series, batch: Any, rows: list[int]) -> dict[str, Any]:
         "engine": r.get("engine"),
         "gpu_model": r.get("gpu_model"),
         "gpu_j": active,
+        "gpu_j_range": [active, active + lost.get(r["model"], 0.0)],  # what resets and gaps may hide widens it upward
         "prefill_j": pre,
         "decode_j": _num(r["decode_j"]),
         "host_j": _num(r["host_j"]),

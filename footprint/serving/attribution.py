@@ -44,6 +44,7 @@ class Attribution:
     gpus: pd.DataFrame  # per GPU: host, gpu, uuid, gpu_model, energy_j, active_j, idle_j, idle_w, models, method
     health: pd.DataFrame  # per counter: what, host/pod, windows, gaps, resets, lost_j (estimated)
     models: pd.DataFrame  # per model: engine, gpu_model, flags
+    usage: pd.DataFrame  # per GPU and model: host, gpu, model, active_j (who used which GPU, for the health ranges)
     window_s: float = 300.0
     notes: list[str] = field(default_factory=list)
 
@@ -155,7 +156,8 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
             f"{n:,.0f} output tokens in windows without a GPU energy reading (an exporter gap or a pod not on any "
             "metered GPU): kept out of every per-token figure"
         )
-    return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, T, notes)
+    usage = slots.groupby(["host", "gpu", "model"], as_index=False)["active_j"].sum()
+    return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, T, notes)
 
 
 def _mode(s: pd.Series) -> Any:

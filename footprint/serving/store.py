@@ -25,7 +25,7 @@ from footprint.serving.attribution import Attribution
 from footprint.serving.telemetry import Telemetry
 
 FORMAT = "footprint-serving"
-TABLES = ("models_w", "residual_w", "unmetered", "reserve", "gpus", "health", "models")
+TABLES = ("models_w", "residual_w", "unmetered", "reserve", "gpus", "health", "models", "usage")
 FILES = {
     "models_w": "model_windows.csv",
     "residual_w": "residual_windows.csv",
@@ -34,6 +34,7 @@ FILES = {
     "gpus": "gpus.csv",
     "health": "health.csv",
     "models": "models.csv",
+    "usage": "usage.csv",
 }
 
 
@@ -90,9 +91,19 @@ def read(path: str | Path) -> tuple[dict[str, Any], Attribution]:
     for name in TABLES:
         text = read_text(p / FILES[name], "serving table")
         tables[name] = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame()
-    for k in ("host", "gpu", "models", "uuid", "gpu_model"):
-        if k in tables["gpus"]:
-            tables["gpus"][k] = [x if isinstance(x, str) else "" if x != x else str(x) for x in tables["gpus"][k]]
+    for t, k in (
+        ("gpus", "host"),
+        ("gpus", "gpu"),
+        ("gpus", "models"),
+        ("gpus", "uuid"),
+        ("gpus", "gpu_model"),
+        ("usage", "gpu"),
+        ("usage", "host"),
+        ("health", "which"),
+        ("health", "where"),
+    ):
+        if k in tables[t]:
+            tables[t][k] = [x if isinstance(x, str) else "" if x != x else str(x) for x in tables[t][k]]
     a = Attribution(**tables, window_s=float(meta.get("window_s", 300.0)), notes=list(meta.get("notes", [])))
     return meta, a
 

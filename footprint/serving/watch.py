@@ -13,7 +13,6 @@ the same directory, ``record/`` is rebuilt from all the windows: the same servin
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -34,19 +33,6 @@ from footprint.serving.scrape import parse
 from footprint.serving.telemetry import ENGINE_COLS, GPU_COLS, HOST_COLS, PLACE_COLS, Telemetry, model_of
 
 MAX_BODY = 20_000_000
-
-
-def add_args(p: argparse.ArgumentParser) -> None:
-    from footprint.inputs import number_arg
-
-    p.add_argument("--metrics-url", required=True, help="the inference server's /metrics, e.g. http://127.0.0.1:8000/metrics")
-    p.add_argument("-o", "--output", required=True, help="directory for the journal, windows.jsonl and record/")
-    p.add_argument("--interval", type=number_arg(float, 0.05, 3600), default=15.0, help="seconds between scrapes (default 15)")
-    p.add_argument("--window", default="5m", help="window of every figure (default 5m)")
-    p.add_argument("--duration", help="stop after this long (30s, 10m, 2h; default: until Ctrl-C)")
-    p.add_argument("--grid", help="grid zone of the site (ISO3)")
-    p.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (default 1.2)")
-    p.add_argument("--lifetime", help="GPU lifetime for the embodied share (default 3 years)")
 
 
 def fetch_url(url: str, timeout: float = 5.0) -> str:
@@ -82,6 +68,7 @@ class Watcher:
         from meters.nvml import NvmlMeter
         from meters.sampler import Sampler
 
+        self._scrape()  # first: a server that cannot be read or has no engine metrics stops here, before any thread
         self.out.mkdir(parents=True, exist_ok=True)
         self.sampler = Sampler(
             NvmlMeter(),
@@ -90,7 +77,6 @@ class Watcher:
             progress=self._progress,
             meta={"serving": self.url},
         ).start()
-        self._scrape()
         now = self.clock()
         self.window_end = (now // self.window_s + 1) * self.window_s
         self._open_window()
@@ -222,28 +208,22 @@ def build_record(out: Path, site: Any) -> Path:
     return store.write(out / "record", tel, attribute(tel, gmap), site, force=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    from footprint.cli.fleet_cmd import parse_duration
-    from footprint.serving.store import site_of
+def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: float | None, site: Any) -> Path:
+    """Watch until Ctrl-C, SIGTERM or ``duration_s``; then rebuild the record from every window written."""
+    from footprint.outputs import check_dir_target
 
-    out = Path(args.output)
-    window = parse_duration(args.window, "--window")
-    until = time.monotonic() + parse_duration(args.duration, "--duration") if args.duration else None
-    w = Watcher(args.metrics_url, out, window, args.interval).start()
+    check_dir_target(out)
+    until = time.monotonic() + duration_s if duration_s else None
+    w = Watcher(url, out, window_s, interval_s).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print(
-        f"watching {args.metrics_url} and {len(w._energies())} GPU(s); windows in {out}/windows.jsonl (Ctrl-C stops)",
-        file=sys.stderr,
-    )
+    print(f"watching {url} and {len(w._energies())} GPU(s); windows in {out}/windows.jsonl (Ctrl-C stops)", file=sys.stderr)
     try:
         while not stop.is_set() and (until is None or time.monotonic() < until):
-            stop.wait(args.interval)
+            stop.wait(interval_s)
             w.tick()
     except KeyboardInterrupt:
         pass
     finally:
         w.close()
-    path = build_record(out, site_of({}, args.grid, args.pue, args.lifetime))
-    print(f"wrote {path}", file=sys.stderr)
-    return 0
+    return build_record(out, site)
