@@ -79,8 +79,8 @@ def lost_j(a: Attribution) -> dict[str, float]:
     return u.groupby("model")["lost"].sum().fillna(0.0).to_dict()
 
 
-def _rows(t: pd.DataFrame, a: Attribution) -> tuple[list[tuple[int, str, float, float]], list[str]]:
-    """(model index, boundary, GPU-hours, kWh) rows and the boundary of each; the residual is the last model."""
+def _rows(t: pd.DataFrame) -> list[tuple[int, str, float, float]]:
+    """(model index, boundary, GPU-hours, kWh): one row per model and boundary, each boundary adding to the last."""
     rows = []
     for i, r in t.iterrows():
         host = float(r["host_j"] or 0.0)
@@ -88,7 +88,7 @@ def _rows(t: pd.DataFrame, a: Attribution) -> tuple[list[tuple[int, str, float, 
         e = [r["active_j"], r["active_j"] + host, r["active_j"] + host + r["idle_j"], r["active_j"] + host + r["idle_j"]]
         for b, h, j in zip(BOUNDARIES, (gh, gh, ghi, ghi), e, strict=True):
             rows.append((int(i), b, float(h), float(j) / 3.6e6))
-    return rows, list(BOUNDARIES)
+    return rows
 
 
 def assess(a: Attribution, site: Site, default_gpu: str = "H100-SXM5-80GB") -> dict[str, Any]:
@@ -98,7 +98,7 @@ def assess(a: Attribution, site: Site, default_gpu: str = "H100-SXM5-80GB") -> d
     t = model_totals(a)
     if not len(t):
         raise FootprintError("no model served tokens on a metered GPU in this window", "serving")
-    rows, _ = _rows(t, a)
+    rows = _rows(t)
     res_gpu = a.gpus.groupby("gpu_model")[["idle_j", "unused_j"]].sum().sum(axis=1)
     res_time = _residual_hours(a)
     keys: dict[tuple[str, str], int] = {}

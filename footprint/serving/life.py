@@ -9,7 +9,7 @@ a projection of the measured rate, labelled so, not a forecast.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,3 @@ def cumulative(lf: dict[str, Any], days: float | None = None) -> tuple[list[floa
     span = days or max(30.0, 1.5 * d if d else lf["horizon_days"])
     xs = [span * i / 50 for i in range(51)]
     return xs, [x * lf["serving_per_day"]["climate_change"] for x in xs], train
-
-
-def today() -> str:
-    return datetime.now(UTC).date().isoformat()
