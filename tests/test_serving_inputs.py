@@ -5,7 +5,7 @@ giving one clear line or a flagged record, never a traceback, NaN or a silently 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -156,3 +156,45 @@ def test_the_recorded_examples_match_their_truth(tmp_path: Path, capsys: pytest.
         assert got["decode_j"].sum() / got["tokens_out"].sum() == pytest.approx(
             t["decode_j"].sum() / t["tokens_out"].sum(), rel=0.01
         )
+
+
+# ---- fuzzing: damaged recorded files through the real CLI (a fork server, a deadline, an address-space cap) ----
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@pytest.fixture(scope="module")
+def cli() -> Iterator[object]:
+    from _fuzz import CliServer
+
+    server = CliServer()
+    yield server
+    server.close()
+
+
+@hypothesis.settings(max_examples=25, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(data=st.data())
+def test_fuzz_damaged_recordings(cli: object, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
+    from _fuzz import verdict
+
+    good = (_dcgm() + _vllm()).encode()
+    how = data.draw(st.sampled_from(["flip", "truncate", "insert", "random"]))
+    b = bytearray(good)
+    if how == "flip":
+        for _ in range(data.draw(st.integers(1, 30))):
+            b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.sampled_from(b'-.e9 {}",=NaInf\n\xe9'))
+    elif how == "truncate":
+        b = b[: data.draw(st.integers(0, len(b)))]
+    elif how == "insert":
+        i = data.draw(st.integers(0, len(b)))
+        b[i:i] = data.draw(st.sampled_from([b"\n-1e400 1\n", b"NaN", b"{{{{", b"\x00", b"1e308", b" +Inf 1740988800000\n"]))
+    else:
+        b = bytearray(data.draw(st.binary(max_size=2000)))
+    tmp = tmp_path_factory.mktemp("fz")
+    (tmp / "s.prom").write_bytes(bytes(b))
+    o = cli.run(["serving", "import", "metrics", tmp / "s.prom", "-o", tmp / "rec"])  # type: ignore[attr-defined]
+    assert verdict(o) is None, (verdict(o), o.err[-500:])
+    if o.code == 0:
+        r = cli.run(["serving", "report", tmp / "rec", "--format", "json"])  # type: ignore[attr-defined]
+        assert verdict(r) is None, (verdict(r), r.err[-500:])

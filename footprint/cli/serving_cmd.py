@@ -60,11 +60,20 @@ footprint serving watch --metrics-url http://127.0.0.1:8000/metrics -o serving-l
     _life_args(rp)
     rp.set_defaults(handler=report)
 
-    lf = command(sv, "life", "a model's whole life: its training record beside its serving record")
+    lf = command(
+        sv,
+        "life",
+        "a model's whole life: its training record beside its serving record",
+        """
+footprint serving life --serving serving --training runs/my-finetune --model meta-llama/Llama-3.1-8B-Instruct
+footprint serving life --serving serving --training scenarios/llama-2-70b.yaml --horizon 730 --format json""",
+    )
     lf.add_argument("--serving", required=True, help="serving record directory")
-    lf.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    lf.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format (default table)")
     lf.add_argument("-o", "--output", help="file to write (default stdout)")
-    lf.add_argument("--boundary", choices=("accelerators", "+host", "+idle", "+pue"), default="+pue")
+    lf.add_argument(
+        "--boundary", choices=("accelerators", "+host", "+idle", "+pue"), default="+pue", help="serving's boundary (default +pue)"
+    )
     _site_args(lf)
     _life_args(lf, required=True)
     lf.set_defaults(handler=life)

@@ -109,6 +109,9 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
     g = tel.gpus.copy()
     T = tel.window_s
     g["gkey"] = g["host"] + "\x00" + g["gpu"].astype(str)
+    # one row per GPU slot and window: a card swapped within a window (a new UUID in the same slot) adds up
+    agg = {"energy_j": "sum", "samples": "max", "resets": "sum", "host": "first", "gpu": "first", "uuid": "first"}
+    g = g.groupby(["window", "gkey"], as_index=False).agg(agg | {"gpu_model": "first", "method": "first"})
     slots["gkey"] = slots["host"] + "\x00" + slots["gpu"].astype(str)
     # a window with under half its scrapes (an exporter gap) is metered but attributed to no one: its tokens are
     # "without energy" rather than charged a fraction of the window's energy
@@ -134,7 +137,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
     slots["active_j"] = slots["active_j"] * share
     slots["gpu_s"] = T * slots["f"] * share
     pre = np.where(
-        timed.to_numpy() & (slots["busy_s"] > 0),
+        slots["timed"].to_numpy(bool) & (slots["busy_s"] > 0),
         slots["prefill_s"].fillna(0) / slots["busy_s"].where(slots["busy_s"] > 0, 1),
         np.nan,
     )

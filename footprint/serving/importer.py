@@ -21,6 +21,20 @@ def load_map(path: str | None) -> dict[str, Any] | None:
     return parse_map(load_yaml(read_text(path, "model map"), path), path)
 
 
+MAX_WINDOWS = 1_000_000  # ~9.5 years of 5-minute windows: more is a wrong timestamp or window, not a recording
+
+
+def _windows(span_s: float, window_s: float, where: str) -> int:
+    n = int(span_s // window_s)
+    if n > MAX_WINDOWS:
+        raise FootprintError(
+            f"{span_s / 86400:,.0f} days of {window_s:g} s windows is over {MAX_WINDOWS:,} windows: check the timestamps, "
+            "or give --start/--end or a longer --window",
+            where,
+        )
+    return max(1, n)
+
+
 def _check(tel: Telemetry, where: str) -> None:
     if not len(tel.gpus):
         raise FootprintError("no GPU energy reading in the window (DCGM counter or power gauge)", where)
@@ -44,7 +58,7 @@ def import_prometheus(
 
     if end - start < window_s:
         raise FootprintError(f"the window ({end - start:g} s) is shorter than one step ({window_s:g} s)", key="--start/--end")
-    end = start + int((end - start) // window_s) * window_s
+    end = start + _windows(end - start, window_s, "--start/--end") * window_s
     tel = read(client, start, end, window_s, scrape_s, selector)
     _check(tel, client.base)
     a = attribute(tel, gpu_map)
@@ -68,9 +82,9 @@ def import_files(
     t1 = max(float(t[-1]) for t, _ in series.values())
     lo = start if start is not None else t0 - (t0 % window_s)
     hi = end if end is not None else t1
-    n = max(
-        1, int((hi - lo) // window_s)
-    )  # whole windows only: a partial last window would charge its tokens a part of its energy
+    n = _windows(
+        hi - lo, window_s, ", ".join(files)
+    )  # whole windows: a partial last one would charge its tokens part of its energy
     where = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"
     tel = from_samples(
         ((k[0], dict(k[1]), t, v) for k, (t, v) in series.items()), lo, lo + n * window_s, window_s, step, found, where

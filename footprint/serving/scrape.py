@@ -8,6 +8,7 @@ that has it; so are a non-numeric value and a malformed line.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -15,9 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from footprint.errors import FootprintError
-from footprint.inputs import read_text
+from footprint.inputs import sniff_text
 
-MAX_SCRAPE_BYTES = 2_000_000_000
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+(\S+))?\s*$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?\s*')
 
@@ -36,18 +36,29 @@ def _labels(text: str, where: str) -> dict[str, str]:
 
 
 def samples(path: str | Path) -> Iterator[tuple[str, dict[str, str], float, float]]:
-    """(metric, labels, t in seconds, value) of every sample line of one file."""
-    text = read_text(path, "recorded /metrics file", MAX_SCRAPE_BYTES)
-    yield from parse(text, str(path), seconds=text.rstrip().endswith("# EOF"))
+    """(metric, labels, t in seconds, value) of every sample line of one file, streamed (a file of any size)."""
+    p = Path(path)
+    sniff_text(p, "recorded /metrics file")
+    try:
+        with p.open("rb") as fh:  # OpenMetrics ends in "# EOF" and counts seconds; the text format milliseconds
+            fh.seek(max(0, p.stat().st_size - 64))
+            seconds = fh.read().rstrip().endswith(b"# EOF")
+        with p.open(encoding="utf-8") as fh:
+            yield from parse(fh, str(path), seconds=seconds)
+    except UnicodeDecodeError:
+        raise FootprintError("not UTF-8 text: not a recorded /metrics file", str(path)) from None
+    except OSError as exc:
+        raise FootprintError(f"cannot read it ({exc.strerror or exc})", str(path)) from None
 
 
 def parse(
-    text: str, where: str, seconds: bool = False, now: float | None = None
+    lines: Iterable[str], where: str, seconds: bool = False, now: float | None = None
 ) -> Iterator[tuple[str, dict[str, str], float, float]]:
     """Sample lines of exposition text; ``now`` is the time of lines without a timestamp (a live scrape), else
     such a line is an error."""
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line or line.startswith("#"):
+    for i, raw in enumerate(lines, 1):
+        line = raw.rstrip("\n")
+        if not line.strip() or line.startswith("#"):
             continue
         at = f"{where}: line {i}"
         m = _LINE.match(line)
@@ -65,6 +76,8 @@ def parse(
             t = now if ts is None else float(ts) if seconds else float(ts) / 1000.0
         except ValueError:
             raise FootprintError(f"{name}: expected a number and a timestamp, got {val!r} {ts!r}", at) from None
+        if not math.isfinite(float(t)):  # type: ignore[arg-type]
+            raise FootprintError(f"{name}: timestamp {ts!r} is not a finite number", at)
         yield name, _labels(lab, at) if lab else {}, float(t), v  # type: ignore[arg-type]
 
 
@@ -84,6 +97,7 @@ def read_series(paths: Iterable[str | Path]) -> tuple[dict[tuple[str, tuple], tu
         t, v = np.asarray(ts), np.asarray(vs)
         o = np.argsort(t, kind="stable")
         out[k] = (t[o], v[o])
-        if len(t) > 1:
-            steps.append(float(np.median(np.diff(t[o]))))
+        d = np.diff(t[o])
+        if (d > 0).any():  # repeated timestamps (a file given twice, duplicated lines) say nothing of the interval
+            steps.append(float(np.median(d[d > 0])))
     return out, float(np.median(steps)) if steps else 60.0

@@ -108,8 +108,9 @@ def from_samples(
     power: dict[tuple[str, str, str, str], tuple[np.ndarray, np.ndarray]] = {}
     notes: list[str] = []
     fields_of = {e.name: {f: e.metric(f) for f in FIELDS} for e in engines}
+    read_here = {ENERGY, POWER, *HOST_COUNTERS} | {m[0] for d in fields_of.values() for m in d.values() if m}
     for metric, labels, t, v in series:
-        if _bad(v):
+        if metric in read_here and _bad(v):  # the counters read below; other series (gauges) may hold NaN
             raise FootprintError(f"{metric}{_fmt(labels)}: negative or non-finite counter values", source)
         if metric == ENERGY:
             inc, cnt, rst = window_increases(t, v / 1000.0, start, window_s, n, max_gap)

@@ -93,7 +93,7 @@ class Watcher:
             if self.engines is None:
                 raise FootprintError(f"cannot scrape {self.url}: {exc}", key="--metrics-url") from None
             return
-        rows = list(parse(text, self.url, now=self.clock()))
+        rows = list(parse(text.splitlines(), self.url, now=self.clock()))
         if self.engines is None:
             self.engines = eng.detect({r[0] for r in rows}, self.url)
         acc: dict[tuple[str, str], dict[str, float]] = {}
