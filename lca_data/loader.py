@@ -261,6 +261,14 @@ def load_electricity_technologies(root: Path | None = None) -> list[dict[str, st
     return rows
 
 
+def load_electricity_zone_technologies(root: Path | None = None) -> list[dict[str, str]]:
+    """Zone-specific technology factors (a fleet's own direct emissions), replacing the generic row in that zone."""
+    cols = ("zone", "technology", "codecarbon_field", "category", "value", "low", "high", "unit", "scope", "source")
+    rows = load_rows("electricity_zone_technologies.csv", cols, root)
+    _check_bounds(rows, "electricity_zone_technologies.csv")
+    return rows
+
+
 def load_electricity_zones(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("electricity_zones.csv", ("zone", "quantity", "value", "unit", "source"), root)
 

@@ -174,7 +174,7 @@ def test_unregistered_source_and_bad_unit_fail(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "file, old, new, loader_name, match",
     [
-        ("electricity_technologies.csv", ",0.97,0.82,", ",0.97,0.99,", "load_electricity_technologies", "low <= value <= high"),
+        ("electricity_technologies.csv", ",0.97,0.8134,", ",0.97,0.99,", "load_electricity_technologies", "low <= value <= high"),
         ("electricity_crosscheck.csv", ",false,", ",maybe,", "load_electricity_crosscheck", "expected true or false"),
         ("electricity_crosscheck.csv", "benportner-ecoinvent-ilcd", "nowhere", "load_electricity_crosscheck", "not registered"),
         ("ef_normalisation_weighting.csv", ",21.06,", ",22.06,", "load_normalisation", "weights sum to 101"),

@@ -338,6 +338,10 @@ class Database:
         return self._loader.load_electricity_technologies()
 
     @cached_property
+    def electricity_zone_technology_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_zone_technologies()
+
+    @cached_property
     def electricity_zone_rows(self) -> list[dict[str, str]]:
         return self._loader.load_electricity_zones()
 

@@ -369,12 +369,20 @@ def _section_html(s: Section, printed: bool = False) -> str:
             _fig(s.figures.get("kernels"), "From the profiler trace."),
             f'<p class="sub">Device {html.escape(str((k.get("device") or {}).get("name")))}; busy '
             f"{num(k.get('busy_time_us'))} µs of {num(k.get('total_time_us'))} µs.</p>",
+            *(f'<p class="sub">{html.escape(n)}.</p>' for n in _kernel_notes(k)),
         ]
     parts += [
         "<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
         "<h2>Sources and licences</h2>" + sources_html(a),
     ]
     return "\n".join(parts)
+
+
+def _kernel_notes(k: dict[str, Any]) -> list[str]:
+    """The trace's launchless GPU events (carried over from before the recording), as the CLI says them."""
+    from footprint.kernels.render import linking_notes
+
+    return [n[0].upper() + n[1:] for n in linking_notes(k)]
 
 
 def _normalised_html(s: Section) -> list[str]:
@@ -517,6 +525,7 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             ]
         if s.kernels:
             lines += ["## Kernel analysis", "", fig("kernels", s.figures.get("kernels"), "GPU time by kernel category", i)]
+            lines += [line for n in _kernel_notes(s.kernels) for line in (f"{n}.", "")]
         lines += ["## Methods", ""] + [f"- {m}" for m in methods_text(a)] + ["", "## Sources and licences", ""]
         lines += [f"- {md_source(src)}" for src in a.sources]
         lines.append("")
