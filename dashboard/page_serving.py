@@ -22,16 +22,10 @@ BOUNDARIES = {"accelerators": "Accelerators only", "+host": "+ host", "+idle": "
 @st.cache_data(show_spinner="Assessing the serving record...", max_entries=16)
 def serving_report(record: str, boundary: str, training: str, mtime: float) -> tuple[dict[str, Any], Any]:
     """`footprint serving report RECORD --boundary B [--training T] --format json`, cached until the record changes."""
-    from footprint.serving import report, store
-    from footprint.serving.store import site_of
+    from footprint.serving.report import load
 
-    meta, a = store.read(record)
-    rep = report.build(meta, a, site_of(meta, None, None, None), boundary)
-    if training:
-        from footprint.serving.life import life, training_workload
-
-        rep["life"] = life(rep, training_workload(training), None)
-    return report.finite(rep), a.models_w
+    rep, a = load(record, boundary=boundary, training=training or None)
+    return rep, a.models_w
 
 
 def model_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:

@@ -128,6 +128,9 @@ def test_counter_health_records_the_reset_and_the_gap(rep: dict, record: Path, f
 def test_json_report_lists_every_model_with_its_categories(record: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["serving", "report", str(record), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    import footprint
+
+    assert json.loads(json.dumps(footprint.serving_report(record))) == data  # the public API gives the same numbers
     assert len(data["models"]) == 5 and data["unattributed"]["gpu_j"] > 0
     for m in data["models"]:
         assert {"gpu_j", "tokens_in", "tokens_out", "requests"} <= set(m)

@@ -175,17 +175,10 @@ def import_metrics(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
-    from footprint.serving import report as rp
-    from footprint.serving import store
+    from footprint.serving.report import load
 
-    meta, a = store.read(args.record if hasattr(args, "record") else args.serving)
-    rep = rp.build(meta, a, _site(args, meta), args.boundary)
-    if args.training:
-        from footprint.serving.life import life as lf
-        from footprint.serving.life import training_workload
-
-        rep["life"] = lf(rep, training_workload(args.training), args.model, args.horizon)
-    return rp.finite(rep), a
+    record = args.record if hasattr(args, "record") else args.serving
+    return load(record, args.grid, args.pue, args.lifetime, args.boundary, args.training, args.model, args.horizon)
 
 
 def report(args: argparse.Namespace) -> int:

@@ -58,6 +58,40 @@ def build(meta: dict[str, Any], a: Attribution, site: Site, boundary: str = "+pu
     }
 
 
+def load(
+    record: Any,
+    grid: str | None = None,
+    pue: float | None = None,
+    lifetime: str | None = None,
+    boundary: str = "+pue",
+    training: Any = None,
+    model: str | None = None,
+    horizon_days: float = 365.0,
+) -> tuple[dict[str, Any], Attribution]:
+    """A record's report (with ``training``: a model's life too) and its attribution tables (for the plots)."""
+    from footprint.serving import store
+
+    meta, a = store.read(record)
+    rep = build(meta, a, store.site_of(meta, grid, pue, lifetime), boundary)
+    if training is not None:
+        from footprint.serving.life import life, training_workload
+
+        rep["life"] = life(rep, training_workload(training), model, horizon_days)
+    return finite(rep), a
+
+
+def serving_report(
+    record: Any,
+    grid: str | None = None,
+    pue: float | None = None,
+    boundary: str = "+pue",
+    training: Any = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """The numbers of `footprint serving report RECORD --format json` (with ``training``: a model's life too)."""
+    return load(record, grid, pue, None, boundary, training, model)[0]
+
+
 def _f(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "n/a"
