@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import core
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, lifetimes, num, plain
+from footprint.lca.assessment import SENSITIVITY_NOTE, Assessment, lifetimes, num, plain, sensitivity_rows
 from footprint.lca.units import display_unit
 from footprint.reports import palette
 
@@ -71,8 +71,14 @@ def categories(a: Assessment, base: Assessment | None = None) -> None:
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
     st.caption(
         "Shares: stage / total (Manuf. manufacturing, Transp. transport, EoL end of life). n/a = not available (no open "
-        "data for that stage), never zero; n/a stages are left out of the chart."
+        "data for that stage), never zero; n/a stages are left out of the chart. Not modelled = zero by construction: "
+        "that category then gives no stage shares."
     )
+    sens = sensitivity_rows(a)
+    if sens:
+        st.markdown("**What drives the uncertainty**")
+        st.dataframe(sens, hide_index=True, **WIDE)
+        st.caption(SENSITIVITY_NOTE)
 
 
 def normalised(a: Assessment, base: Assessment | None = None) -> None:

@@ -254,6 +254,33 @@ def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("ademe_distribution_factors.csv", ("mode", "category", "value", "unit", "source"), root)
 
 
+def load_data_quality(root: Path | None = None) -> dict[str, Any]:
+    """lca_data/data_quality.yaml: the pedigree uncertainty factors of each EF data-quality criterion, scores 1..5."""
+    name = "data_quality.yaml"
+    data = read_yaml(name, root) or {}
+    ped = data.get("pedigree") or {}
+    if ped.get("source") not in load_sources(root):
+        raise LcaDataError(name, "pedigree.source", "source is not registered")
+    for k in ("ter", "ger", "tir", "p"):
+        v = ped.get(k)
+        if not isinstance(v, list) or len(v) != 5 or not all(isinstance(x, (int, float)) and x >= 1 for x in v):
+            raise LcaDataError(name, f"pedigree.{k}", "expected five uncertainty factors >= 1 (scores 1..5)")
+    return data
+
+
+def load_host_impacts(root: Path | None = None) -> list[dict[str, str]]:
+    """Per-server host impacts (written by tools/build_host.py): low <= value <= high, sources registered."""
+    name = "host_impacts.csv"
+    rows = read_csv(name, root, ("host", "category", "value", "low", "high", "unit", "source"))
+    sources = load_sources(root)
+    for i, row in enumerate(rows, start=2):
+        for sid in row["source"].split(";"):
+            if sid not in sources:
+                raise LcaDataError(name, f"row {i}", f"source {sid!r} is not registered")
+    _check_bounds(rows, name)
+    return rows
+
+
 def load_electricity_technologies(root: Path | None = None) -> list[dict[str, str]]:
     cols = ("technology", "codecarbon_field", "category", "value", "low", "high", "unit", "scope", "source")
     rows = load_rows("electricity_technologies.csv", cols, root)

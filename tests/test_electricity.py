@@ -35,7 +35,7 @@ def test_use_phase_in_all_16_categories_with_a_range(grid: str) -> None:
     a = _assess(grid)
     for k in cat.keys():
         r = a[k]
-        assert r.by_stage["use"] is not None, (grid, k)
+        assert r.by_stage["use"] is not None or "use" in r.not_modelled, (grid, k)  # zero by construction: said
         assert r.low <= r.total <= r.high
     uf = electricity.use_factors(a.workload)
     assert np.all(np.isfinite(uf.value)) and np.all(uf.low <= uf.value) and np.all(uf.value <= uf.high)
@@ -95,6 +95,9 @@ def test_use_factors_is_the_one_lookup_the_engine_uses() -> None:
     uf = electricity.use_factors(a.workload)
     for i, k in enumerate(cat.keys()):
         use = a[k].by_component["electricity"]
+        if "use" in a[k].not_modelled:  # a factor zero by construction is reported as not modelled, never 0
+            assert use is None and uf.value[i] == 0
+            continue
         assert use == pytest.approx(a.facility_energy_kwh * uf.value[i])
 
 
@@ -261,7 +264,7 @@ def test_nuclear_fuel_and_fossil_heat_rates() -> None:
 def test_shipped_scenarios_have_a_use_phase_everywhere() -> None:
     for path in sorted(Path(SCENARIOS).glob("*.yaml")):
         a = assess(load_scenario(path), samples=0)
-        assert all(a[k].by_stage["use"] is not None for k in cat.keys()), path.name
+        assert all(a[k].by_stage["use"] is not None or "use" in a[k].not_modelled for k in cat.keys()), path.name
 
 
 def test_cited_stack_emissions_are_characterised_by_hand_arithmetic() -> None:

@@ -45,7 +45,10 @@ settings.register_profile(
 FUZZ = settings.get_profile("fuzz")
 BASE = (SCENARIOS / "finetune-small.yaml").read_text()
 SHIPPED = sorted(SCENARIOS.glob("*.yaml"))
-NEGATIVE_OK = (".impacts.land_use.by_component.casing",)  # ADEME's casing has a sourced negative land use
+NEGATIVE_OK = (
+    ".impacts.land_use.by_component.casing",  # ADEME's casing has a sourced negative land use
+    ".correlation",  # a sensitivity input can move a total down (a longer lifetime, a higher utilisation)
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,12 @@ from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
+    SENSITIVITY_NOTE,
     Assessment,
     md_source,
     num,
     pct,
+    sensitivity_rows,
     summary_facts,
     to_csv,
     training_facts,
@@ -244,11 +246,36 @@ def category_rows(a: Assessment) -> list[list[str]]:
                 num(r.low),
                 num(r.high),
                 num((a.normalised.get(c.key) or {}).get("person_equivalents")),
-                *(pct(r.share(s)) for s in cat.stages()),
-                (r.dominant_stage or "n/a").replace("_", " "),
+                *(r.stage_text(s) for s in cat.stages()),
+                (r.dominant_stage or ("not determined" if r.not_modelled else "n/a")).replace("_", " "),
             ]
         )
     return rows
+
+
+def _sensitivity_html(a: Assessment) -> list[str]:
+    rows = sensitivity_rows(a)
+    if not rows:
+        return []
+    return [
+        "<h2>What drives the uncertainty</h2>",
+        f'<p class="sub">{html.escape(SENSITIVITY_NOTE)}</p>',
+        _table(list(rows[0]), [list(r.values()) for r in rows], "num"),
+    ]
+
+
+def _sensitivity_md(a: Assessment) -> list[str]:
+    rows = sensitivity_rows(a)
+    if not rows:
+        return []
+    return [
+        "## What drives the uncertainty",
+        "",
+        SENSITIVITY_NOTE,
+        "",
+        _md_table(list(rows[0]), [list(r.values()) for r in rows]),
+        "",
+    ]
 
 
 def methods_text(a: Assessment) -> list[str]:
@@ -259,7 +286,8 @@ def methods_text(a: Assessment) -> list[str]:
         f"Embodied: {d['embodied']}.",
         f"Use phase: {d['use']}.",
         f"Uncertainty: {d['uncertainty']}.",
-        "Not available (n/a) means no data exists for that part; it is never counted as zero.",
+        "Not available (n/a) means no data exists for that part; it is never counted as zero. Not modelled means the "
+        "part is zero by construction (no factor covers it): no stage share or dominant stage is then given.",
     ]
 
 
@@ -342,6 +370,7 @@ def _section_html(s: Section, printed: bool = False) -> str:
         "<h2>All 16 EF 3.1 categories</h2>",
         _table(CAT_HEADERS, category_rows(a), "num"),
         _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
+        *_sensitivity_html(a),
         *_normalised_html(s),
         "<h2>Notes: scope, contested data and warnings</h2>",
         f'<p class="sub">{note_count(groups)} notes in {len(groups)} groups; open a group for its items. The Assessment '
@@ -507,6 +536,7 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             _md_table(CAT_HEADERS, category_rows(a)),
             "",
             fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
+            *_sensitivity_md(a),
             *_normalised_md(s, fig, i),
             *_notes_md(a),
             "## Embodied impacts by GPU component",

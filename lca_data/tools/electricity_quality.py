@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import math
 
+from lca_data import loader
+
 REFERENCE_YEAR = 2023  # year of codecarbon's generation mix
-U = {  # ecoinvent v2 pedigree uncertainty factors (95 % interval factors) by rating 1..5
-    "ter": (1.00, 1.00, 1.20, 1.50, 2.00),
-    "ger": (1.00, 1.01, 1.02, 1.05, 1.10),
-    "tir": (1.00, 1.03, 1.10, 1.20, 1.50),
-    "p": (1.00, 1.05, 1.10, 1.20, 1.50),
-}
+# ecoinvent v2 pedigree uncertainty factors (95 % interval factors) by rating 1..5: lca_data/data_quality.yaml,
+# the one table the engine's embodied and host factors read too
+U = {k: tuple(float(x) for x in v) for k, v in loader.load_data_quality()["pedigree"].items() if k != "source"}
 U_BASIC = 1.05
 Z95 = 1.959964
 
