@@ -106,13 +106,9 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
         eng["model"] = named.fillna(eng["model"])
     eng["engine_row"] = np.arange(len(eng))
     slots = _slots(tel, eng, gpu_map["gpus"] if gpu_map else None)
-    g = tel.gpus.copy()
     T = tel.window_s
-    g["gkey"] = g["host"] + "\x00" + g["gpu"].astype(str)
-    # one row per GPU slot and window: a card swapped within a window (a new UUID in the same slot) adds up
-    agg = {"energy_j": "sum", "samples": "max", "resets": "sum", "host": "first", "gpu": "first", "uuid": "first"}
-    g = g.groupby(["window", "gkey"], as_index=False).agg(agg | {"gpu_model": "first", "method": "first"})
-    slots["gkey"] = slots["host"] + "\x00" + slots["gpu"].astype(str)
+    g, info = _gpu_rows(tel.gpus)
+    slots["gkey"] = _keys(slots, info)
     # a window with under half its scrapes (an exporter gap) is metered but attributed to no one: its tokens are
     # "without energy" rather than charged a fraction of the window's energy
     g["short"] = (g["method"] == "dcgm_energy_counter") & (g["samples"] < GAP_SHARE * T / tel.scrape_s)
@@ -161,6 +157,30 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
         )
     usage = slots.groupby(["host", "gpu", "model"], as_index=False)["active_j"].sum()
     return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, T, notes)
+
+
+def _keys(df: pd.DataFrame, info: pd.DataFrame) -> np.ndarray:
+    """Integer GPU slot (host + index) of every row; -1 for a slot with no energy reading."""
+    code = {(h, str(i)): k for k, h, i in zip(info.index, info["host"], info["gpu"], strict=True)}
+    return np.fromiter((code.get((h, str(i)), -1) for h, i in zip(df["host"], df["gpu"], strict=True)), np.int64, len(df))
+
+
+def _gpu_rows(gpus: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per GPU slot and window with integer slot keys, the slots' labels): a card swapped within a window
+    (a new UUID in the same slot) adds up; the label strings stay in the small table, not on every row."""
+    info = gpus.drop_duplicates(["host", "gpu"])[["host", "gpu", "uuid", "gpu_model", "method"]].reset_index(drop=True)
+    info["gpu"] = info["gpu"].astype(str)
+    g = pd.DataFrame({"window": gpus["window"].to_numpy(np.int64), "gkey": _keys(gpus, info)})
+    g["energy_j"], g["samples"], g["resets"] = (
+        gpus["energy_j"].to_numpy(float),
+        gpus["samples"].to_numpy(),
+        gpus["resets"].to_numpy(),
+    )
+    g = g.groupby(["window", "gkey"], as_index=False).agg({"energy_j": "sum", "samples": "max", "resets": "sum"})
+    codes = g["gkey"].to_numpy()
+    for c in ("host", "gpu", "uuid", "gpu_model", "method"):  # object columns: every row points at the slot's one string
+        g[c] = pd.Series(info[c].to_numpy(object)[codes], dtype=object)
+    return g, info
 
 
 def _mode(s: pd.Series) -> Any:

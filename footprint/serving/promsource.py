@@ -116,8 +116,8 @@ def frame(rows: list[tuple[dict, np.ndarray, np.ndarray]], labels: dict[str, str
         return pd.DataFrame(columns=["window", *labels.values(), value])
     n = [len(ws) for _, ws, _ in rows]
     cols: dict[str, Any] = {"window": np.concatenate([ws for _, ws, _ in rows])}
-    for label, col in labels.items():
-        cols[col] = np.repeat(np.array([lab.get(label, "") for lab, _, _ in rows], dtype=object), n)
+    for label, col in labels.items():  # object columns: every row points at its series' one string (no copy per row)
+        cols[col] = pd.Series(np.repeat(np.array([lab.get(label, "") for lab, _, _ in rows], dtype=object), n), dtype=object)
     cols[value] = np.concatenate([vs for _, _, vs in rows])
     return pd.DataFrame(cols)
 
