@@ -17,6 +17,7 @@ from footprint.cli import (
     fleet_cmd,
     flops_cmd,
     kernels_cmd,
+    serving_cmd,
     tracking_cmd,
 )
 
@@ -27,6 +28,7 @@ COMMAND_MODULES = (
     tracking_cmd,
     export_cmd,
     fleet_cmd,
+    serving_cmd,
     flops_cmd,
     kernels_cmd,
     dashboard_cmd,
