@@ -1,7 +1,7 @@
 """footprint dashboard: `footprint dashboard` or `streamlit run dashboard/app.py`.
 
 A thin view: every number comes from footprint.assess and footprint.lca.database, on the bundled data,
-offline. Pages: Scenario explorer, Compare, Runs, Hardware, Kernels, Fleet (sidebar).
+offline. Pages: Scenario explorer, Compare, Runs, Hardware, Kernels, Fleet, Serving (sidebar).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ try:
 except ImportError:  # run from a checkout without installing: the repository root holds the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard import core, page_compare, page_explorer, page_fleet, page_hardware, page_kernels, page_runs  # noqa: E402
+from dashboard import core, page_compare, page_explorer, page_fleet, page_hardware, page_kernels, page_runs, page_serving  # noqa: E402
 
 PAGES = {
     "Scenario explorer": page_explorer.render,
@@ -25,10 +25,11 @@ PAGES = {
     "Hardware": page_hardware.render,
     "Kernels": page_kernels.render,
     "Fleet": page_fleet.render,
+    "Serving": page_serving.render,
 }
 # Widget values survive page switches (Streamlit drops the state of widgets not drawn in a run);
 # buttons (btn_) and uploads (up_) cannot be reassigned and need not be.
-KEPT_PREFIXES = ("ex_", "cmp_", "run_", "hw_", "k_", "fleet_")
+KEPT_PREFIXES = ("ex_", "cmp_", "run_", "hw_", "k_", "fleet_", "serving_")
 KEPT_KEYS = ("mc_more",)
 
 

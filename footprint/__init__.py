@@ -11,6 +11,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     read_samples(run_dir, t_range=..., uuids=..., columns=...) -> DataFrame; power_timeline(run_dir, buckets=1000)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
     analyze_trace(trace, include_unlinked=False, ...) -> dict; diff_traces(a, b, train_steps=..., scenario=...) -> dict
+    serving_report(record, grid=None, pue=None, boundary="+pue", training=None) -> dict  (as `footprint serving report`)
     Workload, Assessment, FootprintError, FootprintWarning (a bad track() argument, worked around)
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "power_timeline",
     "read_samples",
     "report",
+    "serving_report",
     "track",
     "transformer_flops",
     "__version__",
@@ -58,6 +60,7 @@ _LAZY = {
     "power_timeline": ("footprint.tracking.runrecord", "power_timeline"),
     "analyze_trace": ("footprint.kernels.trace", "analyze_trace"),
     "diff_traces": ("footprint.kernels.diff", "diff_traces"),
+    "serving_report": ("footprint.serving.report", "serving_report"),
 }
 
 

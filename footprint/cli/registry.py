@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "tracking_cmd",
     "export_cmd",
     "fleet_cmd",
+    "serving_cmd",
     "flops_cmd",
     "kernels_cmd",
     "dashboard_cmd",

@@ -1,0 +1,12 @@
+"""Serving: what running a model in production costs, per model, request and million tokens, beside its training.
+
+Owns: the engines' metric-name table (`engines`), serving telemetry reduced to windows from Prometheus
+(`promsource`, server-side ``increase()``), recorded /metrics files (`scrape`) or the live watcher
+(`watch`: NVML + one server's /metrics), the attribution that closes the energy books (`attribution`),
+the 16-category footprints per unit and boundary (`assess`), a model's whole life (`life`), the record
+directory (`store`, `importer`), the reports (`report`) and the synthetic fleet used by the tests, the
+benchmark and the examples (`synthetic`).
+Layer: producers. May import footprint.lca, footprint.inputs, footprint.outputs, footprint.errors,
+footprint.fleet.prometheus (the HTTP client) and meters; numpy, pandas, matplotlib. Nothing above it
+(reports, api, cli, dashboard) is imported here.
+"""

@@ -1,0 +1,94 @@
+"""`footprint serving import`: telemetry (Prometheus or recorded files) -> attribution -> a serving record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from footprint.errors import FootprintError
+from footprint.inputs import load_yaml, read_text
+from footprint.serving import engines as eng
+from footprint.serving import scrape, store
+from footprint.serving.assess import Site
+from footprint.serving.attribution import attribute, parse_map
+from footprint.serving.telemetry import Telemetry, from_samples
+
+
+def load_map(path: str | None) -> dict[str, Any] | None:
+    """The user's GPU/pod -> model map (YAML, read within the project's limits)."""
+    if not path:
+        return None
+    return parse_map(load_yaml(read_text(path, "model map"), path), path)
+
+
+MAX_WINDOWS = 1_000_000  # ~9.5 years of 5-minute windows: more is a wrong timestamp or window, not a recording
+
+
+def _windows(span_s: float, window_s: float, where: str) -> int:
+    n = int(span_s // window_s)
+    if n > MAX_WINDOWS:
+        raise FootprintError(
+            f"{span_s / 86400:,.0f} days of {window_s:g} s windows is over {MAX_WINDOWS:,} windows: check the timestamps, "
+            "or give --start/--end or a longer --window",
+            where,
+        )
+    return max(1, n)
+
+
+def _check(tel: Telemetry, where: str) -> None:
+    if not len(tel.gpus):
+        raise FootprintError("no GPU energy reading in the window (DCGM counter or power gauge)", where)
+    if not len(tel.engines):
+        raise FootprintError("no serving-engine counter in the window", where)
+
+
+def import_prometheus(
+    out: str | Path,
+    client: Any,
+    start: float,
+    end: float,
+    window_s: float,
+    scrape_s: float,
+    site: Site,
+    selector: str = "",
+    gpu_map: dict[str, Any] | None = None,
+    force: bool = False,
+) -> tuple[Path, Any]:
+    from footprint.serving.promsource import read
+
+    if end - start < window_s:
+        raise FootprintError(f"the window ({end - start:g} s) is shorter than one step ({window_s:g} s)", key="--start/--end")
+    end = start + _windows(end - start, window_s, "--start/--end") * window_s
+    tel = read(client, start, end, window_s, scrape_s, selector)
+    _check(tel, client.base)
+    a = attribute(tel, gpu_map)
+    return store.write(out, tel, a, site, force), a
+
+
+def import_files(
+    out: str | Path,
+    files: list[str],
+    window_s: float,
+    site: Site,
+    gpu_map: dict[str, Any] | None = None,
+    start: float | None = None,
+    end: float | None = None,
+    force: bool = False,
+) -> tuple[Path, Any]:
+    series, step = scrape.read_series(files)
+    names = {k[0] for k in series}
+    found = eng.detect(names, ", ".join(files))
+    t0 = min(float(t[0]) for t, _ in series.values())
+    t1 = max(float(t[-1]) for t, _ in series.values())
+    lo = start if start is not None else t0 - (t0 % window_s)
+    hi = end if end is not None else t1
+    n = _windows(
+        hi - lo, window_s, ", ".join(files)
+    )  # whole windows: a partial last one would charge its tokens part of its energy
+    where = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"
+    tel = from_samples(
+        ((k[0], dict(k[1]), t, v) for k, (t, v) in series.items()), lo, lo + n * window_s, window_s, step, found, where
+    )
+    _check(tel, where)
+    a = attribute(tel, gpu_map)
+    return store.write(out, tel, a, site, force), a

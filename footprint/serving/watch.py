@@ -1,0 +1,229 @@
+"""`footprint serving watch`: NVML and one inference server's /metrics, live, for people without Prometheus.
+
+The GPUs are sampled by the training tracker's own machinery (`meters.sampler.Sampler` over
+`meters.nvml.NvmlMeter`: the crash-safe journal rolled into Parquet segments, bounded memory); the
+server's /metrics is scraped every ``--interval`` and its engine counters are journalled with it (the
+sampler's progress events). Every window, one line goes to ``windows.jsonl`` (flushed and fsynced:
+a crash loses at most the open window): each GPU's energy increase and each model's token, request
+and busy-time increases (the same reset rule as the import). Memory holds one window, whatever the
+length of the watch. On stop (Ctrl-C, SIGTERM or ``--duration``), and again on every later start over
+the same directory, ``record/`` is rebuilt from all the windows: the same serving record as
+`footprint serving import`, with every local GPU mapped to the served model(s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from footprint.errors import FootprintError
+from footprint.serving import engines as eng
+from footprint.serving.scrape import parse
+from footprint.serving.telemetry import ENGINE_COLS, GPU_COLS, HOST_COLS, PLACE_COLS, Telemetry, model_of
+
+MAX_BODY = 20_000_000
+
+
+def fetch_url(url: str, timeout: float = 5.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (the user's own server)
+        return r.read(MAX_BODY).decode("utf-8", "replace")
+
+
+class Watcher:
+    """One window of state at a time; `tick` scrapes and closes windows, `close` ends the last one."""
+
+    def __init__(
+        self,
+        url: str,
+        out: Path,
+        window_s: float,
+        interval_s: float,
+        fetch: Callable[[str], str] = fetch_url,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.url, self.out, self.window_s, self.interval_s = url, out, window_s, interval_s
+        self.fetch, self.clock = fetch, clock
+        self.engines: list[eng.Engine] | None = None
+        self.counters: dict[tuple[str, str], dict[str, float]] = {}  # (engine, model) -> field -> cumulative
+        self.start_counters: dict[tuple[str, str], dict[str, float]] = {}
+        self.start_energy: dict[str, float] = {}
+        self.window_end: float | None = None
+        self.errors = 0
+        self.scrapes = 0
+        self.sampler: Any = None
+        self.host = socket.gethostname()
+
+    def start(self) -> Watcher:
+        from meters.nvml import NvmlMeter
+        from meters.sampler import Sampler
+
+        self._scrape()  # first: a server that cannot be read or has no engine metrics stops here, before any thread
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.sampler = Sampler(
+            NvmlMeter(),
+            period_s=min(1.0, self.interval_s),
+            journal_path=self.out / "journal.jsonl",
+            progress=self._progress,
+            meta={"serving": self.url},
+        ).start()
+        now = self.clock()
+        self.window_end = (now // self.window_s + 1) * self.window_s
+        self._open_window()
+        return self
+
+    def _progress(self) -> dict[str, Any]:
+        return {"engine_counters": {f"{e}|{m}": c for (e, m), c in self.counters.items()}}
+
+    def _scrape(self) -> None:
+        try:
+            text = self.fetch(self.url)
+        except (OSError, ValueError) as exc:
+            self.errors += 1
+            if self.engines is None:
+                raise FootprintError(f"cannot scrape {self.url}: {exc}", key="--metrics-url") from None
+            return
+        rows = list(parse(text.splitlines(), self.url, now=self.clock()))
+        if self.engines is None:
+            self.engines = eng.detect({r[0] for r in rows}, self.url)
+        acc: dict[tuple[str, str], dict[str, float]] = {}
+        for e in self.engines:
+            for f in eng.FIELDS:
+                m = e.metric(f)
+                if m is None:
+                    continue
+                for name, lab, _, v in rows:
+                    if name == m[0] and all(lab.get(k) == x.strip('"') for k, x in (p.split("=") for p in m[1].split(",") if p)):
+                        d = acc.setdefault((e.name, model_of(e, lab)[0]), {})
+                        d[f] = d.get(f, 0.0) + v
+        self.counters = acc
+        self.scrapes += 1
+
+    def _energies(self) -> dict[str, tuple[int | None, str, float]]:
+        infos = {i.uuid: i for i in self.sampler.devices if i.component == "gpu"}
+        return {u: (infos[u].index, infos[u].name, s.energy_j_cumulative) for u, s in self.sampler.latest().items() if u in infos}
+
+    def _open_window(self) -> None:
+        self.start_counters = {k: dict(v) for k, v in self.counters.items()}
+        self.start_energy = {u: e for u, (_, _, e) in self._energies().items()}
+
+    def _close_window(self, end: float) -> None:
+        gpus = {u: [i, n, max(0.0, e - self.start_energy.get(u, e))] for u, (i, n, e) in self._energies().items()}
+        engines = {}
+        for k, c in self.counters.items():
+            s = self.start_counters.get(k, {})
+            engines[f"{k[0]}|{k[1]}"] = {f: (v - s[f] if f in s and v >= s[f] else v) for f, v in c.items()}
+        line = json.dumps(
+            {
+                "end": end,
+                "window_s": self.window_s,
+                "scrape_s": self.interval_s,
+                "host": self.host,
+                "gpus": gpus,
+                "engines": engines,
+                "scrapes": self.scrapes,
+                "errors": self.errors,
+            }
+        )
+        with open(self.out / "windows.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.scrapes = self.errors = 0
+        self._open_window()
+
+    def tick(self) -> None:
+        self._scrape()
+        now = self.clock()
+        while self.window_end is not None and now >= self.window_end:
+            self._close_window(self.window_end)
+            self.window_end += self.window_s
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+
+
+def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
+    """The windows written so far as telemetry, and the map of every local GPU to the served models."""
+    lines = []
+    path = out / "windows.jsonl"
+    if path.exists():
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                lines.append(json.loads(raw))
+            except ValueError:
+                continue  # a torn last line after a crash
+    if not lines:
+        raise FootprintError("no complete window yet (watch for at least one --window)", str(path))
+    w_s = float(lines[0]["window_s"])
+    start = min(x["end"] for x in lines) - w_s
+    g, e = [], []
+    for x in lines:
+        w = int(round((x["end"] - start) / w_s)) - 1
+        for u, (i, name, j) in x["gpus"].items():
+            g.append((w, x["host"], str(i), u, name, float(j), "nvml", int(w_s / x["scrape_s"]), 0))
+        for k, d in x["engines"].items():
+            engine, _, model = k.partition("|")
+            e.append((w, engine, "", "", "", model, "", *(d.get(f, float("nan")) for f in eng.FIELDS), 0))
+    gpus, engines = pd.DataFrame(g, columns=GPU_COLS), pd.DataFrame(e, columns=ENGINE_COLS)
+    end = max(x["end"] for x in lines)
+    tel = Telemetry(
+        start,
+        end,
+        w_s,
+        float(lines[0]["scrape_s"]),
+        gpus,
+        pd.DataFrame(columns=PLACE_COLS),
+        engines,
+        pd.DataFrame(columns=HOST_COLS),
+        f"footprint serving watch ({lines[0]['host']})",
+    )
+    gmap = pd.DataFrame(
+        [
+            (h, gi, m)
+            for h, gi in gpus[["host", "gpu"]].drop_duplicates().itertuples(index=False)
+            for m in engines["model"].unique()
+        ],
+        columns=["host", "gpu", "model"],
+    )
+    return tel, {"pods": {}, "gpus": gmap}
+
+
+def build_record(out: Path, site: Any) -> Path:
+    from footprint.serving import store
+    from footprint.serving.attribution import attribute
+
+    tel, gmap = telemetry(out)
+    return store.write(out / "record", tel, attribute(tel, gmap), site, force=True)
+
+
+def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: float | None, site: Any) -> Path:
+    """Watch until Ctrl-C, SIGTERM or ``duration_s``; then rebuild the record from every window written."""
+    from footprint.outputs import check_dir_target
+
+    check_dir_target(out)
+    until = time.monotonic() + duration_s if duration_s else None
+    w = Watcher(url, out, window_s, interval_s).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"watching {url} and {len(w._energies())} GPU(s); windows in {out}/windows.jsonl (Ctrl-C stops)", file=sys.stderr)
+    try:
+        while not stop.is_set() and (until is None or time.monotonic() < until):
+            stop.wait(interval_s)
+            w.tick()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.close()
+    return build_record(out, site)
