@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "load_scenario": ("footprint.lca.workload", "load_scenario"),
+    "load_scenario": ("footprint.builders", "load_scenario"),
     "Workload": ("footprint.lca.workload", "Workload"),
     "assess": ("footprint.api", "assess"),
     "assess_many": ("footprint.lca.batch", "assess_many"),

@@ -774,6 +774,6 @@ def _remainder(profile: Profile, dtype: str, sh: dict[str, Any], el: float, note
 
 
 def predict_for_scenario(profile_path: Path, model: dict[str, float], gpu: Any, dtype: str) -> Prediction:
-    """What a scenario's ``training.kernel_profile`` resolves to (called by footprint.lca.workload)."""
+    """What a scenario's ``training.kernel_profile`` resolves to (the resolver `footprint.builders` hands to the scenario parser)."""
     profile = load_profile(profile_path, key="training.kernel_profile")
     return predict(profile, model, gpu, dtype)
