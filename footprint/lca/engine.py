@@ -88,11 +88,12 @@ def embodied_multipliers(d: Database, w: Workload, emb: Embodied | None = None) 
     return lo, hi, srcs
 
 
-def contested_embodied(d: Database, w: Workload) -> list[dict[str, Any]]:
-    """The embodied corrections in force for this card, as contested data (corrected vs published)."""
+def contested_embodied(d: Database, w: Workload, emb: Embodied | None = None) -> list[dict[str, Any]]:
+    """The embodied corrections in force for this card, as contested data (corrected vs published); ``emb`` is the
+    assessment's own embodied data (`_inputs`), handed on rather than looked up again."""
     if d.resolve_variant(w.embodied_variant) == "published":
         return []
-    emb, pub = d.embodied(w.gpu.id, w.embodied_variant), d.embodied(w.gpu.id, "published")
+    emb, pub = emb or d.embodied(w.gpu.id, w.embodied_variant), d.embodied(w.gpu.id, "published")
     out = []
     for cid, c in d.corrections["corrections"].items():
         key = (c["component"], c["stage"])
@@ -252,7 +253,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
 
     per, score = normalisation.normalise(results, score_stats)
     sources.append(normalisation.SOURCE)
-    contested = [*inp.uf.contested, *contested_embodied(d, w)]
+    contested = [*inp.uf.contested, *contested_embodied(d, w, inp.emb)]
     water = _water(w, facility, warnings)
     materials = _materials(d, w)
     return Assessment(
