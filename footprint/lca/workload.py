@@ -601,13 +601,22 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
 
 def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """(model name, devices) per GPU model of a run, largest group first, ties in name order: deterministic whatever
-    the hash seed. A device whose name is not a usable string (missing, NaN, empty) is left out of the groups."""
+    the hash seed. A device whose name is not a usable string (missing, empty, a number such as NaN, which a cleaned
+    record holds as "nan") is left out of the groups."""
     counts: dict[str, int] = {}
     for d in gpus:
         name = d.get("name")
-        if isinstance(name, str) and name.strip() and len(name) <= 200:
+        if isinstance(name, str) and name.strip() and len(name) <= 200 and not _is_number(name):
             counts[name] = counts.get(name, 0) + 1
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None) -> Workload:
