@@ -80,7 +80,9 @@ def test_the_total_is_the_sum_of_each_models_own_assessment(tmp_path: Path, monk
     assert emb[0] != pytest.approx(emb[1], rel=1e-3)  # two cards' embodied impacts per GPU-hour, not one card's twice
 
 
-def test_the_monte_carlo_sums_the_models_draws_with_common_random_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_monte_carlo_sums_each_models_draws_with_common_random_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _tracked(tmp_path, "4xH100-SXM5-80GB,2xA100-SXM4-40GB", monkeypatch)
     a = footprint.assess(run, samples=2000, seed=7)
     w = workload_from_run(run)
@@ -137,3 +139,27 @@ def test_a_stated_gpu_reprojects_a_mixed_run_as_one_model(tmp_path: Path, monkey
     assert w.parts == () and w.gpu.id == "l4" and w.count == 2
     lifetime = workload_from_run(run, ["hardware.lifetime=5 years"])
     assert len(lifetime.parts) == 2 and all(p.lifetime_years == pytest.approx(5) for p in lifetime.parts)
+
+
+def test_the_report_and_the_dashboard_show_each_models_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    run = _tracked(tmp_path, "2xH100-SXM5-80GB,1xA100-SXM4-40GB", monkeypatch)
+    out = tmp_path / "r.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "report", str(run), "--samples", "100", "-o", str(out), "--quiet"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-500:]
+    html = out.read_text()
+    assert "2 x NVIDIA H100 SXM5 80GB + 1 x NVIDIA A100 SXM4 40GB" in html and "By GPU model" in html
+    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=120)
+    at.run()
+    at.sidebar.radio(key="page").set_value("Runs").run()
+    at.text_input(key="run_root").set_value(str(tmp_path)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    cells = [str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()]
+    assert any(c.startswith("2 x NVIDIA H100 SXM5 80GB: ") and "1 x NVIDIA A100 SXM4 40GB: " in c for c in cells)

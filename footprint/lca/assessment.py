@@ -4,7 +4,8 @@ JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
 "high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope"}},
 "single_score", "electricity_factors", "contested_data",
-"materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
+"materials", "by_gpu_model" (each GPU model's part of a mixed run, else null), "water_l": {"on_site", "off_site",
+"total"}, "sources", "warnings"}.
 "Not available" is ``null`` in JSON and "n/a" in text, never 0.
 """
 
