@@ -219,8 +219,12 @@ def _use_not_modelled(uf: electricity.UseFactors) -> np.ndarray:
 
 
 def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
-    """Compute the full life-cycle assessment of a workload."""
+    """Compute the full life-cycle assessment of a workload (one with `parts`, several GPU models: their sum)."""
     samples, seed = check_samples(samples, seed)
+    if w.parts:
+        from footprint.lca.mixed import assess_parts
+
+        return assess_parts(w, samples, seed)
     d = db()
     warnings: list[str] = list(w.notes)
     sources: list[str] = ["ef-3.1", *w.sources]
@@ -300,6 +304,8 @@ def monte_carlo_totals(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 
     """The Monte Carlo draws behind `assess`'s low-high: totals of every indicator (samples x indicators, in
     `database.INDICATORS` order), for callers that sum workloads before taking percentiles (fleet ranges)."""
     samples, seed = check_samples(samples, seed)
+    if w.parts:  # several GPU models: their draws, one seed (common random numbers), summed draw by draw
+        return np.sum([monte_carlo_totals(p, samples, seed) for p in w.parts], axis=0)
     d = db()
     return montecarlo.draw(w, max(samples, 1), seed, _inputs(d, w, [], []), _power_relative(d)).totals
 

@@ -90,6 +90,7 @@ class Workload:
     notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)  # a measured run's story (footprint.tracking.story)
+    parts: tuple[Workload, ...] = ()  # a run with several GPU models: one Workload per model, assessed and summed
 
     @property
     def lifetime_years(self) -> float:
@@ -635,7 +636,7 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {"name": record.get("name") or "run", "hardware": {}, "training": {}, "site": {}}
     groups = gpu_groups(gpus)
     if groups:  # the largest group's model; a tie goes to the first name in sorted order (never to hash order)
-        data["hardware"] = {"gpu": groups[0][0], "count": len(gpus)}
+        data["hardware"] = {"gpu": groups[0][0], "count": sum(n for _, n in groups)}
     duration = float(record.get("duration_s") or 0.0)
     if duration > 0:
         data["training"]["duration"] = f"{duration} s"
@@ -651,11 +652,12 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
 
 def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """(model name, devices) per GPU model of a run, largest group first, ties in name order: deterministic whatever
-    the hash seed. A device whose name is not a usable string (missing, NaN, empty) is left out of the groups."""
+    the hash seed. A device whose name is not a usable string (missing, empty, a number such as NaN, which a cleaned
+    record holds as "nan") is left out of the groups."""
     counts: dict[str, int] = {}
     for d in gpus:
         name = d.get("name")
-        if isinstance(name, str) and name.strip() and len(name) <= 200:
+        if isinstance(name, str) and name.strip() and len(name) <= 200 and not _is_number(name):
             counts[name] = counts.get(name, 0) + 1
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
@@ -684,6 +686,14 @@ def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
     if estimated:
         notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
     return notes
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
@@ -718,17 +728,19 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     w = workload_from_dict(data, file)
     notes = energy_notes(record.get("devices", []))
     groups = gpu_groups(gpus)
-    if len(groups) > 1:
-        energy = {name: sum(float(d.get("energy_j") or 0) for d in gpus if d.get("name") == name) for name, _ in groups}
-        parts = ", ".join(f"{n} x {name} ({energy[name] / 3.6e6:.4g} kWh measured)" for name, n in groups)
-        notes.append(
-            f"mixed GPU models: {parts}. The energy is every device's, as measured; embodied impacts count all "
-            f"{len(gpus)} GPUs as {groups[0][0]} (the largest group). Assess another group's embodied share with "
-            f"--set hardware.gpu=NAME --set hardware.count=N"
-        )
     unnamed = len(gpus) - sum(n for _, n in groups)
-    if unnamed and groups:
-        notes.append(f"{unnamed} GPU device(s) without a usable model name counted as {groups[0][0]}")
+    if unnamed:
+        notes.append(
+            f"{unnamed} GPU device(s) without a usable model name left out of the GPU count and embodied impacts; "
+            "their measured energy stays in the use phase"
+        )
+    parts: tuple[Workload, ...] = ()
+    if len(groups) > 1 and not any(s.split("=", 1)[0].strip() in ("hardware.gpu", "hardware.count") for s in sets or []):
+        parts = _model_parts(record, gpus, groups, sets or [], file)
+        notes.append(
+            "mixed GPU models, assessed per model (each its own embodied impacts and measured energy), then summed: "
+            + ", ".join(f"{p.count} x {p.gpu.name} ({p.it_energy_kwh:.4g} kWh measured)" for p in parts)
+        )
     notes += [str(n) for n in record.get("notes", [])]
     from footprint.tracking.story import training_story
 
@@ -757,5 +769,35 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         gpu_hours_method="measured duration x GPUs",
         notes=tuple(notes) + w.notes,
         training=story,
+        parts=parts,
         **extra,
     )
+
+
+def _device_joules(d: dict[str, Any]) -> float:
+    v = d.get("energy_j")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else 0.0
+
+
+def _model_parts(
+    record: dict[str, Any], gpus: list[dict[str, Any]], groups: list[tuple[str, int]], sets: list[str], file: str
+) -> tuple[Workload, ...]:
+    """One Workload per GPU model: its own devices, GPU-hours and share of the run's measured energy (split by each
+    device's measured energy; by device count where no device has one), with the run's site and ``sets``."""
+    joules = {name: sum(_device_joules(d) for d in gpus if d.get("name") == name) for name, _ in groups}
+    named, devices = sum(joules.values()), sum(n for _, n in groups)
+    total = float(record["energy"]["total_j"])
+    out = []
+    for name, n in groups:
+        data = run_scenario(record)
+        data["hardware"] = {"gpu": name, "count": n}
+        data["training"]["energy"] = f"{total * (joules[name] / named if named > 0 else n / devices)} J"
+        part = workload_from_dict(apply_overrides(data, sets, file), file)
+        out.append(
+            part.with_(
+                name=f"{part.name}: {n} x {part.gpu.name}",
+                energy_method="measured energy (run record), split by each device's measured energy",
+                gpu_hours_method="measured duration x GPUs",
+            )
+        )
+    return tuple(out)
