@@ -12,7 +12,8 @@ from footprint.errors import FootprintError
 from footprint.lca.assessment import Assessment
 from footprint.lca.engine import DEFAULT_SAMPLES
 from footprint.lca.engine import assess as _assess
-from footprint.lca.workload import Workload, scenario_path, shipped_scenarios, workload_from_run
+from footprint.lca.workload import Workload, scenario_path, shipped_scenarios
+from footprint.tracking.to_workload import workload_from_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.reports.report import Section

@@ -4,7 +4,8 @@ JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
 "high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope"}},
 "single_score", "electricity_factors", "contested_data",
-"materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
+"materials", "by_gpu_model" (each GPU model's part of a mixed run, else null), "water_l": {"on_site", "off_site",
+"total"}, "sources", "warnings"}.
 "Not available" is ``null`` in JSON and "n/a" in text, never 0.
 """
 
@@ -104,6 +105,7 @@ class Assessment:
     single_score: dict[str, Any] = field(default_factory=dict)  # EF 3.1 single score (Pt)
     # Monte Carlo 2.5-97.5 percentiles of gpu_hours, it_energy_kwh, facility_energy_kwh, water_l (empty: one evaluation)
     activity_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    parts: tuple[Assessment, ...] = ()  # a run with several GPU models: each model's own assessment (footprint.lca.mixed)
 
     def __getitem__(self, key: str) -> CategoryResult:
         return self.impacts[key]
@@ -173,6 +175,7 @@ class Assessment:
             "electricity_factors": self._factor_set_dict(),
             "contested_data": [dict(c) for c in self.contested],
             "materials": self.materials,
+            "by_gpu_model": by_gpu_model(self),
             "water_l": dict(self.water_l),
             "activity_ranges": {k: list(v) for k, v in self.activity_ranges.items()},
             "sources": self.sources,
@@ -201,6 +204,37 @@ class Assessment:
 
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+
+def by_gpu_model(a: Assessment) -> list[dict[str, Any]] | None:
+    """Each GPU model's own part of a run with several models, for the JSON; None for a single-model run."""
+    if not a.parts:
+        return None
+    return [
+        {
+            "gpu": s.workload.gpu.id,
+            "gpu_name": s.workload.gpu.name,
+            "count": s.workload.count,
+            "gpu_hours": s.workload.gpu_hours,
+            "gpu_lifetimes": s.workload.gpu_lifetimes,
+            "energy_kwh": s.workload.it_energy_kwh,
+            "facility_energy_kwh": s.facility_energy_kwh,
+            "embodied_method": s.embodied_method,
+            "impacts": {k: s.impacts[k].total for k in cat.keys()},
+            "single_score": (s.single_score or {}).get("value"),
+        }
+        for s in a.parts
+    ]
+
+
+def parts_text(a: Assessment) -> str:
+    """Each GPU model's part in one line (energy and climate change), for the text faces; "" for one model."""
+    unit = display_unit(cat.by_key("climate_change").unit)
+    return "; ".join(
+        f"{s.workload.count:,} x {s.workload.gpu.name}: {num(s.workload.it_energy_kwh)} kWh IT, "
+        f"{num(s.impacts['climate_change'].total)} {unit}"
+        for s in a.parts
+    )
 
 
 def _json_default(obj: Any) -> Any:
@@ -299,8 +333,8 @@ def summary_facts(a: Assessment) -> dict[str, str]:
     grid = f"{w.grid} ({a.zone.name}{', ' + str(a.zone.year) if a.zone.year else ''})"
     if w.carbon_intensity is not None:
         grid += f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh"
-    return {
-        "Hardware": f"{w.count:,} x {w.gpu.name}, lifetime {w.lifetime_years:.3g} years x utilisation "
+    facts = {
+        "Hardware": f"{gpus_text(a)}, lifetime {w.lifetime_years:.3g} years x utilisation "
         f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
         "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": mfu_text(w),
@@ -312,6 +346,15 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         "Embodied data": a.embodied_method,
         "Card geometry": a.materials.get("geometry") or "n/a",
     }
+    if a.parts:
+        facts["By GPU model"] = parts_text(a)
+    return facts
+
+
+def gpus_text(a: Assessment) -> str:
+    """The run's GPUs: "8 x NVIDIA H100", or each model's count for a run with several models."""
+    w = a.workload
+    return " + ".join(f"{p.workload.count:,} x {p.workload.gpu.name}" for p in a.parts) or f"{w.count:,} x {w.gpu.name}"
 
 
 def pue_text(w: Workload) -> str:

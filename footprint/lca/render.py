@@ -15,10 +15,12 @@ from footprint.lca.assessment import (
     PE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
+    gpus_text,
     hardware_text,
     key_figures_line,
     mfu_text,
     num,
+    parts_text,
     pue_text,
     sensitivity_rows,
     training_facts,
@@ -57,7 +59,7 @@ def _summary_lines(a: Assessment) -> list[str]:
     lines = [
         f"{w.name}",
         f"  {key_figures_line(a)}",
-        f"  GPU: {w.count:,} x {w.gpu.name}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
+        f"  GPU: {gpus_text(a)}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
         f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
         f"  |  grid: {w.grid} ({a.zone.name})",
         f"  Hardware: {hardware_text(a)}",
@@ -66,6 +68,8 @@ def _summary_lines(a: Assessment) -> list[str]:
     ]
     if w.mfu is not None:
         lines.insert(3, f"  MFU: {mfu_text(w)}")
+    if a.parts:
+        lines.insert(3, f"  By GPU model: {parts_text(a)}")
     lines += [f"  {k}: {v}" for k, v in training_facts(a).items()]
     return lines
 

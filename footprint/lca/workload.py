@@ -633,7 +633,7 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {"name": record.get("name") or "run", "hardware": {}, "training": {}, "site": {}}
     groups = gpu_groups(gpus)
     if groups:  # the largest group's model; a tie goes to the first name in sorted order (never to hash order)
-        data["hardware"] = {"gpu": groups[0][0], "count": len(gpus)}
+        data["hardware"] = {"gpu": groups[0][0], "count": sum(n for _, n in groups)}
     duration = float(record.get("duration_s") or 0.0)
     if duration > 0:
         data["training"]["duration"] = f"{duration} s"
@@ -649,111 +649,19 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
 
 def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """(model name, devices) per GPU model of a run, largest group first, ties in name order: deterministic whatever
-    the hash seed. A device whose name is not a usable string (missing, NaN, empty) is left out of the groups."""
+    the hash seed. A device whose name is not a usable string (missing, empty, a number such as NaN, which a cleaned
+    record holds as "nan") is left out of the groups."""
     counts: dict[str, int] = {}
     for d in gpus:
         name = d.get("name")
-        if isinstance(name, str) and name.strip() and len(name) <= 200:
+        if isinstance(name, str) and name.strip() and len(name) <= 200 and not _is_number(name):
             counts[name] = counts.get(name, 0) + 1
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
-    """How each device's energy was obtained, one note per kind and never two that contradict: measured (a real
-    meter), simulated (a fake NVML reports `measured: false` with a meter's method) or estimated (a model)."""
-    from collections import Counter
-
-    def names(ds: list[dict[str, Any]]) -> str:
-        counts = Counter(str(d.get("name")).removesuffix(" (estimated)") for d in ds)
-        return ", ".join(f"{n} x {name}" if n > 1 else name for name, n in counts.items())
-
-    def methods(ds: list[dict[str, Any]]) -> str:
-        return ", ".join(sorted({str(d.get("method")) for d in ds}))
-
-    measured = [d for d in devices if d.get("measured") is not False]
-    modelled = [d for d in devices if d.get("measured") is False]
-    simulated = [d for d in modelled if d.get("method") not in ("estimated", "not measured", "codecarbon")]
-    estimated = [d for d in modelled if d not in simulated]
-    notes = []
-    if measured:
-        notes.append(f"energy measured ({methods(measured)}): {names(measured)}")
-    if simulated:
-        notes.append(f"energy simulated, not measured: {names(simulated)} (a fake NVML's {methods(simulated)})")
-    if estimated:
-        notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
-    return notes
-
-
-def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
-    """A Workload from a run directory (or its run.json record); ``sets`` re-project it (grid, GPU, lifetime)."""
-    from footprint.tracking.runrecord import clean_record, read_record
-
-    if isinstance(target, dict):
-        file = str(target.get("run_dir") or "run.json")
-        record = clean_record(target, file)
-    else:
-        path = Path(target)
-        path = path / "run.json" if path.is_dir() else path
-        record, file = read_record(path), str(path)
-    data = apply_overrides(run_scenario(record), sets or [], file, flag)
-    gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
-    if not data["hardware"].get("gpu"):
-        total = (record.get("energy") or {}).get("total_j")
-        host = f" and {total / 3.6e6:.3g} kWh on its host" if total else ""
-        give = (
-            "--set hardware.gpu=NAME --set hardware.count=N"
-            if flag == "--set"
-            else "set={'hardware.gpu': NAME, 'hardware.count': N}"
-        )
-        raise ScenarioError(
-            f"the run recorded no GPU (a CPU-only machine?){host}; to assess it, give the GPUs it stands for with {give} "
-            "(`footprint gpus` lists the names)",
-            file,
-            "devices",
-        )
-    if not data["training"].get("energy"):
-        raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file, "energy")
-    w = workload_from_dict(data, file)
-    notes = energy_notes(record.get("devices", []))
-    groups = gpu_groups(gpus)
-    if len(groups) > 1:
-        energy = {name: sum(float(d.get("energy_j") or 0) for d in gpus if d.get("name") == name) for name, _ in groups}
-        parts = ", ".join(f"{n} x {name} ({energy[name] / 3.6e6:.4g} kWh measured)" for name, n in groups)
-        notes.append(
-            f"mixed GPU models: {parts}. The energy is every device's, as measured; embodied impacts count all "
-            f"{len(gpus)} GPUs as {groups[0][0]} (the largest group). Assess another group's embodied share with "
-            f"--set hardware.gpu=NAME --set hardware.count=N"
-        )
-    unnamed = len(gpus) - sum(n for _, n in groups)
-    if unnamed and groups:
-        notes.append(f"{unnamed} GPU device(s) without a usable model name counted as {groups[0][0]}")
-    notes += [str(n) for n in record.get("notes", [])]
-    from footprint.tracking.story import training_story
-
-    story = training_story(record) or {}
-    if story.get("short_windows"):
-        notes.append(story["short_windows"])  # one warning, however many short windows
-    if 0 < float(record.get("duration_s") or 0) < 10:
-        notes.append(
-            f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
-            "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)"
-        )
-    from footprint.lca.assessment import pct_sig
-
-    mfu = record.get("mfu") or {}
-    extra: dict[str, Any] = {}
-    if mfu.get("run_mfu"):
-        extra = {
-            "mfu": mfu["run_mfu"],
-            "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state {pct_sig(mfu.get('steady_state_mfu'))}; "
-            f"dtype {mfu.get('dtype', w.dtype)}: {mfu.get('dtype_source') or 'given'}",
-            "flops": record.get("flops"),
-            "dtype": mfu.get("dtype", w.dtype),
-        }
-    return w.with_(
-        energy_method="measured energy (run record)",
-        gpu_hours_method="measured duration x GPUs",
-        notes=tuple(notes) + w.notes,
-        training=story,
-        **extra,
-    )
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -58,6 +58,7 @@ class Workload:
     notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)  # a measured run's story (footprint.tracking.story)
+    parts: tuple[Workload, ...] = ()  # a run with several GPU models: one Workload per model, assessed and summed
 
     @property
     def lifetime_years(self) -> float:
