@@ -2,7 +2,7 @@
 
 Public API (imported lazily so that ``import footprint`` costs milliseconds):
 
-    load_scenario(path, sets=None) -> Workload
+    load_scenario(path, sets=None) -> Workload  (footprint.builders: kernel profiles resolved)
     assess(workload | scenario path or name | run dir | run, samples=DEFAULT_SAMPLES (2000), seed=0, set={...})
         -> Assessment  (set= overrides keys as `footprint assess --set` does: {"training.mfu": 0.5})
     report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
