@@ -10,7 +10,13 @@ from footprint.inputs import MAX_RECORD_DEVICES, number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.registry import command, group
+    _register_run(sub)
+    _register_recover_merge(sub)
+    _register_import(sub)
+
+
+def _register_run(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.registry import command
 
     r = command(
         sub,
@@ -54,6 +60,10 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
         "command's (128 + N if signal N killed it), and it gets SIGTERM if footprint run dies",
     )
 
+
+def _register_recover_merge(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.registry import command
+
     rc = command(
         sub,
         "recover",
@@ -70,6 +80,10 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
         handler=recover_or_merge,
     )
     mg.add_argument("run_dir", help="the run directory (holds ranks/rank-N.json)")
+
+
+def _register_import(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.registry import group
 
     _, ims = group(
         sub,
