@@ -1,6 +1,8 @@
-"""Workload: what a training run used, whether stated in a scenario YAML or measured.
+"""Scenario files into Workloads: the scenario parser (one parser per section) and `--set` overrides.
 
-A measured run and a hypothetical scenario become the same thing before the LCA is computed.
+A measured run and a hypothetical scenario become the same thing before the LCA is computed. The Workload itself is
+plain data (`footprint.lca.workload_data`, re-exported here); a run record becomes one in
+`footprint.tracking.to_workload`, from the scenario mapping it amounts to (`run_scenario`, here).
 Scenario files are read through the input contract (``footprint.inputs``: UTF-8 text, ``yaml.safe_load``
 within size, nesting and alias-expansion limits) and validated key by key: every number finite and in
 its domain, every error naming the file, the key and what was expected.
