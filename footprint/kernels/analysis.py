@@ -146,6 +146,13 @@ def _steps_section(
     }
 
 
+def _load_catalogue() -> Any:
+    """The GPU catalogue, loaded while worker processes read a big trace (it is needed next)."""
+    from footprint.lca.database import db
+
+    return db().gpus
+
+
 def analyze_trace(
     path: str | Path, power: str | Path | None = None, top: int = 20, steps: str | int = "steady"
 ) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def analyze_trace(
     """
     choice = parse_choice(steps)
     file = str(path)
-    s, label, warnings = read_trace(path)
+    s, label, warnings = read_trace(path, meanwhile=_load_catalogue)
     meta = s.meta
     device_index, props, _ = _pick_device(s, warnings)
     device = Device(device_index, props, warnings)
