@@ -87,7 +87,7 @@ def _scan_range(job: tuple[str, int, int | None, bool]) -> tuple[Scan, int, dict
         return None
     finally:
         stream.close()
-    s.events, s.bad_times = keep.n, keep.bad_times
+    s.events = keep.n
     return s, reader.not_utf8, reader.meta
 
 
@@ -127,6 +127,7 @@ def _merge(parts: list[tuple[Scan, int, dict[str, Any]]]) -> tuple[Scan, int, di
         s.steps.extend(part.steps)
         s.events += part.events
         s.bad_times += part.bad_times
+        s.bad_shapes |= part.bad_shapes
         not_utf8 += bad_text
         meta.update(more)
     return s, not_utf8, meta

@@ -45,7 +45,7 @@ from footprint.kernels.opmodels import (
 )
 
 _CHUNK = 1 << 20
-_MAX_VALUE = 256 << 20  # one event (or metadata value) larger than this is refused
+_MAX_VALUE = 32 << 20  # one event (or metadata value) larger than this is refused: real ones are < 1 MB
 _WS = re.compile(rb"[ \t\n\r]*")
 _BOUNDARY = re.compile(rb"\}[ \t\n\r]*[,\]]")  # where an event may end: '}' then ',' or the array's ']'
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
@@ -120,6 +120,19 @@ def _event_from(obj: Any) -> Event | None:
     )
 
 
+def _decoded(raw: msgspec.Raw | None) -> Any:
+    """A raw value decoded; numbers msgspec refuses (1e999, NaN) by the standard library; None if invalid."""
+    if raw is None:
+        return None
+    try:
+        return _ANY.decode(raw)
+    except msgspec.DecodeError:
+        try:
+            return _JSON.decode(bytes(raw).decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return None
+
+
 def decode_args(raw: msgspec.Raw | None) -> Args:
     """The args of one event; args that are not an object, or of unexpected types, read as empty."""
     if raw is None:
@@ -127,7 +140,7 @@ def decode_args(raw: msgspec.Raw | None) -> Args:
     try:
         return _ARGS.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        obj = _ANY.decode(raw)
+        obj = _decoded(raw)
         if type(obj) is not dict:
             return _NO_ARGS
 
@@ -224,7 +237,7 @@ class Reader:
             held = len(self.buf) - self.pos
             if cut and held >= _MAX_VALUE:
                 raise BadJSON(f"one value is over {_MAX_VALUE >> 20} MB long", self.consumed + self.pos)
-            if cut and self._fill(max(_CHUNK, held)):  # doubling: a long value costs linear time
+            if cut and self._fill(min(max(_CHUNK, held), _MAX_VALUE - held)):  # doubling: linear time
                 continue
             raise BadJSON(err.msg, where)
 
@@ -323,6 +336,8 @@ class Reader:
             text = b"[" + buf[start : p + 1] + b"]"
             try:
                 batch = self._decode(text)
+            except UnicodeDecodeError:  # not UTF-8: the slow path reads it as Latin-1
+                break
             except msgspec.DecodeError as exc:
                 m = _TRAILING.search(str(exc))
                 if m is None:  # not an event boundary (inside a string or a nested value)
@@ -354,14 +369,14 @@ class Reader:
         try:
             return _EVENT.decode(raw)
         except msgspec.ValidationError:
-            return _event_from(_ANY.decode(raw))
+            return _event_from(_decoded(raw))
 
 
 # ================================================================================================
 # Opening a file or an archive member
 # ================================================================================================
-_EXPAND_RATIO = 200  # a compressed trace that expands more than this (real ones: 10-30x) ...
-_EXPAND_FLOOR = 1 << 30  # ... and past 1 GiB is refused as a decompression bomb
+_EXPAND_RATIO = 100  # a compressed trace that expands more than this (real ones: 10-30x) ...
+_EXPAND_FLOOR = 256 << 20  # ... and past 256 MiB is refused as a decompression bomb
 
 
 class TooLarge(OSError):
@@ -493,18 +508,26 @@ class Scan:
         self.bytes = 0
         self.seconds = 0.0
         self.truncated: str | None = None
-        self.bad_times = 0  # events left out for a non-finite, negative or absurd ts/dur
+        self.bad_times = 0  # events left out: ts/dur missing, not finite, negative or absurd
+        self.bad_shapes: set[Any] = set()  # keys of recorded shapes with a dimension that is not a count
         self.notes: list[str] = []
-
-
-def _decoded(raw: msgspec.Raw | None) -> Any:
-    return None if raw is None else _ANY.decode(raw)
 
 
 # Categories of the bulk of a trace that the analysis never reads: dropped per slice before the loop.
 _SKIP_CATS = frozenset({"python_function", "cpu_instant_event", "ac2g", "Trace", "fwdbwd", None})
 _MAX_TS = 1e19  # |ts| beyond this (us: 300,000 years; ns: 300 years since 1970) is not a time
 _MAX_DUR = 1e13  # one event longer than this (us: 116 days; ns: 2.8 h x 1000) is not a duration
+_MAX_BYTES = 1 << 50  # a copy's byte count beyond a petabyte is not one
+_MAX_DIM = 1 << 40  # a tensor dimension beyond this is not one
+
+
+def _sane(dims: Any, depth: int = 0) -> bool:
+    """Recorded shapes hold only lists and counts in [0, 2**40) (None and strings for non-tensors)."""
+    if type(dims) is int:
+        return 0 <= dims < _MAX_DIM
+    if type(dims) is list:
+        return depth < 8 and all(_sane(d, depth + 1) for d in dims)
+    return dims is None or type(dims) is str
 
 
 class _Keeper:
@@ -513,7 +536,6 @@ class _Keeper:
     def __init__(self, s: Scan) -> None:
         self.s = s
         self.n = 0
-        self.bad_times = 0  # events whose ts/dur are not finite, negative or absurdly large
         self.kinds: dict[Any, int] = {}
         self.names: dict[str, str] = {}
         self.threads: dict[Any, Any] = {}
@@ -538,10 +560,8 @@ class _Keeper:
             if not kind or e.ph != "X":
                 continue
             ts, dur = e.ts, e.dur
-            if type(ts) not in NUM or type(dur) not in NUM:
-                continue
-            if not (0 <= dur <= _MAX_DUR and -_MAX_TS <= ts <= _MAX_TS):  # also false for nan
-                self.bad_times += 1
+            if type(ts) not in NUM or type(dur) not in NUM or not (0 <= dur <= _MAX_DUR and -_MAX_TS <= ts <= _MAX_TS):
+                self.s.bad_times += 1  # missing, not a number, nan, negative or absurd
                 continue
             name = e.name
             if type(name) is not str:
@@ -563,7 +583,10 @@ class _Keeper:
                 if dev is None:
                     dev = e.pid
                 ext = args.ext if args.ext is not None else args.ext_legacy
-                s.gpu.append((ts, dur, dev, kind, name, args.correlation, ext, args.nbytes, args.stream))
+                nb = args.nbytes
+                if nb is not None and (type(nb) not in NUM or not 0 <= nb < _MAX_BYTES):
+                    nb = None
+                s.gpu.append((ts, dur, dev, kind, name, args.correlation, ext, nb, args.stream))
 
     def _op(self, e: Event, name: str, ts: float, dur: float, args: Args) -> None:
         s = self.s
@@ -583,7 +606,11 @@ class _Keeper:
             key = (bytes(args.dims), bytes(args.types) if args.types is not None else None)
             entry = s.sigs.get(key)
             if entry is None:
-                entry = s.sigs[key] = (key, _decoded(args.dims), _decoded(args.types))
+                dims = _decoded(args.dims)
+                if not _sane(dims):  # a dimension that is not a count: shapes treated as not recorded
+                    s.bad_shapes.add(key)
+                    dims = None
+                entry = s.sigs[key] = (key, dims, _decoded(args.types))
             s.op_sig.append(entry[0])  # the first copy of the key: the others are freed
         ext = args.ext
         s.op_ext.append(ext if type(ext) is int and -(2**63) <= ext < 2**63 else -1)
@@ -620,7 +647,7 @@ def scan(stream: Any, file: str) -> Scan:
             raise FootprintError(f"cannot read the trace ({exc})", file) from None
         s.truncated = str(exc)
     s.seconds = time.perf_counter() - t0
-    s.events, s.bytes, s.bad_times = keep.n, reader.nbytes, keep.bad_times
+    s.events, s.bytes = keep.n, reader.nbytes
     return finish(s, reader.saw_events, reader.meta, reader.not_utf8, file)
 
 
@@ -632,13 +659,18 @@ def finish(s: Scan, saw_events: bool, meta: dict[str, Any], not_utf8: int, file:
         raise FootprintError("no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", file, "traceEvents")
     if not_utf8:
         s.notes.append(
-            f"the trace is not UTF-8 (damaged, or written in another encoding): {not_utf8:,} values were "
-            "read as Latin-1, so names with other characters may read oddly"
+            f"the trace is not UTF-8 (damaged, or written in another encoding): {not_utf8:,} value(s) read as "
+            "Latin-1, so names with other characters may read oddly"
         )
     if s.bad_times:
         s.notes.append(
-            f"{s.bad_times:,} events skipped: their ts/dur are not finite, negative, or beyond any real trace "
-            f"(dur > {_MAX_DUR:g}, |ts| > {_MAX_TS:g}); the figures leave them out"
+            f"{s.bad_times:,} event(s) skipped: ts/dur missing, not numbers, not finite, negative or beyond any "
+            f"real trace (dur > {_MAX_DUR:g}, |ts| > {_MAX_TS:g}); the figures leave them out"
+        )
+    if s.bad_shapes:
+        s.notes.append(
+            f"recorded shapes dropped: {len(s.bad_shapes):,} distinct ones, holding a dimension that is not a count "
+            f"below {_MAX_DIM:,}; FLOPs are not available for the ops that recorded them"
         )
     s.meta = {k: v for k, v in meta.items() if k != "metadata"}
     return s
