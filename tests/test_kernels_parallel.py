@@ -81,11 +81,14 @@ def test_a_damaged_big_trace_is_reported_as_the_one_pass_reports_it(tmp_path: Pa
     assert any("ends early or is damaged" in w for w in par["warnings"])
 
 
-def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FOOTPRINT_TRACE_WORKERS", "3")
     assert parallel.workers() == 3
     monkeypatch.setenv("FOOTPRINT_TRACE_WORKERS", "x")
     assert 1 <= parallel.workers() <= 8
     monkeypatch.setenv("FOOTPRINT_TRACE_WORKERS", "1")
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
-    assert parallel.workers() == 1 and parallel.scan_parallel(TIMESFORMER, str(TIMESFORMER)) is None
+    path = _plain(HTA_NCCL, tmp_path)
+    assert parallel.workers() == 1 and parallel.scan_parallel(path, str(path)) is None
+    monkeypatch.setenv("FOOTPRINT_TRACE_WORKERS", "2")
+    assert parallel.scan_parallel(path, str(path)) is not None
