@@ -7,7 +7,6 @@ import difflib
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from footprint.cli import (
     assess_cmd,
@@ -113,9 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def emit(text: str, output: str | None) -> None:
     """Write to a file (saying so on stderr), or to stdout when there is no file or it is '-'."""
-    if output and output != "-":
-        Path(output).write_text(text)
-        print(f"wrote {output}", file=sys.stderr)
+    if output is not None and output != "-":
+        from footprint.outputs import shown, write_text
+
+        write_text(output, text)
+        print(f"wrote {shown(output)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
 

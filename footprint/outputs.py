@@ -1,0 +1,237 @@
+"""The one safe writer: every file and directory footprint writes goes through here.
+
+Why one module: a report, an export or a run record written over a device node, into `/`, through a symlink planted
+in the target directory, or half-written on a full disk loses or corrupts what a user measured. Here every write
+goes to a temporary file in the target's own directory, is fsynced, and is renamed over the target only when it is
+complete; what is not a regular file (a directory, a pipe, a device, a socket) is refused before anything is opened
+(opening a pipe would hang); a symlink is followed only to a regular file inside its own directory; and every
+OSError becomes one `FootprintError` line naming the path and the reason. Nothing partial is left behind.
+
+Directories (run records, fleet ledgers) are claimed with an exclusive `mkdir` (`claim_dir`), so two processes asking
+for the same name never share one, or built whole beside their target and renamed into place (`atomic_dir`).
+
+Imports only `footprint.errors`: every layer may write through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from footprint.errors import FootprintError
+
+MAX_SUFFIX = 10_000  # claim_dir tries name, name-2, ... name-MAX_SUFFIX before giving up
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A path as it is safe to print: control characters and terminal escapes as Python escapes."""
+    text = os.fspath(path)
+    return ascii(text)[1:-1] if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text) else text
+
+
+def _fail(path: str | os.PathLike[str], reason: str) -> FootprintError:
+    return FootprintError(f"cannot write {shown(path)}: {reason}")
+
+
+def _reason(e: OSError) -> str:
+    if e.errno == errno.ENOSPC:
+        return "no space left on the device"
+    if e.errno == errno.EFBIG:
+        return "file size limit exceeded"
+    if e.errno in (errno.EROFS,):
+        return "read-only file system"
+    return e.strerror or type(e).__name__
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_file_target(path: str | os.PathLike[str], *, replace: bool = True, make_parents: bool = True) -> Path:
+    """The path a file will really be written to, or a FootprintError saying why not (before any work is done).
+
+    A symlink is followed only when it names an existing regular file in its own directory; anything else at the
+    path that is not a regular file is refused, and so is an existing file when `replace` is false."""
+    raw = os.fspath(path)
+    if not raw or not raw.strip():
+        raise _fail(raw, "the path is empty")
+    p = Path(raw)
+    if raw.endswith(os.sep) or p.name in ("", ".", ".."):
+        raise _fail(raw, "names a directory, not a file")
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise _fail(raw, _reason(e)) from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        p = _follow(p)
+        st = os.stat(p)
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(raw, f"{_kind(st.st_mode)} is there, not a regular file")
+        if not replace:
+            raise _fail(raw, "it exists (pass --force to replace it)")
+    _check_parent(p, raw, make_parents)
+    return p
+
+
+def _follow(link: Path) -> Path:
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise _fail(link, "a symlink that leads nowhere (dangling or looping)") from None
+    if target.parent != link.parent.resolve():
+        raise _fail(link, f"a symlink out of its directory (to {shown(target)}); refusing to follow it")
+    return target
+
+
+def _check_parent(p: Path, raw: str, make_parents: bool) -> None:
+    parent = p.parent
+    try:
+        if make_parents and not parent.exists():
+            parent.mkdir(parents=True)
+        if not parent.is_dir():
+            raise _fail(raw, f"its directory {shown(parent)} is not a directory")
+    except FileExistsError:
+        raise _fail(raw, f"a part of {shown(parent)} is a file, not a directory") from None
+    except NotADirectoryError:
+        raise _fail(raw, f"a part of {shown(parent)} is a file, not a directory") from None
+    except OSError as e:
+        raise _fail(raw, _reason(e)) from None
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], *, replace: bool = True) -> Iterator[Path]:
+    """A temporary path beside `path` to write to (for libraries that take a file name: pyarrow, matplotlib,
+    DuckDB's COPY); renamed over `path` when the block ends without error, removed otherwise."""
+    target = check_file_target(path, replace=replace)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:80]}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        _fsync_file(tmp)
+        if not replace and target.exists():
+            raise _fail(path, "it appeared while it was being written; left as it was")
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, replace: bool = True) -> Path:
+    """Write `data` to `path` whole or not at all; returns the path written."""
+    with atomic_path(path, replace=replace) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+    return Path(os.fspath(path))
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, replace: bool = True) -> Path:
+    """Write `text` as UTF-8 to `path` whole or not at all; returns the path written."""
+    return write_bytes(path, text.encode("utf-8"), replace=replace)
+
+
+def _fsync_file(p: Path) -> None:
+    with open(p, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(d: Path) -> None:
+    with contextlib.suppress(OSError):  # some file systems refuse a directory fsync; the rename stands
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def check_dir_target(path: str | os.PathLike[str]) -> Path:
+    """A directory path footprint may create or fill: not empty, not `/`, not a symlink, not a non-directory."""
+    raw = os.fspath(path)
+    if not raw or not raw.strip():
+        raise _fail(raw, "the path is empty")
+    p = Path(raw)
+    if p.resolve() == Path(p.anchor or "/").resolve():
+        raise _fail(raw, "refusing to write into the root directory; name a directory for the output")
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p
+    except OSError as e:
+        raise _fail(raw, _reason(e)) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _fail(raw, "a symlink; name the directory itself")
+    if not stat.S_ISDIR(st.st_mode):
+        raise _fail(raw, f"{_kind(st.st_mode)} is there, not a directory")
+    return p
+
+
+def claim_dir(parent: str | os.PathLike[str], name: str) -> Path:
+    """Create and return a new directory `parent/name`, or `name-2`, `name-3`, ... if taken: an exclusive mkdir, so
+    processes and threads that ask for one name at the same moment each get their own."""
+    base = check_dir_target(parent)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _fail(parent, _reason(e)) from None
+    for i in range(1, MAX_SUFFIX + 1):
+        candidate = base / (name if i == 1 else f"{name}-{i}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise _fail(candidate, _reason(e)) from None
+    raise _fail(base / name, f"{MAX_SUFFIX} directories of that name already exist")
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterator[Path]:
+    """A temporary directory beside `path` to fill; renamed to `path` when the block ends without error (an existing
+    directory is replaced only when `replace` is true), removed otherwise."""
+    target = check_dir_target(path)
+    if target.exists() and not replace:
+        raise _fail(path, "it exists (pass --force to replace it)")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name[:80]}.", suffix=".tmp", dir=target.parent))
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    try:
+        yield tmp
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name[:80]}.", suffix=".old", dir=target.parent))
+            os.replace(target, old / "x")
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
