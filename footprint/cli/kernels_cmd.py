@@ -74,7 +74,8 @@ def analyze(args: argparse.Namespace) -> int:
         from footprint.kernels.multirank import analyze_ranks, render_ranks
         from footprint.kernels.render import to_json
 
-        result = analyze_ranks(args.trace, power=args.power, steps=args.steps)
+        options = {"include_unlinked": True} if getattr(args, "include_unlinked", False) else {}
+        result = analyze_ranks(args.trace, power=args.power, steps=args.steps, **options)
         emit(to_json(result) if args.format == "json" else render_ranks(result), args.output)
         return 0
     from footprint.kernels.trace import main_analyze

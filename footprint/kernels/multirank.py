@@ -189,13 +189,14 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def analyze_ranks(
-    target: str | Path, power: str | Path | None = None, steps: str | int = "steady", top: int = 0
+    target: str | Path, power: str | Path | None = None, steps: str | int = "steady", top: int = 0, **options: Any
 ) -> dict[str, Any]:
-    """Every rank's trace in `target` (a directory or a tar archive), analysed one at a time; see the module docstring."""
+    """Every rank's trace in `target` (a directory or a tar archive), analysed one at a time; see the module
+    docstring. `options` go to `analyze_trace` for every rank."""
     sources = rank_sources(target)
     rows, found, warnings = [], [], []
     for source in sources:
-        r = analyze_trace(source, power=power, top=top, steps=steps)
+        r = analyze_trace(source, power=power, top=top, steps=steps, **options)
         rows.append(_row(source, r))
         found.append(_rank_of(source, r))
     _assign_ranks(rows, found, warnings)
