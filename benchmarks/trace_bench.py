@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -71,7 +72,7 @@ def build(src: Path, out: Path, target_mb: float) -> tuple[int, int]:
         data = json.load(f)
     events = data.pop("traceEvents")
     one = sum(len(kineto_text(e)) + 2 for e in events)
-    copies = max(1, int(target_mb * 1e6 // one) + 1)
+    copies = max(1, math.ceil(target_mb * 1e6 / one))
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
     span = max(e["ts"] + (e.get("dur") or 0) for e in timed) - min(e["ts"] for e in timed)
     ids = [
