@@ -30,7 +30,10 @@ _LOOK = 4 << 20  # how far past a nominal cut to look for a line-broken entry bo
 
 
 def workers() -> int:
-    """Processes to use: FOOTPRINT_TRACE_WORKERS if set (1 = sequential), else the usable cores (at most 8)."""
+    """Processes to use: FOOTPRINT_TRACE_WORKERS if set (1 = sequential), else one per idle core (at most 8).
+
+    Idle = usable cores - the 1-minute load average, this process's core counted: on a machine whose
+    cores are busy, splitting costs more (forks, pickling, contention) than it saves, so it reads alone."""
     env = os.environ.get("FOOTPRINT_TRACE_WORKERS", "").strip()
     if env.isdigit() and int(env) >= 1:
         return min(int(env), 64)
@@ -38,7 +41,11 @@ def workers() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    try:
+        idle = cores - os.getloadavg()[0]
+    except OSError:
+        idle = cores
+    return max(1, min(cores, 8, int(idle) + 1))
 
 
 class _Range:
