@@ -376,7 +376,7 @@ class Reader:
 # Opening a file or an archive member
 # ================================================================================================
 _EXPAND_RATIO = 100  # a compressed trace that expands more than this (real ones: 10-30x) ...
-_EXPAND_FLOOR = 256 << 20  # ... and past 256 MiB is refused as a decompression bomb
+_EXPAND_FLOOR = 64 << 20  # ... and past 64 MiB is refused as a decompression bomb
 
 
 class TooLarge(OSError):
