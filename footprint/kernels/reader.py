@@ -10,9 +10,16 @@ slice is decoded by msgspec into typed structs whose ``args`` stay raw bytes (mo
 ``python_function`` and are never looked at again); only the events the analysis uses have their
 ``args`` decoded. A slice that is not plain Kineto layout (an event larger than the buffer, a value of
 an unexpected type) falls back to decoding one event at a time with the standard library's C scanner,
-which also finds the exact position of a damaged or truncated file. Memory stays flat whatever the
-file size: the buffer, one slice's events, and per event a few numbers (names, threads and shapes
-interned).
+which also finds the exact position of a damaged or truncated file. The categories never read
+(``python_function``, flows, instant events) are dropped per slice before the per-event loop. Memory
+stays flat whatever the file size: the buffer, one slice's events, and per kept event a few numbers
+(names, threads and shapes interned). A big plain ``.json`` is read by worker processes (`parallel`).
+
+Malformed input: a kept event whose ts/dur is missing, not a number, NaN, infinite, negative or absurd
+(`_MAX_TS`, `_MAX_DUR`) is skipped and counted; recorded shapes with a dimension that is not a count
+are dropped (no FLOPs rather than inf); bytes that are not UTF-8 are read as Latin-1; one value over
+`_MAX_VALUE` ends the pass; a compressed trace expanding past `_EXPAND_RATIO` x its size (and
+`_EXPAND_FLOOR`) is refused. Each leaves a note, or a one-line FootprintError when nothing is usable.
 """
 
 from __future__ import annotations
