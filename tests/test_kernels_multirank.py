@@ -200,3 +200,17 @@ def test_bad_targets_are_one_line_errors(tmp_path: Path, what: str) -> None:
     target = {"empty": tmp_path, "missing": tmp_path / "nope", "single file": TIMESFORMER}[what]
     with pytest.raises(FootprintError):
         analyze_ranks(target)
+
+
+def test_an_unreadable_rank_is_left_out_and_said(tmp_path: Path) -> None:
+    with tarfile.open(DLRM) as tf:
+        tf.extractall(tmp_path, filter="data")
+    ranks = tmp_path / "dlrm_kineto"
+    victim = sorted(ranks.iterdir())[0]
+    victim.write_bytes(b"\x1f\x8b garbage")
+    d = analyze_ranks(ranks)
+    assert len(d["ranks"]) == 7 and any("left out, unreadable" in w and victim.name in w for w in d["warnings"])
+    for p in ranks.iterdir():
+        p.write_text("not json")
+    with pytest.raises(FootprintError, match="not valid JSON"):
+        analyze_ranks(ranks)

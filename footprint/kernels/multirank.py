@@ -195,10 +195,18 @@ def analyze_ranks(
     docstring. `options` go to `analyze_trace` for every rank."""
     sources = rank_sources(target)
     rows, found, warnings = [], [], []
+    failed: list[FootprintError] = []
     for source in sources:
-        r = analyze_trace(source, power=power, top=top, steps=steps, **options)
+        try:
+            r = analyze_trace(source, power=power, top=top, steps=steps, **options)
+        except FootprintError as exc:  # one unreadable rank: the others are still analysed, and it is said
+            failed.append(exc)
+            warnings.append(f"left out, unreadable: {exc}")
+            continue
         rows.append(_row(source, r))
         found.append(_rank_of(source, r))
+    if not rows:
+        raise failed[0]
     _assign_ranks(rows, found, warnings)
     devices = {x["device"] for x in rows}
     if len(devices) > 1:
