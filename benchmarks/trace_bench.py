@@ -23,6 +23,7 @@ import gzip
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,10 +45,12 @@ from hta.trace_analysis import TraceAnalysis
 cfg = ParserConfig.get_default_cfg()
 cfg.set_parser_backend(ParserBackend(sys.argv[3]))
 ParserConfig.set_default_cfg(cfg)
-t = time.perf_counter()
+def cpu():
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+c, t = cpu(), time.perf_counter()
 a = TraceAnalysis(trace_files={0: sys.argv[1]}, trace_dir=sys.argv[2])
-dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+dt, dc = time.perf_counter() - t, cpu() - c
+print(json.dumps({"seconds": dt, "cpu_seconds": dc, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   "events": int(len(a.t.get_trace(0)))}))
 """
 
@@ -131,6 +134,7 @@ def cli(path: Path, workers: str | None) -> dict:
         env["FOOTPRINT_TRACE_WORKERS"] = workers
     argv = [sys.executable, "-m", "footprint.cli", "kernels", "analyze", str(path), "--format", "json"]
     seen: dict[int, int] = {}
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
@@ -143,12 +147,14 @@ def cli(path: Path, workers: str | None) -> dict:
     w.start()
     out, err = p.communicate(timeout=1800)
     dt = time.perf_counter() - t
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     w.join()
     if p.returncode != 0:
         raise RuntimeError(err.decode()[-2000:])
     r = json.loads(out)
     return {
         "seconds": dt,
+        "cpu_seconds": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime),
         "peak_mb": sum(seen.values()) / 1024,
         "busy_us": r["busy_time_us"],
         "kernels": r["launch_overhead"]["kernels"],
@@ -224,6 +230,11 @@ def main() -> int:
         print(
             f"ratio HTA parse / footprint whole CLI, per round: {spread([x / y for x, y in zip(h, s, strict=True)], '{:.1f}')}x "
             f"(1 worker: {spread([x / y for x, y in zip(h, s1, strict=True)], '{:.1f}')}x)"
+        )
+        hc, oc = [r["cpu_seconds"] for r in hta], [r["cpu_seconds"] for r in ours]
+        print(
+            f"CPU time (user + system, all processes): footprint CLI {spread(oc)} s, HTA parse {spread(hc)} s; "
+            f"ratio per round {spread([x / y for x, y in zip(hc, oc, strict=True)], '{:.1f}')}x"
         )
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
