@@ -24,7 +24,6 @@ are dropped (no FLOPs rather than inf); bytes that are not UTF-8 are read as Lat
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import re
@@ -629,8 +628,10 @@ class _Keeper:
             is_launch = self.launches[name] = LAUNCH.search(name) is not None
         if corr is not None and is_launch:
             th = (e.pid, e.tid)
-            with contextlib.suppress(TypeError):  # an unhashable correlation is skipped
+            try:  # noqa: SIM105 - contextlib.suppress costs a context manager per launch in the hot loop
                 self.s.launch[corr] = (ts, dur, self.threads.setdefault(th, th), name)
+            except TypeError:  # an unhashable correlation is skipped
+                pass
 
 
 def scan(stream: Any, file: str) -> Scan:
