@@ -214,3 +214,13 @@ def test_an_unreadable_rank_is_left_out_and_said(tmp_path: Path) -> None:
         p.write_text("not json")
     with pytest.raises(FootprintError, match="not valid JSON"):
         analyze_ranks(ranks)
+
+
+def test_ranks_in_worker_processes_equal_ranks_one_by_one(dlrm: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from footprint.kernels import multirank
+
+    monkeypatch.setenv("FOOTPRINT_TRACE_WORKERS", "3")
+    assert multirank.workers() == 3
+    assert analyze_ranks(DLRM, **ALL_EVENTS) == dlrm
+    monkeypatch.setenv("FOOTPRINT_TRACE_WORKERS", "1")
+    assert analyze_ranks(DLRM, **ALL_EVENTS) == dlrm

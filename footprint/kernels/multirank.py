@@ -1,8 +1,9 @@
 """Several ranks' traces analysed together: per-rank step time, the straggler, communication overlap, energy.
 
 A distributed job writes one PyTorch profiler trace per rank (a directory, or a tar archive of them).
-Each is analysed by `analysis.analyze_trace` on its own (the same conventions as one trace), one at a
-time, keeping only a row of figures per rank, so memory does not grow with the number of ranks. The
+Each is analysed by `analysis.analyze_trace` on its own (the same conventions as one trace; in worker
+processes, one per idle core, when there are several), keeping only a row of figures per rank, so memory
+does not grow with the number of ranks. The
 figures follow Holistic Trace Analysis (HTA), which is the reference for multi-rank traces:
 
 - temporal breakdown (HTA's `get_temporal_breakdown`): over the GPU span (first start to last end),
@@ -19,19 +20,22 @@ figures follow Holistic Trace Analysis (HTA), which is the reference for multi-r
 - energy per rank: `--power RUN_DIR` attributes the run's samples of each rank's GPU (matched by the
   trace's device index) to that rank's trace window, as for one trace; without it, null.
 
-Imports kernels' analysis and reader only.
+Imports kernels' analysis, parallel (the worker count) and render; the catalogue from footprint.lca.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 import statistics
 import tarfile
+import threading
 from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
 from footprint.kernels.analysis import analyze_trace
+from footprint.kernels.parallel import workers
 from footprint.kernels.render import format_us
 
 TRACE_NAME = re.compile(r"\.json(\.gz)?$")
@@ -188,25 +192,44 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _one_rank(job: tuple[str, Any, Any, int, dict[str, Any]]) -> tuple[dict[str, Any], int | None] | str:
+    """One rank's row and number, or the one-line reason it could not be read."""
+    source, power, steps, top, options = job
+    try:
+        r = analyze_trace(source, power=power, top=top, steps=steps, **options)
+    except FootprintError as exc:
+        return str(exc)
+    return _row(source, r), _rank_of(source, r)
+
+
+def _each_rank(jobs: list[tuple[str, Any, Any, int, dict[str, Any]]]) -> list[Any]:
+    """`_one_rank` over the ranks: in worker processes, one per idle core, when there are several of both."""
+    n = min(workers(), len(jobs))
+    if n < 2 or threading.active_count() > 1 or multiprocessing.current_process().daemon:
+        return [_one_rank(j) for j in jobs]
+    from footprint.lca.database import db
+
+    db().gpus  # noqa: B018 - loaded once here, inherited by every worker through the fork
+    with multiprocessing.get_context("fork").Pool(n) as pool:
+        return pool.map(_one_rank, jobs, chunksize=1)
+
+
 def analyze_ranks(
     target: str | Path, power: str | Path | None = None, steps: str | int = "steady", top: int = 0, **options: Any
 ) -> dict[str, Any]:
-    """Every rank's trace in `target` (a directory or a tar archive), analysed one at a time; see the module
-    docstring. `options` go to `analyze_trace` for every rank."""
+    """Every rank's trace in `target` (a directory or a tar archive), each analysed on its own (in worker
+    processes when cores are idle); see the module docstring. `options` go to `analyze_trace` for every rank."""
     sources = rank_sources(target)
     rows, found, warnings = [], [], []
-    failed: list[FootprintError] = []
-    for source in sources:
-        try:
-            r = analyze_trace(source, power=power, top=top, steps=steps, **options)
-        except FootprintError as exc:  # one unreadable rank: the others are still analysed, and it is said
-            failed.append(exc)
-            warnings.append(f"left out, unreadable: {exc}")
+    for got in _each_rank([(s, power, steps, top, options) for s in sources]):
+        if isinstance(got, str):  # one unreadable rank: the others are still analysed, and it is said
+            warnings.append(f"left out, unreadable: {got}")
             continue
-        rows.append(_row(source, r))
-        found.append(_rank_of(source, r))
+        rows.append(got[0])
+        found.append(got[1])
     if not rows:
-        raise failed[0]
+        analyze_trace(sources[0], power=power, top=top, steps=steps, **options)  # raises the first rank's error
+        raise FootprintError("no rank's trace could be read", str(target))
     _assign_ranks(rows, found, warnings)
     devices = {x["device"] for x in rows}
     if len(devices) > 1:

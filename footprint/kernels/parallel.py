@@ -147,8 +147,8 @@ def scan_parallel(path: Path, file: str, meanwhile: Callable[[], Any] | None = N
         size = path.stat().st_size
     except OSError:
         return None
-    if n < 2 or size < MIN_BYTES or threading.active_count() > 1:  # forking a threaded process is unsafe
-        return None
+    if n < 2 or size < MIN_BYTES or threading.active_count() > 1 or multiprocessing.current_process().daemon:
+        return None  # forking a threaded process is unsafe; a pool's worker may not have children
     t0 = time.perf_counter()
     with open(path, "rb") as fh:
         magic = fh.read(262)
