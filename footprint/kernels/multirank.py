@@ -29,13 +29,12 @@ import multiprocessing
 import re
 import statistics
 import tarfile
-import threading
 from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
 from footprint.kernels.analysis import analyze_trace
-from footprint.kernels.parallel import workers
+from footprint.kernels.parallel import can_fork, workers
 from footprint.kernels.render import format_us
 
 TRACE_NAME = re.compile(r"\.json(\.gz)?$")
@@ -205,7 +204,7 @@ def _one_rank(job: tuple[str, Any, Any, int, dict[str, Any]]) -> tuple[dict[str,
 def _each_rank(jobs: list[tuple[str, Any, Any, int, dict[str, Any]]]) -> list[Any]:
     """`_one_rank` over the ranks: in worker processes, one per idle core, when there are several of both."""
     n = min(workers(), len(jobs))
-    if n < 2 or threading.active_count() > 1 or multiprocessing.current_process().daemon:
+    if n < 2 or not can_fork():
         return [_one_rank(j) for j in jobs]
     from footprint.lca.database import db
 

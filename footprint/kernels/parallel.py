@@ -48,6 +48,16 @@ def workers() -> int:
     return max(1, min(cores, 8, int(idle) + 1))
 
 
+def can_fork() -> bool:
+    """Whether worker processes may be forked here: not on a platform without fork, not from a threaded
+    process (a lock held by another thread would stay held in the child), not from a pool's worker."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not multiprocessing.current_process().daemon
+    )
+
+
 class _Range:
     """The bytes [start, end) of a file followed by the ']' that closes the array there (end None: to EOF)."""
 
@@ -147,8 +157,8 @@ def scan_parallel(path: Path, file: str, meanwhile: Callable[[], Any] | None = N
         size = path.stat().st_size
     except OSError:
         return None
-    if n < 2 or size < MIN_BYTES or threading.active_count() > 1 or multiprocessing.current_process().daemon:
-        return None  # forking a threaded process is unsafe; a pool's worker may not have children
+    if n < 2 or size < MIN_BYTES or not can_fork():
+        return None
     t0 = time.perf_counter()
     with open(path, "rb") as fh:
         magic = fh.read(262)
