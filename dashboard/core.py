@@ -358,7 +358,7 @@ def categories_table(a: Assessment, base: Assessment | None = None) -> list[dict
             row["Change"] = change(r.total, b.total) or "0.0%"
         row["Low - high"] = f"{num(r.low)} - {num(r.high)}"
         for stage, label in STAGE_LABELS.items():
-            row[label] = pct(r.share(stage))
+            row[label] = r.stage_text(stage)
         rows.append(row)
     return rows
 

@@ -9,13 +9,14 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
-from footprint.kernels.render import format_us
+from footprint.kernels.render import format_us, launchless
 from footprint.lca.assessment import num
 
 TOP = 20
 MAX_TRACE_UPLOAD_MB = 50  # a trace upload larger than this is refused (the scenario upload's limit is 1 MB)
 EXAMPLE_TRACE = Path(__file__).resolve().parents[1] / "examples" / "traces" / "cpu_training.json.gz"
 SOURCES = ("Example: CPU training trace (examples/)", "Upload a trace", "Path on this machine")
+MODES = ("Analyse a trace", "Compare two traces")
 
 
 def analyzer() -> tuple[Any, str | None]:
@@ -31,12 +32,15 @@ def analyzer() -> tuple[Any, str | None]:
 
 
 @st.cache_data(show_spinner="Analysing the trace ...", max_entries=16)
-def analyse(path: str, mtime: float, size: int, power: str | None, power_mtime: float | None) -> dict[str, Any]:
+def analyse(
+    path: str, mtime: float, size: int, power: str | None, power_mtime: float | None, include_unlinked: bool = False
+) -> dict[str, Any]:
     """analyze_trace(path[, power=run_dir]), cached until the trace (or the run) changes."""
     fn, why = analyzer()
     if fn is None:
         raise RuntimeError(why)
-    result = fn(path, power=power, top=TOP) if power else fn(path, top=TOP)
+    kw = {"include_unlinked": True} if include_unlinked else {}
+    result = fn(path, power=power, top=TOP, **kw) if power else fn(path, top=TOP, **kw)
     return result.to_dict() if hasattr(result, "to_dict") else dict(result)
 
 
@@ -124,6 +128,7 @@ def show_analysis(r: dict[str, Any]) -> None:
         )
     else:
         st.markdown(f"**GPU:** {d.get('name') or 'unknown model'}: not in the catalogue, peaks not available")
+    show_launchless(r)
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("GPU time (trace)", format_us(r["total_time_us"]))
     c2.metric("Busy", format_us(r["busy_time_us"]), help="union of kernel, memcpy and memset intervals")
@@ -229,6 +234,19 @@ def show_analysis(r: dict[str, Any]) -> None:
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in (r.get("conventions") or {}).items()))
 
 
+def show_launchless(r: dict[str, Any]) -> None:
+    """A warning per launchless bucket (TraceLens' linked-event rule: counted only with the option)."""
+    for text, counted in launchless(r):
+        st.warning(
+            f"{text}: "
+            + (
+                "counted, as asked; the first step is charged for them."
+                if counted
+                else "not counted in any figure below (TraceLens' rule); tick 'Count launchless GPU events' to count them."
+            )
+        )
+
+
 def show_generic(d: dict[str, Any]) -> None:
     """Fallback for a result of another shape: scalars, then each section as JSON."""
     st.dataframe([{"": k, "value": str(v)} for k, v in d.items() if not isinstance(v, (dict, list))], hide_index=True, **ui.WIDE)
@@ -249,6 +267,9 @@ def render(samples: int) -> None:
     if fn is None:
         st.warning(f"Kernel analysis is not available in this installation: {why}.")
         return
+    if st.radio("Mode", MODES, key="k_mode", horizontal=True) == MODES[1]:
+        render_diff()
+        return
     source = st.radio("Trace", SOURCES, key="k_source", horizontal=True)
     path = trace_path(source)
     run_text = st.text_input(
@@ -256,6 +277,12 @@ def render(samples: int) -> None:
         key="k_run",
         help="A run recorded by footprint.track during the profiled steps: its power samples "
         "are aligned with the timeline (footprint kernels analyze --power RUN)",
+    )
+    include = st.checkbox(
+        "Count launchless GPU events",
+        key="k_unlinked",
+        help="GPU events with no launch call in the recording (mostly the previous iteration's queue, carried over "
+        "from before it) are left out by default, as in TraceLens (footprint kernels analyze --include-unlinked)",
     )
     if path is None:
         return
@@ -266,7 +293,12 @@ def render(samples: int) -> None:
     stat = path.stat()
     try:
         result = analyse(
-            str(path), stat.st_mtime, stat.st_size, str(run) if run else None, (run / "run.json").stat().st_mtime if run else None
+            str(path),
+            stat.st_mtime,
+            stat.st_size,
+            str(run) if run else None,
+            (run / "run.json").stat().st_mtime if run else None,
+            include,
         )
     except core.USER_ERRORS as exc:
         ui.show_user_error(exc)
@@ -309,8 +341,14 @@ def trace_path(source: str) -> Path | None:
 
         suffix = ".json.gz" if content[:2] == b"\x1f\x8b" else ".json"
         target = Path(tempfile.gettempdir()) / f"footprint-trace-{hashlib.sha256(content).hexdigest()[:16]}{suffix}"
-        if not target.exists():
-            target.write_bytes(content)
+        from footprint.errors import FootprintError
+        from footprint.outputs import write_bytes
+
+        try:  # through the safe writer: a link planted at this predictable name in /tmp is refused, not followed
+            write_bytes(target, content)
+        except FootprintError as exc:
+            st.error(f"footprint: error: {exc}")
+            return None
         return target
     text = st.text_input("Profiler trace path", key="k_path", placeholder="e.g. traces/step.json.gz")
     if not text.strip():
@@ -321,3 +359,134 @@ def trace_path(source: str) -> Path | None:
         st.error(f"footprint: error: {path}: no such trace file")
         return None
     return path
+
+
+# ---- two traces compared (footprint kernels diff) -----------------------------------------------------------
+@st.cache_data(show_spinner="Comparing the traces ...", max_entries=8)
+def compare(
+    a: str, a_mtime: float, b: str, b_mtime: float, include: bool, train_steps: int, gpus: int, gpu: str
+) -> dict[str, Any]:
+    """diff_traces(a, b, ...), cached until either trace changes."""
+    from footprint.kernels.diff import diff_traces
+
+    size = {"train_steps": train_steps, "gpus": gpus, "gpu": gpu or None} if train_steps else {}
+    return diff_traces(a, b, include_unlinked=include, **size)
+
+
+def _diff_path(label: str, key: str) -> Path | None:
+    text = st.text_input(label, key=key, placeholder="e.g. traces/before.json.gz")
+    if not text.strip():
+        return None
+    path = Path(text.strip()).expanduser()
+    if not path.is_file():
+        st.error(f"footprint: error: {path}: no such trace file")
+        return None
+    return path
+
+
+def render_diff() -> None:
+    """Two traces of the same model compared, as `footprint kernels diff A B --train-steps N --gpus N`."""
+    c1, c2 = st.columns(2)
+    with c1:
+        a = _diff_path("Trace A (before)", "k_diff_a")
+    with c2:
+        b = _diff_path("Trace B (after)", "k_diff_b")
+    c1, c2, c3 = st.columns(3)
+    steps = int(c1.number_input("Training steps of the run (0: no footprint)", 0, 10**12, 0, key="k_diff_steps"))
+    gpus = int(c2.number_input("GPUs", 1, 10**7, 1, key="k_diff_gpus"))
+    gpu = c3.text_input("GPU (catalogue name; default trace A's)", key="k_diff_gpu")
+    include = st.checkbox("Count launchless GPU events", key="k_diff_unlinked")
+    if a is None or b is None:
+        st.info("Give the paths of two traces of the same model (A before a change, B after).")
+        return
+    try:
+        d = compare(str(a), a.stat().st_mtime, str(b), b.stat().st_mtime, include, steps, gpus, gpu.strip())
+    except core.USER_ERRORS as exc:
+        ui.show_user_error(exc)
+        return
+    st.session_state["k_diff"] = d
+    show_diff(d)
+
+
+def show_diff(d: dict[str, Any]) -> None:
+    """Totals with their change, kernel classes (table and chart), the ops that changed most, the footprint."""
+    st.caption(f"A: {d['a']['source']} ({d['a']['device']}); B: {d['b']['source']} ({d['b']['device']}). Basis: {d['basis']}.")
+    t = d["totals"]
+    cols = st.columns(4)
+    for col, key, label, fmt in zip(
+        cols,
+        ("step_time_us", "busy_time_us", "matrix_tflops_per_s", "mfu"),
+        ("Step time (B)", "GPU busy (B)", "Matrix TFLOP/s (B)", "MFU (B)"),
+        (format_us, format_us, num, lambda v: _pct(v, 100, 2)),
+        strict=True,
+    ):
+        f = t[key]
+        delta = None if f["delta"] is None else (fmt(abs(f["delta"])) if f["delta"] >= 0 else "-" + fmt(-f["delta"]))
+        col.metric(
+            label, fmt(f["b"]) if f["b"] is not None else "n/a", delta=delta, delta_color="inverse" if "time" in key else "normal"
+        )
+    rows, chart = [], []
+    for c, e in d["by_category"].items():
+        ta, tb = e["time_us"]["a"] or 0.0, e["time_us"]["b"] or 0.0
+        if not (ta or tb):
+            continue
+        rows.append(
+            {
+                "Kernel class": c,
+                "Time A": format_us(ta),
+                "Time B": format_us(tb),
+                "Change": _pct(e["time_us"]["relative"], 100),
+                "TFLOP/s A": num(e["tflops_per_s"]["a"]),
+                "TFLOP/s B": num(e["tflops_per_s"]["b"]),
+                "% of peak A": _pct(e["pct_of_peak"]["a"]),
+                "% of peak B": _pct(e["pct_of_peak"]["b"]),
+            }
+        )
+        chart += [{"class": c, "trace": "A", "time_us": ta}, {"class": c, "trace": "B", "time_us": tb}]
+    st.subheader("Kernel classes")
+    st.dataframe(rows, hide_index=True, **ui.WIDE)
+    ui.vega(
+        chart,
+        {
+            "mark": {"type": "bar"},
+            "height": max(120, 40 * len(rows)),
+            "encoding": {
+                "y": {"field": "class", "type": "nominal", "title": None},
+                "yOffset": {"field": "trace"},
+                "x": {"field": "time_us", "type": "quantitative", "title": "kernel time (us)"},
+                "color": {"field": "trace", "type": "nominal", "scale": {"range": ui.PALETTE[:2]}},
+                "tooltip": [{"field": "class"}, {"field": "trace"}, {"field": "time_us", "format": ",.1f"}],
+            },
+        },
+    )
+    st.subheader("Ops that changed most")
+    st.dataframe(
+        [
+            {
+                "Op": o["name"],
+                "Shape": o["shapes"] or "",
+                "In": o["in"],
+                "Time A": format_us(o["time_us"]["a"]),
+                "Time B": format_us(o["time_us"]["b"]),
+                "Change": _pct(o["time_us"]["relative"], 100),
+            }
+            for o in d["ops"]
+        ],
+        hide_index=True,
+        **ui.WIDE,
+    )
+    fp = d.get("footprint")
+    if fp:
+        st.subheader(f"Footprint of the training run ({fp['size']}, {fp['gpu']})")
+        rows = [{"": "GPU-hours", "Unit": "h"} | _abd(fp["gpu_hours"]), {"": "IT energy", "Unit": "kWh"} | _abd(fp["energy_kwh"])]
+        rows += [{"": c["name"], "Unit": c["unit"]} | _abd(c) for c in fp["categories"].values()]
+        st.dataframe(rows, hide_index=True, **ui.WIDE)
+        st.caption(fp["method"])
+    if d.get("warnings"):
+        with st.expander(f"Warnings ({len(d['warnings'])})"):
+            for w in d["warnings"]:
+                st.markdown(f"- {w}")
+
+
+def _abd(f: dict[str, Any]) -> dict[str, str]:
+    return {"A": num(f["a"]), "B": num(f["b"]), "B - A": num(f["delta"]), "Change": _pct(f["relative"], 100)}

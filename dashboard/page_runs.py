@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
+from footprint.escaping import md_text
 from footprint.lca.assessment import num, pct_sig, training_facts
 from footprint.reports import palette
 from footprint.tracking.runrecord import device_labels
@@ -46,12 +47,12 @@ def _pick_run() -> Path | None:
         return None
     root = Path(text.strip()).expanduser()
     if not root.is_dir():
-        st.info(f"{root} is not a folder. Give a runs folder (e.g. runs) or a run directory with a run.json.")
+        st.info(f"{md_text(root)} is not a folder. Give a runs folder (e.g. runs) or a run directory with a run.json.")
         return None
     runs = core.find_runs(root)
     if not runs:
         st.info(
-            f"No run directory (with a run.json) in {root}. Record one with `footprint run --name NAME -- "
+            f"No run directory (with a run.json) in {md_text(root)}. Record one with `footprint run --name NAME -- "
             "python train.py` or `footprint.track(...)`."
         )
         return None
@@ -60,7 +61,7 @@ def _pick_run() -> Path | None:
     names = [p.name for p in runs]
     wanted = ss.pop("run_link_wanted", None)
     if wanted and wanted not in names:
-        st.warning(f"No run {wanted!r} in {root} (from the link); showing the newest one.")
+        st.warning(f"No run {md_text(repr(wanted))} in {md_text(root)} (from the link); showing the newest one.")
     if ss.get("run_pick") not in names:
         ss["run_pick"] = names[-1]
     name = st.selectbox("Run", names, key="run_pick")
@@ -322,15 +323,15 @@ def render(samples: int) -> None:
         ui.show_user_error(exc)
         return
     except OSError as exc:
-        st.error(f"footprint: error: {run_dir}: {exc}")
+        st.error(md_text(f"footprint: error: {run_dir}: {exc}"))
         return
     opened = st.session_state.setdefault("opened_runs", [])
     if str(run_dir) not in opened:
         opened.append(str(run_dir))
     rec = run["record"]
     energy = rec.get("energy") or {}
-    st.subheader(str(rec.get("name") or run_dir.name))
-    st.caption(f"Link to this run: `?run={run_dir}` (or `?run={run_dir.name}` for a run in ./runs).")
+    st.subheader(md_text(rec.get("name") or run_dir.name))  # user text: shown as typed, never as Markdown
+    st.caption(md_text(f"Link to this run: ?run={run_dir} (or ?run={run_dir.name} for a run in ./runs)."))
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Duration", f"{float(rec.get('duration_s') or 0):,.1f} s")
     steps, tokens = rec.get("steps"), rec.get("tokens")
@@ -376,7 +377,7 @@ def render(samples: int) -> None:
     with t3:
         st.dataframe(devices, hide_index=True, **ui.WIDE)
         for n in rec.get("notes", []):
-            st.markdown(f"- {n}")
+            st.markdown(f"- {md_text(n)}")
         if rec.get("windows"):
             st.dataframe(rec["windows"], hide_index=True, **ui.WIDE)
     with t4:

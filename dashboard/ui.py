@@ -8,8 +8,9 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core
+from footprint.escaping import md_text
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, lifetimes, num, plain
+from footprint.lca.assessment import SENSITIVITY_NOTE, Assessment, lifetimes, num, plain, sensitivity_rows
 from footprint.lca.units import display_unit
 from footprint.reports import palette
 
@@ -71,8 +72,14 @@ def categories(a: Assessment, base: Assessment | None = None) -> None:
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
     st.caption(
         "Shares: stage / total (Manuf. manufacturing, Transp. transport, EoL end of life). n/a = not available (no open "
-        "data for that stage), never zero; n/a stages are left out of the chart."
+        "data for that stage), never zero; n/a stages are left out of the chart. Not modelled = zero by construction: "
+        "that category then gives no stage shares."
     )
+    sens = sensitivity_rows(a)
+    if sens:
+        st.markdown("**What drives the uncertainty**")
+        st.dataframe(sens, hide_index=True, **WIDE)
+        st.caption(SENSITIVITY_NOTE)
 
 
 def normalised(a: Assessment, base: Assessment | None = None) -> None:
@@ -198,18 +205,18 @@ def notes(a: Assessment) -> None:
     groups = note_groups(a)
     st.caption(f"{note_count(groups)} notes in {len(groups)} groups (the Assessment JSON lists them all).")
     for g in groups:
-        with st.expander(f"**{g.title} ({len(g.items)})**: {g.summary}"):
+        with st.expander(f"**{md_text(g.title)} ({len(g.items)})**: {md_text(g.summary)}"):
             if g.rows:
                 st.dataframe(list(g.rows), hide_index=True, **WIDE)
             else:
-                st.markdown("\n".join(f"- {x}" for x in g.items))
+                st.markdown("\n".join(f"- {md_text(x)}" for x in g.items))
 
 
 def warnings_and_sources(a: Assessment) -> None:
     notes(a)
     with st.expander("Method"):
         d = a.to_dict()["method"]
-        st.markdown("\n".join(f"- **{k}**: {v}" for k, v in d.items()))
+        st.markdown("\n".join(f"- **{md_text(k)}**: {md_text(v)}" for k, v in d.items()))
     with st.expander(f"Sources ({len(a.sources)})"):
         st.dataframe(
             [{k: s.get(k) for k in ("title", "licence", "year", "url", "id")} for s in a.sources],
@@ -221,4 +228,4 @@ def warnings_and_sources(a: Assessment) -> None:
 
 def show_user_error(exc: BaseException) -> None:
     """A user mistake as the CLI prints it: one line, no traceback."""
-    st.error(f"footprint: error: {core.user_error_message(exc)}")
+    st.error(md_text(f"footprint: error: {core.user_error_message(exc)}"))

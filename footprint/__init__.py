@@ -9,6 +9,7 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     track(name=..., output_dir="runs", site=..., gpus=...) -> Tracker  (context manager, decorator, start/stop)
     read_samples(run_dir, t_range=..., uuids=..., columns=...) -> DataFrame; power_timeline(run_dir, buckets=1000)
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
+    analyze_trace(trace, include_unlinked=False, ...) -> dict; diff_traces(a, b, train_steps=..., scenario=...) -> dict
     Workload, Assessment, FootprintError, FootprintWarning (a bad track() argument, worked around)
 """
 
@@ -23,9 +24,11 @@ __all__ = [
     "FootprintWarning",
     "Tracker",
     "Workload",
+    "analyze_trace",
     "assess",
     "assess_many",
     "compute_mfu",
+    "diff_traces",
     "load_scenario",
     "measure_flops",
     "power_timeline",
@@ -52,6 +55,8 @@ _LAZY = {
     "Tracker": ("footprint.tracking.tracker", "Tracker"),
     "read_samples": ("footprint.tracking.runrecord", "read_samples"),
     "power_timeline": ("footprint.tracking.runrecord", "power_timeline"),
+    "analyze_trace": ("footprint.kernels.trace", "analyze_trace"),
+    "diff_traces": ("footprint.kernels.diff", "diff_traces"),
 }
 
 

@@ -10,7 +10,7 @@ OSError becomes one `FootprintError` line naming the path and the reason. Nothin
 Directories (run records, fleet ledgers) are claimed with an exclusive `mkdir` (`claim_dir`), so two processes asking
 for the same name never share one, or built whole beside their target and renamed into place (`atomic_dir`).
 
-Imports only `footprint.errors`: every layer may write through it.
+Imports only `footprint.errors` and `footprint.escaping`: every layer may write through it.
 """
 
 from __future__ import annotations
@@ -25,28 +25,44 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from footprint.errors import FootprintError
+from footprint.escaping import shown, unsafe_char
 
 MAX_SUFFIX = 10_000  # claim_dir tries name, name-2, ... name-MAX_SUFFIX before giving up
 
 
-def shown(path: str | os.PathLike[str]) -> str:
-    """A path as it is safe to print: control characters and terminal escapes as Python escapes."""
-    text = os.fspath(path)
-    return ascii(text)[1:-1] if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text) else text
+def check_name(name: object) -> str | None:
+    """Why `name` cannot name a run or an output inside a directory (one plain name: 1 to 200 characters, no path
+    separator, no control character or terminal escape, not '.' or '..'), or None when it can."""
+    if not isinstance(name, str):
+        return f"name {name!r} is not a string"
+    if not 0 < len(name) <= 200 or "/" in name or "\\" in name or name.strip() in ("", ".", ".."):
+        return f"name '{shown(name[:60])}' is not a plain name (1 to 200 characters, no '/', '\\', '.' or '..')"
+    if any(unsafe_char(c) for c in name):
+        return f"name '{shown(name[:60])}' holds control characters or terminal escapes"
+    return None
 
 
 def _fail(path: str | os.PathLike[str], reason: str) -> FootprintError:
     return FootprintError(f"cannot write {shown(path)}: {reason}")
 
 
+def write_error(path: str | os.PathLike[str], e: OSError) -> FootprintError:
+    """The one-line error for an OSError met while writing `path` (for writers that own their own files, such as
+    a fleet directory filled by pyarrow)."""
+    return _fail(path, _reason(e))
+
+
+def os_reason(e: OSError) -> str:
+    """An OSError's reason in words, safe to print."""
+    return _reason(e)
+
+
 def _reason(e: OSError) -> str:
-    if e.errno == errno.ENOSPC:
-        return "no space left on the device"
+    """The system's own words (what a user searches for), with the cause named where the words do not say it."""
+    words = shown(e.strerror or type(e).__name__)
     if e.errno == errno.EFBIG:
-        return "file size limit exceeded"
-    if e.errno in (errno.EROFS,):
-        return "read-only file system"
-    return e.strerror or type(e).__name__
+        return f"{words} (the file size limit, ulimit -f)"
+    return words
 
 
 def _kind(mode: int) -> str:
@@ -125,20 +141,55 @@ def atomic_path(path: str | os.PathLike[str], *, replace: bool = True) -> Iterat
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:80]}.", suffix=".tmp", dir=target.parent)
     except OSError as e:
         raise _fail(path, _reason(e)) from None
-    os.close(fd)
     tmp = Path(tmp_name)
+    try:
+        os.fchmod(fd, _file_mode(target))
+    finally:
+        os.close(fd)
     try:
         yield tmp
         _fsync_file(tmp)
-        if not replace and target.exists():
-            raise _fail(path, "it appeared while it was being written; left as it was")
-        os.replace(tmp, target)
+        if replace:
+            os.replace(tmp, target)
+        else:
+            _link_new(tmp, target, path)
         _fsync_dir(target.parent)
     except OSError as e:
         raise _fail(path, _reason(e)) from None
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def _file_mode(target: Path) -> int:
+    """The mode the written file gets: the replaced file's, else what `open` would give (0666 less the umask), not
+    mkstemp's owner-only 0600."""
+    with contextlib.suppress(OSError):
+        return stat.S_IMODE(os.stat(target).st_mode)
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # Linux says it without changing it (os.umask would, for a moment, for every thread)
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return 0o022
+
+
+def _link_new(tmp: Path, target: Path, path: str | os.PathLike[str]) -> None:
+    """Put `tmp` at `target` only if nothing is there: a hard link fails rather than replace (no check-then-rename
+    race); file systems without hard links fall back to a check and a rename."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise _fail(path, "it exists (pass --force to replace it)") from None
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        if target.exists():
+            raise _fail(path, "it exists (pass --force to replace it)") from None
+        os.replace(tmp, target)
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, replace: bool = True) -> Path:
@@ -189,9 +240,15 @@ def check_dir_target(path: str | os.PathLike[str]) -> Path:
 
 
 def claim_dir(parent: str | os.PathLike[str], name: str) -> Path:
-    """Create and return a new directory `parent/name`, or `name-2`, `name-3`, ... if taken: an exclusive mkdir, so
-    processes and threads that ask for one name at the same moment each get their own."""
-    base = check_dir_target(parent)
+    """Create and return a new directory `parent/name`, or `name-2`, `name-3`, ... if taken: an exclusive mkdir (or
+    an empty directory made beforehand) owned by exclusively creating its claim mark, so processes and threads that
+    ask for one name at the same moment each get their own. The parent may be a symlink
+    to a directory (`runs -> /scratch/runs`); inside it nothing is followed (a planted link counts as taken)."""
+    why = check_name(name)
+    if why:
+        raise _fail(Path(os.fspath(parent)) / shown(str(name)), why)
+    raw = os.fspath(parent)
+    base = Path(raw) if raw and os.path.isdir(raw) and os.path.islink(raw) else check_dir_target(parent)
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -200,12 +257,38 @@ def claim_dir(parent: str | os.PathLike[str], name: str) -> Path:
         candidate = base / (name if i == 1 else f"{name}-{i}")
         try:
             candidate.mkdir()
-            return candidate
         except FileExistsError:
-            continue
+            if not _empty_real_dir(candidate):
+                continue
         except OSError as e:
             raise _fail(candidate, _reason(e)) from None
+        if _take(candidate):
+            return candidate
     raise _fail(base / name, f"{MAX_SUFFIX} directories of that name already exist")
+
+
+CLAIM_MARK = ".footprint-claim"  # created exclusively in a claimed directory: whoever creates it owns the directory
+
+
+def _empty_real_dir(p: Path) -> bool:
+    """An empty directory made beforehand (`mkdir -p runs/x` in a job script) may be claimed; a symlink may not."""
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode) and not any(os.scandir(p))
+    except OSError:
+        return False
+
+
+def _take(d: Path) -> bool:
+    """Own `d` by creating its claim mark exclusively: of two claimants of one empty directory, one wins."""
+    try:
+        fd = os.open(d / CLAIM_MARK, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        raise _fail(d, _reason(e)) from None
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"{os.getpid()}\n")
+    return True
 
 
 @contextlib.contextmanager

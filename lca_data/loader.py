@@ -19,9 +19,98 @@ from typing import Any
 import yaml
 
 DATA_DIR = Path(__file__).resolve().parent
-# libyaml's C parser where PyYAML was built with it (~10x faster than the pure-Python one); same safe
-# constructors, so the same values and errors. Used for every YAML the project reads.
-SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's C parser where PyYAML was built with it (~10x faster than the pure-Python one). Used for every YAML the
+# project reads, through `StrictLoader` below (YAML 1.2 scalars, duplicate keys refused).
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_INT_DIGITS = 4300  # Python's own limit on int(str) (sys.get_int_max_str_digits): refused with a line, not a traceback
+_INT, _FLOAT, _BOOL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"
+
+
+class StrictLoader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """PyYAML's safe loader with YAML 1.2 core-schema scalars and no silent overwrite, because PyYAML follows YAML
+    1.1: `count: 1:30` would be 90 (sexagesimal), `017` 15 (octal), `no` False, `1e3` a string; and a key given
+    twice would silently replace the first block. Here only `true`/`false` are booleans, integers are decimal
+    (or `0o`/`0x` as 1.2 spells them), `1:30` and `yes` stay strings, a duplicate key is an error naming its
+    line, an integer over MAX_INT_DIGITS digits and a float literal that overflows to infinity are refused."""
+
+
+StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL)]
+    for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()
+}
+StrictLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+StrictLoader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+StrictLoader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+.0123456789"),
+)
+
+
+def _refuse(node: Any, problem: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+
+
+def _construct_int(loader: Any, node: Any) -> int:
+    text = str(loader.construct_scalar(node))
+    if text[:2] in ("0o", "0x"):
+        return int(text[2:], 8 if text[1] == "o" else 16) if len(text) <= MAX_INT_DIGITS else _too_long(node)
+    if len(text.lstrip("+-")) > MAX_INT_DIGITS:
+        _too_long(node)
+    return int(text, 10)
+
+
+def _too_long(node: Any) -> int:
+    raise _refuse(node, f"an integer with more than {MAX_INT_DIGITS:,} digits")
+
+
+def _construct_float(loader: Any, node: Any) -> float:
+    text = str(loader.construct_scalar(node))
+    low = text.lower()
+    if low.endswith(".nan"):
+        return float("nan")
+    if low.endswith(".inf"):
+        return float("-inf") if text.startswith("-") else float("inf")
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _refuse(node, f"the number {text[:40]} overflows (larger than 1.8e308)")
+    return value
+
+
+def _construct_bool(loader: Any, node: Any) -> bool:
+    return str(loader.construct_scalar(node)).lower() == "true"
+
+
+def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
+    """A mapping whose explicit keys are all different (a `<<` merge may still be overridden, as YAML says)."""
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = (key_node.tag, key_node.value)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"key {key_node.value[:60]!r} is given twice (first at line {seen[key].line + 1}); keep one",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark
+    loader.flatten_mapping(node)
+    return loader.construct_mapping(node)
+
+
+def _mapping(loader: Any, node: Any) -> Any:
+    data: dict[Any, Any] = {}
+    yield data
+    data.update(_construct_mapping(loader, node))
+
+
+StrictLoader.add_constructor(_INT, _construct_int)
+StrictLoader.add_constructor(_FLOAT, _construct_float)
+StrictLoader.add_constructor(_BOOL, _construct_bool)
+StrictLoader.add_constructor("tag:yaml.org,2002:map", _mapping)
+SAFE_LOADER: Any = StrictLoader
 Parser = Callable[[str], Any]
 _QUANTITY = re.compile(r"^\s*[-+]?(\d|\.\d)")  # "400 W", "1.8 L/kWh"; not "TSMC N7"
 
@@ -127,7 +216,10 @@ def read_csv(name: str, root: Path | None = None, required: tuple[str, ...] = ()
     except FileNotFoundError:
         raise LcaDataError(path, "-", "file is missing") from None
     body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
-    rows = list(csv.DictReader(io.StringIO(body)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(body)))
+    except csv.Error as exc:  # a field over csv's size limit, a broken quote
+        raise LcaDataError(path, "-", f"not a CSV this reader takes ({exc})") from None
     for i, row in enumerate(rows, start=2):
         for col in required:
             if not row.get(col):
@@ -254,10 +346,45 @@ def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("ademe_distribution_factors.csv", ("mode", "category", "value", "unit", "source"), root)
 
 
+def load_data_quality(root: Path | None = None) -> dict[str, Any]:
+    """lca_data/data_quality.yaml: the pedigree uncertainty factors of each EF data-quality criterion, scores 1..5."""
+    name = "data_quality.yaml"
+    data = read_yaml(name, root) or {}
+    ped = data.get("pedigree") or {}
+    if ped.get("source") not in load_sources(root):
+        raise LcaDataError(name, "pedigree.source", "source is not registered")
+    for k in ("ter", "ger", "tir", "p"):
+        v = ped.get(k)
+        if not isinstance(v, list) or len(v) != 5 or not all(isinstance(x, (int, float)) and x >= 1 for x in v):
+            raise LcaDataError(name, f"pedigree.{k}", "expected five uncertainty factors >= 1 (scores 1..5)")
+    return data
+
+
+def load_host_impacts(root: Path | None = None) -> list[dict[str, str]]:
+    """Per-server host impacts (written by tools/build_host.py): low <= value <= high, sources registered."""
+    name = "host_impacts.csv"
+    rows = read_csv(name, root, ("host", "category", "value", "low", "high", "unit", "source"))
+    sources = load_sources(root)
+    for i, row in enumerate(rows, start=2):
+        for sid in row["source"].split(";"):
+            if sid not in sources:
+                raise LcaDataError(name, f"row {i}", f"source {sid!r} is not registered")
+    _check_bounds(rows, name)
+    return rows
+
+
 def load_electricity_technologies(root: Path | None = None) -> list[dict[str, str]]:
     cols = ("technology", "codecarbon_field", "category", "value", "low", "high", "unit", "scope", "source")
     rows = load_rows("electricity_technologies.csv", cols, root)
     _check_bounds(rows, "electricity_technologies.csv")
+    return rows
+
+
+def load_electricity_zone_technologies(root: Path | None = None) -> list[dict[str, str]]:
+    """Zone-specific technology factors (a fleet's own direct emissions), replacing the generic row in that zone."""
+    cols = ("zone", "technology", "codecarbon_field", "category", "value", "low", "high", "unit", "scope", "source")
+    rows = load_rows("electricity_zone_technologies.csv", cols, root)
+    _check_bounds(rows, "electricity_zone_technologies.csv")
     return rows
 
 

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import footprint  # noqa: E402
 from footprint.lca import categories as cat  # noqa: E402
-from footprint.lca.assessment import num, pct_sig  # noqa: E402
+from footprint.lca.assessment import num, pct, pct_sig  # noqa: E402
 from footprint.lca.units import display_unit  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
 
@@ -91,7 +91,13 @@ def test_explorer_base_scenario_matches_assess() -> None:
     assert shown["GPU lifetimes consumed"][0] == f"{a.workload.gpu_lifetimes:,.2f}"  # never rounded up
     table = at.table[0].value.reset_index()  # a static table: it wraps, never scrolls sideways
     assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
-    assert table.loc[0, "Manuf."] == "43%" and "n/a" not in set(table["Use"])  # a use phase in all 16
+    assert table.loc[0, "Manuf."] == pct(a["climate_change"].share("manufacturing"))
+    assert "n/a" not in set(table["Use"])  # a use phase wherever one is modelled...
+    not_modelled = [i for i, k in enumerate(cat.keys()) if "use" in a[k].not_modelled]
+    assert not_modelled and all(table.loc[i, "Use"] == "not modelled" for i in not_modelled)  # ...and said where not
+    assert all(table.loc[i, "Manuf."] == "n/a" for i in not_modelled)  # no "manufacturing 100 %"
+    sens = [d.value for d in at.dataframe if "Drivers of the variance" in d.value.columns]
+    assert sens and list(sens[0]["Category"])[-1] == "Single score"  # the sensitivity table
     assert len(at.get("vega_lite_chart")) >= 1  # the stacked stage-share chart
     labels = [s.label for s in at.sidebar.slider]
     assert any("MFU" in label for label in labels)
@@ -483,8 +489,12 @@ def test_report_and_dashboard_agree_number_for_number(tmp_path: Path) -> None:
     mass = next(m for m in at.metric if m.label == "Hardware consumed").value
     assert f"({mass} of hardware)" in summary["GPU lifetimes"]
     normalised = next(t for t in parser.tables if t and t[0][:2] == ["Category", "Person-equivalents"])
-    pe = at.dataframe[0].value  # the person-equivalents tab
+    pe = next(d.value for d in at.dataframe if "Person-equivalents" in d.value.columns)  # the person-equivalents tab
     assert list(pe["Person-equivalents"]) == [r[1] for r in normalised[1:]]
+    # the sensitivity table: the same rows in the report and the dashboard
+    sens_report = next(t for t in parser.tables if t and t[0][:3] == ["Category", "Central", "Median"])
+    sens_shown = next(d.value for d in at.dataframe if "Drivers of the variance" in d.value.columns)
+    assert [list(r) for r in sens_shown.itertuples(index=False)] == sens_report[1:]
 
 
 def test_a_link_opens_a_run_and_identical_gpus_get_a_panel_each(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from footprint.lca import categories as cat
+from footprint.lca.assessment import to_table
 from footprint.lca.engine import assess
 from footprint.lca.workload import workload_from_dict
 
@@ -108,7 +109,10 @@ def test_host_share_on_by_default_and_off_with_none() -> None:
     off = assess(_w().with_(host=None), samples=0)
     assert on["climate_change"].by_component["host_share"] > 0
     assert "host_share" not in off["climate_change"].by_component
-    assert on["human_toxicity_cancer"].by_component["host_share"] is None
+    # the host share is modelled in every category (Boavizta server model, lca_data/host_impacts.csv)
+    for k in cat.keys():
+        assert on[k].by_component["host_share"] > 0, k
+        assert "host_share" not in on[k].not_available
 
 
 def test_flops_and_mfu_give_gpu_hours_from_dense_peak() -> None:
@@ -123,3 +127,30 @@ def test_embodied_override_sets_per_gpu_total() -> None:
     a = assess(w, samples=0)
     emb = sum(v for s, v in a["climate_change"].by_stage.items() if s != "use")
     assert emb == pytest.approx(164 * w.gpu_lifetimes)
+
+
+@pytest.mark.parametrize("gpu", ["H100-SXM5-80GB", "H100-PCIe-80GB", "H200", "B200", "L40S", "MI300X"])
+def test_each_card_says_whose_shape_it_uses(gpu: str) -> None:
+    """No card borrows another's masses or board area without saying so in its output (JSON, table, warnings)."""
+    data = {**BASE, "hardware": {**BASE["hardware"], "gpu": gpu}}
+    a = assess(workload_from_dict(data, "prop.yaml"), samples=0)
+    g, m = a.workload.gpu, a.materials
+    if g.proxy_of:
+        assert m["estimate"] and m["geometry_proxy_of"] == g.proxy_of
+        assert "not published for the" in m["geometry"] and "estimate" in m["geometry"]
+        assert any(w.startswith(f"{g.name}: card geometry proxied from {g.proxy_of}") for w in a.warnings)
+    else:
+        assert m["geometry"].endswith("own published geometry (ADEME gpus.json)") and not m["estimate"]
+    assert m["geometry"] in to_table(a)
+
+
+def test_oam_cards_use_the_published_module_outline() -> None:
+    from footprint.lca.database import db
+
+    for gid in ("mi300x", "mi250x"):
+        g = db().gpus[gid]
+        assert g.parametric["board_area_cm2"] == pytest.approx(10.2 * 16.5)
+        assert (
+            "own board area"
+            in assess(workload_from_dict({**BASE, "hardware": {**BASE["hardware"], "gpu": gid}}), samples=0).materials["geometry"]
+        )

@@ -45,7 +45,10 @@ settings.register_profile(
 FUZZ = settings.get_profile("fuzz")
 BASE = (SCENARIOS / "finetune-small.yaml").read_text()
 SHIPPED = sorted(SCENARIOS.glob("*.yaml"))
-NEGATIVE_OK = (".impacts.land_use.by_component.casing",)  # ADEME's casing has a sourced negative land use
+NEGATIVE_OK = (
+    ".impacts.land_use.by_component.casing",  # ADEME's casing has a sourced negative land use
+    ".correlation",  # a sensitivity input can move a total down (a longer lifetime, a higher utilisation)
+)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +157,7 @@ def test_aliases_within_the_limits_still_work(cli: CliServer, tmp_path: Path) ->
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e400", "99999999999999999999999", "1e8"])
 def test_count_inf_and_other_impossible_counts_are_refused(cli: CliServer, tmp_path: Path, value: str) -> None:
     p = _scenario(tmp_path, _sub("count: 8 ", f"count: {value} "))
-    _error(cli.run(["assess", p]), "hardware.count")
+    _error(cli.run(["assess", p]), "overflows" if value == "1e400" else "hardware.count")  # 1e400: YAML refuses it
 
 
 def test_carbon_intensity_null_unsets_the_key(cli: CliServer, tmp_path: Path) -> None:
@@ -205,7 +208,7 @@ def test_nan_minus_nan_and_other_bad_ranges_are_refused(cli: CliServer, tmp_path
         ("power_fraction_of_tdp: 0.8", "power_per_gpu: inf W", ["training.power_per_gpu", "finite"]),
         ("power_fraction_of_tdp: 0.8", "power_per_gpu: nan W", ["training.power_per_gpu", "finite"]),
         ("gpu_hours: 24 ", "gpu_hours: .inf ", ["training.gpu_hours", "finite"]),
-        ("gpu_hours: 24 ", "gpu_hours: 1e300 ", ["beyond floating point"]),
+        ("gpu_hours: 24 ", "gpu_hours: 1e300 ", ["training.gpu_hours", "plausible range"]),
         ("lifetime: 3 years", "lifetime: inf years", ["hardware.lifetime", "finite"]),
         ("lifetime: 3 years", "lifetime: nan years", ["hardware.lifetime", "finite"]),
         ("lifetime: 3 years", "lifetime: (2+1)*years", ["hardware.lifetime", "numbers go before the unit"]),

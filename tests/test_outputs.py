@@ -104,3 +104,22 @@ def test_atomic_dir_appears_whole_or_not_at_all(tmp_path):
 def test_shown_escapes_terminal_control_characters():
     assert shown("run\x1b[31mred") == "run\\x1b[31mred"
     assert shown("plain/name.md") == "plain/name.md"
+
+
+def test_claim_dir_takes_an_empty_directory_made_beforehand_once_and_never_a_symlink(tmp_path):
+    (tmp_path / "pre").mkdir()  # `mkdir -p runs/pre` in a job script
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "planted").symlink_to(outside, target_is_directory=True)
+    assert claim_dir(tmp_path, "pre") == tmp_path / "pre"
+    assert claim_dir(tmp_path, "pre") == tmp_path / "pre-2"  # claimed: its mark is there
+    assert claim_dir(tmp_path, "planted") == tmp_path / "planted-2"  # the link counts as taken
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "", "x\x1b[2J", "\u202eevil", "x" * 201])
+def test_claim_dir_refuses_what_is_not_one_plain_name(tmp_path, name):
+    with pytest.raises(FootprintError) as e:
+        claim_dir(tmp_path, name)
+    assert "\x1b" not in str(e.value) and "\u202e" not in str(e.value)
+    assert list(tmp_path.iterdir()) == []

@@ -6,6 +6,48 @@ May import: everything in `footprint` (lazily, inside handlers, so `footprint --
 Each command module has `register(sub)`, which adds its parsers and sets `handler` on each.
 """
 
-from footprint.cli.app import build_parser, main
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+from typing import Any
+
+INTERRUPTED = "footprint: interrupted; nothing half-written was left"
+_interrupted: list[bool] = []
+
+
+@atexit.register  # registered first, so it runs last: after every other exit handler has done its work
+def _exit_130() -> None:
+    """A handled Ctrl-C ends with 130. CPython may still end such a process by re-raising SIGINT (exit -2) when the
+    interrupt landed inside an extension's `PyRun_*` call, even though it was caught; this keeps 130."""
+    if _interrupted:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe: nothing left to say
+                stream.flush()
+        os._exit(130)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script. The command modules are imported inside, so that a Ctrl-C while they load is the same
+    one line and exit 130 as a Ctrl-C during the work (never a KeyboardInterrupt traceback)."""
+    try:
+        from footprint.cli.app import main as run
+
+        return run(argv)
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell would; a file being written was not renamed
+        print(INTERRUPTED, file=sys.stderr)
+        _interrupted.append(True)
+        return 130
+
+
+def __getattr__(name: str) -> Any:
+    if name == "build_parser":
+        from footprint.cli.app import build_parser
+
+        return build_parser
+    raise AttributeError(name)
+
 
 __all__ = ["build_parser", "main"]

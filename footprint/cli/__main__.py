@@ -2,6 +2,6 @@
 
 import sys
 
-from footprint.cli.app import main
+from footprint.cli import main
 
 sys.exit(main())

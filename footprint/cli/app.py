@@ -121,6 +121,17 @@ def emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+MAX_ERROR_CHARS = 2000
+
+
+def _line(text: str) -> str:
+    """An error as one printable line of bounded length (a 5,000-digit value is cut, not printed whole)."""
+    from footprint.outputs import shown
+
+    text = shown(text)
+    return text if len(text) <= MAX_ERROR_CHARS else f"{text[: MAX_ERROR_CHARS - 40]}... ({len(text):,} characters)"
+
+
 def main(argv: list[str] | None = None) -> int:
     from footprint.errors import FootprintError
     from footprint.lca.units import UnitParseError
@@ -135,13 +146,19 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:  # `footprint` alone: what it does and how to start
         parser.print_help()
         return 0
+    from footprint.outputs import os_reason
+
     try:
         return handler(args)
     except (FootprintError, UnitParseError) as exc:
-        print(f"footprint: error: {exc}", file=sys.stderr)
+        print(f"footprint: error: {_line(str(exc))}", file=sys.stderr)
         return 2
     except LcaDataError as exc:
-        print(f"footprint: error in lca_data: {exc}", file=sys.stderr)
+        print(f"footprint: error in lca_data: {_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a writer or reader that met the disk (full, read-only, size limit): one line, exit 2
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"footprint: error: {_line(where + os_reason(exc))}", file=sys.stderr)
+        return 2

@@ -52,7 +52,9 @@ def emissions_csv(args: argparse.Namespace) -> int:
     from footprint.integrations.codecarbon import write_emissions_csv
 
     _check(args.target)
-    print(f"wrote {write_emissions_csv(args.target, args.output)}", file=sys.stderr)
+    from footprint.outputs import shown
+
+    print(f"wrote {shown(write_emissions_csv(args.target, args.output))}", file=sys.stderr)
     return 0
 
 
@@ -65,7 +67,10 @@ def prometheus(args: argparse.Namespace) -> int:
         from footprint.integrations.prometheus import write_run_textfile
     except ImportError:
         raise FootprintError("needs prometheus_client: pip install 'footprint[integrations]'", key="prometheus") from None
+    from footprint.outputs import check_file_target, shown
+
+    check_file_target(args.output)  # refused before the assessment: a pipe, a device, a directory, a symlink out
     a, _ = resolve(args.target, args.samples)
     out = write_run_textfile(metrics(a), {"run": a.workload.name}, args.output)
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"wrote {shown(out)}", file=sys.stderr)
     return 0

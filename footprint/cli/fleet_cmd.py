@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from footprint import bounds
 from footprint.errors import FootprintError
 from footprint.inputs import number_arg
 
@@ -145,7 +146,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="fleet directory to write (new or empty; see --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing fleet directory (atomically)")
     p.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
-    p.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1)")
+    p.add_argument("--pue", type=bounds.arg("site.pue"), help="PUE of the site (1 to 3, footprint/bounds.py)")
     p.add_argument("--tz", default=None, help="time zone of the sacct file's timestamps (default: this machine's)")
     p.add_argument("--delimiter", default="|", help="sacct field delimiter (default |)")
     p.add_argument(

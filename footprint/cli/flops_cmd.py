@@ -63,8 +63,16 @@ footprint mfu --achieved-tflops 400 --gpu H100-SXM5-80GB --dtype fp8""",
 
 
 def flops_transformer(args: argparse.Namespace) -> int:
+    import math
+
+    from footprint.bounds import check
+    from footprint.errors import FootprintError
     from footprint.flops import transformer_flops
 
+    check("model.parameters", args.params, label="--params")  # the plausibility table (footprint.bounds)
+    check("model.tokens", args.tokens, label="--tokens")
+    if args.active_params is not None:
+        check("model.active_parameters", args.active_params, label="--active-params")
     r = transformer_flops(
         args.params,
         args.tokens,
@@ -77,6 +85,8 @@ def flops_transformer(args: argparse.Namespace) -> int:
         vocab=args.vocab,
         variant=args.variant,
     ).to_dict()
+    if not all(math.isfinite(r[k]) for k in ("flops", "flops_per_token", "hardware_flops")):
+        raise FootprintError("the FLOPs of this shape are beyond floating point: check --layers, --hidden and --seq-len")
     if args.format == "json":
         print(json.dumps(r, indent=2))
     else:
@@ -93,6 +103,12 @@ def mfu(args: argparse.Namespace) -> int:
 
     if args.achieved_tflops is None and (args.flops is None or args.gpu_hours is None):
         raise FootprintError("give --flops and --gpu-hours, or --achieved-tflops", key="mfu")
+    from footprint.bounds import check
+
+    if args.flops is not None:
+        check("training.flops", args.flops, label="--flops")
+    if args.gpu_hours is not None:
+        check("training.gpu_hours", args.gpu_hours, label="--gpu-hours")
     m = compute_mfu(args.gpu, args.dtype, flops=args.flops, gpu_hours=args.gpu_hours, achieved_tflops=args.achieved_tflops)
     if args.format == "json":
         print(json.dumps(m.to_dict(), indent=2))

@@ -1,4 +1,4 @@
-"""`footprint kernels analyze|bench`: kernel-level efficiency from profiler traces and benchmarks."""
+"""`footprint kernels analyze|diff|bench|predict`: kernel-level efficiency from profiler traces and benchmarks."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ footprint kernels analyze trace.json --top 10
 footprint kernels analyze trace.json.gz --power runs/demo --format json -o kernels.json
 footprint kernels analyze examples/traces/cpu_training.json.gz --steps all
 footprint kernels analyze traces/ --format json           # a directory: one trace per rank
+footprint kernels diff before.json.gz after.json.gz --train-steps 100000 --gpus 64 --format html -o diff.html
 footprint kernels bench --device cpu --quick -o cpu.yaml
 footprint kernels predict --profile cpu.yaml --model example""",
     )
@@ -37,6 +38,12 @@ footprint kernels predict --profile cpu.yaml --model example""",
         "or N (the N-th step)",
     )
     ka.add_argument(
+        "--include-unlinked",
+        action="store_true",
+        help="also count GPU events with no launch call in the recording (carried over from before it, or otherwise "
+        "launchless); by default only launched events count, as in TraceLens",
+    )
+    ka.add_argument(
         "--power",
         help="run directory whose power samples (GPU, or RAPL CPU package for CPU traces) are aligned with the timeline",
     )
@@ -44,6 +51,7 @@ footprint kernels predict --profile cpu.yaml --model example""",
     ka.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     ka.add_argument("-o", "--output", help="write to this file instead of stdout")
     ka.set_defaults(handler=analyze)
+    _register_diff(ks)
     kb = ks.add_parser("bench", help="benchmark GEMM (and attention on GPUs) into an efficiency profile")
     kb.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available, else cpu")
     kb.add_argument("--quick", action="store_true", help="a small sweep (CI)")
@@ -64,6 +72,71 @@ footprint kernels predict --profile cpu.yaml --model example""",
     kp.add_argument("--steps", type=number_arg(int, 1, 100_000), default=10, help="training steps timed (after 3 warm-up steps)")
     kp.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or JSON")
     kp.set_defaults(handler=predict)
+
+
+def _register_diff(ks: argparse._SubParsersAction) -> None:
+    kd = ks.add_parser(
+        "diff",
+        help="compare two traces of the same model: time, FLOPs, % of peak and energy per kernel class and op, "
+        "down to a training run's footprint",
+    )
+    kd.add_argument("a", help="trace A (before)")
+    kd.add_argument("b", help="trace B (after); figures are B - A")
+    kd.add_argument("--steps", default="steady", help="the steps compared in each trace: steady (default), all, or N")
+    kd.add_argument("--include-unlinked", action="store_true", help="also count GPU events with no launch call in the recording")
+    kd.add_argument(
+        "--power-a", metavar="RUN_DIR", help="run directory whose GPU power samples cover trace A (energy attributed)"
+    )
+    kd.add_argument("--power-b", metavar="RUN_DIR", help="the same for trace B")
+    kd.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="a scenario giving the run's hardware, power and site; its GPU time is replaced by each trace's "
+        "(alone: A = the scenario's GPU-hours, B scaled by B's step time / A's)",
+    )
+    kd.add_argument(
+        "--train-steps",
+        type=number_arg(int, 1, 10**12),
+        help="training steps of the run whose footprint is compared (GPU-hours = steps x step time x GPUs)",
+    )
+    kd.add_argument("--gpus", type=number_arg(int, 1, 10**7), help="GPUs of the run (default: the scenario's, else 1)")
+    kd.add_argument("--gpu", metavar="NAME", help="catalogue GPU of the run (default: the scenario's, else trace A's device)")
+    kd.add_argument(
+        "--samples", type=number_arg(int, 0, 100_000), default=0, help="Monte Carlo samples (default 0: central values)"
+    )
+    kd.add_argument("--top", type=number_arg(int, 0, 1_000_000), default=20, help="ops listed (largest time change first)")
+    kd.add_argument("--format", choices=("table", "json", "html"), default="table", help="table (default), JSON or HTML")
+    kd.add_argument("-o", "--output", help="write to this file instead of stdout")
+    kd.set_defaults(handler=diff)
+
+
+def diff(args: argparse.Namespace) -> int:
+    from footprint.kernels.diff import diff_traces
+    from footprint.kernels.render import render_diff, to_json
+    from footprint.kernels.trace import write_out
+
+    d = diff_traces(
+        args.a,
+        args.b,
+        steps=args.steps,
+        include_unlinked=args.include_unlinked,
+        power_a=args.power_a,
+        power_b=args.power_b,
+        scenario=args.scenario,
+        train_steps=args.train_steps,
+        gpus=args.gpus,
+        gpu=args.gpu,
+        samples=args.samples,
+        top=args.top,
+    )
+    if args.format == "html":
+        from footprint.reports.kernel_diff import to_html
+
+        text = to_html(d)
+    else:
+        text = to_json(d) if args.format == "json" else render_diff(d)
+    write_out(text, args.output)
+    return 0
 
 
 def analyze(args: argparse.Namespace) -> int:

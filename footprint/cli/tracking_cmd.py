@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from footprint import bounds
 from footprint.inputs import MAX_RECORD_DEVICES, number_arg
 
 
@@ -28,7 +29,7 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
     )
     r.add_argument("--output-dir", default="runs", help="where run directories go (default: ./runs)")
     r.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA) for later assessment")
-    r.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1)")
+    r.add_argument("--pue", type=bounds.arg("site.pue"), help="PUE of the site (1 to 3, footprint/bounds.py)")
     r.add_argument(
         "--period",
         type=number_arg(float, 0.001, 3600),

@@ -21,6 +21,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet import store
 from footprint.lca import DEFAULT_SAMPLES
+from footprint.outputs import check_file_target, write_text
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
 FORMATS = ("table", "html", "csv", "json")
@@ -374,6 +375,7 @@ def to_csv(r: FleetReport) -> str:
     import csv
     import io
 
+    from footprint.escaping import csv_cell
     from footprint.lca import categories as cat
     from footprint.lca.units import display_unit
 
@@ -381,7 +383,7 @@ def to_csv(r: FleetReport) -> str:
     w = csv.writer(buf, lineterminator="\n")
     cats = cat.categories() + cat.extras()
     w.writerow(
-        ["row", r.by, "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
+        ["row", csv_cell(r.by), "jobs", "gpu_hours", "energy_kwh", "facility_energy_kwh", "gpu_lifetimes", "gpu_equivalents"]
         + ["single_score [Pt]", "single_score low", "single_score high"]
         + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
         + [f"{c.key} {end}" for c in cats for end in ("low", "high")]
@@ -393,7 +395,15 @@ def to_csv(r: FleetReport) -> str:
 
     def row(kind: str, x: Rows) -> None:
         w.writerow(
-            [kind, x.label, x.jobs, repr(x.gpu_hours), repr(x.energy_kwh), repr(x.facility_energy_kwh), repr(x.gpu_lifetimes)]
+            [
+                kind,
+                csv_cell(x.label),
+                x.jobs,
+                repr(x.gpu_hours),
+                repr(x.energy_kwh),
+                repr(x.facility_energy_kwh),
+                repr(x.gpu_lifetimes),
+            ]
             + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt), *bounds(x, "single_score")]
             + ["" if x.impacts.get(c.key) is None else repr(x.impacts[c.key]) for c in cats]
             + [b for c in cats for b in bounds(x, c.key)]
@@ -624,6 +634,8 @@ def write_report(
 ) -> Path | None:
     """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
     fmt = infer_format(output, fmt)
+    if output:
+        check_file_target(output)  # refused before the work (a pipe, a device, a directory, a symlink out)
     rep = build_report(fleet, by, top, sets, samples, seed)
     text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
@@ -631,9 +643,4 @@ def write_report(
 
         sys.stdout.write(text)
         return None
-    out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
-    return out
+    return write_text(output, text)

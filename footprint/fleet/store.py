@@ -17,10 +17,12 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.outputs import write_text
 
 INDEX = "index.parquet"
 GPUS = "gpus.parquet"
@@ -69,16 +71,18 @@ class FleetWriter:
     """Writes a fleet directory under a temporary name; `commit()` moves it into place."""
 
     def __init__(self, out: str | Path, overwrite: bool = False) -> None:
-        self.out = Path(out)
-        if self.out.exists() and not self.out.is_dir():
-            raise FootprintError("exists and is not a directory", str(self.out), "-o")
+        from footprint.outputs import check_dir_target, write_error
+
+        self.out = check_dir_target(out)  # not '', '/', a symlink, a file, a pipe or a device
         if self.out.is_dir() and any(self.out.iterdir()) and not overwrite:
             raise FootprintError("exists and is not empty: choose a new directory or pass --overwrite", str(self.out), "-o")
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.out.parent / f".{self.out.name}.import-{os.getpid()}.tmp"
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
-        (self.tmp / JOBS).mkdir(parents=True)
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=f".{self.out.name[:80]}.import-", suffix=".tmp", dir=self.out.parent)
+            self.tmp = Path(tmp)
+            (self.tmp / JOBS).mkdir()
+        except OSError as e:
+            raise write_error(self.out, e) from None
         self.series_parts = 0
 
     def __enter__(self) -> FleetWriter:
@@ -109,16 +113,22 @@ class FleetWriter:
         return rel
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        (self.tmp / META).write_text(json.dumps({"format": FORMAT, "version": VERSION, **meta}, indent=2, default=str))
+        write_text(self.tmp / META, json.dumps({"format": FORMAT, "version": VERSION, **meta}, indent=2, default=str))
 
     def commit(self) -> Path:
+        """Move the finished directory into place (the old one, with --overwrite, only once the new one is whole)."""
+        from footprint.outputs import write_error
+
         old = None
-        if self.out.exists():
-            old = self.out.parent / f".{self.out.name}.old-{os.getpid()}"
-            os.replace(self.out, old)
-        os.replace(self.tmp, self.out)
+        try:
+            if self.out.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{self.out.name[:80]}.", suffix=".old", dir=self.out.parent)) / "x"
+                os.replace(self.out, old)
+            os.replace(self.tmp, self.out)
+        except OSError as e:
+            raise write_error(self.out, e) from None
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(old.parent, ignore_errors=True)
         return self.out
 
     def abort(self) -> None:

@@ -216,8 +216,10 @@ def openmetrics(c: Cluster, names: DcgmNames | None = None, power_gauge: bool = 
 
 
 def write_openmetrics(c: Cluster, path: str | Path, names: DcgmNames | None = None, power_gauge: bool = True) -> Path:
+    from footprint.outputs import atomic_path
+
     p = Path(path)
-    with p.open("w") as f:
+    with atomic_path(p) as tmp, tmp.open("w") as f:
         for block in openmetrics(c, names, power_gauge):
             f.write(block)
     return p
@@ -377,12 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("out", help="directory to write")
     args = p.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from footprint.outputs import check_dir_target, write_text
+
+    out = check_dir_target(args.out)
     c = demo_cluster()
     write_openmetrics(c, out / "metrics.om")
-    (out / "sacct.txt").write_text(sacct_text(c))
-    (out / "prometheus.yml").write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")  # no target: backfilled data only
+    write_text(out / "sacct.txt", sacct_text(c))
+    write_text(out / "prometheus.yml", "global:\n  scrape_interval: 1h\nscrape_configs: []\n")  # no target: backfilled data only
     nodes = len({g.host for g in c.gpus})
     print(f"wrote {out}/: metrics.om, sacct.txt, prometheus.yml; {len(c.gpus)} GPUs on {nodes} nodes, {len(c.jobs)} jobs")
     return 0

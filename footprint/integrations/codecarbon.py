@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import platform
 import sys
 from datetime import UTC, datetime
@@ -77,26 +78,34 @@ def emissions_row(target: Any, samples: int = 0) -> dict[str, Any]:
 
 
 def write_emissions_csv(target: Any, path: str | Path, samples: int = 0) -> Path:
-    """Append ``target``'s row to ``path`` (header written when the file is new); returns the path."""
+    """Append ``target``'s row to ``path`` (header written when the file is new); returns the path. The file is
+    rewritten whole through `footprint.outputs` (never half a row on a full disk); text cells are neutralised
+    against spreadsheet formulas."""
+    from footprint.escaping import csv_cell
+    from footprint.outputs import check_file_target, write_text
+
     path = Path(path)
     cols = columns()
-    if path.is_file() and path.stat().st_size:
-        with path.open(newline="") as f:
-            header = next(csv.reader(f), [])
+    real = check_file_target(path)
+    old = ""
+    if real.is_file() and real.stat().st_size:
+        from footprint.inputs import read_bytes
+
+        old = read_bytes(real, "emissions CSV").decode("utf-8", errors="replace")
+        header = next(csv.reader(io.StringIO(old)), [])
         if header != cols:
             raise FootprintError(
                 f"has other columns than codecarbon {_cc_version()}'s emissions.csv; write to a new file", str(path)
             )
-        new = False
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        new = True
+        if not old.endswith("\n"):
+            old += "\r\n"
     row = emissions_row(target, samples)
-    with path.open("a", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        if new:
-            wr.writeheader()
-        wr.writerow({c: ("" if row.get(c) is None else row[c]) for c in cols})
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+    if not old:
+        wr.writeheader()
+    wr.writerow({c: ("" if row.get(c) is None else csv_cell(row[c])) for c in cols})
+    write_text(path, old + buf.getvalue())
     return path
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, training_numbers
+from footprint.outputs import write_text
 
 PREFIX = "footprint/"
 
@@ -95,7 +96,7 @@ def artifacts(a: Assessment, run_dir: Path | None, report: bool = True) -> tuple
     files = []
     if run_dir is not None and (run_dir / "run.json").is_file():
         files.append(run_dir / "run.json")
-    (out / "assessment.json").write_text(json.dumps(a.to_dict(), indent=2, default=str))
+    write_text(out / "assessment.json", json.dumps(a.to_dict(), indent=2, default=str))
     files.append(out / "assessment.json")
     if report:
         from footprint.reports.report import write_report

@@ -95,10 +95,11 @@ class PrometheusExporter:
         return self
 
     def write(self) -> None:
-        from prometheus_client import write_to_textfile
+        from prometheus_client import generate_latest
 
-        self.textfile.parent.mkdir(parents=True, exist_ok=True)
-        write_to_textfile(str(self.textfile), self.registry)  # atomic: a temporary file renamed over it
+        from footprint.outputs import write_bytes
+
+        write_bytes(self.textfile, generate_latest(self.registry))  # whole or not at all; never over a pipe or device
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -118,10 +119,11 @@ class PrometheusExporter:
 
 def write_run_textfile(values: dict[str, float], labels: dict[str, str], path: str | Path) -> Path:
     """A finished run's metrics (``footprint.integrations.metrics.metrics``) as a Prometheus textfile."""
-    from prometheus_client import write_to_textfile
+    from prometheus_client import generate_latest
+
+    from footprint.outputs import write_bytes
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     helps = {k.removeprefix("footprint/"): f"footprint assessment of the run: {k.removeprefix('footprint/')}" for k in values}
-    write_to_textfile(str(path), registry_for(lambda: values, labels, helps))
+    write_bytes(path, generate_latest(registry_for(lambda: values, labels, helps)))
     return path

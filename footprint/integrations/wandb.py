@@ -9,12 +9,12 @@ its summary, run.json / the Assessment JSON / the HTML report as files.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 from footprint.integrations import metrics as m
 from footprint.lca import DEFAULT_SAMPLES
+from footprint.outputs import write_bytes
 
 
 def log_run(
@@ -41,10 +41,9 @@ def log_run(
         run.summary.update(values)
         files, tmp = m.artifacts(a, run_dir, report)
         dest = Path(run.dir) / "footprint"  # files in the run's folder are saved with it (synced later if offline)
-        dest.mkdir(parents=True, exist_ok=True)
         with tmp:
             for f in files:
-                shutil.copy(f, dest / f.name)
+                write_bytes(dest / f.name, f.read_bytes())
         return run.id
     finally:
         if owned:

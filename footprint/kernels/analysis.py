@@ -10,6 +10,8 @@ the CPU operator analysis (`cpu`) instead. Energy attribution (`energy`) comes l
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +25,10 @@ from footprint.kernels.gpu import (
     aggregate,
     median,
 )
-from footprint.kernels.linking import ModelResolver, link
+from footprint.kernels.linking import CARRIED_OVER, UNLINKED, ModelResolver, link, partition
 from footprint.kernels.opmodels import CATEGORIES, KERNEL, MATRIX_CATEGORIES
 from footprint.kernels.reader import Scan, read_trace
+from footprint.kernels.render import format_us
 from footprint.kernels.steps import StepIndex, parse_choice, select, spans
 
 
@@ -153,16 +156,96 @@ def _load_catalogue() -> Any:
     return db().gpus
 
 
+@dataclass
+class Analysis:
+    """`analyze_trace`'s result and what it was computed from (the trace diff aggregates other subsets)."""
+
+    result: dict[str, Any]
+    classified: Classified | None
+    device: Device
+    counted: Sequence[int]  # indices of the GPU events the figures count
+    per_step: list[list[int]]  # counted GPU events of each profiler step
+    chosen: list[int]  # the steps the summary covers
+
+
 def analyze_trace(
-    path: str | Path, power: str | Path | None = None, top: int = 20, steps: str | int = "steady"
+    path: str | Path, power: str | Path | None = None, top: int = 20, steps: str | int = "steady", include_unlinked: bool = False
 ) -> dict[str, Any]:
     """Analyse a PyTorch profiler (Kineto) trace; conventions in `gpu.CONVENTIONS` and the README.
 
     Returns ``{"trace", "device", "busy_time_us", "idle_time_us", "total_time_us", "timeline", "summary",
-    "by_category", "ops", "launch_overhead", "steps", "cpu" (CPU-only traces), "power" (with `power`),
-    "conventions", "warnings"}``; the top-level figures are whole-trace, ``steps`` holds each profiler
-    step and the summary of the steps `steps` selects (``"steady"``, ``"all"`` or a step number).
+    "by_category", "ops", "launch_overhead", "steps", "linking", "cpu" (CPU-only traces), "power" (with
+    `power`), "conventions", "warnings"}``; the top-level figures are whole-trace, ``steps`` holds each
+    profiler step and the summary of the steps `steps` selects (``"steady"``, ``"all"`` or a step number).
+    Only GPU events launched within the recording count (TraceLens' rule); ``linking`` reports the others
+    (carried over from before the recording, or otherwise launchless), which `include_unlinked` counts too.
     """
+    return analyse(path, power, top, steps, include_unlinked).result
+
+
+def _bucket(c: Classified, device: Device, idx: list[int], counted: bool) -> dict[str, Any]:
+    """Count, time span, busy and kernel time (per category) of a set of launchless GPU events."""
+    agg = aggregate(c, device, idx, with_ops=False)
+    iv = agg["timeline"]["intervals"]
+    return {
+        "events": len(idx),
+        "counted": counted,
+        "busy_time_us": agg["timeline"]["busy"],
+        "kernel_time_us": sum(c.gpu[j][1] for j in idx),
+        "start_us": iv[0][0] if iv else None,
+        "end_us": iv[-1][1] if iv else None,
+        "kernel_time_by_category_us": {k: v["kernel_time_us"] for k, v in agg["by_category"].items() if v["count"]},
+    }
+
+
+def _linking_section(
+    s: Scan, c: Classified, device: Device, parts: tuple[list[int], list[int], list[int]], include: bool, warnings: list[str]
+) -> tuple[dict[str, Any], Sequence[int]]:
+    """The `linking` section and the GPU events that count (linked ones, or all with `include`)."""
+    linked, carried, unlinked = parts
+    n = len(c.gpu)
+    no_launches = n > 0 and not s.launch
+    counted: Sequence[int] = range(n) if include or no_launches else linked
+    counts_all = len(counted) == n
+    section = {
+        "convention": CONVENTIONS["linking"],
+        "include_unlinked": include,
+        "gpu_events": n,
+        "linked_events": len(linked),
+        "counted_events": len(counted),
+        CARRIED_OVER: _bucket(c, device, carried, counts_all),
+        UNLINKED: _bucket(c, device, unlinked, counts_all),
+    }
+    if no_launches:
+        warnings.append(
+            "the trace records no launch calls (cuda_runtime/cuda_driver events), so no GPU event can be linked: all "
+            f"{n:,} are counted"
+        )
+    how = (
+        "counted (--include-unlinked): the first step is charged for work launched before the recording"
+        if counts_all
+        else "left out of every figure, as TraceLens does (--include-unlinked / include_unlinked=True counts them)"
+    )
+    if carried:
+        b = section[CARRIED_OVER]
+        warnings.append(
+            f"{len(carried):,} of {n:,} GPU events ({format_us(b['busy_time_us'])} of GPU busy time) were launched "
+            f"before the recording began (no launch call in the trace; queued by the previous, unprofiled "
+            f"iteration): carried over from before the recording, {how}"
+        )
+    if unlinked and not no_launches:
+        b = section[UNLINKED]
+        warnings.append(
+            f"{len(unlinked):,} of {n:,} GPU events ({format_us(b['busy_time_us'])} of GPU busy time) have no launch "
+            f"call in the recording although they were queued during it: {how}"
+        )
+    return section, counted
+
+
+def analyse(
+    path: str | Path, power: str | Path | None = None, top: int = 20, steps: str | int = "steady", include_unlinked: bool = False
+) -> Analysis:
+    """`analyze_trace`, keeping the classified events (see `Analysis`)."""
     choice = parse_choice(steps)
     file = str(path)
     s, label, warnings = read_trace(path, meanwhile=_load_catalogue)
@@ -172,7 +255,9 @@ def analyze_trace(
     gpu = sorted((g for g in s.gpu if g[2] == device_index), key=lambda g: g[0]) if device_index is not None else []
     parent, leaf, launch_of = link(s, gpu)
     c = Classified(s, gpu, leaf, launch_of, ModelResolver(s.op_name, parent))
-    whole = aggregate(c, device, range(len(gpu)))
+    parts = partition(s, gpu, launch_of)
+    linking, counted = _linking_section(s, c, device, parts, include_unlinked, warnings)
+    whole = aggregate(c, device, counted)
     tl = whole["timeline"]
     all_iv, busy, total = tl.pop("intervals"), tl.pop("busy"), tl.pop("total")
     tl["definition"] = TIMELINE_DEFINITION
@@ -183,8 +268,8 @@ def analyze_trace(
             + " (no recorded shapes: profile with record_shapes=True; convolutions also need the "
             "'Concrete Inputs' of PyTorch >= 2.1)"
         )
-    n_kernels = sum(1 for g in gpu if g[3] == KERNEL)
-    n_unlinked = sum(1 for j in range(len(gpu)) if leaf[j] < 0 and gpu[j][3] == KERNEL)
+    n_kernels = sum(1 for j in counted if gpu[j][3] == KERNEL)
+    n_unlinked = sum(1 for j in counted if leaf[j] < 0 and gpu[j][3] == KERNEL)
     if n_kernels and n_unlinked:
         warnings.append(
             f"{n_unlinked:,} of {n_kernels:,} kernels could not be linked to a CPU op (no launch event or "
@@ -193,7 +278,6 @@ def analyze_trace(
     main_dtype = whole["main_dtype"]
     peak = device.peak(main_dtype)
     step_spans = spans(s.steps)
-    where = StepIndex(step_spans)
     base_ns = meta.get("baseTimeNanoseconds")
     result: dict[str, Any] = {
         "trace": {
@@ -208,6 +292,7 @@ def analyze_trace(
             "distributed": meta.get("distributedInfo"),
             "cpu_ops": len(s.op_ts),
             "gpu_events": len(gpu),
+            "gpu_events_counted": len(counted),
             "start_us": all_iv[0][0] if all_iv else None,
             "end_us": all_iv[-1][1] if all_iv else None,
         },
@@ -221,31 +306,20 @@ def analyze_trace(
         "ops": whole["ops"][: max(0, int(top))],
         "ops_total": len(whole["ops"]),
         "launch_overhead": whole["launch_overhead"],
+        "linking": linking,
         "conventions": CONVENTIONS,
         "warnings": warnings,
     }
     cpu_intervals: dict[str, list[tuple[float, float]]] = {}
+    per_step: list[list[int]] = [[] for _ in step_spans]
     if gpu:
-        per_step: list[list[int]] = [[] for _ in step_spans]
-        outside = 0
-        for j, g in enumerate(gpu):
-            rt = launch_of[j]
-            k = where(rt[0] if rt is not None else g[0])
-            if k >= 0:
-                per_step[k].append(j)
-            else:
-                outside += 1
+        per_step = _place(gpu, launch_of, counted, StepIndex(step_spans), len(step_spans), warnings)
         rows = [
             _step_row(k, sp, aggregate(c, device, per_step[k], with_ops=False), len(per_step[k]), peak)
             for k, sp in enumerate(step_spans)
         ]
         result["steps"] = _steps_section(step_spans, rows, choice, peak, gpu=True)
-        result["steps"]["gpu_events_outside_steps"] = outside
-        if step_spans and outside:
-            warnings.append(
-                f"{outside:,} of {len(gpu):,} GPU events were launched outside every ProfilerStep span: they count in "
-                "the whole-trace figures only"
-            )
+        result["steps"]["gpu_events_outside_steps"] = len(counted) - sum(map(len, per_step))
     else:
         section, per_step_ops = cpu_ops.analyse_cpu(s, step_spans, top)
         cpu_intervals = section.pop("intervals")
@@ -261,11 +335,43 @@ def analyze_trace(
         result["steps"] = _steps_section(step_spans, rows, choice, None, gpu=False)
     if power is not None:
         if gpu:
-            result["power"] = attribute_energy(power, result, gpu, c.cat, base_ns, file)
+            result["power"] = attribute_energy(power, result, gpu, _energy_keys(c, parts, len(counted)), base_ns, file)
         else:
             durations = [b - a for v in cpu_intervals.values() for a, b in v]
             try:
                 result["power"] = attribute(power, result, cpu_intervals, base_ns, file, "cpu", median(durations))
             except MissingEnergy as exc:
                 result["power"] = {"component": "cpu", "available": False, "missing": str(exc), "run_dir": str(power)}
-    return result
+    return Analysis(result, c if gpu else None, device, counted, per_step, select(len(step_spans), choice)[0])
+
+
+def _place(
+    gpu: list[tuple[Any, ...]], launch_of: list[Any], counted: Sequence[int], where: StepIndex, n: int, warnings: list[str]
+) -> list[list[int]]:
+    """The counted GPU events of each step: by the launch call's start (HTA), else (launchless events counted
+    with --include-unlinked) by the event's own start."""
+    per_step: list[list[int]] = [[] for _ in range(n)]
+    outside = 0
+    for j in counted:
+        rt = launch_of[j]
+        k = where(rt[0] if rt is not None else gpu[j][0])
+        if k >= 0:
+            per_step[k].append(j)
+        else:
+            outside += 1
+    if n and outside:
+        warnings.append(
+            f"{outside:,} of {len(counted):,} counted GPU events were launched outside every ProfilerStep span: they "
+            "count in the whole-trace figures only"
+        )
+    return per_step
+
+
+def _energy_keys(c: Classified, parts: tuple[list[int], list[int], list[int]], n_counted: int) -> list[str]:
+    """Each GPU event's energy key: its category, or (when not counted) its launchless bucket."""
+    keys = list(c.cat)
+    if n_counted < len(keys):
+        for bucket, idx in ((CARRIED_OVER, parts[1]), (UNLINKED, parts[2])):
+            for j in idx:
+                keys[j] = bucket
+    return keys

@@ -748,11 +748,12 @@ def main_bench(args: Any) -> int:
     with those results marked verified: false), 2 on bad arguments (FootprintError, nothing written)."""
     import yaml
 
+    from footprint.outputs import check_file_target, write_text
+
     out = Path(getattr(args, "output", None) or "profile.yaml")
-    if out.exists() and out.is_dir():
-        raise FootprintError("is a directory; give a file name such as profile.yaml", file=str(out), key="-o")
     if not out.parent.exists():
         raise FootprintError(f"directory {out.parent} does not exist", file=str(out), key="-o")
+    check_file_target(out)  # before the benchmark: a directory, a pipe, a device or a symlink out is refused
     if getattr(args, "dtypes", None) is not None:
         parse_dtypes(args.dtypes)  # fail fast, before torch is imported
     threads = resolve_threads(getattr(args, "threads", None))
@@ -783,9 +784,10 @@ def main_bench(args: Any) -> int:
         + (f", TDP {m['tdp_w']:g} W" if m.get("tdp_w") else "")
         + ")"
     )
-    out.write_text(
+    write_text(
+        out,
         "# footprint kernel efficiency profile (footprint kernels bench); see README "
-        "'Kernel benchmarks and predicted MFU'\n" + yaml.safe_dump(prof, sort_keys=False)
+        "'Kernel benchmarks and predicted MFU'\n" + yaml.safe_dump(prof, sort_keys=False),
     )
     noisy = [r for r in prof["results"] if r.get("timing_note")]
     if noisy:

@@ -131,7 +131,9 @@ def _run_samples(
 def attribute_energy(
     run_dir: str | Path, result: dict[str, Any], gpu: list[tuple[Any, ...]], cats: list[str], base_ns: Any, file: str
 ) -> dict[str, Any]:
-    """Split the run's GPU energy over kernel categories by time overlap with the kernel timeline."""
+    """Split the run's GPU energy over kernel categories by time overlap with the kernel timeline; `cats` gives
+    each event's category, or the launchless bucket of an event the figures leave out (its energy is
+    reported apart, in ``not_counted_j``, rather than counted as idle)."""
     per_cat: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for g, cat in zip(gpu, cats, strict=True):
         per_cat[cat].append((g[0], g[0] + g[1]))
@@ -268,6 +270,7 @@ def attribute(
         "energy_j": float(np.sum(de)),
         "energy_in_trace_window_j": in_window,
         "by_category_j": {c: by_cat.get(c, 0.0) for c in cats},
+        "not_counted_j": {k: v for k, v in by_cat.items() if k not in cats} or None,
         "idle_j": idle_j,
         "outside_trace_j": outside_j,
         "mean_power_in_window_w": in_window / span if span > 0 else None,

@@ -46,11 +46,16 @@ CONVENTIONS = {
     "peak of the op's dtype); null where the card or dtype has no peak (never 0)",
     "roofline": "arithmetic intensity = FLOPs / bytes; ridge point = dense peak of the op's dtype (fp32 vector "
     "peak for elementwise and reduction ops) / DRAM bandwidth",
+    "linking": "only GPU events whose launch call (cuda_runtime/cuda_driver event with the same correlation id) is in "
+    "the recording count (TraceLens' rule). Launchless events are reported apart: 'carried_over' (they start "
+    "before the first recorded launch, or their correlation id is below every recorded launch's: queued by the "
+    "previous, unprofiled iteration) and 'unlinked' (the others); include_unlinked (--include-unlinked) counts "
+    "them, as HTA does. A trace with no launch calls at all counts every event",
     "steps": "a profiler step is a ProfilerStep#N span on the CPU, identified by its time span (names can repeat "
     "across schedule cycles); a GPU event belongs to the step in which the CPU launched it (HTA's convention; "
-    "an event with no launch, to the step its own start falls in); a step's busy/idle/total and categories "
-    "are the whole-trace definitions applied to its events only; wall = the CPU span; MFU = matrix FLOPs / "
-    "(wall x dense peak)",
+    "a launchless event counted with --include-unlinked, to the step its own start falls in); a step's "
+    "busy/idle/total and categories are the whole-trace definitions applied to its events only; wall = the "
+    "CPU span; MFU = matrix FLOPs / (wall x dense peak)",
     "communication": "NCCL/RCCL/gloo kernels (by name); exposed = not overlapped by computation kernels "
     "(TraceLens' exposed_comm_time; HTA's comm/comp overlap is 1 - exposed / total)",
 }

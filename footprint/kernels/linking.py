@@ -121,3 +121,32 @@ def cpu_model_ops(s: Scan, parent: array, resolve: ModelResolver) -> list[int]:
             inner.discard(p)
             p = parent[p]
     return sorted({resolve(i) for i in inner} - {-1})
+
+
+CARRIED_OVER = "carried_over"
+UNLINKED = "unlinked"
+
+
+def partition(s: Scan, gpu: list[tuple[Any, ...]], launch_of: list[Any]) -> tuple[list[int], list[int], list[int]]:
+    """(linked, carried over, unlinked): indices of the GPU events with a launch call in the recording, of
+    those without one that were queued before it began, and of the other launchless events.
+
+    Carried over: no launch call, and the event starts before the first recorded launch or its
+    correlation id is below every recorded launch's (CUPTI numbers launches in issue order, so such a
+    kernel was launched before the profiler started: the previous iteration's queue draining, which
+    can run on well after the first recorded launch).
+    """
+    first_ts = min((rt[0] for rt in s.launch.values()), default=None)
+    corrs = [k for k in s.launch if type(k) is int]
+    first_corr = min(corrs) if corrs else None
+    linked: list[int] = []
+    carried: list[int] = []
+    unlinked: list[int] = []
+    for j, g in enumerate(gpu):
+        if launch_of[j] is not None:
+            linked.append(j)
+        elif (first_ts is not None and g[0] < first_ts) or (first_corr is not None and type(g[5]) is int and g[5] < first_corr):
+            carried.append(j)
+        else:
+            unlinked.append(j)
+    return linked, carried, unlinked

@@ -89,6 +89,7 @@ def render_table(r: dict[str, Any]) -> str:
         f"  computation {format_us(tl['computation_us'])}, exposed communication "
         f"{format_us(tl['exposed_communication_us'])}, exposed memcpy {format_us(tl['exposed_memcpy_us'])}"
     )
+    out += _linking_lines(r)
     sm = r["summary"]
     if sm["matrix_flops"]:
         line = (
@@ -161,6 +162,33 @@ def render_table(r: dict[str, Any]) -> str:
             f"{fmt_count(power['outside_trace_j'])} J of the same samples fall outside the trace",
         )
     return "\n".join(out + _warning_lines(r)) + "\n"
+
+
+BUCKETS = {"carried_over": "carried over from before the recording", "unlinked": "launched without a recorded launch call"}
+
+
+def launchless(r: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The launchless GPU events (TraceLens' linked-event rule): (how many, how much GPU time; counted or not)."""
+    lk = r.get("linking") or {}
+    out = []
+    for key, what in BUCKETS.items():
+        b = lk.get(key) or {}
+        if b.get("events"):
+            text = (
+                f"{b['events']:,} GPU events {what} ({format_us(b['busy_time_us'])} busy, "
+                f"{format_us(b['kernel_time_us'])} of kernel time)"
+            )
+            out.append((text, bool(b["counted"])))
+    return out
+
+
+def linking_notes(r: dict[str, Any]) -> list[str]:
+    """One line per launchless bucket: "counted: ..." or "not counted: ..."."""
+    return [f"{'counted' if counted else 'not counted'}: {text}" for text, counted in launchless(r)]
+
+
+def _linking_lines(r: dict[str, Any]) -> list[str]:
+    return ["  " + n for n in linking_notes(r)]
 
 
 def _energy_lines(power: dict[str, Any], scope: str, tail: str) -> list[str]:
@@ -329,3 +357,90 @@ def _cpu_lines(r: dict[str, Any]) -> list[str]:
                 f"of which outside the matrix ops {fmt_count(power['idle_j'])} J",
             )
     return out + _warning_lines(r)
+
+
+# ---- `footprint kernels diff` -------------------------------------------------------------------------------
+def signed(v: float | None, fmt: Any) -> str:
+    if v is None:
+        return "n/a"
+    return ("+" if v > 0 else "-" if v < 0 else "") + fmt(abs(v))
+
+
+def _rel(f: dict[str, Any]) -> str:
+    r = f.get("relative")
+    return "n/a" if r is None else f"{r:+.1%}"
+
+
+def gflop(v: float | None) -> str:
+    return "n/a" if v is None else fmt_count(v / 1e9)
+
+
+def diff_cells(f: dict[str, Any], fmt: Any) -> list[str]:
+    """A, B, B - A and (B - A) / A of one compared figure."""
+    return [
+        fmt(f["a"]) if f["a"] is not None else "n/a",
+        fmt(f["b"]) if f["b"] is not None else "n/a",
+        signed(f["delta"], fmt),
+        _rel(f),
+    ]
+
+
+TOTAL_ROWS = (
+    ("step_time_us", "Step time", format_us),
+    ("busy_time_us", "GPU busy (CPU: matrix ops)", format_us),
+    ("matrix_flops", "Matrix GFLOP", gflop),
+    ("matrix_tflops_per_s", "Matrix TFLOP/s", fmt_count),
+    ("mfu", "MFU", lambda v: f"{100 * v:.2f} %"),
+    ("energy_j", "Energy J (attributed)", fmt_count),
+)
+
+
+def render_diff(d: dict[str, Any]) -> str:
+    """The text of `footprint kernels diff`: totals, kernel classes, the ops that changed most, the footprint."""
+    a, b = d["a"], d["b"]
+    out = [
+        f"A: {a['source']} ({a['device'] or 'unknown device'})",
+        f"B: {b['source']} ({b['device'] or 'unknown device'})",
+        f"Basis: {d['basis']}; figures are B - A" + ("; launchless GPU events counted" if d["include_unlinked"] else ""),
+        "",
+    ]
+    rows = [[label, *diff_cells(d["totals"][k], fmt)] for k, label, fmt in TOTAL_ROWS]
+    out += _table(["", "A", "B", "B - A", "change"], rows)
+    rows = []
+    for c, e in d["by_category"].items():
+        if not (e["time_us"]["a"] or e["time_us"]["b"]):
+            continue
+        t, f = e["time_us"], e["flops"]
+        rows.append(
+            [c, *diff_cells(t, format_us), signed(f["delta"], gflop), signed(e["tflops_per_s"]["delta"], fmt_count)]
+            + [signed(e["pct_of_peak"]["delta"], lambda v: f"{v:.1f}"), signed(e["energy_j"]["delta"], fmt_count)]
+        )
+    heads = ["Kernel class", "Time A", "Time B", "B - A", "change", "GFLOP B-A", "TFLOP/s B-A", "% peak B-A", "J B-A"]
+    out += [""] + _table(heads, rows)
+    if d["ops"]:
+        rows = [
+            [_short(o["name"], 44), _short(o["shapes"] or "", 30), o["in"], *diff_cells(o["time_us"], format_us)]
+            + [signed(o["tflops_per_s"]["delta"], fmt_count)]
+            for o in d["ops"]
+        ]
+        out += [""] + _table(
+            ["Ops (largest time change)", "Shape", "in", "Time A", "Time B", "B - A", "change", "TFLOP/s B-A"],
+            rows,
+            left=(0, 1, 2),
+        )
+        if d["ops_total"] > len(d["ops"]):
+            out.append(f"({d['ops_total'] - len(d['ops'])} more ops; --top N shows more)")
+    out += _footprint_lines(d.get("footprint"))
+    return "\n".join(out + _warning_lines(d)) + "\n"
+
+
+def _footprint_lines(fp: dict[str, Any] | None) -> list[str]:
+    if not fp:
+        return ["", "Footprint: not computed (give --train-steps N [--gpus N --gpu NAME] or --scenario FILE)"]
+    out = ["", f"Footprint of a training run ({fp['size']}, {fp['gpu']}; {fp['method']}):"]
+    rows = [
+        ["GPU-hours", "h", *diff_cells(fp["gpu_hours"], fmt_count)],
+        ["IT energy", "kWh", *diff_cells(fp["energy_kwh"], fmt_count)],
+    ]
+    rows += [[c["name"], c["unit"], *diff_cells(c, fmt_count)] for c in fp["categories"].values()]
+    return out + _table(["", "Unit", "A", "B", "B - A", "change"], rows, left=(0, 1))

@@ -20,7 +20,6 @@ Conventions (the README's "Kernel traces" section says the same) are in `CONVENT
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
@@ -33,24 +32,34 @@ from footprint.kernels.steps import STEP_CHOICES
 
 
 def main_analyze(args: Any) -> int:
-    """`footprint kernels analyze TRACE [--steps all|steady|N] [--power RUN_DIR] [--top N] [--format table|json] [-o FILE]`."""
-    import sys
-
+    """`footprint kernels analyze TRACE [--steps all|steady|N] [--include-unlinked] [--power RUN_DIR] [--top N]
+    [--format table|json] [-o FILE]`."""
     top = getattr(args, "top", 20)
     if top is None or top < 0:
         raise FootprintError(f"--top must be >= 0, got {top}", key="--top")
-    result = analyze_trace(args.trace, power=getattr(args, "power", None), top=top, steps=getattr(args, "steps", "steady"))
+    result = analyze_trace(
+        args.trace,
+        power=getattr(args, "power", None),
+        top=top,
+        steps=getattr(args, "steps", "steady"),
+        include_unlinked=getattr(args, "include_unlinked", False),
+    )
     text = to_json(result) if getattr(args, "format", "table") == "json" else render_table(result)
-    output = getattr(args, "output", None)
-    if output:
-        try:
-            Path(output).write_text(text)
-        except OSError as exc:
-            raise FootprintError(f"cannot write ({exc.strerror})", output) from None
-        print(f"wrote {output}", file=sys.stderr)
+    write_out(text, getattr(args, "output", None))
+    return 0
+
+
+def write_out(text: str, output: str | None) -> None:
+    """To a file through the one safe writer (saying so on stderr), or to stdout (no file, or '-')."""
+    import sys
+
+    if output and output != "-":
+        from footprint.outputs import shown, write_text
+
+        write_text(output, text)
+        print(f"wrote {shown(output)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 0
 
 
 __all__ = [

@@ -2,7 +2,9 @@
 
 Owns: the unit registry (`units`), the impact categories (`categories`), the typed LCA database over
 `lca_data/` (`database`, `parametric`, `electricity`), the Workload and scenario files (`workload`),
-the engine (`engine.assess`) and its result (`assessment`).
+the engine (`engine.assess`) and its result (`assessment`), the Monte Carlo (`montecarlo`) and how each
+factor is drawn and which inputs drive the variance (`uncertainty`), the caveats in groups (`notes`) and
+batch assessment (`batch`).
 May import: `footprint.errors`, `lca_data`, numpy, pint, yaml. Nothing else of ours: tracking,
 reports, kernels and the CLI build on this package, never the other way round.
 

@@ -2,7 +2,8 @@
 
 JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu_hours",
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
-"high", "normalised", "use_scope"}}, "single_score", "electricity_factors", "contested_data",
+"high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope"}},
+"single_score", "electricity_factors", "contested_data",
 "materials", "water_l": {"on_site", "off_site", "total"}, "sources", "warnings"}.
 "Not available" is ``null`` in JSON and "n/a" in text, never 0.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from footprint.lca import categories as cat
+from footprint.lca.uncertainty import METHOD as SENSITIVITY_METHOD
 from footprint.lca.units import display_unit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,20 +37,38 @@ class CategoryResult:
     low: float
     high: float
     not_available: tuple[str, ...] = ()
+    not_modelled: tuple[str, ...] = ()  # stages zero by construction: null, never counted as a share or dominant
+    median: float | None = None  # Monte Carlo median and interquartile range (None without a Monte Carlo)
+    iqr: tuple[float, float] | None = None
+    sensitivity: dict[str, Any] | None = None  # the inputs that drive the variance (footprint.lca.uncertainty)
 
-    def with_range(self, low: float, high: float) -> CategoryResult:
-        return replace(self, low=min(low, self.total), high=max(high, self.total))
+    def with_stats(self, q: Any, sensitivity: dict[str, Any] | None = None) -> CategoryResult:
+        """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5) and sensitivity table; low-high always hold the total."""
+        lo, q25, med, q75, hi = (float(x) for x in q)
+        return replace(
+            self, low=min(lo, self.total), high=max(hi, self.total), median=med, iqr=(q25, q75), sensitivity=sensitivity
+        )
 
     def share(self, stage: str) -> float | None:
+        """The stage's share of the total; None where it is not available, or where any stage is not modelled
+        (a share of an incomplete total would read as "manufacturing 100 %")."""
         v = self.by_stage.get(stage)
-        if v is None or not self.total:
+        if v is None or not self.total or self.not_modelled:
             return None
         return v / self.total
 
     @property
     def dominant_stage(self) -> str | None:
+        if self.not_modelled:
+            return None
         stages = {k: abs(v) for k, v in self.by_stage.items() if v is not None}
         return max(stages, key=stages.get) if stages and any(stages.values()) else None
+
+    def stage_text(self, stage: str) -> str:
+        """A stage's share for tables: a percentage, "not modelled", or "n/a"."""
+        if stage in self.not_modelled:
+            return "not modelled"
+        return pct(self.share(stage))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,8 +79,12 @@ class CategoryResult:
             "by_component": dict(self.by_component),
             "low": self.low,
             "high": self.high,
+            "median": self.median,
+            "iqr": list(self.iqr) if self.iqr is not None else None,
             "dominant_stage": self.dominant_stage,
             "not_available": list(self.not_available),
+            "not_modelled": list(self.not_modelled),
+            "sensitivity": self.sensitivity,
         }
 
 
@@ -136,7 +160,9 @@ class Assessment:
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
                 + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
                 "normalisation": (self.single_score or {}).get("method"),
-                "uncertainty": f"Monte Carlo, {self.samples} samples, 2.5-97.5 percentiles"
+                "uncertainty": f"Monte Carlo, {self.samples} samples: low-high the 2.5-97.5 percentiles, iqr the 25-75; "
+                "each factor drawn by its stated distribution (lognormal, median at the central value, by default); "
+                "sensitivity: " + SENSITIVITY_METHOD
                 if self.samples > 1
                 else "none (single evaluation)",
             },
@@ -274,6 +300,7 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         "GPU lifetimes": hardware_text(a),
         "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
         "Embodied data": a.embodied_method,
+        "Card geometry": a.materials.get("geometry") or "n/a",
     }
 
 
@@ -308,10 +335,10 @@ def _rows(a: Assessment) -> list[list[str]]:
                 r.name,
                 num(r.total),
                 display_unit(r.unit),
-                pct(r.share("manufacturing")),
-                pct(r.share("transport")),
-                pct(r.share("use")),
-                pct(r.share("end_of_life")),
+                r.stage_text("manufacturing"),
+                r.stage_text("transport"),
+                r.stage_text("use"),
+                r.stage_text("end_of_life"),
                 f"{num(r.low)} - {num(r.high)}",
                 num(pe),
             ]
@@ -332,7 +359,7 @@ def _summary_lines(a: Assessment) -> list[str]:
         f"  |  grid: {w.grid} ({a.zone.name})",
         f"  Hardware: {hardware_text(a)}",
         f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
-        f"  Embodied data: {a.embodied_method}",
+        f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
     ]
     if w.mfu is not None:
         lines.insert(2, f"  MFU: {mfu_text(w)}")
@@ -364,6 +391,54 @@ def scope_lines(a: Assessment) -> list[str]:
     return scope_items(a)
 
 
+SENSITIVITY_NOTE = (
+    "Which inputs drive each category's Monte Carlo variance: share = squared correlation of the input's draws with "
+    "the total, normalised to 100 % over the inputs (from the same draws as low-high). IQR: 25th-75th percentiles."
+)
+
+
+def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
+    """Per category (then the single score): central value, median, IQR and the inputs that drive the variance,
+    one wording for the reports and the dashboard; empty without a Monte Carlo."""
+
+    def drivers(sens: dict[str, Any] | None) -> str:
+        items = (sens or {}).get("inputs") or []
+
+        def share(v: float) -> str:
+            return f"{v:.0%}" if v >= 0.005 else "<1%"
+
+        return "; ".join(f"{x['input']} {share(x['share'])} ({x['distribution']})" for x in items[:top]) or "n/a"
+
+    rows = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        if r.iqr is None:
+            continue
+        rows.append(
+            {
+                "Category": r.name,
+                "Central": num(r.total),
+                "Median": num(r.median),
+                "IQR": f"{num(r.iqr[0])} - {num(r.iqr[1])}",
+                "Unit": display_unit(r.unit),
+                "Drivers of the variance": drivers(r.sensitivity),
+            }
+        )
+    s = a.single_score
+    if rows and s.get("iqr"):
+        rows.append(
+            {
+                "Category": "Single score",
+                "Central": num(s["value"]),
+                "Median": num(s.get("median")),
+                "IQR": f"{num(s['iqr'][0])} - {num(s['iqr'][1])}",
+                "Unit": "Pt",
+                "Drivers of the variance": drivers(s.get("sensitivity")),
+            }
+        )
+    return rows
+
+
 PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
 NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
 
@@ -385,7 +460,10 @@ def to_table(a: Assessment, details: bool = False) -> str:
     score = single_score_line(a)
     if score:
         out.append(score)
-    out.append("Shares: stage / total. n/a = not available (no data), never zero. " + NORMALISATION_NOTE)
+    out.append(
+        "Shares: stage / total. n/a = not available (no data), never zero; not modelled = zero by construction "
+        "(no share is then given). " + NORMALISATION_NOTE
+    )
     if a.use_factors is not None:
         out.append(f"Electricity: {a.use_factors.label}.")
     groups = note_groups(a)
@@ -411,6 +489,11 @@ def to_markdown(a: Assessment) -> str:
     score = single_score_line(a)
     if score:
         out += ["", score, "", NORMALISATION_NOTE]
+    sens = sensitivity_rows(a)
+    if sens:
+        out += ["", "## What drives the uncertainty", "", SENSITIVITY_NOTE, ""]
+        out += ["| " + " | ".join(sens[0]) + " |", "|" + "---|" * len(sens[0])]
+        out += ["| " + " | ".join(r.values()) + " |" for r in sens]
     groups = note_groups(a)
     if groups:
         out += ["", "## Notes: scope, contested data and warnings", ""]
@@ -436,40 +519,24 @@ def md_source(s: dict[str, Any]) -> str:
 
 
 def to_csv(a: Assessment) -> str:
-    """One row per category and stage (plus a total row per category)."""
+    """One row per category and stage (plus a total row per category); ``status`` says why a value is empty."""
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high", "person_equivalents"])
+    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high", "person_equivalents", "status"])
     for k in cat.keys():
         r = a.impacts[k]
         for stage in cat.stages():
             v = r.by_stage.get(stage)
+            share = r.share(stage)
+            status = "not modelled" if stage in r.not_modelled else ("not available" if v is None else "")
             wr.writerow(
-                [
-                    k,
-                    r.name,
-                    display_unit(r.unit),
-                    stage,
-                    "" if v is None else repr(v),
-                    "" if r.share(stage) is None else f"{r.share(stage):.6f}",
-                    "",
-                    "",
-                    "",
-                ]
+                [k, r.name, display_unit(r.unit), stage, "" if v is None else repr(v), "" if share is None else f"{share:.6f}"]
+                + ["", "", "", status]
             )
         pe = (a.normalised.get(k) or {}).get("person_equivalents")
         wr.writerow(
-            [
-                k,
-                r.name,
-                display_unit(r.unit),
-                "total",
-                repr(r.total),
-                "1",
-                repr(r.low),
-                repr(r.high),
-                "" if pe is None else repr(pe),
-            ]
+            [k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)]
+            + ["" if pe is None else repr(pe), f"partial: {', '.join(r.not_modelled)} not modelled" if r.not_modelled else ""]
         )
     return buf.getvalue()
 

@@ -272,6 +272,7 @@ class BatchAssessment:
                 total,
                 total,
                 r.not_available,
+                r.not_modelled,
             )
         ref = basis.per_gpu_hour
         from footprint.lca import normalisation

@@ -97,6 +97,19 @@ class Embodied:
         return out
 
 
+@dataclass(frozen=True)
+class HostShare:
+    """Per-GPU host share over INDICATORS: central, 95 % interval, pedigree sigma, EF data-quality rating."""
+
+    value: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    sigma: np.ndarray
+    dqr: tuple[dict[str, int] | None, ...]
+    sources: list[str]
+    notes: list[str]
+
+
 def _vectors(rows: list[dict[str, str]], key: str) -> dict[str, np.ndarray]:
     """One impact vector per value of ``key`` from one-value-per-row CSV rows."""
     out: dict[str, np.ndarray] = {}
@@ -238,6 +251,11 @@ class Database:
         return v
 
     def embodied_parametric(self, gpu: Gpu, variant: str | None = None) -> Embodied:
+        return self._embodied_parametric(gpu.id, self.resolve_variant(variant))
+
+    @lru_cache(maxsize=128)  # noqa: B019 - one Database per process
+    def _embodied_parametric(self, gpu_id: str, variant: str) -> Embodied:
+        gpu = self.gpus[gpu_id]
         corrected = self.resolve_variant(variant) != "published"
         parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb, all_dies=corrected)
         notes = ["ADEME parametric model (modelled, not measured)"]
@@ -309,21 +327,55 @@ class Database:
     def host(self) -> dict[str, Any]:
         return self._loader.load_yaml_checked("host.yaml", parse=Q)
 
-    def host_share(self, name: str | None) -> tuple[np.ndarray, list[str], list[str]]:
-        """(per-GPU impacts with NaN where not available, sources, notes) of a host model."""
+    @cached_property
+    def host_rows(self) -> dict[str, list[dict[str, str]]]:
+        """lca_data/host_impacts.csv (written by lca_data/tools/build_host.py), rows by host model."""
+        out: dict[str, list[dict[str, str]]] = {}
+        for r in self._loader.load_host_impacts():
+            out.setdefault(r["host"], []).append(r)
+        return out
+
+    def host_share(self, name: str | None) -> HostShare:
+        """The per-GPU host share of a host model (NaN where a category is not available), its spread and sources."""
         data = self.host
         key = data["default"] if name in (None, "default") else name
         if key not in data["hosts"]:
             raise KeyError(key)
         h = data["hosts"][key]
         per = float(h["gpus_per_server"]["value"])
-        vec = np.full(N_IND, np.nan)
+        vec, lo, hi, sigma = (np.full(N_IND, np.nan) for _ in range(4))
+        dqr: list[dict[str, int] | None] = [None] * N_IND
         srcs = [h["gpus_per_server"]["source"]]
-        for c, entry in h["impacts"].items():
-            unit = cat.by_key(c).unit
-            vec[IDX[c]] = Q(entry["value"], unit).magnitude / per
-            srcs.append(entry["source"])
-        return vec, srcs, [h["description"], *h.get("notes", [])]
+        for r in self.host_rows.get(key, []):
+            i = IDX[r["category"]]
+            vec[i], lo[i], hi[i] = (float(r[c]) / per for c in ("value", "low", "high"))
+            q = {k: int(r[f"dqr_{k}"]) for k in ("ter", "ger", "tir", "p") if r.get(f"dqr_{k}")}
+            dqr[i] = q or None
+            sigma[i] = self.pedigree_sigma(q)
+            srcs += [s for s in r["source"].split(";") if s]
+        sigma = np.nan_to_num(sigma)
+        return HostShare(vec, lo, hi, sigma, tuple(dqr), list(dict.fromkeys(srcs)), [h["description"], *h.get("notes", [])])
+
+    # ---- data quality ----------------------------------------------------------------------------
+    @cached_property
+    def pedigree_factors(self) -> dict[str, list[float]]:
+        """EF data-quality criterion (ter, ger, tir, p) -> pedigree uncertainty factors for scores 1..5."""
+        ped = self._loader.load_data_quality()["pedigree"]
+        return {k: [float(x) for x in ped[k]] for k in ("ter", "ger", "tir", "p")}
+
+    def pedigree_sigma(self, dqr: dict[str, int] | None) -> float:
+        from footprint.lca.uncertainty import pedigree_sigma
+
+        return pedigree_sigma(dqr, self.pedigree_factors)
+
+    def embodied_dqr(self, gpu: Gpu, emb: Embodied) -> dict[str, int]:
+        """The EF data-quality rating of a card's embodied dataset (lca_data/embodied_ranges.yaml, data_quality)."""
+        ratings = self.ranges["data_quality"]["embodied"]
+        if emb.method.startswith("ADEME per-card"):
+            key = "per_card_full" if "full" in emb.method else "per_card_simplified"
+        else:
+            key = "parametric_proxy" if gpu.proxy_of else "parametric"
+        return {k: int(ratings[key][k]) for k in ("ter", "ger", "tir", "p")}
 
     @cached_property
     def sites(self) -> dict[str, Any]:
@@ -336,6 +388,10 @@ class Database:
     @cached_property
     def electricity_rows(self) -> list[dict[str, str]]:
         return self._loader.load_electricity_technologies()
+
+    @cached_property
+    def electricity_zone_technology_rows(self) -> list[dict[str, str]]:
+        return self._loader.load_electricity_zone_technologies()
 
     @cached_property
     def electricity_zone_rows(self) -> list[dict[str, str]]:

@@ -21,8 +21,8 @@ import difflib
 import importlib.util
 import json
 import math
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ WORLD = "WORLD"
 CODECARBON_SOURCE = "codecarbon-energy-mix"
 WATER = "water_consumption"  # per-technology operational water (L/kWh), not an EF category
 MIN_SHARE = 0.01  # a contested factor is listed for a zone when its technology makes >= 1 % of generation
+DQR_KEYS = ("ter", "ger", "tir", "p")
 AWARE_BOUNDS = (0.1, 100.0)  # AWARE's own bounds (Boulay et al. 2018): the range where a country has no factor
 
 
@@ -56,6 +57,8 @@ class ZoneFactor:
     high: float | None = None
     note: str = ""
     scope: str = ""  # what the value covers ("" = life cycle of the whole mix)
+    distribution: str = ""  # Monte Carlo distribution of the value in [low, high] ("" = lognormal)
+    dqr: dict[str, int] | None = None  # EF data-quality ratings (ter, ger, tir, p), contribution-weighted
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ class UseFactors:
     coverage: np.ndarray  # per category: share of the mix with a factor (1.0 for a practitioner set)
     contested: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    distribution: tuple[str, ...] = ()  # per category ("" = lognormal); low/high are the 95 % interval
+    dqr: tuple[dict[str, int] | None, ...] = ()  # per category: EF data-quality ratings, None = not rated
 
 
 def _codecarbon_file() -> Path:
@@ -110,19 +115,64 @@ def _energy_mix() -> dict[str, dict]:
     return json.loads(_codecarbon_file().read_text())
 
 
+def _row(r: dict[str, str]) -> dict[str, Any]:
+    return {
+        "technology": r["technology"],
+        "value": float(r["value"]),
+        "low": float(r["low"]),
+        "high": float(r["high"]),
+        "source": r["source"],
+        "scope": r["scope"],
+        "distribution": r.get("distribution", ""),
+        "dqr": {k: int(r[f"dqr_{k}"]) for k in DQR_KEYS if r.get(f"dqr_{k}")} or None,
+    }
+
+
 @lru_cache(maxsize=1)
 def _tech_rows() -> dict[str, dict[str, dict[str, Any]]]:
     """category -> codecarbon field -> {value, low, high, source, scope, technology}."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for r in db().electricity_rows:
-        out.setdefault(r["category"], {})[r["codecarbon_field"]] = {
-            "technology": r["technology"],
-            "value": float(r["value"]),
-            "low": float(r["low"]),
-            "high": float(r["high"]),
-            "source": r["source"],
-            "scope": r["scope"],
-        }
+        out.setdefault(r["category"], {})[r["codecarbon_field"]] = _row(r)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _zone_tech_rows() -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """zone -> category -> codecarbon field -> row: a fleet's own factor, in place of the generic one in that zone."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for r in db().electricity_zone_technology_rows:
+        out.setdefault(r["zone"], {}).setdefault(r["category"], {})[r["codecarbon_field"]] = _row(r)
+    return out
+
+
+@cache
+def _rows_of(code: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """The technology factors that apply in a zone: the generic ones, with the zone's own rows in their place.
+    WORLD: each technology's factor weighted by its generation in every zone (so each fleet counts once)."""
+    generic = _tech_rows()
+    if code == WORLD:
+        return _world_rows()
+    own = _zone_tech_rows().get(code, {})
+    return {c: {**per, **own.get(c, {})} for c, per in generic.items()}
+
+
+def _world_rows() -> dict[str, dict[str, dict[str, Any]]]:
+    data = _energy_mix()
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for c, per in _tech_rows().items():
+        out[c] = {}
+        for f, r in per.items():
+            own = [
+                (data[z].get(f, 0.0), rows[c][f]) for z, rows in _zone_tech_rows().items() if z in data and f in rows.get(c, {})
+            ]
+            total = sum(v.get(f, 0.0) for v in data.values())
+            if not own or total <= 0:
+                out[c][f] = r
+                continue
+            rest = total - sum(t for t, _ in own)
+            mixed = {k: (rest * r[k] + sum(t * o[k] for t, o in own)) / total for k in ("value", "low", "high")}
+            out[c][f] = {**r, **mixed, "source": r["source"]}
     return out
 
 
@@ -193,6 +243,30 @@ def _mix_sum(per: dict[str, dict[str, Any]], shares: dict[str, float]) -> tuple[
         sum(shares[f] * r["high"] for f, r in per.items()),
         cov,
     )
+
+
+def _mix_quality(per: dict[str, dict[str, Any]], shares: dict[str, float], value: float) -> tuple[str, dict[str, int] | None]:
+    """Distribution and data-quality ratings of a mixed value: lognormal when positive (uniform from 0 when it is
+    zero by construction); each rating the contribution-weighted mean of the technologies' ratings (EF practice)."""
+    dist = "lognormal" if value > 0 else "uniform"
+    weights = {f: shares[f] * r["value"] for f, r in per.items() if r.get("dqr") and shares.get(f, 0) > 0}
+    total = sum(weights.values())
+    if total <= 0:
+        return dist, None
+    return dist, {k: round(sum(w * per[f]["dqr"][k] for f, w in weights.items()) / total) for k in DQR_KEYS}
+
+
+def _around(central: float, lo: float, hi: float) -> tuple[float, float]:
+    """A 95 % range around a central value from another source than the range's: where the central value falls on
+    or outside the range, the range is mirrored around it in log space (lognormal), so it spans the range's
+    sources and the central value stays strictly inside."""
+    if central <= 0 or lo <= 0:
+        return min(central, lo), max(central, hi)
+    if central <= lo:
+        return central * central / hi, hi
+    if central >= hi:
+        return lo, central * central / lo
+    return lo, hi
 
 
 def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> str:
@@ -288,8 +362,10 @@ def _crosscheck() -> list[dict[str, Any]]:
 
 
 def _pair(r: dict[str, str], subject: str, factor: str) -> dict[str, Any]:
-    """A cross-check row as a contested-data entry (the factor, its value and the disagreeing source)."""
+    """A cross-check row as a contested-data entry (the factor, its value and the disagreeing source; a technology
+    factor's range spans its second sources by construction: in_range)."""
     return {
+        "in_range": True,
         "subject": subject,
         "category": r["category"],
         "factor": factor,
@@ -323,7 +399,7 @@ def _contested(code: str, shares: dict[str, float], techs: dict[str, str]) -> li
 def zone(code: str) -> Zone:
     """All per-kWh factors of a zone, with their ranges, scope, coverage and contested factors."""
     shares, name, year, ci = _mix_of(code)
-    rows = _tech_rows()
+    rows = _rows_of(code)
     techs = {r["technology"]: f for per in rows.values() for f, r in per.items()}
     ewif, ewif_check = _ewif(code, shares)
     aware = _aware(code)
@@ -335,16 +411,18 @@ def zone(code: str) -> Zone:
         if c.key == "climate_change":
             # codecarbon's zone value is the central figure; the technology factors bound it.
             _, lo, hi, cov = _mix_sum(per, shares)
-            lo, hi = (min(ci, lo), max(ci, hi)) if cov > 0.999 else (ci, ci)
+            lo, hi = _around(ci, lo, hi) if cov > 0.999 else (ci, ci)
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for r in per.values()))
-            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, "zone carbon intensity from codecarbon (OWID/Ember)")
+            note = "zone carbon intensity from codecarbon (OWID/Ember)"
+            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, note, distribution="lognormal" if lo < ci < hi else "")
         elif c.key == "water_use":
             if ewif is None or not has_mix:
                 factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no off-site water factor for the zone")
                 continue
             v, lo, hi = (ewif.value * aware.value / 1000, ewif.low * aware.low / 1000, ewif.high * aware.high / 1000)
             scope = "off-site water of generation only (no fuel chain); " + ewif.method + "; " + aware.method
-            factors[c.key] = ZoneFactor(v, unit, 1.0, (*ewif.sources, *aware.sources), lo, hi, "EWIF x AWARE", scope)
+            srcs = (*ewif.sources, *aware.sources)
+            factors[c.key] = ZoneFactor(v, unit, 1.0, srcs, lo, hi, "EWIF x AWARE", scope, "lognormal" if lo < v < hi else "")
         else:
             value, lo, hi, cov = _mix_sum(per, shares)
             if not per or cov <= 0:
@@ -352,7 +430,8 @@ def zone(code: str) -> Zone:
                 continue
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
             note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
-            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares))
+            dist, dqr = _mix_quality(per, shares, value)
+            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares), dist, dqr)
     contested = _contested(code, shares, techs)
     if ewif_check and ewif_check["contested"]:
         contested.append(ewif_check)
@@ -361,8 +440,9 @@ def zone(code: str) -> Zone:
 
 
 def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str, Any]]:
-    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv);
-    where they differ by more than 3x the factor's range is widened to span both, and the pair is returned."""
+    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv):
+    the pairs that differ by more than 3x, for the contested-data list. The factor's range is left as its own
+    sources make it (the quoted datasets are cross-checks, never used to move or widen a factor)."""
     out = []
     for r in db().electricity_zone_cited_rows:
         f = factors.get(r["category"])
@@ -372,7 +452,6 @@ def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str
         ratio = f.value / other if other and f.value else None
         if ratio is not None and 1 / 3 <= ratio <= 3:
             continue
-        factors[r["category"]] = replace(f, low=min(f.low, other), high=max(f.high, other))
         out.append(
             {
                 "subject": code,
@@ -384,6 +463,7 @@ def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str
                 "second_source": r["source"],
                 "ratio": ratio,
                 "unit": f.unit,
+                "in_range": f.low is not None and f.high is not None and f.low <= other <= f.high,
             }
         )
     return out
@@ -409,10 +489,12 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     z = zone(grid)
     val, lo, hi = (np.full(len(keys), np.nan) for _ in range(3))
     cov = np.zeros(len(keys))
-    scope, notes, srcs = [], [], []
+    scope, notes, srcs, dists, dqrs = [], [], [], [], []
     for i, k in enumerate(keys):
         f = z.factors[k]
         scope.append(f.scope)
+        dists.append(f.distribution)
+        dqrs.append(f.dqr)
         if f.value is None:
             continue
         val[i], lo[i], hi[i], cov[i] = f.value, f.low, f.high, f.coverage
@@ -429,7 +511,9 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     contested = tuple(c for c in z.contested if ci is None or c["category"] != "climate_change")
     for arr in (val, lo, hi, cov):
         arr.setflags(write=False)  # cached and shared: callers copy before changing
-    return UseFactors(val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes))
+    return UseFactors(
+        val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs)
+    )
 
 
 def site_water_factor(w: Workload) -> tuple[float, float, float] | None:

@@ -6,26 +6,30 @@
                 (+ water use: IT energy x WUE x the zone's AWARE factor, the site's own cooling water)
     water     = IT energy x WUE (on site) + IT energy x PUE x EWIF (off site, electricity generation)
 
-The Monte Carlo draws, vectorised, every declared range at once (embodied impacts where sources
-disagree, every per-kWh electricity factor between its disagreeing sources, power, and the
-scenario's own `uncertainty:` ranges) and reports the 2.5th-97.5th percentiles as low-high, for
-each category and for the EF 3.1 single score.
+The Monte Carlo (`footprint.lca.montecarlo`) draws, vectorised, every stated factor by its distribution
+(`footprint.lca.uncertainty`: lognormal with the central value as its median by default) and reports
+the 2.5th-97.5th percentiles as low-high, the interquartile range and the sensitivity table (which
+inputs drive each category's variance), for each category and for the EF 3.1 single score.
+
+A stage whose factor is zero by construction (the use phase of ozone depletion from direct emissions
+only) is "not modelled": null with its name in `not_modelled`, and no stage is then called dominant.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from footprint.errors import FootprintError, ScenarioError
 from footprint.inputs import MAX_SAMPLES
-from footprint.lca import DEFAULT_SAMPLES, electricity, normalisation
+from footprint.lca import DEFAULT_SAMPLES, electricity, montecarlo, normalisation
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, CategoryResult
 from footprint.lca.database import IDX, N_IND, Database, Embodied, db
+from footprint.lca.montecarlo import Inputs
+from footprint.lca.uncertainty import Block
 from footprint.lca.units import Q
 from footprint.lca.workload import Workload
 
@@ -52,19 +56,19 @@ def embodied_parts(d: Database, w: Workload) -> tuple[dict[tuple[str, str], np.n
     return parts, emb, notes
 
 
-def embodied_multipliers(d: Database, w: Workload) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def embodied_multipliers(d: Database, w: Workload, emb: Embodied | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Relative low/high of the per-GPU embodied impacts, from sources that disagree: the parametric
-    model vs the per-card data, the other data variant (corrected vs as published), published figures."""
+    model vs the per-card data, the other data variant (corrected vs as published), published figures.
+    ``emb`` is the workload's embodied data when the caller has it (one embodied computation per assessment)."""
     lo, hi = np.ones(N_IND), np.ones(N_IND)
     srcs: list[str] = []
     gpu = w.gpu
-    emb = d.embodied(gpu.id, w.embodied_variant)
-    par = d.embodied_parametric(gpu, w.embodied_variant)
+    emb = emb or d.embodied(gpu.id, w.embodied_variant)
     other = d.embodied(gpu.id, "published" if d.resolve_variant(w.embodied_variant) != "published" else None)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = [other.total() / emb.total()]
         if emb.method.startswith("ADEME per-card"):
-            ratios.append(par.total() / emb.total())
+            ratios.append(d.embodied_parametric(gpu, w.embodied_variant).total() / emb.total())
         else:
             ratios += d.card_vs_model_ratios
     for r in ratios:
@@ -115,17 +119,6 @@ def contested_embodied(d: Database, w: Workload) -> list[dict[str, Any]]:
     return out
 
 
-def _tri(
-    rng: np.random.Generator, lo: np.ndarray | float, mode: np.ndarray | float, hi: np.ndarray | float, size: Any
-) -> np.ndarray:
-    lo, mode, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(mode, float), np.asarray(hi, float))
-    span = hi - lo
-    safe_hi = np.where(span > 0, hi, np.nextafter(lo, np.inf))  # numpy refuses left == right; lo + 1e-12 == lo past ~1e4
-    mode = np.clip(mode, lo, safe_hi)
-    draw = rng.triangular(np.broadcast_to(lo, size), np.broadcast_to(mode, size), np.broadcast_to(safe_hi, size))
-    return np.where(np.broadcast_to(span, size) > 0, draw, np.broadcast_to(lo, size))
-
-
 def _use_vectors(w: Workload, warnings: list[str], sources: list[str]) -> tuple[electricity.UseFactors, np.ndarray]:
     """Per-kWh factors of the electricity (over INDICATORS, NaN = not available), with warnings."""
     uf = electricity.use_factors(w)
@@ -155,46 +148,74 @@ def check_samples(samples: Any, seed: Any = 0) -> tuple[int, int]:
     return int(samples), int(seed)
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    """What the central result and the Monte Carlo of one workload are computed from."""
-
-    parts: dict[tuple[str, str], np.ndarray]  # (component, stage) -> per-GPU embodied impacts
-    emb: Embodied
-    host: np.ndarray  # per-GPU host share (NaN: not available)
-    uf: electricity.UseFactors
-    elec: np.ndarray  # per-kWh factors over INDICATORS
-    site_water: tuple[float, float, float] | None
-
-
-def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -> _Inputs:
-    """Embodied parts, host share and electricity factors of a workload; their warnings and sources appended."""
+def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -> Inputs:
+    """Embodied parts and their spread, host share, electricity factors of a workload (one embodied computation
+    shared by the point estimate, the Monte Carlo and the variant check); warnings and sources appended."""
     parts, emb, override_notes = embodied_parts(d, w)
     warnings += override_notes
     sources += list(emb.sources)
     if emb.method.startswith("ADEME parametric"):
         warnings.append(f"{w.gpu.name}: embodied impacts modelled with the ADEME parametric model, not measured")
     if w.gpu.proxy_of:
-        warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate)")
+        warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate): {geometry_text(d, w.gpu)}")
     warnings.append("distribution (plane 9,908 km + truck 1,000 km) modelled with the ADEME per-kg.km factors")
     warnings += [f"{w.gpu.name}: {n}" for n in emb.notes if "correction" in n]
-
-    host = np.full(N_IND, np.nan)
-    if w.host is not None:
-        host, hsrc, _ = d.host_share(w.host)
-        sources += hsrc
-        na = [cat.by_key(k).name for k in cat.keys() if np.isnan(host[IDX[k]])]
-        if na:
-            warnings.append(
-                f"host share (server around the GPU) not available for {len(na)} categories "
-                f"({', '.join(na)}): their totals cover the GPU only"
-            )
+    host, host_block, host_dqr = _host_inputs(d, w, warnings, sources)
     uf, elec = _use_vectors(w, warnings, sources)
+    not_modelled = _use_not_modelled(uf)
+    if not_modelled[: len(cat.keys())].any():
+        names = [cat.by_key(k).name for i, k in enumerate(cat.keys()) if not_modelled[i]]
+        warnings.append(
+            f"use phase not modelled for {', '.join(names)}: the per-kWh factor is zero by construction "
+            f"({uf.label}), so the use stage is reported as not modelled and no stage is called dominant"
+        )
     site_water = electricity.site_water_factor(w)
     if site_water is not None:
         zone = electricity.zone(w.grid)
         sources += list(zone.aware.sources if zone.aware else ())
-    return _Inputs(parts, emb, host, uf, elec, site_water)
+    embodied, dqr, rsrc = _embodied_block(d, w, emb)
+    return Inputs(parts, emb, host, uf, elec, not_modelled, site_water, embodied, dqr, host_block, host_dqr, rsrc)
+
+
+def _host_inputs(
+    d: Database, w: Workload, warnings: list[str], sources: list[str]
+) -> tuple[np.ndarray, Block | None, tuple[dict[str, int] | None, ...]]:
+    """The per-GPU host share (NaN: not available), its Monte Carlo block (one draw for every category: one server
+    model's error) and its data-quality ratings; None and NaN when the scenario has no host."""
+    if w.host is None:
+        return np.full(N_IND, np.nan), None, ()
+    hs = d.host_share(w.host)
+    sources += hs.sources
+    na = [cat.by_key(k).name for k in cat.keys() if np.isnan(hs.value[IDX[k]])]
+    if na:
+        warnings.append(
+            f"host share (server around the GPU) not available for {len(na)} categories "
+            f"({', '.join(na)}): their totals cover the GPU only"
+        )
+    block = Block.of(np.nan_to_num(hs.value), np.nan_to_num(hs.low), np.nan_to_num(hs.high), "lognormal", hs.sigma, shared=True)
+    return hs.value, block, hs.dqr
+
+
+def _embodied_block(d: Database, w: Workload, emb: Embodied) -> tuple[Block, dict[str, int], tuple[str, ...]]:
+    """The per-GPU embodied multipliers (median 1; interval from the disagreeing sources widened by the dataset's
+    data-quality rating; one draw for every category), the rating, and the sources of the interval."""
+    m_lo, m_hi, rsrc = embodied_multipliers(d, w, emb)
+    dqr = d.embodied_dqr(w.gpu, emb)
+    sigma = np.full(N_IND, d.pedigree_sigma(dqr))
+    for c in w.embodied_override:
+        sigma[IDX[c]] = 0.0
+    return Block.of(np.ones(N_IND), m_lo, m_hi, "lognormal", sigma, shared=True), dqr, tuple(rsrc)
+
+
+def _use_not_modelled(uf: electricity.UseFactors) -> np.ndarray:
+    """Categories whose per-kWh factor is zero by construction (0 with a wider range or a partial scope)."""
+    out = np.zeros(N_IND, bool)
+    k = len(uf.value)
+    zero = np.isfinite(uf.value) & (uf.value == 0)
+    partial = np.array([bool(s) for s in uf.scope])
+    out[:k] = zero & ((uf.high > 0) | partial)
+    out[len(cat.keys()) :] = True  # extras (primary energy): no per-kWh factor is modelled for the use phase
+    return out
 
 
 def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assessment:
@@ -205,30 +226,30 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     sources: list[str] = ["ef-3.1", *w.sources]
     alloc = w.gpu_lifetimes
     inp = _inputs(d, w, warnings, sources)
-    parts, emb, host, uf, elec, site_water = inp.parts, inp.emb, inp.host, inp.uf, inp.elec, inp.site_water
     facility = w.it_energy_kwh * w.pue
     zone = electricity.zone(w.grid)
 
     results: dict[str, CategoryResult] = {}
     for c in cat.categories() + cat.extras():
-        results[c.key] = _category(c, parts, host, elec, alloc, facility, w, site_water)
+        results[c.key] = _category(c, inp, alloc, facility, w)
     _check_finite(w, {k: (r.total,) for k, r in results.items()})
 
-    # Monte Carlo
-    score_range = None
+    score_stats = None
     if samples and samples > 1:
-        m_lo, m_hi, rsrc = embodied_multipliers(d, w)
-        sources += rsrc
-        lows, highs, score_range = _percentiles(_mc_totals(w, samples, seed, inp, m_lo, m_hi, d))
+        sources += inp.range_sources
+        if w.host is not None:
+            sources += ["ecoinvent-pedigree-v2"]
+        summary = montecarlo.summarise(montecarlo.draw(w, samples, seed, inp, _power_relative(d)))
         for c in cat.categories() + cat.extras():
-            r = results[c.key]
             i = IDX[c.key]
-            results[c.key] = r.with_range(float(lows[i]), float(highs[i]))
+            results[c.key] = results[c.key].with_stats(summary.q[:, i], summary.sensitivity[i])
         _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
+        score_stats = (summary.score_q, summary.score_sensitivity)
+        warnings += _outside_iqr(results, summary)
 
-    per, score = normalisation.normalise(results, score_range)
+    per, score = normalisation.normalise(results, score_stats)
     sources.append(normalisation.SOURCE)
-    contested = [*uf.contested, *contested_embodied(d, w)]
+    contested = [*inp.uf.contested, *contested_embodied(d, w)]
     water = _water(w, facility, warnings)
     materials = _materials(d, w)
     return Assessment(
@@ -237,16 +258,38 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         facility_energy_kwh=facility,
         water_l=water,
         materials=materials,
-        embodied_method=emb.method,
+        embodied_method=inp.emb.method,
         zone=zone,
         samples=samples,
         warnings=tuple(dict.fromkeys(warnings)),
         source_ids=tuple(dict.fromkeys(s for s in sources if s)),
-        use_factors=uf,
+        use_factors=inp.uf,
         contested=tuple(contested),
         normalised=per,
         single_score=score,
     )
+
+
+def _outside_iqr(results: dict[str, CategoryResult], summary: montecarlo.Summary) -> list[str]:
+    """A warning for each central value outside its own interquartile range: some input's central value is a bound."""
+    out = []
+    named = [(r.name, r.total, r.iqr, r.sensitivity) for r in results.values() if r.iqr is not None]
+    q = summary.score_q
+    central = float(normalisation.single_scores(np.array([results[k].total for k in cat.keys()])))
+    named.append(("Single score", central, (float(q[1]), float(q[3])), summary.score_sensitivity))
+    for name, total, iqr, sens in named:
+        if not iqr[0] <= total <= iqr[1]:
+            side = "below" if total < iqr[0] else "above"
+            top = (sens or {}).get("inputs") or [{}]
+            out.append(
+                f"{name}: the central value is {side} its own interquartile range: a factor's central value is at the "
+                f"{'low' if side == 'below' else 'high'} end of its range (largest driver: {top[0].get('input', 'n/a')})"
+            )
+    return out
+
+
+def _power_relative(d: Database) -> float:
+    return float(d.ranges.get("power", {}).get("relative", 0.0))
 
 
 def monte_carlo_totals(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> np.ndarray:
@@ -254,8 +297,7 @@ def monte_carlo_totals(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 
     `database.INDICATORS` order), for callers that sum workloads before taking percentiles (fleet ranges)."""
     samples, seed = check_samples(samples, seed)
     d = db()
-    m_lo, m_hi, _ = embodied_multipliers(d, w)
-    return _mc_totals(w, max(samples, 1), seed, _inputs(d, w, [], []), m_lo, m_hi, d)
+    return montecarlo.draw(w, max(samples, 1), seed, _inputs(d, w, [], []), _power_relative(d)).totals
 
 
 def _check_finite(w: Workload, values: dict[str, tuple[float, ...]]) -> None:
@@ -269,106 +311,45 @@ def _check_finite(w: Workload, values: dict[str, tuple[float, ...]]) -> None:
             )
 
 
-def _category(
-    c: cat.Category,
-    parts: dict[tuple[str, str], np.ndarray],
-    host: np.ndarray,
-    elec: np.ndarray,
-    alloc: float,
-    facility: float,
-    w: Workload,
-    site_water: tuple[float, float, float] | None,
-) -> CategoryResult:
-    """One category's totals by stage and component (None = not available, never zero)."""
+def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Workload) -> CategoryResult:
+    """One category's totals by stage and component (None = not available or not modelled, never zero)."""
     i = IDX[c.key]
     by_comp: dict[str, float | None] = {}
     by_stage: dict[str, float | None] = {s: 0.0 for s in cat.stages()}
-    for (comp, stage), arr in parts.items():
+    for (comp, stage), arr in inp.parts.items():
         v = float(arr[i] * alloc)
         by_comp[comp] = by_comp.get(comp, 0.0) + v
         by_stage[stage] += v
-    not_available = []
+    not_available, not_modelled = [], []
     if w.host is not None:
-        if np.isnan(host[i]):
+        if np.isnan(inp.host[i]):
             by_comp["host_share"] = None
             not_available.append("host_share")
         else:
-            v = float(host[i] * alloc)
+            v = float(inp.host[i] * alloc)
             by_comp["host_share"] = v
             by_stage["manufacturing"] += v
-    if c.key in cat.keys():
-        if np.isnan(elec[i]):
-            by_stage["use"] = None
-            by_comp["electricity"] = None
-            not_available.append("use")
-        else:
-            by_stage["use"] = by_comp["electricity"] = float(facility * elec[i])
-        if c.key == "water_use":
-            if site_water is None:
-                by_comp["on_site_water"] = None
-                not_available.append("on_site_water")
-            else:
-                by_comp["on_site_water"] = float(w.it_energy_kwh * site_water[0])
-                by_stage["use"] = (by_stage["use"] or 0.0) + by_comp["on_site_water"]
-    else:
+    if inp.use_not_modelled[i]:
         by_stage["use"] = None
-    total = float(sum(v for v in by_stage.values() if v is not None))
-    return CategoryResult(c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available))
-
-
-def _mc_totals(w: Workload, n: int, seed: int, inp: _Inputs, m_lo: np.ndarray, m_hi: np.ndarray, d: Database) -> np.ndarray:
-    """Totals (samples x indicators) of ``n`` draws. The draws come in a fixed order and shape for a given
-    workload's ranges (embodied multipliers, then the workload's own ranges, power, PUE, the per-kWh
-    factors, site water), so two workloads of one factor set drawn with one seed share their random
-    numbers: `monte_carlo_totals` of a workload equals gpu_hours x that of one GPU-hour plus energy x
-    that of one kWh (footprint.lca.batch relies on it)."""
-    rng = np.random.default_rng(seed)
-    r = w.ranges
-    host, uf, elec, site_water = inp.host, inp.uf, inp.elec, inp.site_water
-    emb = np.sum(list(inp.parts.values()), axis=0)  # per GPU, incl. distribution
-    mult = _tri(rng, m_lo, 1.0, m_hi, (n, N_IND))
-
-    def draw(key: str, central: float) -> np.ndarray:
-        if key in r:
-            lo, hi = r[key]
-            return _tri(rng, lo, central, hi, (n,))
-        return np.full(n, central)
-
-    gpu_hours = draw("gpu_hours", w.gpu_hours)
-    if w.mfu is not None and "mfu" in r:
-        gpu_hours = gpu_hours * w.mfu / draw("mfu", w.mfu)
-    lifetime = draw("lifetime", w.lifetime_h)
-    util = draw("utilization", w.utilization)
-    alloc = gpu_hours / (lifetime * util)
-    rel = float(d.ranges.get("power", {}).get("relative", 0.0))
-    if w.power_per_gpu_w is not None and "power_per_gpu" in r:
-        power_mult = draw("power_per_gpu", w.power_per_gpu_w) / w.power_per_gpu_w
+        if c.key in cat.keys():
+            by_comp["electricity"] = None
+        not_modelled.append("use")
+    elif np.isnan(inp.elec[i]):
+        by_stage["use"] = by_comp["electricity"] = None
+        not_available.append("use")
     else:
-        power_mult = _tri(rng, 1 - rel, 1.0, 1 + rel, (n,))
-    it = w.it_energy_kwh * power_mult
-    if w.energy_method.startswith("GPU-hours") and w.gpu_hours:
-        it = it * gpu_hours / w.gpu_hours
-    facility = it * draw("pue", w.pue)
-    # every per-kWh factor between its disagreeing sources (triangular, mode at the central value)
-    k = len(uf.value)
-    ok = np.isfinite(uf.value)
-    el = np.zeros((n, N_IND))
-    el[:, :k][:, ok] = _tri(rng, uf.low[ok], uf.value[ok], uf.high[ok], (n, int(ok.sum())))
-    ci_idx = IDX["climate_change"]
-    if "carbon_intensity" in r:
-        el[:, ci_idx] = draw("carbon_intensity", elec[ci_idx])
-    per_gpu = emb * mult + np.nan_to_num(host, nan=0.0)
-    totals = per_gpu * alloc[:, None] + facility[:, None] * el
-    if site_water is not None:
-        totals[:, IDX["water_use"]] += it * _tri(rng, site_water[1], site_water[0], site_water[2], (n,))
-    return totals
-
-
-def _percentiles(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
-    """(low, high) per indicator and the single score's, the 2.5th and 97.5th percentiles of the draws."""
-    scores = normalisation.single_scores(totals)
-    q = np.percentile(np.column_stack([totals, scores]), (2.5, 97.5), axis=0)
-    return q[0, :-1], q[1, :-1], (float(q[0, -1]), float(q[1, -1]))
+        by_stage["use"] = by_comp["electricity"] = float(facility * inp.elec[i])
+    if c.key == "water_use":
+        if inp.site_water is None:
+            by_comp["on_site_water"] = None
+            not_available.append("on_site_water")
+        else:
+            by_comp["on_site_water"] = float(w.it_energy_kwh * inp.site_water[0])
+            by_stage["use"] = (by_stage["use"] or 0.0) + by_comp["on_site_water"]
+    total = float(sum(v for v in by_stage.values() if v is not None))
+    return CategoryResult(
+        c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available), not_modelled=tuple(not_modelled)
+    )
 
 
 def _water(w: Workload, facility: float, warnings: list[str]) -> dict[str, float | None]:
@@ -398,6 +379,8 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
         "mass_consumed_kg": w.gpu_lifetimes * mass,  # the hardware mass every front end shows
         "mass_gpu_equivalents_kg": w.gpu_equivalents * mass,  # Falk et al.'s rounded-up count x card mass (JSON only)
         "estimate": bool(g.proxy_of),
+        "geometry": geometry_text(d, g),
+        "geometry_proxy_of": g.proxy_of,
         "note": "board_and_chips = card mass - casing - heatsink (board, GPU package, memory, other parts)",
     }
     try:
@@ -421,6 +404,21 @@ def _materials(d: Database, w: Workload) -> dict[str, Any]:
         }
     out["facts"] = mat.get("facts", {})
     return out
+
+
+SHAPE_FIELDS = {"total_mass": "mass", "casing_mass": "casing", "heatsink_mass": "heatsink", "board_area": "board area"}
+
+
+def geometry_text(d: Database, g: Any) -> str:
+    """Whose shape (masses, board area) a card's embodied model uses: its own, or another card's, said as such."""
+    if not g.proxy_of:
+        return f"{g.name}'s own published geometry (ADEME gpus.json)"
+    other = d.gpus[g.proxy_of].name if g.proxy_of in d.gpus else g.proxy_of
+    p = g.raw.get("parametric") or {}
+    borrowed = [v for k, v in SHAPE_FIELDS.items() if (p.get(k) or {}).get("source") == "ademe-gpu-lca"]
+    own = [v for k, v in SHAPE_FIELDS.items() if k in p and v not in borrowed]
+    text = f"{', '.join(borrowed)} of the {other} (not published for the {g.name}; estimate)"
+    return text + f"; own {', '.join([*own, 'die', 'memory'])}"
 
 
 def gpu_equivalents(flops: float, peak_flops: float, mfu: float, lifetime_h: float, utilization: float = 1.0) -> int:

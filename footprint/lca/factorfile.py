@@ -85,7 +85,11 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
         raise _err(name, "-", exc.detail) from None
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     reader = csv.DictReader(io.StringIO(body))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:  # a field over csv's size limit (131,072 characters) or a broken quote: one line, not a traceback
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        raw_rows = list(reader)
+    except csv.Error as exc:
+        raise _err(name, "-", f"not a CSV this reader takes ({exc})") from None
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise _err(name, "header", f"missing column(s) {', '.join(missing)}; expected {','.join(REQUIRED)} (+ low, high, note)")
@@ -95,7 +99,7 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
     srcs = [""] * n
     seen: dict[str, int] = {}
     line_of_row = _data_lines(text)
-    for i, raw in enumerate(reader):
+    for i, raw in enumerate(raw_rows):
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
         where = f"row {line_of_row[i] if i < len(line_of_row) else i + 2}"
         key = row.get("category", "")

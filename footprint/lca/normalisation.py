@@ -40,9 +40,10 @@ def single_scores(totals: np.ndarray) -> np.ndarray:
 
 
 def normalise(
-    impacts: dict[str, Any], score_range: tuple[float, float] | None = None
+    impacts: dict[str, Any], score_stats: tuple[Any, dict[str, Any]] | None = None
 ) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
-    """Per-category person-equivalents and points, and the single score, of an assessment's results."""
+    """Per-category person-equivalents and points, and the single score, of an assessment's results;
+    ``score_stats``: the Monte Carlo's percentiles of the score (2.5, 25, 50, 75, 97.5) and its sensitivity table."""
     nf, w = factors()
     per: dict[str, dict[str, float]] = {}
     by_stage: dict[str, float] = {s: 0.0 for s in cat.stages()}
@@ -61,17 +62,21 @@ def normalise(
         for s, v in r.by_stage.items():
             if v is not None:
                 by_stage[s] += float(v / nf[i] * w[i])
-        if r.not_available:
+        if r.not_available or r.not_modelled:
             partial.append(r.name)
     total = float(sum(p["points"] for p in per.values()))
     for p in per.values():
         p["share_of_single_score"] = p["points"] / total if total else 0.0
-    low, high = score_range if score_range is not None else (total, total)
+    q, sens = score_stats if score_stats is not None else ((total, None, None, None, total), None)
+    low, high = q[0], q[-1]
     score = {
         "value": total,
         "unit": "Pt",
         "low": float(min(low, total)),
         "high": float(max(high, total)),
+        "median": None if q[2] is None else float(q[2]),
+        "iqr": None if q[1] is None else [float(q[1]), float(q[3])],
+        "sensitivity": sens,
         "by_stage": by_stage,
         "method": METHOD,
         "note": VALUE_CHOICE,

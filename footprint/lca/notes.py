@@ -157,7 +157,13 @@ def _contested(a: Assessment) -> NoteGroup | None:
         return None
     ranked = sorted((c for c in a.contested if c.get("ratio")), key=lambda c: -abs(_log10(c["ratio"])))
     top = ", ".join(f"{_PARENS.sub('', c['factor'])} ({_fold(c['ratio'])})" for c in ranked[:2])
-    summary = f"{len(items)} factors with sources more than 3x apart (their Monte Carlo ranges span both)"
+    outside = sum(1 for c in a.contested if c.get("in_range") is False)
+    spans = (
+        f"Monte Carlo ranges span both except {outside} quoted national values"
+        if outside
+        else "their Monte Carlo ranges span both"
+    )
+    summary = f"{len(items)} factors with sources more than 3x apart ({spans})"
     return NoteGroup(
         "contested", "Contested data", summary + (f"; largest: {top}" if top else ""), tuple(items), tuple(contested_rows(a))
     )

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from footprint import bounds
 from footprint.errors import FootprintError, ScenarioError
+from footprint.escaping import shown
 from footprint.inputs import MAX_GPUS, finite_number, load_yaml, read_text
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
@@ -214,7 +216,7 @@ class _Ctx:
             raise self.err(key, f"{value!r} is beyond floating point in {display_unit(unit)}")
         if lo is not None and (v <= lo if lo_open else v < lo):
             raise self.err(key, f"must be {'positive' if lo_open and lo == 0 else ('>= ' + format(lo, 'g'))}, got {value!r}")
-        return v
+        return bounds.check(key, v, self.file)
 
     def number(
         self, key: str, value: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False, integer: bool = False
@@ -222,7 +224,7 @@ class _Ctx:
         v = finite_number(value, key, self.file, lo, hi, lo_open)
         if integer and v != int(v):
             raise self.err(key, f"expected a whole number, got {value!r}")
-        return v
+        return bounds.check(key, v, self.file)
 
     def text(self, key: str, value: Any, allowed: Any = None, max_chars: int = 200) -> str:
         """A name (a string, or a number written bare) of at most ``max_chars``; with ``allowed``, one of them."""
@@ -355,6 +357,12 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         power_w = frac * gpu.tdp_w
         notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
         srcs.extend(gpu.sources)
+    if "energy" in tr and powers and gpu_hours is not None:
+        raise ctx.err(
+            "training",
+            f"give energy or {powers[0]}, not both: the energy is used as stated, and a power is only needed with it "
+            "when GPU time is missing (energy / power)",
+        )
     if "energy" in tr:
         it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh", lo=0, lo_open=True)
         e_method = "stated/measured energy"
@@ -404,6 +412,8 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
 
     grid = resolve_zone(site.get("grid", WORLD), file)
     ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
+    if ci is not None:
+        bounds.check("site.carbon_intensity", ci, file)
     ewif_stated, ewif_method = ewif is not None, "stated (site.ewif)" if "ewif" in site else f"site preset {preset_name}"
     if ewif is None:
         q = zone_ewif(grid)
@@ -439,7 +449,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
                 f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, "
                 "tokens, GPU-hours and dtype"
             )
-    name = str(data.get("name") or (Path(file).stem if file else "scenario"))
+    name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
     _check_derived(ctx, gpu_hours, it_kwh, lifetime_h * utilization)
     return Workload(
         name=name,
@@ -572,9 +582,9 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     """The scenario a run record amounts to: its GPUs, measured energy and duration, and its site."""
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     data: dict[str, Any] = {"name": record.get("name") or "run", "hardware": {}, "training": {}, "site": {}}
-    if gpus:
-        names = [d.get("name") for d in gpus]
-        data["hardware"] = {"gpu": max(set(names), key=names.count), "count": len(gpus)}
+    groups = gpu_groups(gpus)
+    if groups:  # the largest group's model; a tie goes to the first name in sorted order (never to hash order)
+        data["hardware"] = {"gpu": groups[0][0], "count": len(gpus)}
     duration = float(record.get("duration_s") or 0.0)
     if duration > 0:
         data["training"]["duration"] = f"{duration} s"
@@ -586,6 +596,17 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
         site = {"grid": site}
     data["site"] = {k: v for k, v in (site or {}).items() if k in ALLOWED["site"]}
     return data
+
+
+def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(model name, devices) per GPU model of a run, largest group first, ties in name order: deterministic whatever
+    the hash seed. A device whose name is not a usable string (missing, NaN, empty) is left out of the groups."""
+    counts: dict[str, int] = {}
+    for d in gpus:
+        name = d.get("name")
+        if isinstance(name, str) and name.strip() and len(name) <= 200:
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None) -> Workload:
@@ -613,8 +634,18 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     notes = [f"energy measured by the tracker ({', '.join(methods)})"]
     if estimated:
         notes.append("estimated, not measured: " + ", ".join(str(e) for e in estimated))
-    if len({d.get("name") for d in gpus}) > 1:
-        notes.append("the run mixes GPU models; embodied impacts use the most common one")
+    groups = gpu_groups(gpus)
+    if len(groups) > 1:
+        energy = {name: sum(float(d.get("energy_j") or 0) for d in gpus if d.get("name") == name) for name, _ in groups}
+        parts = ", ".join(f"{n} x {name} ({energy[name] / 3.6e6:.4g} kWh measured)" for name, n in groups)
+        notes.append(
+            f"mixed GPU models: {parts}. The energy is every device's, as measured; embodied impacts count all "
+            f"{len(gpus)} GPUs as {groups[0][0]} (the largest group). Assess another group's embodied share with "
+            f"--set hardware.gpu=NAME --set hardware.count=N"
+        )
+    unnamed = len(gpus) - sum(n for _, n in groups)
+    if unnamed and groups:
+        notes.append(f"{unnamed} GPU device(s) without a usable model name counted as {groups[0][0]}")
     notes += [str(n) for n in record.get("notes", [])]
     from footprint.tracking.story import training_story
 

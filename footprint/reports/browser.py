@@ -61,7 +61,7 @@ def html_to_pdf(html_text: str, out: Path) -> None:
             src.as_uri(),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0 or not out.exists():
+        if proc.returncode != 0 or not out.exists() or out.stat().st_size == 0:
             raise FootprintError(f"Chromium could not print the PDF: {proc.stderr.strip()[-300:]}", str(out))
 
 
@@ -208,5 +208,7 @@ class Browser:
         finally:
             if full_page:
                 self.resize(width, height)
-        out.write_bytes(base64.b64decode(data))
+        from footprint.outputs import write_bytes
+
+        write_bytes(out, base64.b64decode(data))
         return out

@@ -50,7 +50,8 @@ def stage_matrix(a: Assessment) -> str:
         for j, v in enumerate(row):
             if v is None:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", color=palette.NOT_AVAILABLE))
-                ax.text(j, i, "n/a", ha="center", va="center", color=palette.MUTED)
+                label = "not\nmodelled" if stages[j] in a.impacts[cats[i].key].not_modelled else "n/a"
+                ax.text(j, i, label, ha="center", va="center", color=palette.MUTED, fontsize=7 if "\n" in label else None)
             else:
                 alpha = 0.15 + 0.85 * max(min(v, 1.0), 0.0)
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=palette.stage(stages[j]), alpha=alpha))

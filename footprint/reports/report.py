@@ -7,7 +7,9 @@ category and stage), PDF (the HTML printed by headless Chromium) or a BoAmps-sty
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -17,20 +19,24 @@ from typing import Any
 
 from footprint import __version__
 from footprint.errors import FootprintError
+from footprint.escaping import csv_cell, md_text
 from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
+    SENSITIVITY_NOTE,
     Assessment,
     md_source,
     num,
     pct,
+    sensitivity_rows,
     summary_facts,
     to_csv,
     training_facts,
 )
 from footprint.lca.notes import NoteGroup, note_count, note_groups
 from footprint.lca.units import display_unit
+from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
 
 __all__ = ["FORMATS", "Section", "build_sections", "find_chromium", "html_to_pdf", "to_html", "to_markdown", "write_report"]
@@ -244,11 +250,36 @@ def category_rows(a: Assessment) -> list[list[str]]:
                 num(r.low),
                 num(r.high),
                 num((a.normalised.get(c.key) or {}).get("person_equivalents")),
-                *(pct(r.share(s)) for s in cat.stages()),
-                (r.dominant_stage or "n/a").replace("_", " "),
+                *(r.stage_text(s) for s in cat.stages()),
+                (r.dominant_stage or ("not determined" if r.not_modelled else "n/a")).replace("_", " "),
             ]
         )
     return rows
+
+
+def _sensitivity_html(a: Assessment) -> list[str]:
+    rows = sensitivity_rows(a)
+    if not rows:
+        return []
+    return [
+        "<h2>What drives the uncertainty</h2>",
+        f'<p class="sub">{html.escape(SENSITIVITY_NOTE)}</p>',
+        _table(list(rows[0]), [list(r.values()) for r in rows], "num"),
+    ]
+
+
+def _sensitivity_md(a: Assessment) -> list[str]:
+    rows = sensitivity_rows(a)
+    if not rows:
+        return []
+    return [
+        "## What drives the uncertainty",
+        "",
+        SENSITIVITY_NOTE,
+        "",
+        _md_table(list(rows[0]), [list(r.values()) for r in rows]),
+        "",
+    ]
 
 
 def methods_text(a: Assessment) -> list[str]:
@@ -259,7 +290,8 @@ def methods_text(a: Assessment) -> list[str]:
         f"Embodied: {d['embodied']}.",
         f"Use phase: {d['use']}.",
         f"Uncertainty: {d['uncertainty']}.",
-        "Not available (n/a) means no data exists for that part; it is never counted as zero.",
+        "Not available (n/a) means no data exists for that part; it is never counted as zero. Not modelled means the "
+        "part is zero by construction (no factor covers it): no stage share or dominant stage is then given.",
     ]
 
 
@@ -342,6 +374,7 @@ def _section_html(s: Section, printed: bool = False) -> str:
         "<h2>All 16 EF 3.1 categories</h2>",
         _table(CAT_HEADERS, category_rows(a), "num"),
         _fig(s.figures.get("stages"), "Which stage dominates each category (n/a: no data for that stage)."),
+        *_sensitivity_html(a),
         *_normalised_html(s),
         "<h2>Notes: scope, contested data and warnings</h2>",
         f'<p class="sub">{note_count(groups)} notes in {len(groups)} groups; open a group for its items. The Assessment '
@@ -369,12 +402,20 @@ def _section_html(s: Section, printed: bool = False) -> str:
             _fig(s.figures.get("kernels"), "From the profiler trace."),
             f'<p class="sub">Device {html.escape(str((k.get("device") or {}).get("name")))}; busy '
             f"{num(k.get('busy_time_us'))} µs of {num(k.get('total_time_us'))} µs.</p>",
+            *(f'<p class="sub">{html.escape(n)}.</p>' for n in _kernel_notes(k)),
         ]
     parts += [
         "<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
         "<h2>Sources and licences</h2>" + sources_html(a),
     ]
     return "\n".join(parts)
+
+
+def _kernel_notes(k: dict[str, Any]) -> list[str]:
+    """The trace's launchless GPU events (carried over from before the recording), as the CLI says them."""
+    from footprint.kernels.render import linking_notes
+
+    return [n[0].upper() + n[1:] for n in linking_notes(k)]
 
 
 def _normalised_html(s: Section) -> list[str]:
@@ -442,30 +483,26 @@ def to_html(sections: list[Section], printed: bool = False) -> str:
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    def esc(x: str) -> str:
-        return str(x).replace("|", "\\|")
-
     return "\n".join(
-        ["| " + " | ".join(map(esc, headers)) + " |", "|" + "---|" * len(headers)]
-        + ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
+        ["| " + " | ".join(map(md_text, headers)) + " |", "|" + "---|" * len(headers)]
+        + ["| " + " | ".join(map(md_text, r)) + " |" for r in rows]
     )
 
 
 def to_markdown(sections: list[Section], out: Path) -> str:
     from footprint.reports import figures
 
-    fig_dir = out.parent / f"{out.stem}_files"
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = check_dir_target(out.parent / f"{out.stem}_files")  # a symlink planted there is refused, not followed
 
     def fig(name: str, svg: str | None, caption: str, idx: int) -> str:
         if not svg:
             return ""
         path = fig_dir / f"{idx}-{name}.svg"
-        path.write_text(svg)
-        return f"![{caption}]({fig_dir.name}/{path.name})\n\n*{caption}*\n"
+        write_text(path, svg)
+        return f"![{md_text(caption)}]({fig_dir.name}/{path.name})\n\n*{caption}*\n"
 
     lines = [
-        f"# Environmental footprint: {' vs '.join(s.assessment.workload.name for s in sections)}",
+        f"# Environmental footprint: {md_text(' vs '.join(s.assessment.workload.name for s in sections))}",
         "",
         f"16 EU Environmental Footprint 3.1 categories across the GPU's life (footprint {__version__}).",
         "",
@@ -488,9 +525,9 @@ def to_markdown(sections: list[Section], out: Path) -> str:
     for i, s in enumerate(sections):
         a = s.assessment
         lines += [
-            f"## Summary — {a.workload.name}",
+            f"## Summary — {md_text(a.workload.name)}",
             "",
-            *[f"- **{label}: {value}** ({detail})" for label, value, detail in headline(a)],
+            *[f"- **{md_text(label)}: {md_text(value)}** ({md_text(detail)})" for label, value, detail in headline(a)],
             "",
             _md_table(["", ""], [list(r) for r in summary_rows(a)]),
             "",
@@ -499,6 +536,7 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             _md_table(CAT_HEADERS, category_rows(a)),
             "",
             fig("stages", s.figures.get("stages"), "Share of each life-cycle stage per category", i),
+            *_sensitivity_md(a),
             *_normalised_md(s, fig, i),
             *_notes_md(a),
             "## Embodied impacts by GPU component",
@@ -517,7 +555,8 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             ]
         if s.kernels:
             lines += ["## Kernel analysis", "", fig("kernels", s.figures.get("kernels"), "GPU time by kernel category", i)]
-        lines += ["## Methods", ""] + [f"- {m}" for m in methods_text(a)] + ["", "## Sources and licences", ""]
+            lines += [line for n in _kernel_notes(s.kernels) for line in (f"{md_text(n)}.", "")]
+        lines += ["## Methods", ""] + [f"- {md_text(m)}" for m in methods_text(a)] + ["", "## Sources and licences", ""]
         lines += [f"- {md_source(src)}" for src in a.sources]
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -546,7 +585,7 @@ def _notes_md(a: Assessment) -> list[str]:
     out = ["## Notes: scope, contested data and warnings", "", f"{note_count(groups)} notes in {len(groups)} groups.", ""]
     for g in groups:
         out += [f"<details><summary><b>{html.escape(g.title)} ({len(g.items)})</b>: {html.escape(g.summary)}</summary>", ""]
-        out += [f"- {x}" for x in g.items] + ["", "</details>", ""]
+        out += [f"- {md_text(x)}" for x in g.items] + ["", "</details>", ""]
     return out
 
 
@@ -637,14 +676,15 @@ def write_report(
         )
     fmt = fmt if to_stdout else infer_format(output, fmt)
     out = Path(output)
+    if not to_stdout:
+        check_file_target(out)  # refused before any work (a pipe, a device, a directory, a symlink out)
 
     def write(text: str) -> Path | None:
         text = text if text.endswith("\n") else text + "\n"
         if to_stdout:
             sys.stdout.write(text)
             return None
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        write_text(out, text)
         return out
 
     steps = len(targets) + (1 if fmt == "pdf" else 0) + 1
@@ -673,23 +713,25 @@ def write_report(
         sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task), seed=seed)
         bar.update(task, description="rendering")
         if fmt == "md":
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(to_markdown(sections, out))
+            write_text(out, to_markdown(sections, out))
         elif fmt == "html":
             return write(to_html(sections))
         else:
             bar.update(task, description="printing PDF")
-            out.parent.mkdir(parents=True, exist_ok=True)
-            html_to_pdf(to_html(sections, printed=True), out)
+            with atomic_path(out) as tmp:  # Chromium writes the temporary file; renamed only when whole
+                html_to_pdf(to_html(sections, printed=True), tmp)
         bar.advance(task)
     return out
 
 
 def _csv_with_names(assessments: list[Assessment]) -> str:
-    lines = []
+    """The assessments' CSV tables one after the other, a first column naming each (neutralised: a name starting
+    with = + - @ cannot run as a spreadsheet formula)."""
+    buf = io.StringIO()
+    wr = csv.writer(buf, lineterminator="\n")
     for i, a in enumerate(assessments):
-        body = to_csv(a).splitlines()
+        rows = list(csv.reader(io.StringIO(to_csv(a))))
         if i == 0:
-            lines.append("scenario," + body[0])
-        lines += [f"{json.dumps(a.workload.name)},{row}" for row in body[1:]]
-    return "\n".join(lines) + "\n"
+            wr.writerow(["scenario", *rows[0]])
+        wr.writerows([csv_cell(a.workload.name), *row] for row in rows[1:])
+    return buf.getvalue()

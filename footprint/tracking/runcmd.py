@@ -29,9 +29,9 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
         site["grid"] = resolve_zone(grid, key="--grid")
     if pue is not None:
-        if pue < 1:
-            raise FootprintError(f"--pue must be >= 1, got {pue}", key="--pue")
-        site["pue"] = pue
+        from footprint.bounds import check
+
+        site["pue"] = check("site.pue", pue, label="--pue")
     return site or None
 
 
@@ -226,22 +226,31 @@ def kwh(j: float | None) -> str:
 def import_log(args: argparse.Namespace) -> int:
     """`footprint import`: a run directory from a log. An nvidia-smi log is a time series: its readings are written
     as the tracker writes its own (journal and Parquet segments), so reports and the Runs page draw its power."""
-    out = Path(args.output)
-    if (out / "run.json").exists():
-        raise FootprintError("already holds a run record: choose a new directory", str(out))
+    from footprint.outputs import atomic_dir, check_dir_target, shown
+
+    out = check_dir_target(args.output)  # not '', '/', a symlink, a file, a pipe or a device
+    if out.is_dir() and any(out.iterdir()):
+        held = "a run record" if (out / "run.json").exists() else "other files"
+        raise FootprintError(f"already holds {held}: choose a new or empty directory", str(out), "-o")
     series = None
     if args.import_command == "nvidia-smi":
         record, series = from_nvidia_smi(Path(args.file), args.utc_offset, _site(args.grid), args.gpu, with_series=True)
     else:
         record = from_codecarbon(Path(args.file), args.gpu, args.gpu_count)
-    record["name"] = record.get("name") or out.name
-    if series is not None:
-        record["samples"] = write_log_samples(out, record, series)
-    runrecord.write_json(out / "run.json", record)
+    from footprint.bounds import record_problems
+
+    problems = record_problems(record)
+    if problems:  # the plausibility table (footprint.bounds): refused whole, nothing written
+        raise FootprintError(f"{problems[0]} (nothing written)", args.file)
+    record["name"] = shown(record.get("name") or out.resolve().name)
+    with atomic_dir(out, replace=out.is_dir()) as tmp:  # built whole beside it, then renamed into place
+        if series is not None:
+            record["samples"] = write_log_samples(tmp, record, series)
+        runrecord.write_json(tmp / "run.json", record)
     e = record["energy"]
     samples = f", {record['samples']['readings']:,} power readings" if series is not None else ""
     print(
-        f"wrote {out}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, "
+        f"wrote {shown(out)}/run.json: {len(record['devices'])} devices, {record['duration_s']:.1f} s, "
         f"GPU energy {kwh(e['gpu_j'])}{samples}"
     )
     return 0

@@ -17,7 +17,6 @@ anything estimated or missing is in ``notes``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -56,19 +55,12 @@ def rank_paths(run_dir: Path, rank: int) -> tuple[Path, Path]:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write: a reader never sees half a record, and a failed write (disk full, read-only) leaves no
-    temporary file behind; the OSError goes to the caller."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(finite_json(data), indent=2, default=str, allow_nan=False)
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    """Through `footprint.outputs`: a reader never sees half a record, a failed write (disk full, read-only, a size
+    limit) leaves nothing behind, and a pipe, device or symlink out of the directory is refused; any of these is
+    one FootprintError line naming the path."""
+    from footprint.outputs import write_text
+
+    write_text(path, json.dumps(finite_json(data), indent=2, default=str, allow_nan=False))
 
 
 def finite_json(value: Any) -> Any:
@@ -274,6 +266,8 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, note
     if missing:
         shown = missing if len(missing) <= 20 else [*missing[:20], "..."]
         notes.append(f"records of ranks {shown} are missing: their GPUs are not counted")
+    partial = partial_counts(records, world, missing)
+    notes += [info["note"] for info in partial.values()]
     steps = max((r.get("steps") or 0 for r in records), default=0)
     tokens = sum(r.get("tokens", 0) or 0 for r in records)
     flops = sum(r.get("flops", 0) or 0 for r in records)
@@ -295,6 +289,7 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, note
         "devices": gpus + [d for d in devices if d.get("component", "gpu") != "gpu"],
         "energy": energy_summary(devices),
         "ranks": [{k: r.get(k) for k in ("rank", "local_rank", "host", "pid", "complete", "recovered")} for r in records],
+        "partial": partial or None,
         "world_size": world,
         "hosts": list(hosts.values()),
         "site": site if site is not None else first.get("site"),
@@ -307,6 +302,49 @@ def merge_ranks(records: list[dict[str, Any]], name: str, site: Any = None, note
         },
         "notes": list(dict.fromkeys(notes)),
     }
+
+
+PARTIAL_FIELDS = ("steps", "tokens", "flops", "hardware_flops")
+
+
+def partial_counts(records: list[dict[str, Any]], world: int, missing: list[int]) -> dict[str, dict[str, Any]]:
+    """Which of the job's totals could only be partly rebuilt, and from which ranks: a count some ranks reported
+    and others did not (a rank missing, or rebuilt from a journal that held no count), or one taken from a rebuilt
+    rank's last progress event (a lower bound). Each entry carries a note for the record's notes."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def _rk(r: dict[str, Any]) -> int:
+        return r["rank"] if isinstance(r.get("rank"), int) else 0
+
+    recovered = sorted(_rk(r) for r in records if r.get("recovered") or r.get("complete") is False)
+    for field in PARTIAL_FIELDS:
+        have = sorted(_rk(r) for r in records if r.get(field))
+        if not have:
+            continue  # nobody counted it: not measured, not partial
+        lacking = sorted({_rk(r) for r in records} - set(have)) + list(missing)
+        rebuilt = [k for k in have if k in recovered]
+        if not lacking and not rebuilt:
+            continue
+        why = [f"ranks {lacking[:20]} did not report it"] if lacking else []
+        why += [f"ranks {rebuilt[:20]} were rebuilt from their journal's last progress event"] if rebuilt else []
+        out[field] = {
+            "from_ranks": have[:1000],
+            "without_ranks": lacking[:1000],
+            "recovered_ranks": rebuilt[:1000],
+            "bound": "lower",
+            "note": f"{field}: partial, a lower bound counted from ranks {have[:20]} only ({'; '.join(why)})",
+        }
+    if missing or recovered:
+        out["energy"] = {
+            "from_ranks": sorted(_rk(r) for r in records)[:1000],
+            "without_ranks": list(missing)[:1000],
+            "recovered_ranks": recovered[:1000],
+            "bound": "lower",
+            "note": "energy: partial, a lower bound"
+            + (f" (ranks {missing[:20]} left no record)" if missing else "")
+            + (f" (ranks {recovered[:20]} rebuilt up to their journal's last flush)" if recovered else ""),
+        }
+    return out
 
 
 def job_mfu(
@@ -582,16 +620,8 @@ def merge(run_dir: str | Path, name: str | None = None, notes: list[str] | None 
             f"no readable per-rank records in {RANKS_DIR}/{why} (`footprint recover` rebuilds them)", str(run_dir)
         )
     record = merge_ranks(records, name or records[0].get("name") or run_dir.name, notes=notes)
-    _write_record(run_dir / "run.json", record)
+    write_json(run_dir / "run.json", record)
     return record
-
-
-def _write_record(path: Path, record: dict[str, Any]) -> None:
-    """write_json with an OSError (read-only, disk full) turned into the one-line error of the CLI."""
-    try:
-        write_json(path, record)
-    except OSError as exc:
-        raise FootprintError(f"cannot write it ({exc.strerror or exc})", str(path)) from None
 
 
 def recover(run_dir: str | Path) -> dict[str, Any]:
@@ -622,7 +652,7 @@ def recover(run_dir: str | Path) -> dict[str, Any]:
             notes.append(f"{RANKS_DIR}/{jp.name}: could not be recovered ({type(exc).__name__}: {str(exc)[:160]}): skipped")
             continue
         if rec is not None:
-            _write_record(rec_path, rec)
+            write_json(rec_path, rec)
     return merge(run_dir, notes=notes)
 
 
@@ -656,6 +686,9 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         d["notes"] = [*d.get("notes", []), "recovered from the journal of a killed run"]
         devices.append(d)
     start_unix = finite_or_none(h.get("start_unix"), -math.inf)
+    from footprint.bounds import clean_site
+
+    site, site_notes = clean_site(h.get("site"))  # a journal header is not trusted: the plausibility table applies
     rec = {
         "rank": h.get("rank") if isinstance(h.get("rank"), int) else _rank_of(jp),
         "local_rank": h.get("local_rank", 0),
@@ -663,7 +696,7 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         "host": h.get("host"),
         "pid": h.get("pid"),
         "name": h.get("name"),
-        "site": h.get("site"),
+        "site": site,
         "slurm": h.get("slurm"),
         "start_unix": start_unix,
         "end_unix": (start_unix + duration) if start_unix is not None else None,
@@ -681,7 +714,8 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         ]
         + (["journal ended with a torn line"] if j.torn_tail else [])
         + ([f"journal: {j.bad_lines} damaged line(s) skipped"] if j.bad_lines else [])
-        + store.notes,
+        + store.notes
+        + [f"journal header: {n}" for n in site_notes],
     }
     return clean_record(rec, str(jp))
 

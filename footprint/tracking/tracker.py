@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from footprint.errors import FootprintWarning
+from footprint.errors import FootprintError, FootprintWarning
 from footprint.tracking import runrecord
 
 log = logging.getLogger("footprint.tracking.tracker")
@@ -69,16 +69,13 @@ GATHER_TIMEOUT_ENV = "FOOTPRINT_GATHER_TIMEOUT_S"
 DEFAULT_GATHER_TIMEOUT_S = 60.0
 DEFAULT_PERIOD_S = 0.1
 FALLBACK_DIR = "footprint-runs"  # under the system's temporary directory, when the run directory cannot be written
-_NAME = re.compile(r"[^/\\\x00]{1,200}")
 
 
 def check_name(name: Any) -> str | None:
-    """Why ``name`` cannot be a run name (one plain name, no path), or None when it can."""
-    if not isinstance(name, str):
-        return f"name {name!r} is not a string"
-    if not _NAME.fullmatch(name) or name.strip() in ("", ".", ".."):
-        return f"name {name[:60]!r} is not a plain name (1 to 200 characters, no '/', '\\', NUL, '.' or '..')"
-    return None
+    """Why ``name`` cannot be a run name (one plain name, no path, no control character), or None when it can."""
+    from footprint.outputs import check_name as plain_name
+
+    return plain_name(name)
 
 
 def current() -> Tracker | None:
@@ -301,27 +298,41 @@ class Tracker:
                 self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def _claim_run_dir(self) -> None:
-        """Make the run directory, unique and writable: a taken name gets a suffix (one process only: the ranks of a
-        distributed run share their directory); an unwritable one falls back to a temporary directory, then memory."""
+        """Claim the run directory, unique and writable (`footprint.tracking.runname`): a taken name gets a suffix,
+        said on stderr; in a distributed run rank 0 claims and the other ranks join the directory it got. An
+        unwritable one falls back to a temporary directory, then memory."""
+        from footprint.outputs import claim_dir
+        from footprint.tracking import runname
+
+        wanted = self.name
+        d = self.dist
         try:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-            if self.dist.distributed:
-                self.run_dir.mkdir(exist_ok=True)
+            if d.distributed and d.rank != 0:
+                got = runname.learn(self.output_dir, wanted, _gather_timeout())
+                if got is None:
+                    self._note(f"rank 0 did not say which directory it claimed for {wanted!r}: this rank writes into it")
+                self.name = got or wanted
+                self.run_dir = self.output_dir / self.name
+                self.run_dir.mkdir(parents=True, exist_ok=True)
             else:
-                self.run_dir = _unique_dir(self.output_dir, self.name)
-                if self.run_dir.name != self.name:
-                    self._say(
-                        "name",
-                        f"run name {self.name!r} is taken in {self.output_dir}: this run is recorded as {self.run_dir.name!r}",
-                    )
-                    self.name = self.run_dir.name
+                try:
+                    self.run_dir = claim_dir(self.output_dir, wanted)
+                except FootprintError:
+                    if d.distributed:
+                        runname.publish(self.output_dir, wanted, "", _gather_timeout())
+                    raise
+                self.name = self.run_dir.name
+                if d.distributed:
+                    runname.publish(self.output_dir, wanted, self.name, _gather_timeout())
+                if self.name != wanted:
+                    self._say("name", f"run name {wanted!r} is taken in {self.output_dir}: this run is recorded as {self.name!r}")
             probe = self.run_dir / f".footprint-write-test-{os.getpid()}"
             probe.write_bytes(b"")
             probe.unlink()
-        except OSError as exc:
+        except (OSError, FootprintError) as exc:
             self._fall_back(exc)
 
-    def _fall_back(self, exc: OSError) -> None:
+    def _fall_back(self, exc: BaseException) -> None:
         """The run directory cannot be written: a directory under the system's temporary one, else memory only."""
         wanted = self.run_dir
         try:
@@ -393,6 +404,7 @@ class Tracker:
                 )
             elif flops is not None:
                 self.flops_method = self.flops_method or "given to step()"
+            tokens, flops = self._plausible_step(tokens, flops)
             self.steps += 1
             if tokens:
                 self.tokens += int(tokens)
@@ -403,6 +415,31 @@ class Tracker:
             self.step_times.append(now)
         except Exception as exc:
             self._note(f"step: {exc}")
+
+    def _plausible_step(self, tokens: Any, flops: Any) -> tuple[int | None, float | None]:
+        """This step's counts if plausible (`footprint.bounds`: finite, >= 0, below the per-step ceiling), else
+        None each, warned once and noted: a 309-digit token count must not become the run's total."""
+        from footprint.bounds import STEP_FLOPS_MAX, STEP_TOKENS_MAX
+
+        out: list[Any] = []
+        for what, v, top in (("tokens", tokens, STEP_TOKENS_MAX), ("flops", flops, STEP_FLOPS_MAX)):
+            ok = v is None or (
+                not isinstance(v, bool)
+                and isinstance(v, (int, float))
+                and (not isinstance(v, int) or v.bit_length() < 128)
+                and math.isfinite(float(v))
+                and 0 <= v <= top
+            )
+            if not ok:
+                if f"step-{what}" not in self._said:
+                    self._said.add(f"step-{what}")
+                    given = f"an integer of {v.bit_length()} bits" if isinstance(v, int) and v.bit_length() > 64 else _short(v)
+                    message = f"step({what}={given}): not a count from 0 to {top:g} per step; ignored"
+                    self._note(message)
+                    warnings.warn(f"footprint.track(): {message}", FootprintWarning, stacklevel=4)
+                v = None
+            out.append(v)
+        return out[0], out[1]
 
     def watch(self, model: Any) -> None:
         """Measure the FLOPs of one training step of ``model`` and reuse them (see ``footprint.tracking.watch``)."""
@@ -609,7 +646,7 @@ class Tracker:
         try:
             runrecord.write_json(path, data)
             return True
-        except OSError as exc:
+        except (OSError, FootprintError) as exc:
             if self.fallback is not None:
                 self._say("write", f"cannot write {path} ({_why(exc)}): the totals are printed below")
                 self.memory_only = True
@@ -827,6 +864,14 @@ def _arguments(
             f"site {_short(site)} is neither a grid zone (e.g. 'FRA') nor a mapping like {{'grid': 'FRA', 'pue': 1.2}}"
         )
         site = None
+    if site is not None:
+        from footprint.bounds import site_problems
+
+        bad = site_problems({"grid": site} if isinstance(site, str) else site)
+        if bad:  # out of the plausibility table (footprint.bounds): those keys dropped, the defaults used
+            problems.extend(bad)
+            keys = {b.split(":", 1)[0].split(" ", 1)[0].removeprefix("site.") for b in bad}
+            site = None if isinstance(site, str) else {k: v for k, v in site.items() if k not in keys} or None
     if gpus is not None and not _gpu_list(gpus):
         problems.append(f"gpus {_short(gpus)} is not a GPU index, UUID or a list of them")
         gpus = None
@@ -876,20 +921,9 @@ def _short(value: Any) -> str:
 
 
 def _why(exc: BaseException) -> str:
+    if isinstance(exc, FootprintError):
+        return str(exc)
     return getattr(exc, "strerror", None) or f"{type(exc).__name__}: {exc}"
-
-
-def _unique_dir(output_dir: Path, name: str) -> Path:
-    """``output_dir/name``, made now; when taken (not empty), ``name-2``, ``name-3``...: never two runs in one directory."""
-    for k in range(1, 10_000):
-        path = output_dir / (name if k == 1 else f"{name}-{k}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            if path.is_dir() and not any(path.iterdir()):
-                return path  # an empty directory made beforehand: this run's
-    raise OSError(f"no free name {name}-N in {output_dir}")
 
 
 def _gather_timeout() -> float:

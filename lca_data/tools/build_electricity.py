@@ -33,7 +33,9 @@ import re
 import sys
 from pathlib import Path
 
+from lca_data.loader import load_sources
 from lca_data.tools import write_csv
+from lca_data.tools.electricity_quality import quality
 
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_SRC = HERE.parent.parent / "shared" / "reference" / "electricity"
@@ -137,6 +139,9 @@ POLLUTANTS = {  # EMEP pollutant -> EF 3.1 flow name
     "PM2.5": "Particulate Matter, < 2.5 um",
 }
 STACK = "air, non-urban/high stack"  # power-plant stacks
+# The stack's sub-compartment is a modelling choice (EF 3.1 gives both; the particulate-matter CFs differ up to 80x):
+# the unspecified-air CFs give each direct value's variant, so the range carries that uncertainty.
+UNSPECIFIED = "air, unspecified"
 EMEP_CATEGORIES = {  # our category -> EF 3.1 category name in the characterisation table
     "photochemical_ozone_formation": "Photochemical ozone formation",
     "eutrophication_terrestrial": "Eutrophication, terrestrial",
@@ -227,6 +232,8 @@ class Inputs:
         self.d4b = {r["energy"]: r for r in _read(src / "d4b_energy_impacts.csv")}
         self.cited = _read(HERE / "electricity_cited.csv")
         self.emissions_cited = _read(HERE / "electricity_emissions_cited.csv")
+        self.zone_emissions = _read(HERE / "electricity_zone_emissions_cited.csv")
+        self.sources = load_sources()
 
     def efficiency(self, tech: str) -> tuple[float, list[float]]:
         central, alts = EFFICIENCY[tech]
@@ -248,11 +255,11 @@ class Inputs:
             lo, hi = min(lo, ulo), max(hi, uhi)
         return v, min(lo, v), max(hi, v)
 
-    def stack_cf(self, category: str, flow: str) -> float:
-        """EF 3.1 CF of a flow emitted from a high stack (the unspecified-air CF where the table has no
-        high-stack row; 0 where the flow is not characterised in the category)."""
-        for compartment in (STACK, "air, unspecified"):
-            hits = [r for r in self.cf.rows if r["item"] == f"EF3.1 {category} | {flow} | {compartment}"]
+    def stack_cf(self, category: str, flow: str, compartment: str = STACK) -> float:
+        """EF 3.1 CF of a flow emitted from a high stack (or ``compartment``; the unspecified-air CF where the
+        table has no row for it; 0 where the flow is not characterised in the category)."""
+        for where in (compartment, UNSPECIFIED):
+            hits = [r for r in self.cf.rows if r["item"] == f"EF3.1 {category} | {flow} | {where}"]
             if hits:
                 return float(hits[0]["value"] or 0)
         return 0.0
@@ -264,8 +271,11 @@ class Inputs:
 class Factor:
     """One technology x category: central value, its variants and the independent second sources."""
 
-    def __init__(self, tech: str, category: str, value: float, source: str, scope: str, note: str) -> None:
+    def __init__(
+        self, tech: str, category: str, value: float, source: str, scope: str, note: str, zone: str = "", year: int | None = None
+    ) -> None:
         self.tech, self.category, self.value, self.source, self.scope, self.note = tech, category, value, source, scope, note
+        self.zone, self.year = zone, year  # zone "" = every zone without its own row; year of the central source
         self.variants: list[float] = []
         self.seconds: list[tuple[float, str, str]] = []  # (value, source, note)
 
@@ -278,8 +288,8 @@ def _g(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _emep_direct(inp: Inputs, tech: str) -> dict[str, tuple[float, float, float, str]]:
-    """EF 3.1 category -> (central, low, high, formula note) from EMEP/EEA Tier 1 stack emissions."""
+def _emep_g_kwh(inp: Inputs, tech: str) -> tuple[dict[str, tuple[float, float, float]], list[str], float, list[float]]:
+    """Stack emissions per kWh (pollutant -> central, low, high g/kWh) from EMEP/EEA Tier 1 g/GJ and efficiencies."""
     eta, alts = inp.efficiency(tech)
     fuels = [EMEP_FUEL[tech]] + ([EMEP_VARIANT[tech]] if tech in EMEP_VARIANT else [])
     etas = [eta, *alts]
@@ -292,19 +302,27 @@ def _emep_direct(inp: Inputs, tech: str) -> dict[str, tuple[float, float, float,
             lows.append(vlo)
             highs.append(vhi)
         g_kwh[pol] = (c * 0.0036 / eta, min(lows) * 0.0036 / max(etas), max(highs) * 0.0036 / min(etas))
+    return g_kwh, fuels, eta, alts
+
+
+def _emep_direct(inp: Inputs, tech: str) -> dict[str, tuple[float, float, float, str]]:
+    """EF 3.1 category -> (central, low, high, formula note) from EMEP/EEA Tier 1 stack emissions."""
+    g_kwh, fuels, eta, alts = _emep_g_kwh(inp, tech)
     out = {}
     for key, ef_name in EMEP_CATEGORIES.items():
         terms = [(pol, inp.stack_cf(ef_name, flow)) for pol, flow in POLLUTANTS.items()]
         terms = [(p, cf) for p, cf in terms if cf]
         central = sum(g_kwh[p][0] / 1000 * cf for p, cf in terms)
         low = sum(g_kwh[p][1] / 1000 * cf for p, cf in terms)
-        high = sum(g_kwh[p][2] / 1000 * cf for p, cf in terms)
+        unspecified = sum(g_kwh[p][0] / 1000 * inp.stack_cf(ef_name, POLLUTANTS[p], UNSPECIFIED) for p in POLLUTANTS)
+        high = max(sum(g_kwh[p][2] / 1000 * cf for p, cf in terms), unspecified)
         formula = " + ".join(f"{p} {_g(g_kwh[p][0])} g/kWh x {cf:g}" for p, cf in terms)
         note = (
             f"direct stack emissions only (no upstream fuel chain), lower bound: EMEP/EEA Tier 1 {fuels[0]} g/GJ x 0.0036 / "
             f"efficiency {eta:g}; {formula} (EF 3.1 CFs, high stack); range: 95% CI"
             + (f", {' and '.join(fuels[1:])}" if fuels[1:] else "")
             + (", other efficiencies" if alts else "")
+            + (", unspecified-air CFs" if unspecified > central * 1.001 else "")
         )
         out[key] = (central, low, high, note)
     return out
@@ -430,14 +448,14 @@ def build_factors(inp: Inputs) -> list[Factor]:
     return sorted(factors.values(), key=lambda f: (order[f.category], list(TECHS).index(f.tech)))
 
 
-def _g_per_kwh(row: dict[str, str]) -> float:
+def _g_per_kwh(row: dict[str, str], file: str = "electricity_emissions_cited.csv") -> float:
     v, unit = float(row["value"]), row["unit"]
     if unit in EMISSION_UNITS:
         return v * EMISSION_UNITS[unit]
     if unit in HEAT_INPUT_UNITS and v == 0:
         return 0.0
     raise SystemExit(
-        f"electricity_emissions_cited.csv: {row['technology']} {row['variant']} {row['pollutant']}: unit {unit!r} "
+        f"{file}: {row['technology']} {row['variant']} {row['pollutant']}: unit {unit!r} "
         f"(expected one of {', '.join(EMISSION_UNITS)}, or zero per heat input)"
     )
 
@@ -497,6 +515,86 @@ def _add_proxies(factors: dict[tuple[str, str], Factor]) -> None:
             f = Factor(tech, category, centre, S_DERIVED, "proxy", note)
             f.variants += [m.bounds()[0] for m in members] + [m.bounds()[1] for m in members]
             factors[(tech, category)] = f
+
+
+EU_ZONES = (  # EU member states: the zone "EU" of electricity_zone_emissions_cited.csv
+    "AUT", "BEL", "BGR", "HRV", "CYP", "CZE", "DNK", "EST", "FIN", "FRA", "DEU", "GRC", "HUN", "IRL",
+    "ITA", "LVA", "LTU", "LUX", "MLT", "NLD", "POL", "PRT", "ROU", "SVK", "SVN", "ESP", "SWE",
+)  # fmt: skip
+EU_REFERENCE = "EU"  # the life-cycle factors of coal and gas (UNECE Europe) embed European abatement
+
+
+ZONE_EMISSIONS = "electricity_zone_emissions_cited.csv"
+
+
+def _zone_groups(inp: Inputs) -> dict[tuple[str, str, str], dict]:
+    """(zone, technology, variant) -> {role, source, year, g: pollutant -> g/kWh} of the cited fleet emissions."""
+    groups: dict[tuple[str, str, str], dict] = {}
+    for i, r in enumerate(inp.zone_emissions, start=2):
+        where = f"{ZONE_EMISSIONS}: row {i} ({r['zone']} {r['technology']} {r['pollutant']})"
+        if r["pollutant"] not in POLLUTANTS:
+            raise SystemExit(f"{where}: unknown pollutant (expected one of {', '.join(POLLUTANTS)})")
+        if r["role"] not in ("factor", "crosscheck") or r["technology"] not in EMEP_FUEL:
+            raise SystemExit(f"{where}: expected role factor or crosscheck and a combustion technology")
+        if r["source"] not in inp.sources:
+            raise SystemExit(f"{where}: source {r['source']!r} is not registered in lca_data/sources/*.yaml")
+        key = (r["zone"], r["technology"], r["variant"])
+        g = groups.setdefault(key, {"role": r["role"], "source": r["source"], "year": int(r["year"]), "g": {}})
+        g["g"][r["pollutant"]] = _g_per_kwh(r, f"{ZONE_EMISSIONS}: row {i}")
+    return groups
+
+
+def _direct(inp: Inputs, category: str, g: dict[str, float], compartment: str = STACK) -> float:
+    """kg eq per kWh of a category from stack emissions in g/kWh (EF 3.1 CFs, high stack or ``compartment``)."""
+    ef = EMEP_CATEGORIES[category]
+    return sum(g[p] / 1000 * inp.stack_cf(ef, flow, compartment) for p, flow in POLLUTANTS.items())
+
+
+def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
+    """Per-zone coal and gas factors of the emission-driven categories, with the zone's own abatement level.
+
+    The fleet's direct emissions (cited, pollutants it lacks from EMEP/EEA Tier 1) replace the generic direct part:
+    a direct-scope factor becomes the zone's direct value; a life-cycle factor (UNECE Europe) keeps its upstream
+    and infrastructure part (its value less the European abated plant's direct emissions) plus the zone's direct."""
+    by = {(f.tech, f.category): f for f in factors}
+    groups = _zone_groups(inp)
+    out = []
+    for (zone, tech, variant), grp in groups.items():
+        if grp["role"] != "factor":
+            continue
+        generic = {p: v[0] for p, v in _emep_g_kwh(inp, tech)[0].items()}
+        filled = {**generic, **grp["g"]}
+        eu = next(v for (z, t, _), v in groups.items() if (z, t) == (EU_REFERENCE, tech) and v["role"] == "factor")
+        ref = {**generic, **eu["g"]}
+        others = [
+            {**generic, **v["g"]} for (z, t, _), v in groups.items() if (z, t) == (zone, tech) and v["role"] == "crosscheck"
+        ]
+        lacking = sorted(set(POLLUTANTS) - set(grp["g"]))
+        given = ", ".join(f"{p} {_g(grp['g'][p])}" for p in POLLUTANTS if p in grp["g"])
+        for category in EMEP_CATEGORIES:
+            base = by[(tech, category)]
+            upstream = 0.0 if base.scope == "direct" else base.value - _direct(inp, category, ref)
+            if upstream < 0:
+                raise SystemExit(f"{tech} {category}: the European direct emissions exceed the life-cycle factor")
+            value = upstream + _direct(inp, category, filled)
+            if zone == EU_REFERENCE and base.scope != "direct":
+                continue  # the life-cycle factor already carries the European abatement level
+            what = (
+                "direct stack emissions only (no upstream fuel chain), lower bound"
+                if base.scope == "direct"
+                else (
+                    f"life cycle: upstream and infrastructure {_g(upstream)} (UNECE Europe less the EU abated plant's direct)"
+                    " + the fleet's direct emissions"
+                )
+            )
+            note = f"{variant}: {given} g/kWh" + (f"; {', '.join(lacking)} from EMEP/EEA Tier 1" if lacking else "") + f"; {what}"
+            for z in EU_ZONES if zone == EU_REFERENCE else (zone,):
+                f = Factor(tech, category, value, grp["source"], base.scope, note, zone=z, year=grp["year"])
+                f.variants += [upstream + _direct(inp, category, o) for o in others]
+                f.variants.append(upstream + _direct(inp, category, filled, UNSPECIFIED))  # stack compartment
+                f.seconds += base.seconds  # the technology's independent life-cycle estimates
+                out.append(f)
+    return out
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -583,52 +681,107 @@ def zone_rows(inp: Inputs) -> tuple[list[dict], list[dict]]:
     return rows, checks
 
 
+SAME_STUDY = {S_D4B: S_UNECE}  # Digital4Better's rows are UNECE's Europe-region values: not an independent source
+DERIVED_YEAR = 2022  # rows derived here take the year of their inputs (UNECE 2022, EMEP/EEA 2023 guidebook)
+QUALITY_COLUMNS = ("distribution", "dqr_ter", "dqr_ger", "dqr_tir", "dqr_p")
+
+
+def _year(inp: Inputs, f: Factor) -> int | None:
+    return f.year or inp.sources.get(f.source, {}).get("year") or (DERIVED_YEAR if f.source == S_DERIVED else None)
+
+
+def _factor_row(inp: Inputs, f: Factor) -> dict[str, str]:
+    q = quality(f.value, f.scope, f.source, f.zone, _year(inp, f), f.variants, [v for v, _, _ in f.seconds])
+    row = {"zone": f.zone} if f.zone else {}
+    row.update(
+        {
+            "technology": f.tech,
+            "codecarbon_field": TECHS[f.tech],
+            "category": f.category,
+            "value": _g(f.value),
+            "low": _g(q["low"]),
+            "high": _g(q["high"]),
+            "unit": UNITS[f.category],
+            "scope": f.scope,
+            "source": f.source,
+            "distribution": q["distribution"],
+            **{f"dqr_{k}": str(v) for k, v in q["ratings"].items()},
+            "note": f.note,
+        }
+    )
+    return row
+
+
+def _check_rows(f: Factor) -> list[dict[str, str]]:
+    out = []
+    for v, sid, note in f.seconds:
+        ratio = _ratio(f.value, v)
+        out.append(
+            {
+                "subject": f.tech,
+                "category": f.category,
+                "quantity": "factor",
+                "value": _g(f.value),
+                "unit": UNITS[f.category],
+                "source": f.source,
+                "second_value": _g(v),
+                "second_source": sid,
+                "ratio": "" if ratio is None else _g(ratio),
+                "contested": str(_contested(ratio)).lower(),
+                "note": note,
+            }
+        )
+    return out
+
+
+def audit_rows(inp: Inputs, factors: list[Factor]) -> list[dict[str, str]]:
+    """Every factor beside each value it was built from or checked against: ratio, unit, year, licence."""
+    out = []
+    for f in factors:
+        entries = [("central", f.value, f.source, _year(inp, f))]
+        entries += [("variant", v, f.source, _year(inp, f)) for v in f.variants]
+        entries += [("second", v, sid, inp.sources.get(sid, {}).get("year")) for v, sid, _ in f.seconds]
+        study = SAME_STUDY.get(f.source, f.source)
+        independent = len({SAME_STUDY.get(sid, sid) for _, sid, _ in f.seconds} - {study}) + 1
+        for role, v, sid, year in entries:
+            ratio = _ratio(f.value, v)
+            out.append(
+                {
+                    "zone": f.zone or "any",
+                    "technology": f.tech,
+                    "category": f.category,
+                    "unit": UNITS[f.category],
+                    "role": role,
+                    "value": _g(v),
+                    "ratio": "" if ratio is None else _g(ratio),
+                    "source": sid,
+                    "year": str(year or ""),
+                    "licence": inp.sources.get(sid, {}).get("licence", ""),
+                    "independent_sources": str(independent),
+                }
+            )
+    return out
+
+
 def write(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
     inp = Inputs(src)
     factors = build_factors(inp)
-    tech_rows, checks = [], []
-    for f in factors:
-        low, high = f.bounds()
-        tech_rows.append(
-            {
-                "technology": f.tech,
-                "codecarbon_field": TECHS[f.tech],
-                "category": f.category,
-                "value": _g(f.value),
-                "low": _g(low),
-                "high": _g(high),
-                "unit": UNITS[f.category],
-                "scope": f.scope,
-                "source": f.source,
-                "note": f.note,
-            }
-        )
-        for v, sid, note in f.seconds:
-            ratio = _ratio(f.value, v)
-            checks.append(
-                {
-                    "subject": f.tech,
-                    "category": f.category,
-                    "quantity": "factor",
-                    "value": _g(f.value),
-                    "unit": UNITS[f.category],
-                    "source": f.source,
-                    "second_value": _g(v),
-                    "second_source": sid,
-                    "ratio": "" if ratio is None else _g(ratio),
-                    "contested": str(_contested(ratio)).lower(),
-                    "note": note,
-                }
-            )
+    zoned = zone_factors(inp, factors)
+    tech_rows = [_factor_row(inp, f) for f in factors]
+    zone_tech_rows = [_factor_row(inp, f) for f in zoned]
+    checks = [c for f in factors for c in _check_rows(f)]
+    audit = audit_rows(inp, factors + zoned)
     zones, zone_checks = zone_rows(inp)
-    _write(dest / "electricity_technologies.csv", list(tech_rows[0]), tech_rows)
-    _write(dest / "electricity_zones.csv", list(zones[0]), zones)
-    _write(dest / "electricity_crosscheck.csv", list(checks[0]), checks + zone_checks)
-    return {
-        "electricity_technologies.csv": len(tech_rows),
-        "electricity_zones.csv": len(zones),
-        "electricity_crosscheck.csv": len(checks) + len(zone_checks),
+    outputs = {
+        "electricity_technologies.csv": tech_rows,
+        "electricity_zone_technologies.csv": zone_tech_rows,
+        "electricity_zones.csv": zones,
+        "electricity_crosscheck.csv": checks + zone_checks,
+        "electricity_audit.csv": audit,
     }
+    for name, rows in outputs.items():
+        _write(dest / name, list(rows[0]), rows)
+    return {name: len(rows) for name, rows in outputs.items()}
 
 
 def _write(path: Path, fields: list[str], rows: list[dict]) -> None:

@@ -1,0 +1,51 @@
+"""Escaping user text for each place it is shown: a terminal line, a CSV cell, Markdown.
+
+Why one module: a run name, a note or a server's error text is written by someone else. Printed raw, a terminal
+escape can rewrite the screen; a CSV cell starting with `=` runs as a formula when the file is opened in a
+spreadsheet (OWASP "CSV injection"); Markdown copies `<script>` and `javascript:` links into a page. Every renderer
+passes user text through here. Imports nothing from footprint: every layer may use it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: a cell starting with one of these is read as a formula
+
+
+def unsafe_char(c: str) -> bool:
+    """A control character, a terminal escape's introducer (C0, DEL, C1) or a bidirectional override."""
+    return ord(c) < 32 or 127 <= ord(c) < 160 or c in _BIDI
+
+
+def shown(text: str | os.PathLike[str]) -> str:
+    """Text (a path, a run name, a server's error) as it is safe to print on one line: control characters, terminal
+    escapes and bidirectional overrides become Python escapes (``\\x1b``, ``\\n``); everything else is kept."""
+    s = os.fspath(text)
+    if not any(unsafe_char(c) for c in s):
+        return s
+    return "".join(ascii(c)[1:-1] if unsafe_char(c) else c for c in s)
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting with = + - @ tab or CR gets a leading single quote
+    (OWASP's advice); numbers are left as numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+# what opens a tag, link, image, code, emphasis, a table cell, an entity or Streamlit's $...$ LaTeX; `_` is left
+# alone (CommonMark never reads it inside a word, so `power_per_gpu` stays as typed)
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&$])")
+
+
+def md_text(value: Any) -> str:
+    """Text as literal Markdown on one line: the characters that open a tag, a link, an image, code, emphasis or a
+    table cell are backslash-escaped (a rendered page shows them as typed), so no `<script>`, `javascript:` link
+    or outside image can come from a run name or a note."""
+    s = shown(str(value)).replace("\n", " ")
+    return _MD_SPECIAL.sub(r"\\\1", s)
