@@ -1,14 +1,19 @@
-"""Trace parsing cost, side by side with Holistic Trace Analysis (HTA), in one run.
+"""Trace analysis cost, the whole `footprint kernels analyze` CLI against HTA's parse, alternated in one run.
 
-Builds a large synthetic PyTorch profiler trace (>= 100 MB of uncompressed JSON, in a temporary
+Builds a large synthetic PyTorch profiler trace (default 178 MB of uncompressed JSON, in a temporary
 directory) by replicating a real trace's events with shifted timestamps, correlation ids and External
-ids, then analyses it in fresh processes: `footprint.kernels.trace.analyze_trace` (streaming) and HTA's
-`TraceAnalysis` (its parser and DataFrame build, default JSON backend). Prints time, speed (MB/s of
-uncompressed JSON), peak memory (max RSS of the process; and, in a second run under tracemalloc, the
-peak Python heap during the analysis alone) and the ratios.
+ids in libkineto's layout. Then, round after round, alternated: the whole CLI in a fresh process
+(`python -m footprint.cli kernels analyze TRACE --format json`, interpreter start, imports, catalogue
+and output included; once with its default worker processes, once with FOOTPRINT_TRACE_WORKERS=1) and
+HTA's `TraceAnalysis` constructor (its parser and DataFrame build, default JSON backend, timed inside
+its process: HTA's parse alone, not its interpreter start). Prints the median and range of each, the
+ratio per round, and the peak memory of the CLI: the sum of the peak RSS (VmHWM) of its process and
+of each worker, sampled every 20 ms (an upper bound: pages a worker shares with its parent after the
+fork count twice).
 
-Run: python benchmarks/trace_bench.py [--trace PATH] [--mb 120] [--no-hta] [--hta-backend json|ijson_batch_and_compress]
-HTA: pip install HolisticTraceAnalysis (not a footprint dependency).
+Run: python benchmarks/trace_bench.py [--trace PATH] [--mb 178] [--rounds 5] [--no-hta] [--hta-python PY]
+HTA: pip install HolisticTraceAnalysis (not a footprint dependency; --hta-python picks an interpreter
+that has it, e.g. a virtual environment made for it).
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -28,36 +37,20 @@ DEFAULT_TRACE = (
     REPO.parent / "shared/data/traces/tracelens/tests/traces/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
 )
 
-OURS = """
-import json, resource, sys, time, tracemalloc
-from footprint.kernels.trace import analyze_trace
-import footprint.lca.database as d; d.db().gpus  # catalogue load is a one-time cost, not parsing
-if sys.argv[2] == "trace":
-    tracemalloc.start()
-t = time.perf_counter()
-r = analyze_trace(sys.argv[1])
-dt = time.perf_counter() - t
-traced = tracemalloc.get_traced_memory()[1] if sys.argv[2] == "trace" else None
-print(json.dumps({"seconds": dt, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "traced": traced,
-                  "parse_seconds": r["trace"]["parse_seconds"], "busy_us": r["busy_time_us"],
-                  "kernels": r["launch_overhead"]["kernels"]}))
-"""
-
 HTA = """
-import json, logging, resource, sys, time, tracemalloc
+import json, logging, resource, sys, time
 logging.disable(logging.CRITICAL)
 from hta.configs.parser_config import ParserBackend, ParserConfig
 from hta.trace_analysis import TraceAnalysis
 cfg = ParserConfig.get_default_cfg()
 cfg.set_parser_backend(ParserBackend(sys.argv[3]))
 ParserConfig.set_default_cfg(cfg)
-if sys.argv[4] == "trace":
-    tracemalloc.start()
-t = time.perf_counter()
+def cpu():
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+c, t = cpu(), time.perf_counter()
 a = TraceAnalysis(trace_files={0: sys.argv[1]}, trace_dir=sys.argv[2])
-dt = time.perf_counter() - t
-traced = tracemalloc.get_traced_memory()[1] if sys.argv[4] == "trace" else None
-print(json.dumps({"seconds": dt, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "traced": traced,
+dt, dc = time.perf_counter() - t, cpu() - c
+print(json.dumps({"seconds": dt, "cpu_seconds": dc, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   "events": int(len(a.t.get_trace(0)))}))
 """
 
@@ -82,7 +75,7 @@ def build(src: Path, out: Path, target_mb: float) -> tuple[int, int]:
         data = json.load(f)
     events = data.pop("traceEvents")
     one = sum(len(kineto_text(e)) + 2 for e in events)
-    copies = max(1, int(target_mb * 1e6 // one) + 1)
+    copies = max(1, math.ceil(target_mb * 1e6 / one))
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
     span = max(e["ts"] + (e.get("dur") or 0) for e in timed) - min(e["ts"] for e in timed)
     ids = [
@@ -119,20 +112,74 @@ def build(src: Path, out: Path, target_mb: float) -> tuple[int, int]:
     return out.stat().st_size, copies
 
 
-def run(code: str, *args: str) -> dict:
+def _tree_hwm_kb(root: int, seen: dict[int, int]) -> None:
+    """Record in `seen` each process's peak RSS so far (VmHWM, kB), for a process and its descendants."""
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                hwm = next((int(x.split()[1]) for x in fh if x.startswith("VmHWM:")), 0)
+            seen[pid] = max(seen.get(pid, 0), hwm)
+            with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                todo += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+
+
+def cli(path: Path, workers: str | None) -> dict:
+    """The whole CLI on `path` in a fresh process: wall seconds, peak memory (MB), and what it found."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=1800)
+    if workers:
+        env["FOOTPRINT_TRACE_WORKERS"] = workers
+    argv = [sys.executable, "-m", "footprint.cli", "kernels", "analyze", str(path), "--format", "json"]
+    seen: dict[int, int] = {}
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    def watch() -> None:
+        while p.poll() is None:
+            _tree_hwm_kb(p.pid, seen)
+            time.sleep(0.02)
+
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    out, err = p.communicate(timeout=1800)
+    dt = time.perf_counter() - t
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w.join()
+    if p.returncode != 0:
+        raise RuntimeError(err.decode()[-2000:])
+    r = json.loads(out)
+    return {
+        "seconds": dt,
+        "cpu_seconds": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime),
+        "peak_mb": sum(seen.values()) / 1024,
+        "busy_us": r["busy_time_us"],
+        "kernels": r["launch_overhead"]["kernels"],
+        "parse_seconds": r["trace"]["parse_seconds"],
+    }
+
+
+def run(code: str, *args: str, python: str = sys.executable) -> dict:
+    p = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
         raise RuntimeError(p.stderr[-2000:])
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    return f"median {fmt.format(statistics.median(values))} (min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="real trace whose events are replicated")
-    ap.add_argument("--mb", type=float, default=120.0, help="size of the synthetic trace (uncompressed MB)")
-    ap.add_argument("--runs", type=int, default=3, help="timed runs of ours (best is reported; HTA: one timed run)")
+    ap.add_argument("--mb", type=float, default=178.0, help="size of the synthetic trace (uncompressed MB)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternated rounds (each: footprint, footprint 1 worker, HTA)")
     ap.add_argument("--no-hta", action="store_true")
+    ap.add_argument("--hta-python", default=sys.executable, help="the interpreter with HolisticTraceAnalysis installed")
     ap.add_argument(
         "--hta-backend",
         default="json",
@@ -141,6 +188,9 @@ def main() -> int:
     a = ap.parse_args()
     if not a.trace.is_file():
         ap.error(f"--trace {a.trace}: no such file (a Kineto JSON trace, .json or .json.gz)")
+    hta_ok = not a.no_hta and subprocess.run([a.hta_python, "-c", "import hta"], capture_output=True).returncode == 0
+    if not a.no_hta and not hta_ok:
+        print(f"HTA is not importable by {a.hta_python} (pip install HolisticTraceAnalysis): no comparison")
     with tempfile.TemporaryDirectory(prefix="trace-bench-") as tmp:
         path = Path(tmp) / "rank-0.json"
         t = time.perf_counter()
@@ -149,36 +199,44 @@ def main() -> int:
         print(
             f"synthetic trace: {mb:,.1f} MB of JSON ({copies} copies of {a.trace.name}), built in {time.perf_counter() - t:.1f} s"
         )
-        ours = min((run(OURS, str(path), "time") for _ in range(max(1, a.runs))), key=lambda r: r["seconds"])
-        ours_mem = run(OURS, str(path), "trace")["traced"]
+        print(f"cores usable: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()[0]:.2f}")
+        ours: list[dict] = []
+        one: list[dict] = []
+        hta: list[dict] = []
+        for _ in range(max(1, a.rounds)):
+            ours.append(cli(path, None))
+            one.append(cli(path, "1"))
+            if hta_ok:
+                hta.append(run(HTA, str(path), tmp, a.hta_backend, python=a.hta_python))
+        s = [r["seconds"] for r in ours]
         print(
-            f"footprint: {ours['seconds']:.2f} s = {mb / ours['seconds']:.1f} MB/s (parse pass {ours['parse_seconds']:.2f} s);"
-            f" peak RSS {ours['maxrss_kb'] / 1024:,.0f} MB (process, imports included); peak Python heap during "
-            f"the analysis {ours_mem / 1e6:,.1f} MB ({ours_mem / size:.2f} x the JSON); {ours['kernels']:,} kernels, "
-            f"busy {ours['busy_us'] / 1e3:,.1f} ms"
+            f"footprint CLI (default workers): {spread(s)} s = {mb / statistics.median(s):.0f} MB/s; parse pass "
+            f"{spread([r['parse_seconds'] for r in ours])} s; peak memory (process tree) "
+            f"{spread([r['peak_mb'] for r in ours], '{:.0f}')} MB; {ours[0]['kernels']:,} kernels, "
+            f"busy {ours[0]['busy_us'] / 1e3:,.1f} ms"
         )
-        if a.no_hta:
+        s1 = [r["seconds"] for r in one]
+        print(
+            f"footprint CLI (FOOTPRINT_TRACE_WORKERS=1): {spread(s1)} s = {mb / statistics.median(s1):.0f} MB/s; peak memory "
+            f"{spread([r['peak_mb'] for r in one], '{:.0f}')} MB; busy {one[0]['busy_us'] / 1e3:,.1f} ms"
+        )
+        if not hta:
             return 0
-        import importlib.util
-
-        if importlib.util.find_spec("hta") is None:
-            print("HTA is not installed (pip install HolisticTraceAnalysis): no comparison")
-            return 0
-        try:
-            hta = run(HTA, str(path), tmp, a.hta_backend, "time")
-            hta_mem = run(HTA, str(path), tmp, a.hta_backend, "trace")["traced"]
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            print(f"HTA failed: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}")
-            return 1
+        h = [r["seconds"] for r in hta]
         print(
-            f"HTA ({a.hta_backend} backend): {hta['seconds']:.2f} s = {mb / hta['seconds']:.1f} MB/s; peak RSS "
-            f"{hta['maxrss_kb'] / 1024:,.0f} MB; peak Python heap {hta_mem / 1e6:,.1f} MB "
-            f"({hta_mem / size:.2f} x the JSON); {hta['events']:,} events in its DataFrame"
+            f"HTA ({a.hta_backend} backend), TraceAnalysis() alone: {spread(h)} s = {mb / statistics.median(h):.1f} MB/s; "
+            f"peak RSS {spread([r['maxrss_kb'] / 1024 for r in hta], '{:.0f}')} MB; {hta[0]['events']:,} events in its DataFrame"
         )
         print(
-            f"ratio HTA / footprint: time {hta['seconds'] / ours['seconds']:.1f}x, peak RSS "
-            f"{hta['maxrss_kb'] / ours['maxrss_kb']:.1f}x, peak Python heap {hta_mem / ours_mem:.1f}x"
+            f"ratio HTA parse / footprint whole CLI, per round: {spread([x / y for x, y in zip(h, s, strict=True)], '{:.1f}')}x "
+            f"(1 worker: {spread([x / y for x, y in zip(h, s1, strict=True)], '{:.1f}')}x)"
         )
+        hc, oc = [r["cpu_seconds"] for r in hta], [r["cpu_seconds"] for r in ours]
+        print(
+            f"CPU time (user + system, all processes): footprint CLI {spread(oc)} s, HTA parse {spread(hc)} s; "
+            f"ratio per round {spread([x / y for x, y in zip(hc, oc, strict=True)], '{:.1f}')}x"
+        )
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
 

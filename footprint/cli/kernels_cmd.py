@@ -18,12 +18,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 footprint kernels analyze trace.json --top 10
 footprint kernels analyze trace.json.gz --power runs/demo --format json -o kernels.json
 footprint kernels analyze examples/traces/cpu_training.json.gz --steps all
+footprint kernels analyze traces/ --format json           # a directory: one trace per rank
 footprint kernels diff before.json.gz after.json.gz --train-steps 100000 --gpus 64 --format html -o diff.html
 footprint kernels bench --device cpu --quick -o cpu.yaml
 footprint kernels predict --profile cpu.yaml --model example""",
     )
     ka = ks.add_parser("analyze", help="analyse a PyTorch profiler (Kineto) trace (.json or .json.gz)")
-    ka.add_argument("trace", help="the trace: .json, .json.gz, or a .tar/.tar.gz holding one")
+    ka.add_argument("trace", help="the trace: .json, .json.gz, or a .tar/.tar.gz holding one; a directory: one trace per rank")
+    ka.add_argument(
+        "--ranks",
+        action="store_true",
+        help="analyse every trace of a directory or tar archive as the ranks of one job (implied for a directory): "
+        "per-rank step time, straggler, communication overlap, energy",
+    )
     ka.add_argument(
         "--steps",
         default="steady",
@@ -133,6 +140,17 @@ def diff(args: argparse.Namespace) -> int:
 
 
 def analyze(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    if args.ranks or Path(args.trace).is_dir():
+        from footprint.cli.app import emit
+        from footprint.kernels.multirank import analyze_ranks, render_ranks
+        from footprint.kernels.render import to_json
+
+        options = {"include_unlinked": True} if getattr(args, "include_unlinked", False) else {}
+        result = analyze_ranks(args.trace, power=args.power, steps=args.steps, **options)
+        emit(to_json(result) if args.format == "json" else render_ranks(result), args.output)
+        return 0
     from footprint.kernels.trace import main_analyze
 
     return main_analyze(args)

@@ -149,6 +149,13 @@ def _steps_section(
     }
 
 
+def _load_catalogue() -> Any:
+    """The GPU catalogue, loaded while worker processes read a big trace (it is needed next)."""
+    from footprint.lca.database import db
+
+    return db().gpus
+
+
 @dataclass
 class Analysis:
     """`analyze_trace`'s result and what it was computed from (the trace diff aggregates other subsets)."""
@@ -241,7 +248,7 @@ def analyse(
     """`analyze_trace`, keeping the classified events (see `Analysis`)."""
     choice = parse_choice(steps)
     file = str(path)
-    s, label, warnings = read_trace(path)
+    s, label, warnings = read_trace(path, meanwhile=_load_catalogue)
     meta = s.meta
     device_index, props, _ = _pick_device(s, warnings)
     device = Device(device_index, props, warnings)

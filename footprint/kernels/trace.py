@@ -3,6 +3,8 @@
 This module is the entry point and keeps the public names; the work is split by concern:
 
 - `reader`: streaming reader (msgspec on event slices, standard-library fallback), archives, the one pass;
+- `parallel`: that pass split over worker processes for a big plain .json (one per idle core);
+- `multirank`: a directory (or archive) of per-rank traces analysed together (`kernels analyze DIR`);
 - `opmodels`: FLOP and byte models of ops (TraceLens' formulas), kernel-name classes, dtypes;
 - `intervals`: timeline interval arithmetic (union, difference, busy time);
 - `linking`: the CPU op tree, kernel -> launching op -> modelled op;
