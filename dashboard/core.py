@@ -153,7 +153,7 @@ def assess_whatif(data: dict[str, Any], sets: list[str], file: str | None, sampl
 @st.cache_resource(show_spinner=False, max_entries=128)
 def _assess_run_key(run_dir: str, sets: tuple[str, ...], samples: int, mtime: float) -> Assessment:
     from footprint.lca.engine import assess
-    from footprint.lca.workload import workload_from_run
+    from footprint.tracking.to_workload import workload_from_run
 
     return assess(workload_from_run(Path(run_dir), list(sets)), samples=samples, seed=0)
 

@@ -267,7 +267,7 @@ def _reproject(run_dir: Path, samples: int) -> None:
     st.subheader("Re-project the measured run")
     st.caption(
         "The measured energy and duration under another grid, PUE, GPU generation or hardware lifetime: "
-        "footprint.lca.workload.workload_from_run(run_dir, sets), as `footprint assess RUN --set ...`."
+        "footprint.tracking.to_workload.workload_from_run(run_dir, sets), as `footprint assess RUN --set ...`."
     )
     try:
         measured = core.assess_run(run_dir, [], samples)

@@ -37,7 +37,7 @@ def _crop(png: Path, height: int) -> None:
 
 
 def report_shots(tmp: Path) -> None:
-    from footprint.reports.report import write_report
+    from footprint.api import write_report
 
     bloom = write_report([str(REPO / "scenarios" / "bloom-176b.yaml")], str(tmp / "bloom.html"), quiet=True)
     run = write_report([str(REPO / "examples" / "runs" / "two-gpus")], str(tmp / "run.html"), quiet=True)

@@ -2,7 +2,7 @@
 
 Public API (imported lazily so that ``import footprint`` costs milliseconds):
 
-    load_scenario(path, sets=None) -> Workload
+    load_scenario(path, sets=None) -> Workload  (footprint.builders: kernel profiles resolved)
     assess(workload | scenario path or name | run dir | run, samples=DEFAULT_SAMPLES (2000), seed=0, set={...})
         -> Assessment  (set= overrides keys as `footprint assess --set` does: {"training.mfu": 0.5})
     report(target, "report.html", compare=(), format=None, sets=None) -> Path   (as `footprint report`)
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "load_scenario": ("footprint.lca.workload", "load_scenario"),
+    "load_scenario": ("footprint.builders", "load_scenario"),
     "Workload": ("footprint.lca.workload", "Workload"),
     "assess": ("footprint.api", "assess"),
     "assess_many": ("footprint.lca.batch", "assess_many"),

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from footprint.builders import load_scenario
 from footprint.errors import FootprintError
 from footprint.lca.assessment import Assessment
 from footprint.lca.engine import DEFAULT_SAMPLES
 from footprint.lca.engine import assess as _assess
-from footprint.lca.workload import Workload, load_scenario, scenario_path, shipped_scenarios, workload_from_run
+from footprint.lca.workload import Workload, scenario_path, shipped_scenarios
+from footprint.tracking.to_workload import workload_from_run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from footprint.reports.report import Section
 
 Overrides = Mapping[str, Any] | Sequence[str] | None
 
@@ -66,20 +71,52 @@ def assess(
     return _assess(to_workload(target, override_list(set), "set"), samples=samples, seed=seed)
 
 
-def _report_target(target: Any) -> str | Assessment:
+def _report_item(target: Any, sets: list[str] | None, samples: int, seed: int) -> Assessment | Section:
+    """What a report shows for a target: an Assessment as given; a scenario or run directory assessed, named as
+    given, with the run directory its power figures come from; a run record or tracker assessed."""
+    from footprint.reports.report import Section
+
     if isinstance(target, Assessment):
         return target
-    if isinstance(target, (str, Path)):
-        return str(target)
     run = target if isinstance(target, dict) else getattr(target, "run", None)
     if isinstance(run, dict) and run.get("run_dir"):
-        return str(run["run_dir"])
+        target = str(run["run_dir"])
+    if isinstance(target, (str, Path)):
+        p = scenario_path(target)
+        run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
+        return Section(_assess(to_workload(p, sets), samples=samples, seed=seed), str(target), run_dir)
     if isinstance(run, dict):
-        return _assess(workload_from_run(run))
+        return _assess(workload_from_run(run), samples=samples, seed=seed)
     raise TypeError(
         f"cannot report on a {type(target).__name__}: give a scenario path, a run directory, a run record, a stopped "
         "tracker or an Assessment"
     )
+
+
+def build_sections(targets: list[Any], sets: list[str] | None, samples: int, trace: str | None, seed: int = 0) -> list[Section]:
+    """Each target assessed and its report section drawn (`footprint.reports.report.build_sections`)."""
+    from footprint.reports import report as reports
+
+    return reports.build_sections([_report_item(t, sets, samples, seed) for t in targets], trace)
+
+
+def write_report(
+    targets: list[Any],
+    output: str,
+    fmt: str | None = None,
+    sets: list[str] | None = None,
+    samples: int = DEFAULT_SAMPLES,
+    trace: str | None = None,
+    quiet: bool = False,
+    seed: int = 0,
+) -> Path | None:
+    """Assess each target and write the report (`footprint report`); returns the path written (None for stdout).
+    The output is checked before any work."""
+    from footprint.reports import report as reports
+
+    fmt = reports.check_output(output, fmt)
+    items = [_report_item(t, sets, samples, seed) for t in targets]
+    return reports.write_report(items, output, fmt, trace, quiet)
 
 
 def report(
@@ -97,7 +134,6 @@ def report(
     The format follows ``output``'s extension (.html, .md, .json, .csv, .pdf, .boamps.json) or ``format``;
     ``compare`` adds more targets side by side. Returns the path written.
     """
-    from footprint.reports.report import write_report
-
-    targets = [_report_target(t) for t in (target, *compare)]
-    return write_report(targets, str(output), format, sets, samples, trace, quiet=True)
+    out = write_report([target, *compare], str(output), format, sets, samples, trace, quiet=True)
+    assert out is not None  # a file was named
+    return out

@@ -25,7 +25,8 @@ import footprint  # noqa: E402
 from footprint.lca import categories as cat  # noqa: E402
 from footprint.lca.assessment import num, pct, pct_sig  # noqa: E402
 from footprint.lca.units import display_unit  # noqa: E402
-from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict, workload_from_run  # noqa: E402
+from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict  # noqa: E402
+from footprint.tracking.to_workload import workload_from_run  # noqa: E402
 
 APP = str(REPO / "dashboard" / "app.py")
 from footprint.lca import DEFAULT_SAMPLES as SAMPLES  # noqa: E402 - the dashboard's default, the CLI's

@@ -209,7 +209,7 @@ def test_contested_factors_reach_the_assessment_json_and_table() -> None:
     d = json.loads(a.to_json())
     factors = [c["factor"] for c in d["contested_data"]]
     assert "nuclear electricity, ionising radiation" in factors
-    from footprint.lca.assessment import to_table
+    from footprint.lca.render import to_table
 
     assert "Contested data (" in to_table(a)  # one line by default (footprint assess), every factor with --details
     text = to_table(a, details=True)
@@ -293,8 +293,8 @@ def test_cited_emission_per_heat_input_must_be_zero() -> None:
 
 
 def test_validation_factor_audit_section_is_the_tools_output() -> None:
-    """docs/validation.md's factor-audit table is what lca_data/tools/electricity_comparison.py computes now."""
-    from lca_data.tools import electricity_comparison as comparison
+    """docs/validation.md's factor-audit table is what footprint/lca/factor_audit.py computes now."""
+    from footprint.lca import factor_audit as comparison
 
     doc = comparison.DOC.read_text()
     assert comparison.updated(doc) == doc
@@ -335,7 +335,7 @@ def test_a_bad_fleet_emission_row_names_the_file_row_and_expected_unit() -> None
 def test_no_unit_slip_in_any_category_nuclear_radiation_is_a_scope_gap() -> None:
     """Per technology against ecoinvent 3.5: every category's median ratio is within 10x (a per-MWh/per-kWh or
     Bq/kBq slip would move all technologies 1,000x); in ionising radiation only nuclear is far off."""
-    from lca_data.tools import electricity_comparison as comparison
+    from footprint.lca import factor_audit as comparison
 
     checks = {c["category"]: c for c in comparison.unit_check()}
     assert len(checks) >= 12 and all(c["consistent"] for c in checks.values())

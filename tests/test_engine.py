@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from footprint.lca import categories as cat
-from footprint.lca.assessment import to_table
 from footprint.lca.engine import assess
+from footprint.lca.render import to_table
 from footprint.lca.workload import workload_from_dict
 
 BASE = {

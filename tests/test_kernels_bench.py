@@ -338,8 +338,8 @@ training:
 
 
 def test_scenario_with_kernel_profile_assesses_end_to_end(tmp_path: Path) -> None:
+    from footprint.builders import load_scenario
     from footprint.lca.engine import assess
-    from footprint.lca.workload import load_scenario
 
     sc = _write_scenario(tmp_path, _known())
     w = load_scenario(sc)
@@ -403,7 +403,7 @@ def test_unreadable_profiles(tmp_path: Path, text: str, pattern: str) -> None:
 
 
 def test_scenario_errors_are_one_line_exit_2(tmp_path: Path) -> None:
-    from footprint.lca.workload import load_scenario
+    from footprint.builders import load_scenario
 
     sc = _write_scenario(tmp_path, _known())
     (tmp_path / "profiles" / "h100.yaml").unlink()

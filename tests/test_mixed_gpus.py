@@ -22,7 +22,7 @@ import footprint
 from footprint.lca import categories as cat
 from footprint.lca.engine import monte_carlo_totals
 from footprint.lca.montecarlo import percentiles
-from footprint.lca.workload import workload_from_run
+from footprint.tracking.to_workload import workload_from_run
 
 SITE = {"grid": "DEU", "pue": 1.2}
 

@@ -10,8 +10,8 @@ import pytest
 from _paths import SCENARIOS, SHARED
 
 from footprint.lca import categories as cat
-from footprint.lca.assessment import to_csv, to_markdown, to_table
 from footprint.lca.engine import assess
+from footprint.lca.render import to_csv, to_markdown, to_table
 from footprint.lca.workload import load_scenario
 from lca_data import loader
 
@@ -88,7 +88,8 @@ def test_table_markdown_and_csv_show_them(bloom) -> None:
 
 
 def test_report_headline_uses_them(tmp_path: Path) -> None:
-    from footprint.reports.report import build_sections, to_html, top_categories
+    from footprint.api import build_sections
+    from footprint.reports.report import to_html, top_categories
 
     sections = build_sections([str(SCENARIOS / "bloom-176b.yaml")], None, 300, None)
     html = to_html(sections)

@@ -173,7 +173,7 @@ def test_bad_arguments(args: list[str], pattern: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_shipped_scenario_reports(scenario: Path, tmp_path: Path) -> None:
-    from footprint.reports.report import write_report
+    from footprint.api import write_report
 
     out = write_report([str(scenario)], str(tmp_path / "r.html"), samples=200, quiet=True)
     text = out.read_text()

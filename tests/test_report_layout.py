@@ -17,10 +17,12 @@ import pytest
 from _paths import REPO, SCENARIOS
 
 import footprint
-from footprint.lca.assessment import num, to_table
+from footprint.api import build_sections
+from footprint.lca.assessment import num
 from footprint.lca.notes import SUMMARY_CHARS, note_groups
+from footprint.lca.render import to_table
 from footprint.reports import figures, palette
-from footprint.reports.report import Section, build_sections, headline, summary_rows, to_html, to_markdown
+from footprint.reports.report import Section, headline, summary_rows, to_html, to_markdown
 
 BLOOM = SCENARIOS / "bloom-176b.yaml"
 PY = sys.executable

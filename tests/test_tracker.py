@@ -330,7 +330,7 @@ def test_import_nvidia_smi_real_log_and_reproject(shared: Path, tmp_path: Path) 
     assert run["energy"]["gpu_j"] == pytest.approx(expected)
     assert run["devices"][0]["method"] == "nvidia-smi instant_power"
     fra = footprint.assess(out, samples=0)
-    from footprint.lca.workload import workload_from_run
+    from footprint.tracking.to_workload import workload_from_run
 
     pol = footprint.assess(workload_from_run(out, ["site.grid=POL"]), samples=0)
     assert pol["climate_change"].by_stage["use"] > 5 * fra["climate_change"].by_stage["use"]
@@ -474,7 +474,7 @@ def test_import_codecarbon_sums_the_ranks_of_one_job_and_says_so(tmp_path: Path)
 def test_a_fake_nvml_run_is_said_simulated_never_measured_and_estimated_at_once(tmp_path: Path) -> None:
     """The fake NVML's readings are `measured: false` with a meter's method: one note says simulated, none says
     measured; the host's model says estimated."""
-    from footprint.lca.workload import workload_from_run
+    from footprint.tracking.to_workload import workload_from_run
 
     with footprint.track(name="fake", output_dir=tmp_path, nvml=FakeNVML("2xA100-SXM4-40GB"), site="FRA") as t:
         t.step(tokens=10)
@@ -487,7 +487,7 @@ def test_the_default_pue_is_said_where_the_run_is_recorded_and_in_the_summary(tm
     """An invisible 1.58 (the industry-average preset) multiplied every kWh: `footprint run` and the assessment's
     summary name it as the default; a stated PUE is shown as it is."""
     from footprint.lca.assessment import summary_facts
-    from footprint.lca.workload import workload_from_run
+    from footprint.tracking.to_workload import workload_from_run
 
     env = {**os.environ, "FOOTPRINT_FAKE_NVML": "1xA100-SXM4-40GB"}
     lines = {}

@@ -15,7 +15,8 @@ import pytest
 from _paths import REPO
 
 import footprint
-from footprint.lca.assessment import pct_sig, to_table
+from footprint.lca.assessment import pct_sig
+from footprint.lca.render import to_table
 from footprint.tracking.story import training_story
 from meters.fake_nvml import FakeNVML
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from footprint.lca import categories as cat
-from footprint.lca.assessment import to_csv, to_markdown, to_table
 from footprint.lca.database import IDX, db
 from footprint.lca.engine import assess
+from footprint.lca.render import to_csv, to_markdown, to_table
 from footprint.lca.uncertainty import Block, pedigree_sigma
 from footprint.lca.workload import load_scenario
 

@@ -3,7 +3,8 @@
 Owns: argument parsing, dispatch, and turning every user mistake into one line on stderr naming the
 file and key, exit code 2, no traceback, nothing written.
 May import: everything in `footprint` (lazily, inside handlers, so `footprint --help` stays fast).
-Each command module has `register(sub)`, which adds its parsers and sets `handler` on each.
+Each command module has `register(sub)`, which adds its parsers and sets `handler` on each, and is listed by name
+in `registry.COMMAND_MODULES`; commands import `footprint.cli.registry` (command, group, emit), never the app.
 """
 
 from __future__ import annotations

@@ -1,41 +1,18 @@
-"""The top-level parser, error handling and the helpers every command module shares."""
+"""The top-level parser and error handling: every command's mistakes end here as one line, exit 2.
+
+The commands and their shared helpers live in `footprint.cli.registry`; `command`, `group` and `emit` are
+re-exported here for command modules written before it (`from footprint.cli.app import command`), which should
+import them from the registry.
+"""
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import re
 import sys
-from collections.abc import Callable
 
-from footprint.cli import (
-    assess_cmd,
-    catalogue_cmd,
-    dashboard_cmd,
-    doctor_cmd,
-    export_cmd,
-    fleet_cmd,
-    flops_cmd,
-    kernels_cmd,
-    serving_cmd,
-    tracking_cmd,
-)
+from footprint.cli.registry import Handler, Parser, command, emit, group, register_all
 
-#: Command modules in the order their commands appear in `footprint --help`.
-COMMAND_MODULES = (
-    assess_cmd,
-    catalogue_cmd,
-    tracking_cmd,
-    export_cmd,
-    fleet_cmd,
-    serving_cmd,
-    flops_cmd,
-    kernels_cmd,
-    dashboard_cmd,
-    doctor_cmd,
-)
-
-Handler = Callable[[argparse.Namespace], int]
+__all__ = ["Parser", "build_parser", "command", "emit", "group", "main"]
 
 DESCRIPTION = """\
 Life-cycle footprint of AI training in the 16 EU Environmental Footprint (EF 3.1) categories:
@@ -52,49 +29,6 @@ examples:
 """
 
 
-class Parser(argparse.ArgumentParser):
-    """One-line errors (exit 2, as argparse; the usage is left to --help, which the line points to), with a "did
-    you mean" for a mistyped choice."""
-
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:
-        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if m:
-            choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
-            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
-            if close:
-                message += f"; did you mean '{close[0]}'?"
-        self.exit(2, f"footprint: error: {message} (see: {self.prog} --help)\n")
-
-
-def command(
-    sub: argparse._SubParsersAction, name: str, help: str, examples: str = "", handler: Handler | None = None
-) -> argparse.ArgumentParser:
-    """A subcommand whose --help shows its purpose and a few examples."""
-    epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples.strip().splitlines()) if examples else None
-    p = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".", epilog=epilog)
-    if handler is not None:
-        p.set_defaults(handler=handler)
-    return p
-
-
-def group(
-    sub: argparse._SubParsersAction, name: str, help: str, examples: str = ""
-) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
-    """A command with subcommands (`footprint kernels analyze`); alone, it prints its help."""
-    p = command(sub, name, help, examples)
-    p.set_defaults(handler=lambda _args: _print_help(p))
-    return p, p.add_subparsers(dest=f"{name}_command", parser_class=Parser, metavar="COMMAND")
-
-
-def _print_help(p: argparse.ArgumentParser) -> int:
-    p.print_help()
-    return 0
-
-
 def _version() -> str:
     import platform
 
@@ -107,20 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="footprint", description=DESCRIPTION)
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(sub)
+    register_all(sub)
     return p
-
-
-def emit(text: str, output: str | None) -> None:
-    """Write to a file (saying so on stderr), or to stdout when there is no file or it is '-'."""
-    if output is not None and output != "-":
-        from footprint.outputs import shown, write_text
-
-        write_text(output, text)
-        print(f"wrote {shown(output)}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
 
 
 MAX_ERROR_CHARS = 2000

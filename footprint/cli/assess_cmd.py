@@ -37,7 +37,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command
+    from footprint.cli.registry import command
 
     a = command(
         sub,
@@ -93,9 +93,9 @@ footprint report scenarios/olmo-2-7b.yaml --format json -o -      to stdout""",
 
 def assess(args: argparse.Namespace) -> int:
     from footprint.api import to_workload
-    from footprint.cli.app import emit
-    from footprint.lca.assessment import render
+    from footprint.cli.registry import emit
     from footprint.lca.engine import assess
+    from footprint.lca.render import render
 
     workload = to_workload(Path(args.target), args.sets)
     emit(render(assess(workload, samples=args.samples, seed=args.seed), args.format, args.details), args.output)
@@ -105,9 +105,9 @@ def assess(args: argparse.Namespace) -> int:
 def report(args: argparse.Namespace) -> int:
     import sys
 
+    from footprint.api import write_report
     from footprint.errors import FootprintError
     from footprint.lca.workload import scenario_path, shipped_scenarios
-    from footprint.reports.report import write_report
 
     for t in [args.target, *args.compare]:
         if not scenario_path(t).exists():

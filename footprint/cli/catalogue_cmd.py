@@ -7,7 +7,7 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import Parser, command, group
+    from footprint.cli.registry import Parser, command, group
 
     g = command(
         sub,

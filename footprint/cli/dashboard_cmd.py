@@ -10,7 +10,7 @@ from footprint.inputs import number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command
+    from footprint.cli.registry import command
 
     d = command(
         sub,

@@ -9,7 +9,7 @@ MARK = {"ok": "ok  ", "warn": "warn", "missing": "--  "}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command
+    from footprint.cli.registry import command
 
     d = command(
         sub,
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from footprint.tracking.doctor import environment, run_checks
+    from footprint.cli.doctor import environment, run_checks
 
     env = environment()
     checks = run_checks(args.output_dir)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command, group
+    from footprint.cli.registry import command, group
 
     _, ex = group(
         sub,

@@ -8,7 +8,7 @@ from footprint.inputs import number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import group
+    from footprint.cli.registry import group
 
     _, ks = group(
         sub,

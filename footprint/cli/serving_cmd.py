@@ -10,7 +10,7 @@ from footprint.inputs import number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command, group
+    from footprint.cli.registry import command, group
 
     _, sv = group(
         sub,
@@ -182,7 +182,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
 
 
 def report(args: argparse.Namespace) -> int:
-    from footprint.cli.app import emit
+    from footprint.cli.registry import emit
     from footprint.serving import report as rp
 
     fmt = args.format or _fmt_of(args.output)
@@ -195,7 +195,7 @@ def report(args: argparse.Namespace) -> int:
 def life(args: argparse.Namespace) -> int:
     import json
 
-    from footprint.cli.app import emit
+    from footprint.cli.registry import emit
     from footprint.serving import report as rp
 
     rep, _ = _report(args)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from footprint import bounds
 from footprint.inputs import MAX_RECORD_DEVICES, number_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from footprint.cli.app import command, group
+    _register_run(sub)
+    _register_recover_merge(sub)
+    _register_import(sub)
+
+
+def _register_run(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.registry import command
 
     r = command(
         sub,
@@ -53,6 +60,10 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
         "command's (128 + N if signal N killed it), and it gets SIGTERM if footprint run dies",
     )
 
+
+def _register_recover_merge(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.registry import command
+
     rc = command(
         sub,
         "recover",
@@ -69,6 +80,10 @@ footprint assess runs/llama-ft                        then assess it (or: footpr
         handler=recover_or_merge,
     )
     mg.add_argument("run_dir", help="the run directory (holds ranks/rank-N.json)")
+
+
+def _register_import(sub: argparse._SubParsersAction) -> None:
+    from footprint.cli.registry import group
 
     _, ims = group(
         sub,
@@ -101,7 +116,24 @@ footprint import codecarbon emissions.csv -o runs/from-cc --gpu A100-SXM4-40GB -
 def run(args: argparse.Namespace) -> int:
     from footprint.tracking.runcmd import run_command
 
-    return run_command(args)
+    port = getattr(args, "prometheus_port", None)
+    return run_command(args, None if port is None else lambda tracker: _prometheus(tracker, port))
+
+
+def _prometheus(tracker: Any, port: int) -> Any:
+    """The live-metrics endpoint on 127.0.0.1:port (`--prometheus-port`); a port already taken is a clear error."""
+    from footprint.errors import FootprintError
+
+    try:
+        from footprint.integrations.prometheus import PrometheusExporter
+
+        return PrometheusExporter(tracker, port=port).start()
+    except ImportError:
+        tracker.stop()
+        raise FootprintError("needs prometheus_client: pip install 'footprint[integrations]'", key="--prometheus-port") from None
+    except OSError as exc:
+        tracker.stop()
+        raise FootprintError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", key="--prometheus-port") from None
 
 
 def recover_or_merge(args: argparse.Namespace) -> int:

@@ -151,100 +151,23 @@ def attribute(
     component: str,
     median_event_us: float | None,
 ) -> dict[str, Any]:
-    """Split the run's `component` energy over categories by time overlap with their intervals (trace us)."""
+    """Split the run's `component` energy over categories by time overlap with their intervals (trace us): the
+    trace aligned to the run's clock, each sample interval's energy, its split by overlap, how coarse that is."""
     import numpy as np
 
     run_dir = Path(run_dir)
-    notes: list[str] = []
-    first = min((iv[0] for v in per_cat_us.values() for iv in v), default=None)
-    if first is None:
-        raise FootprintError(
-            f"the trace has no {'GPU events' if component == 'gpu' else 'CPU operators'} to attribute energy to", file
-        )
-    if first > 1e14:  # about 3 years of microseconds: ts is already absolute
-        t0 = 0.0
-        basis = "ts as epoch microseconds"
-    elif isinstance(base_ns, (int, float)):
-        t0 = float(base_ns) / 1e9
-        basis = "baseTimeNanoseconds + ts"
-    else:
-        raise FootprintError(
-            "the trace's timestamps are relative and it has no baseTimeNanoseconds: it cannot be aligned with power samples",
-            file,
-            "baseTimeNanoseconds",
-        )
+    t0, basis = _alignment(per_cat_us, base_ns, file, component)
     # per-category merged intervals in unix seconds
     per_cat = {c: [(t0 + a / 1e6, t0 + b / 1e6) for a, b in v] for c, v in per_cat_us.items()}
     merged = {c: union(v) for c, v in per_cat.items()}
     all_iv = union(iv for v in per_cat.values() for iv in v)
     w0, w1 = all_iv[0][0], all_iv[-1][1]
-    df, dev, more = _run_samples(run_dir, result["device"]["index"], file, component, (w0, w1))
-    notes += more
-
-    t = df["t_unix"].to_numpy(dtype=float)
-    if "energy_j" in df.columns and df["energy_j"].notna().all():
-        e = df["energy_j"].to_numpy(dtype=float)
-        de = np.diff(e)
-        if (de < 0).any():
-            notes.append("the cumulative energy decreases somewhere (counter reset?): those intervals use power x time")
-        energy_method = "energy counter differences"
-    else:
-        de = np.full(len(t) - 1, np.nan)
-        energy_method = "power samples (trapezoid)"
-    if "power_w" in df.columns:
-        p = df["power_w"].to_numpy(dtype=float)
-        trap = 0.5 * (p[1:] + p[:-1]) * np.diff(t)
-        de = np.where(np.isnan(de) | (de < 0), trap, de)
-    de = np.nan_to_num(de, nan=0.0)
-    a, b = t[:-1], t[1:]
-    sel = (b > w0) & (a < w1) & (b > a)
-    if not sel.any():
-        run_span = (float(t[0]), float(t[-1])) if len(t) else (None, None)
-        raise FootprintError(
-            f"the run's power samples ({_iso(run_span[0])} to {_iso(run_span[1])}) do not overlap "
-            f"the trace ({_iso(w0)} to {_iso(w1)}): is this the run that was profiled?",
-            str(run_dir),
-        )
-    a, b, de = a[sel], b[sel], de[sel]
-    length = b - a
-
-    def overlap(ivs: list[tuple[float, float]]) -> Any:
-        if not ivs:
-            return np.zeros_like(a)
-        st = np.array([x[0] for x in ivs])
-        en = np.array([x[1] for x in ivs])
-        cum = np.concatenate([[0.0], np.cumsum(en - st)])
-        return cum_busy(st, en, cum, b) - cum_busy(st, en, cum, a)
-
-    ov = {c: overlap(v) for c, v in merged.items()}
-    busy_ov = overlap(all_iv)
-    window_ov = np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None)
-    idle_ov = np.clip(window_ov - busy_ov, 0.0, None)
-    outside = np.clip(length - window_ov, 0.0, None)
-    denom = sum(ov.values()) + idle_ov + outside
-    denom = np.where(denom > 0, denom, 1.0)
-    by_cat = {c: float(np.sum(de * v / denom)) for c, v in ov.items()}
-    idle_j = float(np.sum(de * idle_ov / denom))
-    outside_j = float(np.sum(de * outside / denom))
+    df, dev, notes = _run_samples(run_dir, result["device"]["index"], file, component, (w0, w1))
+    t, de, energy_method = _interval_energy(df, notes)
+    by_cat, idle_j, outside_j, used = _split_by_overlap(t, de, merged, all_iv, (w0, w1), run_dir)
     in_window = sum(by_cat.values()) + idle_j
     period = float(np.median(np.diff(t))) if len(t) > 1 else None
-    med_kernel = median_event_us
-    ratio = (period * 1e6 / med_kernel) if period and med_kernel else None
-    span = w1 - w0
-    coarse = (
-        f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median "
-        f"{'kernel' if component == 'gpu' else 'operator'} lasts "
-        f"{med_kernel:.3g} us ({ratio:,.0f}x shorter) and the trace spans {span * 1e3:.3g} ms"
-        if period and med_kernel and ratio
-        else "sample period or kernel durations unknown"
-    )
-    if period and span < period:
-        coarse += ": one reading covers the whole trace, so categories share its energy by time only"
-    coarse += (
-        "; per-category energy is an attribution by time overlap within each sample interval (a GPU's power "
-        "differs between kernel types), not a measurement"
-        + ("; A100/H100 sensors also average only ~25 ms of every 100 ms" if component == "gpu" else "")
-    )
+    ratio = (period * 1e6 / median_event_us) if period and median_event_us else None
     cats = CATEGORIES if component == "gpu" else MATRIX_CATEGORIES
     section = result["by_category"] if component == "gpu" else result["cpu"]["by_category"]
     for c in cats:
@@ -252,6 +175,7 @@ def attribute(
         ej = by_cat.get(c, 0.0)
         entry["energy_j"] = ej
         entry["gflops_per_j"] = entry["flops"] / ej / 1e9 if entry.get("flops") and ej > 0 else None
+    span = w1 - w0
     return {
         "run_dir": str(run_dir),
         "component": component,
@@ -262,11 +186,11 @@ def attribute(
         "alignment": basis,
         "trace_window_unix": [w0, w1],
         "run_window_unix": [float(t[0]), float(t[-1])],
-        "sample_intervals_used": int(sel.sum()),
+        "sample_intervals_used": used,
         "sample_period_s": period,
-        "median_kernel_us": med_kernel,
+        "median_kernel_us": median_event_us,
         "sample_period_over_median_kernel": ratio,
-        "coarseness": coarse,
+        "coarseness": _coarseness(period, median_event_us, ratio, span, component),
         "energy_j": float(np.sum(de)),
         "energy_in_trace_window_j": in_window,
         "by_category_j": {c: by_cat.get(c, 0.0) for c in cats},
@@ -278,9 +202,100 @@ def attribute(
     }
 
 
-def _iso(t: float | None) -> str:
-    if t is None:
-        return "?"
-    from datetime import UTC, datetime
+def _alignment(per_cat_us: dict[str, list[tuple[float, float]]], base_ns: Any, file: str, component: str) -> tuple[float, str]:
+    """The trace's time origin in unix seconds and how it was found (absolute ts, or baseTimeNanoseconds)."""
+    first = min((iv[0] for v in per_cat_us.values() for iv in v), default=None)
+    if first is None:
+        raise FootprintError(
+            f"the trace has no {'GPU events' if component == 'gpu' else 'CPU operators'} to attribute energy to", file
+        )
+    if first > 1e14:  # about 3 years of microseconds: ts is already absolute
+        return 0.0, "ts as epoch microseconds"
+    if isinstance(base_ns, (int, float)):
+        return float(base_ns) / 1e9, "baseTimeNanoseconds + ts"
+    raise FootprintError(
+        "the trace's timestamps are relative and it has no baseTimeNanoseconds: it cannot be aligned with power samples",
+        file,
+        "baseTimeNanoseconds",
+    )
 
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+
+def _interval_energy(df: Any, notes: list[str]) -> tuple[Any, Any, str]:
+    """Sample times and each interval's energy: counter differences where the counter holds, power x time where it
+    does not (a reset) or is absent."""
+    import numpy as np
+
+    t = df["t_unix"].to_numpy(dtype=float)
+    if "energy_j" in df.columns and df["energy_j"].notna().all():
+        de = np.diff(df["energy_j"].to_numpy(dtype=float))
+        if (de < 0).any():
+            notes.append("the cumulative energy decreases somewhere (counter reset?): those intervals use power x time")
+        energy_method = "energy counter differences"
+    else:
+        de = np.full(len(t) - 1, np.nan)
+        energy_method = "power samples (trapezoid)"
+    if "power_w" in df.columns:
+        p = df["power_w"].to_numpy(dtype=float)
+        trap = 0.5 * (p[1:] + p[:-1]) * np.diff(t)
+        de = np.where(np.isnan(de) | (de < 0), trap, de)
+    return t, np.nan_to_num(de, nan=0.0), energy_method
+
+
+def _split_by_overlap(
+    t: Any,
+    de: Any,
+    merged: dict[str, list[tuple[float, float]]],
+    all_iv: list[tuple[float, float]],
+    window: tuple[float, float],
+    run_dir: Path,
+) -> tuple[dict[str, float], float, float, int]:
+    """Each sample interval's energy shared by time: categories' busy time, idle time in the trace window, time
+    outside it. Returns per-category joules, idle, outside and the number of intervals used."""
+    import numpy as np
+
+    w0, w1 = window
+    a, b = t[:-1], t[1:]
+    sel = (b > w0) & (a < w1) & (b > a)
+    if not sel.any():
+        run_span = (float(t[0]), float(t[-1])) if len(t) else (None, None)
+        raise FootprintError(
+            f"the run's power samples ({_iso(run_span[0])} to {_iso(run_span[1])}) do not overlap "
+            f"the trace ({_iso(w0)} to {_iso(w1)}): is this the run that was profiled?",
+            str(run_dir),
+        )
+    a, b, de = a[sel], b[sel], de[sel]
+
+    def overlap(ivs: list[tuple[float, float]]) -> Any:
+        if not ivs:
+            return np.zeros_like(a)
+        st = np.array([x[0] for x in ivs])
+        en = np.array([x[1] for x in ivs])
+        cum = np.concatenate([[0.0], np.cumsum(en - st)])
+        return cum_busy(st, en, cum, b) - cum_busy(st, en, cum, a)
+
+    ov = {c: overlap(v) for c, v in merged.items()}
+    window_ov = np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None)
+    idle_ov = np.clip(window_ov - overlap(all_iv), 0.0, None)
+    outside = np.clip((b - a) - window_ov, 0.0, None)
+    denom = sum(ov.values()) + idle_ov + outside
+    denom = np.where(denom > 0, denom, 1.0)
+    by_cat = {c: float(np.sum(de * v / denom)) for c, v in ov.items()}
+    return by_cat, float(np.sum(de * idle_ov / denom)), float(np.sum(de * outside / denom)), int(sel.sum())
+
+
+def _coarseness(period: float | None, median_us: float | None, ratio: float | None, span: float, component: str) -> str:
+    """How coarse the attribution is: the sensor's period against the median kernel and the trace's span."""
+    coarse = (
+        f"the power sensor gives one reading every {period * 1e3:.3g} ms; the median "
+        f"{'kernel' if component == 'gpu' else 'operator'} lasts "
+        f"{median_us:.3g} us ({ratio:,.0f}x shorter) and the trace spans {span * 1e3:.3g} ms"
+        if period and median_us and ratio
+        else "sample period or kernel durations unknown"
+    )
+    if period and span < period:
+        coarse += ": one reading covers the whole trace, so categories share its energy by time only"
+    return coarse + (
+        "; per-category energy is an attribution by time overlap within each sample interval (a GPU's power "
+        "differs between kernel types), not a measurement"
+        + ("; A100/H100 sensors also average only ~25 ms of every 100 ms" if component == "gpu" else "")
+    )

@@ -517,7 +517,8 @@ def _check_target(profile: Profile, gpu: Any, dtype: str, notes: list[str]) -> t
 
 
 def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "bf16") -> Prediction:
-    """Compose the op mix of one training step with the profile's efficiencies (module docstring)."""
+    """Compose the op mix of one training step with the profile's efficiencies (module docstring): the GEMMs, the
+    attention, the non-matmul remainder, each timed at its measured efficiency; MFU = model FLOPs / (time x peak)."""
     from footprint.flops import transformer_flops
 
     file = str(profile.path) if profile.path else None
@@ -528,15 +529,80 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
     peak, _ = _check_target(profile, gpu, dtype, notes)
     sh = _shape_of_model(model, notes)
     el = DTYPE_BYTES[dtype]
-    L, h, T, V = sh["layers"], sh["hidden"], sh["tokens"], sh["vocab"]
-
     gemm_pts = [(r.intensity, r.efficiency, r.label()) for r in profile.usable("gemm", dtype)]
     if not gemm_pts:
         raise FootprintError(
             f"no verified GEMM result in {dtype} (results that failed verification are never used)", file, "results"
         )
-    ops: list[OpTime] = []
     extrapolated: list[str] = []
+    ops = _gemm_ops(sh, el, gemm_pts, bool(model.get("active_parameters")), notes, extrapolated)
+    if sh["attention"]:
+        ops.extend(_attention_ops(profile, dtype, sh, el, gemm_pts, notes, extrapolated))
+    ops = [replace(o, time_s=o.flops * o.executed / (o.efficiency * peak)) for o in ops]  # type: ignore[operator]
+    rem = _remainder(profile, dtype, sh, el, notes)
+    if rem is not None:
+        ops.append(rem)
+    if extrapolated:
+        notes.append(
+            "outside the measured range (nearest measured efficiency used): "
+            + ", ".join(extrapolated[:6])
+            + (f" and {len(extrapolated) - 6} more" if len(extrapolated) > 6 else "")
+        )
+    T = sh["tokens"]
+    fl = transformer_flops(
+        model["parameters"],
+        model["tokens"],
+        active_params=model.get("active_parameters"),
+        **({"layers": sh["layers"], "hidden": sh["hidden"], "seq_len": sh["seq"]} if sh["attention"] else {}),
+    )
+    step_flops = fl.flops_per_token * T
+    step_time = sum(o.time_s for o in ops)
+    mfu = _step_mfu(step_flops, step_time, peak, file)
+    time_by_op: dict[str, float] = {}
+    for o in ops:
+        time_by_op[o.group] = time_by_op.get(o.group, 0.0) + o.time_s
+    limiting = _limiting(ops, time_by_op, step_time, step_flops)
+    eff_kind = {
+        kind: _kernel_efficiency(members)
+        for kind in ("gemm", "attention")
+        if (members := [o for o in ops if o.kind == kind and o.flops > 0])
+    }
+    notes.append(
+        "kernel-level prediction: an upper bound that leaves out communication, pipeline bubbles, data "
+        "loading, checkpointing, stragglers and restarts (real MFU is lower); GEMM shapes are the "
+        f"whole layer's on one GPU (no tensor-parallel sharding), {T} tokens per step"
+    )
+    return Prediction(
+        mfu=mfu,
+        flops=fl.flops,
+        gpu_hours=fl.flops / (peak * mfu) / 3600,
+        method=_method(profile, dtype, eff_kind, time_by_op.get("non_matmul", 0.0) / step_time, rem is not None, limiting),
+        notes=notes,
+        step_time_s=step_time,
+        tokens_per_step=T,
+        time_by_op=time_by_op,
+        limiting=limiting,
+        ops=ops,
+        efficiency_by_kind=eff_kind,
+        gpu=gpu.name,
+        dtype=dtype,
+        peak_tflops=peak / 1e12,
+        profile=str(profile.path) if profile.path else "",
+    )
+
+
+def _gemm_ops(
+    sh: dict[str, Any],
+    el: float,
+    gemm_pts: list[tuple[float, float, str]],
+    active: bool,
+    notes: list[str],
+    extrapolated: list[str],
+) -> list[OpTime]:
+    """The step's GEMMs (QKV, attention projection, MLP up and down, the LM head; forward and both backward
+    passes) at the profile's interpolated efficiency, FLOPs scaled to the 6 N per token of the MFU convention."""
+    L, h, T, V = sh["layers"], sh["hidden"], sh["tokens"], sh["vocab"]
+    ops: list[OpTime] = []
 
     def gemm_op(group: str, pass_: str, m: int, n: int, k: int, count: float) -> None:
         match = interpolate(gemm_pts, gemm_intensity(m, n, k, el))
@@ -560,38 +626,18 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
         linear("lm_head", V, h, 1)
     # Scale the GEMM FLOPs to 6 N per token: the model-FLOP convention the MFU is defined with.
     n_gemm = sum(o.flops for o in ops)
-    target = 6.0 * sh["n"] * T
-    scale = target / n_gemm
+    scale = 6.0 * sh["n"] * T / n_gemm
     if abs(scale - 1) > 0.1:
         notes.append(
             f"the GEMM shapes (12 L h^2{' + V h' if V else ''} = {n_gemm / 6 / T:.3g} parameters) differ "
-            f"from the {'active ' if model.get('active_parameters') else ''}parameters {sh['n']:.3g} by "
+            f"from the {'active ' if active else ''}parameters {sh['n']:.3g} by "
             f"{scale - 1:+.0%}: GEMM FLOPs scaled to 6 N per token, shapes kept"
         )
-    ops = [replace(o, flops=o.flops * scale) for o in ops]
+    return [replace(o, flops=o.flops * scale) for o in ops]
 
-    if sh["attention"]:
-        ops.extend(_attention_ops(profile, dtype, sh, el, gemm_pts, notes, extrapolated))
 
-    ops = [replace(o, time_s=o.flops * o.executed / (o.efficiency * peak)) for o in ops]  # type: ignore[operator]
-    rem = _remainder(profile, dtype, sh, el, notes)
-    if rem is not None:
-        ops.append(rem)
-    if extrapolated:
-        notes.append(
-            "outside the measured range (nearest measured efficiency used): "
-            + ", ".join(extrapolated[:6])
-            + (f" and {len(extrapolated) - 6} more" if len(extrapolated) > 6 else "")
-        )
-
-    fl = transformer_flops(
-        model["parameters"],
-        model["tokens"],
-        active_params=model.get("active_parameters"),
-        **({"layers": L, "hidden": h, "seq_len": sh["seq"]} if sh["attention"] else {}),
-    )
-    step_flops = fl.flops_per_token * T
-    step_time = sum(o.time_s for o in ops)
+def _step_mfu(step_flops: float, step_time: float, peak: float, file: str | None) -> float:
+    """Model FLOPs over the step's time at peak, refused outside (0, 100 %] (a profile's convention slip)."""
     mfu = step_flops / (step_time * peak)
     if 1 < mfu <= 1 + 1e-9:
         mfu = 1.0
@@ -601,14 +647,15 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
             file,
             "results",
         )
-    time_by_op: dict[str, float] = {}
-    for o in ops:
-        time_by_op[o.group] = time_by_op.get(o.group, 0.0) + o.time_s
+    return mfu
+
+
+def _limiting(ops: list[OpTime], time_by_op: dict[str, float], step_time: float, step_flops: float) -> list[dict[str, Any]]:
+    """Per op group, slowest first: its share of the step's time and FLOPs, efficiency and slowest kernel."""
     limiting = []
     for group, t in sorted(time_by_op.items(), key=lambda kv: -kv[1]):
         members = [o for o in ops if o.group == group]
         f = sum(o.flops for o in members)
-        eff = _kernel_efficiency(members)
         worst = min((o for o in members if o.efficiency), key=lambda o: o.efficiency, default=None)
         limiting.append(
             {
@@ -616,47 +663,30 @@ def predict(profile: Profile, model: dict[str, float], gpu: Any, dtype: str = "b
                 "time_share": t / step_time,
                 "time_s": t,
                 "flop_share": f / step_flops,
-                "efficiency": eff,
+                "efficiency": _kernel_efficiency(members),
                 "slowest": f"{worst.name} {worst.shape} at {worst.efficiency:.0%} ({worst.basis})" if worst else members[0].basis,
             }
         )
-    eff_kind: dict[str, float] = {}
-    for kind in ("gemm", "attention"):
-        members = [o for o in ops if o.kind == kind and o.flops > 0]
-        if members:
-            eff_kind[kind] = _kernel_efficiency(members)
-    rem_share = time_by_op.get("non_matmul", 0.0) / step_time
+    return limiting
+
+
+def _method(
+    profile: Profile,
+    dtype: str,
+    eff_kind: dict[str, float | None],
+    rem_share: float,
+    counted_rem: bool,
+    limiting: list[dict[str, Any]],
+) -> str:
+    """The prediction's method line: the profile, the kernels' efficiencies, the remainder and the time by op."""
     kernels = f"GEMM {eff_kind['gemm']:.0%} of peak" + (
         f", attention {eff_kind['attention']:.0%}" if "attention" in eff_kind else ""
     )
-    rest = f"non-matmul {rem_share:.0%} of step time" if rem is not None else "non-matmul not counted"
+    rest = f"non-matmul {rem_share:.0%} of step time" if counted_rem else "non-matmul not counted"
     top = ", ".join(f"{x['op']} {x['time_share']:.0%}" for x in limiting[:3])
-    method = (
+    return (
         f"predicted from kernel profile {profile.label} ({profile.name}, {dtype}): {kernels} "
         f"(FLOP-weighted), {rest}; time by op: {top}"
-    )
-    notes.append(
-        "kernel-level prediction: an upper bound that leaves out communication, pipeline bubbles, data "
-        "loading, checkpointing, stragglers and restarts (real MFU is lower); GEMM shapes are the "
-        f"whole layer's on one GPU (no tensor-parallel sharding), {T} tokens per step"
-    )
-    gpu_hours = fl.flops / (peak * mfu) / 3600
-    return Prediction(
-        mfu=mfu,
-        flops=fl.flops,
-        gpu_hours=gpu_hours,
-        method=method,
-        notes=notes,
-        step_time_s=step_time,
-        tokens_per_step=T,
-        time_by_op=time_by_op,
-        limiting=limiting,
-        ops=ops,
-        efficiency_by_kind=eff_kind,
-        gpu=gpu.name,
-        dtype=dtype,
-        peak_tflops=peak / 1e12,
-        profile=str(profile.path) if profile.path else "",
     )
 
 
@@ -774,6 +804,6 @@ def _remainder(profile: Profile, dtype: str, sh: dict[str, Any], el: float, note
 
 
 def predict_for_scenario(profile_path: Path, model: dict[str, float], gpu: Any, dtype: str) -> Prediction:
-    """What a scenario's ``training.kernel_profile`` resolves to (called by footprint.lca.workload)."""
+    """What a scenario's ``training.kernel_profile`` resolves to: the resolver `footprint.builders` hands the parser."""
     profile = load_profile(profile_path, key="training.kernel_profile")
     return predict(profile, model, gpu, dtype)

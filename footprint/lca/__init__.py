@@ -1,13 +1,18 @@
 """The LCA: from a Workload to an Assessment in the 16 EF 3.1 categories.
 
-Owns: the unit registry (`units`), the impact categories (`categories`), the typed LCA database over
-`lca_data/` (`database`, `parametric`, `electricity`), the Workload and scenario files (`workload`),
-the engine (`engine.assess`) and its result (`assessment`), the Monte Carlo (`montecarlo`) and how each
-factor is drawn and which inputs drive the variance (`uncertainty`), the caveats in groups (`notes`),
-batch assessment (`batch`) and a run of several GPU models assessed per model and summed (`mixed`).
-May import: `footprint.errors`, `lca_data`, `scenarios` (the shipped scenario files, package data), numpy,
-pint, yaml. Nothing else of ours: tracking,
-reports, kernels and the CLI build on this package, never the other way round.
+Owns, roughly bottom to top (no import circle among them: tests/test_layers.py checks it): the
+unit registry (`units`), the impact categories (`categories`), the typed LCA database over `lca_data/`
+(`database`, `parametric`), the plain data types (`factorset`: a practitioner's factor set, `workload_data`: the
+Workload, `assessment`: the Assessment, its number formatting and facts), the electricity model (`electricity`),
+factor files (`factorfile`), how each factor is drawn and which inputs drive the variance (`uncertainty`), the
+Monte Carlo (`montecarlo`), the scenario parser (`workload`: one parser per section; it re-exports Workload), how
+a run of several GPU models adds up (`mixed`), the engine (`engine.assess`) and batch assessment (`batch`), the
+caveats in groups (`notes`), the text renderings (`render`) and the factor audit of docs/validation.md
+(`factor_audit`).
+May import: the core beside it (`footprint.errors`, `inputs`, `bounds`, `escaping`, `flops`), `lca_data`,
+`scenarios` (the shipped scenario files, package data), numpy, pint, yaml. Nothing above: tracking, kernels,
+reports, the API and the CLI build on this package, never the other way round (a scenario's
+`training.kernel_profile` is resolved by a function the caller passes in: `footprint.builders`).
 
 `footprint.lca.assess` is the engine (imported lazily so that `footprint.lca.categories` stays cheap).
 """

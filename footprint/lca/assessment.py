@@ -11,8 +11,6 @@ JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -24,7 +22,7 @@ from footprint.lca.units import display_unit
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.electricity import UseFactors, Zone
-    from footprint.lca.workload import Workload
+    from footprint.lca.workload_data import Workload
 
 
 @dataclass(frozen=True)
@@ -424,75 +422,6 @@ def hardware_text(a: Assessment) -> str:
     return text
 
 
-def _rows(a: Assessment) -> list[list[str]]:
-    rows = []
-    for k in cat.keys():
-        r = a.impacts[k]
-        pe = (a.normalised.get(k) or {}).get("person_equivalents")
-        rows.append(
-            [
-                r.name,
-                num(r.total),
-                display_unit(r.unit),
-                r.stage_text("manufacturing"),
-                r.stage_text("transport"),
-                r.stage_text("use"),
-                r.stage_text("end_of_life"),
-                f"{num(r.low)} - {num(r.high)}",
-                num(pe),
-            ]
-        )
-    return rows
-
-
-HEADERS = ["Category", "Total", "Unit", "Manuf.", "Transp.", "Use", "EoL", "Low - high", "Person-eq."]
-
-
-def _summary_lines(a: Assessment) -> list[str]:
-    w = a.workload
-    water = a.water_l
-    lines = [
-        f"{w.name}",
-        f"  {key_figures_line(a)}",
-        f"  GPU: {gpus_text(a)}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
-        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
-        f"  |  grid: {w.grid} ({a.zone.name})",
-        f"  Hardware: {hardware_text(a)}",
-        f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
-        f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
-    ]
-    if w.mfu is not None:
-        lines.insert(3, f"  MFU: {mfu_text(w)}")
-    if a.parts:
-        lines.insert(3, f"  By GPU model: {parts_text(a)}")
-    lines += [f"  {k}: {v}" for k, v in training_facts(a).items()]
-    return lines
-
-
-def single_score_line(a: Assessment) -> str | None:
-    """The EF 3.1 single score and the categories that weigh most in it, in one line."""
-    s = a.single_score
-    if not s:
-        return None
-    top = sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True)[:3]
-    lead = ", ".join(f"{a.impacts[k].name.lower()} {a.normalised[k]['share_of_single_score']:.0%}" for k in top)
-    return f"Single score: {num(s['value'])} Pt (low-high {num(s['low'])} - {num(s['high'])}); largest shares: {lead}"
-
-
-def contested_lines(a: Assessment) -> list[str]:
-    """One line per contested factor (`footprint.lca.notes.contested_items`)."""
-    from footprint.lca.notes import contested_items
-
-    return contested_items(a)
-
-
-def scope_lines(a: Assessment) -> list[str]:
-    """Per category, what the use phase covers where it is not the whole life cycle (`footprint.lca.notes.scope_items`)."""
-    from footprint.lca.notes import scope_items
-
-    return scope_items(a)
-
-
 SENSITIVITY_NOTE = (
     "Which inputs drive each category's Monte Carlo variance: share = squared correlation of the input's draws with "
     "the total, normalised to 100 % over the inputs (from the same draws as low-high). IQR: 25th-75th percentiles."
@@ -542,112 +471,3 @@ def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
 
 
 PE_NOTE = "Person-eq.: impact / EF 3.1 normalisation factor (a world citizen's annual impact = 1)."
-NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
-
-
-def to_table(a: Assessment, details: bool = False) -> str:
-    """The summary, the 16 categories, the single score, then the caveats: one line per group (`note_groups`),
-    or every item with ``details`` (`footprint assess --details`)."""
-    from footprint.lca.notes import note_count, note_groups
-
-    rows = _rows(a)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(widths[i]) if i in (0, 2) else c.rjust(widths[i]) for i, c in enumerate(cells))
-
-    out = _summary_lines(a) + ["", line(HEADERS), line(["-" * w for w in widths])]
-    out += [line(r) for r in rows]
-    out.append("")
-    score = single_score_line(a)
-    if score:
-        out.append(score)
-    out.append(
-        "Shares: stage / total. n/a = not available (no data), never zero; not modelled = zero by construction "
-        "(no share is then given). " + NORMALISATION_NOTE
-    )
-    if a.use_factors is not None:
-        out.append(f"Electricity: {a.use_factors.label}.")
-    groups = note_groups(a)
-    if groups and details:
-        for g in groups:
-            out.append(f"{g.title} ({len(g.items)}): {g.summary}")
-            out += [f"  - {x}" for x in g.items]
-    elif groups:
-        out.append(f"Notes ({note_count(groups)}, one line per group; --details lists each, --format json has them all):")
-        out += [f"  {g.line()}" for g in groups]
-    return "\n".join(out) + "\n"
-
-
-def to_markdown(a: Assessment) -> str:
-    """A Markdown table with the summary above and the caveats below, each group's items folded (GitHub renders
-    `<details>`)."""
-    from footprint.lca.notes import note_groups
-
-    out = [f"# {a.workload.name}", ""]
-    out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
-    out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
-    score = single_score_line(a)
-    if score:
-        out += ["", score, "", NORMALISATION_NOTE]
-    sens = sensitivity_rows(a)
-    if sens:
-        out += ["", "## What drives the uncertainty", "", SENSITIVITY_NOTE, ""]
-        out += ["| " + " | ".join(sens[0]) + " |", "|" + "---|" * len(sens[0])]
-        out += ["| " + " | ".join(r.values()) + " |" for r in sens]
-    groups = note_groups(a)
-    if groups:
-        out += ["", "## Notes: scope, contested data and warnings", ""]
-        for g in groups:
-            out += [f"<details><summary><b>{g.title} ({len(g.items)})</b>: {_md_html(g.summary)}</summary>", ""]
-            out += [f"- {x}" for x in g.items] + ["", "</details>", ""]
-    out += ["", "## Sources", ""] + [f"- {md_source(s)}" for s in a.sources]
-    return "\n".join(out) + "\n"
-
-
-def _md_html(text: str) -> str:
-    import html
-
-    return html.escape(text, quote=False)
-
-
-def md_source(s: dict[str, Any]) -> str:
-    """A source as a Markdown link (its title) with its licence."""
-    title = s["title"].replace("[", "(").replace("]", ")")
-    url = s.get("url") or ""
-    link = f"[{title}]({url})" if url.startswith(("http://", "https://")) else title
-    return f"{link} — {s.get('licence') or 'licence not stated'}"
-
-
-def to_csv(a: Assessment) -> str:
-    """One row per category and stage (plus a total row per category); ``status`` says why a value is empty."""
-    buf = io.StringIO()
-    wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(["category", "name", "unit", "stage", "value", "share", "low", "high", "person_equivalents", "status"])
-    for k in cat.keys():
-        r = a.impacts[k]
-        for stage in cat.stages():
-            v = r.by_stage.get(stage)
-            share = r.share(stage)
-            status = "not modelled" if stage in r.not_modelled else ("not available" if v is None else "")
-            wr.writerow(
-                [k, r.name, display_unit(r.unit), stage, "" if v is None else repr(v), "" if share is None else f"{share:.6f}"]
-                + ["", "", "", status]
-            )
-        pe = (a.normalised.get(k) or {}).get("person_equivalents")
-        wr.writerow(
-            [k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)]
-            + ["" if pe is None else repr(pe), f"partial: {', '.join(r.not_modelled)} not modelled" if r.not_modelled else ""]
-        )
-    return buf.getvalue()
-
-
-def render(a: Assessment, fmt: str, details: bool = False) -> str:
-    if fmt == "json":
-        return a.to_json() + "\n"
-    if fmt == "csv":
-        return to_csv(a)
-    if fmt in ("md", "markdown"):
-        return to_markdown(a)
-    return to_table(a, details)

@@ -31,7 +31,7 @@ import numpy as np
 
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, CategoryResult
-from footprint.lca.workload import Workload
+from footprint.lca.workload_data import Workload
 
 #: Workload fields that do not change the central result of the engine for given GPU-hours and
 #: IT energy (names, methods, model shape, Monte Carlo ranges, notes): everything else defines a

@@ -34,8 +34,8 @@ from footprint.lca.database import db
 from footprint.lca.units import Q, UnitParseError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from footprint.lca.factorfile import FactorSet
-    from footprint.lca.workload import Workload
+    from footprint.lca.factorset import FactorSet
+    from footprint.lca.workload_data import Workload
 
 WORLD = "WORLD"
 CODECARBON_SOURCE = "codecarbon-energy-mix"

@@ -18,20 +18,21 @@ only) is "not modelled": null with its name in `not_modelled`, and no stage is t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from footprint.errors import FootprintError, ScenarioError
 from footprint.inputs import MAX_SAMPLES
-from footprint.lca import DEFAULT_SAMPLES, electricity, montecarlo, normalisation
+from footprint.lca import DEFAULT_SAMPLES, electricity, mixed, montecarlo, normalisation
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, CategoryResult
 from footprint.lca.database import IDX, N_IND, Database, Embodied, db
 from footprint.lca.montecarlo import Inputs
 from footprint.lca.uncertainty import Block
 from footprint.lca.units import Q
-from footprint.lca.workload import Workload
+from footprint.lca.workload_data import Workload
 
 N_CAT = 16
 
@@ -88,11 +89,12 @@ def embodied_multipliers(d: Database, w: Workload, emb: Embodied | None = None) 
     return lo, hi, srcs
 
 
-def contested_embodied(d: Database, w: Workload) -> list[dict[str, Any]]:
-    """The embodied corrections in force for this card, as contested data (corrected vs published)."""
+def contested_embodied(d: Database, w: Workload, emb: Embodied | None = None) -> list[dict[str, Any]]:
+    """The embodied corrections in force for this card, as contested data (corrected vs published); ``emb`` is the
+    assessment's own embodied data (`_inputs`), handed on rather than looked up again."""
     if d.resolve_variant(w.embodied_variant) == "published":
         return []
-    emb, pub = d.embodied(w.gpu.id, w.embodied_variant), d.embodied(w.gpu.id, "published")
+    emb, pub = emb or d.embodied(w.gpu.id, w.embodied_variant), d.embodied(w.gpu.id, "published")
     out = []
     for cid, c in d.corrections["corrections"].items():
         key = (c["component"], c["stage"])
@@ -222,9 +224,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     """Compute the full life-cycle assessment of a workload (one with `parts`, several GPU models: their sum)."""
     samples, seed = check_samples(samples, seed)
     if w.parts:
-        from footprint.lca.mixed import assess_parts
-
-        return assess_parts(w, samples, seed)
+        return _assess_parts(w, samples, seed)
     d = db()
     warnings: list[str] = list(w.notes)
     sources: list[str] = ["ef-3.1", *w.sources]
@@ -256,7 +256,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
 
     per, score = normalisation.normalise(results, score_stats)
     sources.append(normalisation.SOURCE)
-    contested = [*inp.uf.contested, *contested_embodied(d, w)]
+    contested = [*inp.uf.contested, *contested_embodied(d, w, inp.emb)]
     water = _water(w, facility, warnings)
     materials = _materials(d, w)
     return Assessment(
@@ -275,6 +275,51 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         normalised=per,
         single_score=score,
         activity_ranges=activity,
+    )
+
+
+def _assess_parts(w: Workload, samples: int, seed: int) -> Assessment:
+    """The assessment of ``w`` as the sum of its parts' (each part a single-model Workload), with ``by_gpu_model``."""
+    subs = tuple(assess(p, 0, seed) for p in w.parts)
+    keys = [c.key for c in cat.categories() + cat.extras()]
+    results = {k: mixed.sum_results([s.impacts[k] for s in subs]) for k in keys}
+    warnings = [*w.notes, *(x for s in subs for x in s.warnings)]
+    sources = [*(x for s in subs for x in s.source_ids)]
+    score_stats = None
+    if samples > 1:
+        d = db()
+        inputs = [_inputs(d, p, [], sources) for p in w.parts]
+        sources += [x for inp in inputs for x in inp.range_sources] + (["ecoinvent-pedigree-v2"] if w.host else [])
+        power = _power_relative(d)
+        draws = [montecarlo.draw(p, samples, seed, inp, power) for p, inp in zip(w.parts, inputs, strict=True)]
+        summary = montecarlo.summarise(montecarlo.Draws(np.sum([x.totals for x in draws], axis=0), draws[0].inputs))
+        for k in keys:
+            results[k] = results[k].with_stats(summary.q[:, IDX[k]], summary.sensitivity[IDX[k]])
+        _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
+        score_stats = (summary.score_q, summary.score_sensitivity)
+        warnings += _outside_iqr(results, summary)
+        warnings.append(
+            "mixed GPU models: the Monte Carlo draws every model with the same random numbers and sums the draws; "
+            f"the sensitivity table names the inputs as drawn for the largest group ({w.parts[0].gpu.name})"
+        )
+    per, score = normalisation.normalise(results, score_stats)
+    sources.append(normalisation.SOURCE)
+    first = subs[0]
+    return replace(
+        first,
+        workload=w,
+        impacts=results,
+        facility_energy_kwh=sum(s.facility_energy_kwh for s in subs),
+        water_l={k: mixed.sum_values([s.water_l[k] for s in subs]) for k in first.water_l},
+        materials=mixed.sum_materials(w, subs),
+        embodied_method="; ".join(dict.fromkeys(f"{s.workload.gpu.name}: {s.embodied_method}" for s in subs)),
+        samples=samples,
+        warnings=tuple(dict.fromkeys(warnings)),
+        source_ids=tuple(dict.fromkeys(s for s in sources if s)),
+        contested=tuple({repr(c): c for s in subs for c in s.contested}.values()),
+        normalised=per,
+        single_score=score,
+        parts=subs,
     )
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,30 +29,12 @@ import numpy as np
 from footprint.errors import FootprintError, ScenarioError
 from footprint.inputs import read_text
 from footprint.lca import categories as cat
+from footprint.lca.factorset import FactorSet
 from footprint.lca.units import Q, UnitParseError
 
 MAX_BYTES = 1_000_000
 REQUIRED = ("category", "value", "unit", "source")
 NOT_AVAILABLE = ("n/a", "na", "")
-
-
-@dataclass(frozen=True, eq=False)
-class FactorSet:
-    """Per-kWh factors over the 16 categories (report order), NaN where the file says n/a."""
-
-    path: str
-    value: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    row_sources: tuple[str, ...]  # the file's own source text, one per category (report order)
-
-    @property
-    def label(self) -> str:
-        return f"practitioner-supplied factors, {Path(self.path).name}"
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        return ()  # the file's sources are free text, reported with the set, not registered source ids
 
 
 def _err(path: str, key: str, msg: str) -> ScenarioError:

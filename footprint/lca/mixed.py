@@ -1,4 +1,6 @@
-"""A run with several GPU models, assessed per model and summed (`Workload.parts`, built by `workload_from_run`).
+"""A run with several GPU models, assessed per model and summed (`Workload.parts`, built by `workload_from_run`):
+how the parts' results add up. The engine (`footprint.lca.engine.assess`) assesses each part and draws the Monte
+Carlo, then sums with these functions; this module does not import the engine (no circle).
 
 Each part is one GPU model's devices: its own card's embodied impacts allocated by its own GPU-hours, its own
 share of the measured energy. The central result is the sum of the parts' own assessments. The Monte Carlo draws
@@ -12,68 +14,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from footprint.lca import categories as cat
-from footprint.lca import engine, montecarlo, normalisation
 from footprint.lca.assessment import Assessment, CategoryResult
-from footprint.lca.database import IDX, db
-from footprint.lca.workload import Workload
+from footprint.lca.workload_data import Workload
 
 
-def assess_parts(w: Workload, samples: int, seed: int) -> Assessment:
-    """The assessment of ``w`` as the sum of its parts' (each part a single-model Workload), with ``by_gpu_model``."""
-    subs = tuple(engine.assess(p, 0, seed) for p in w.parts)
-    keys = [c.key for c in cat.categories() + cat.extras()]
-    results = {k: _sum_results([s.impacts[k] for s in subs]) for k in keys}
-    warnings = [*w.notes, *(x for s in subs for x in s.warnings)]
-    sources = [*(x for s in subs for x in s.source_ids)]
-    score_stats = None
-    if samples > 1:
-        d = db()
-        inputs = [engine._inputs(d, p, [], sources) for p in w.parts]
-        sources += [x for inp in inputs for x in inp.range_sources] + (["ecoinvent-pedigree-v2"] if w.host else [])
-        power = engine._power_relative(d)
-        draws = [montecarlo.draw(p, samples, seed, inp, power) for p, inp in zip(w.parts, inputs, strict=True)]
-        summary = montecarlo.summarise(montecarlo.Draws(np.sum([x.totals for x in draws], axis=0), draws[0].inputs))
-        for k in keys:
-            results[k] = results[k].with_stats(summary.q[:, IDX[k]], summary.sensitivity[IDX[k]])
-        engine._check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
-        score_stats = (summary.score_q, summary.score_sensitivity)
-        warnings += engine._outside_iqr(results, summary)
-        warnings.append(
-            "mixed GPU models: the Monte Carlo draws every model with the same random numbers and sums the draws; "
-            f"the sensitivity table names the inputs as drawn for the largest group ({w.parts[0].gpu.name})"
-        )
-    per, score = normalisation.normalise(results, score_stats)
-    sources.append(normalisation.SOURCE)
-    first = subs[0]
-    return replace(
-        first,
-        workload=w,
-        impacts=results,
-        facility_energy_kwh=sum(s.facility_energy_kwh for s in subs),
-        water_l={k: _sum([s.water_l[k] for s in subs]) for k in first.water_l},
-        materials=_sum_materials(w, subs),
-        embodied_method="; ".join(dict.fromkeys(f"{s.workload.gpu.name}: {s.embodied_method}" for s in subs)),
-        samples=samples,
-        warnings=tuple(dict.fromkeys(warnings)),
-        source_ids=tuple(dict.fromkeys(s for s in sources if s)),
-        contested=tuple({repr(c): c for s in subs for c in s.contested}.values()),
-        normalised=per,
-        single_score=score,
-        parts=subs,
-    )
-
-
-def _sum(values: list[float | None]) -> float | None:
+def sum_values(values: list[float | None]) -> float | None:
     """The sum, or None (not available) where any part's value is not available: a partial sum is never a total."""
     return None if any(v is None for v in values) else float(sum(values))  # type: ignore[arg-type]
 
 
-def _sum_results(rs: list[CategoryResult]) -> CategoryResult:
-    by_stage = {s: _sum([r.by_stage.get(s) for r in rs]) for s in dict.fromkeys(s for r in rs for s in r.by_stage)}
-    by_comp = {c: _sum([r.by_component.get(c) for r in rs]) for c in dict.fromkeys(c for r in rs for c in r.by_component)}
+def sum_results(rs: list[CategoryResult]) -> CategoryResult:
+    by_stage = {s: sum_values([r.by_stage.get(s) for r in rs]) for s in dict.fromkeys(s for r in rs for s in r.by_stage)}
+    by_comp = {c: sum_values([r.by_component.get(c) for r in rs]) for c in dict.fromkeys(c for r in rs for c in r.by_component)}
     total = float(sum(r.total for r in rs))
     return replace(
         rs[0],
@@ -87,7 +39,7 @@ def _sum_results(rs: list[CategoryResult]) -> CategoryResult:
     )
 
 
-def _sum_materials(w: Workload, subs: tuple[Assessment, ...]) -> dict[str, Any]:
+def sum_materials(w: Workload, subs: tuple[Assessment, ...]) -> dict[str, Any]:
     """Hardware consumed summed over the models; card and part masses are their means weighted by GPU lifetimes, so
     that mass x lifetimes stays the hardware consumed for every front end."""
     ms = [s.materials for s in subs]

@@ -30,7 +30,7 @@ from footprint.lca import categories as cat
 from footprint.lca import electricity, normalisation
 from footprint.lca.database import IDX, N_IND, Embodied, db
 from footprint.lca.uncertainty import Block, Input, pedigree_sigma, sensitivity
-from footprint.lca.workload import Workload
+from footprint.lca.workload_data import Workload
 
 PERCENTILES = (2.5, 25.0, 50.0, 75.0, 97.5)
 

@@ -1,6 +1,8 @@
-"""Workload: what a training run used, whether stated in a scenario YAML or measured.
+"""Scenario files into Workloads: the scenario parser (one parser per section) and `--set` overrides.
 
-A measured run and a hypothetical scenario become the same thing before the LCA is computed.
+A measured run and a hypothetical scenario become the same thing before the LCA is computed. The Workload itself is
+plain data (`footprint.lca.workload_data`, re-exported here); a run record becomes one in
+`footprint.tracking.to_workload`, from the scenario mapping it amounts to (`run_scenario`, here).
 Scenario files are read through the input contract (``footprint.inputs``: UTF-8 text, ``yaml.safe_load``
 within size, nesting and alias-expansion limits) and validated key by key: every number finite and in
 its domain, every error naming the file, the key and what was expected.
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +24,13 @@ from footprint.escaping import shown
 from footprint.inputs import MAX_GPUS, finite_number, load_yaml, read_text
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
+from footprint.lca.workload_data import Workload
 from lca_data.loader import YamlLimitError, safe_load
 
 if TYPE_CHECKING:  # pragma: no cover
-    from footprint.lca.factorfile import FactorSet
+    from footprint.lca.factorset import FactorSet
+
+__all__ = ["Workload", "load_scenario", "workload_from_dict"]
 
 ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
@@ -48,67 +53,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 DEFAULT_LIFETIME = "3 years"  # Boavizta / EcoLogits GPU default; see README "Method"
 DEFAULT_UTILIZATION = 1.0
 MAX_SCENARIO_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Everything the LCA needs, in canonical units (hours, kWh, W, L/kWh, kg CO2 eq/kWh)."""
-
-    name: str
-    gpu: Gpu
-    count: int
-    lifetime_h: float
-    utilization: float
-    gpu_hours: float
-    gpu_hours_method: str
-    it_energy_kwh: float
-    energy_method: str
-    power_per_gpu_w: float | None
-    pue: float
-    grid: str
-    wue_l_per_kwh: float | None = None
-    ewif_l_per_kwh: float | None = None
-    carbon_intensity: float | None = None  # kg CO2 eq / kWh override
-    ewif_stated: bool = False  # True when site.ewif (or a preset) gave the EWIF, False for the zone's
-    ewif_method: str = ""
-    pue_method: str = (
-        ""  # "stated", "preset NAME", or "default: ..." when the scenario gave neither (footprint.lca.assessment.pue_text)
-    )
-    electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
-    embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
-    host: str | None = "default"
-    embodied_override: dict[str, float] = field(default_factory=dict)
-    flops: float | None = None
-    mfu: float | None = None
-    mfu_method: str | None = None
-    dtype: str = "bf16"
-    model: dict[str, float] = field(default_factory=dict)
-    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
-    site_preset: str | None = None
-    source: str | None = None
-    description: str = ""
-    notes: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()
-    training: dict[str, Any] = field(default_factory=dict)  # a measured run's story (footprint.tracking.story)
-    parts: tuple[Workload, ...] = ()  # a run with several GPU models: one Workload per model, assessed and summed
-
-    @property
-    def lifetime_years(self) -> float:
-        """Hardware lifetime in the registry's years (365.25 days), the unit of "N years" in scenarios."""
-        return float(Q(self.lifetime_h, "hour").to("year").magnitude)
-
-    @property
-    def gpu_lifetimes(self) -> float:
-        """Lifetimes of hardware the run consumes: GPU-hours / (lifetime x utilisation)."""
-        return self.gpu_hours / (self.lifetime_h * self.utilization)
-
-    @property
-    def gpu_equivalents(self) -> int:
-        """ceil of gpu_lifetimes (Falk et al.'s GPU-equivalents); float noise below 1e-9 ignored."""
-        return math.ceil(self.gpu_lifetimes - 1e-9)
-
-    def with_(self, **changes: Any) -> Workload:
-        return replace(self, **changes)
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -199,21 +143,34 @@ def shipped_scenarios() -> list[str]:
     return sorted(p.stem for p in SHIPPED_SCENARIOS.glob("*.yaml"))
 
 
-def load_scenario(path: str | Path, sets: list[str] | None = None, flag: str = "--set") -> Workload:
-    """Read, validate and resolve a scenario YAML (a path, or a shipped scenario's name) into a Workload."""
+#: What a scenario's ``training.kernel_profile`` resolves to, injected by the layer that reads kernel profiles
+#: (`footprint.builders` passes `footprint.kernels.profile.predict_for_scenario`): called with the profile's path,
+#: the model section, the GPU and the dtype; returns a prediction with flops, mfu, gpu_hours, notes and method.
+ProfileResolver = Callable[[Path, dict[str, float], Gpu, str], Any]
+
+
+def load_scenario(
+    path: str | Path, sets: list[str] | None = None, flag: str = "--set", kernel_profile: ProfileResolver | None = None
+) -> Workload:
+    """Read, validate and resolve a scenario YAML (a path, or a shipped scenario's name) into a Workload
+    (``kernel_profile``: see ProfileResolver; `footprint.load_scenario` passes the kernels package's)."""
     path = scenario_path(path)
     data = read_yaml(path)
     if sets:
         data = apply_overrides(data, sets, str(path), flag)
-    return workload_from_dict(data, str(path))
+    return workload_from_dict(data, str(path), kernel_profile)
 
 
 # ---- validation helpers -------------------------------------------------------------------------
 
 
 class _Ctx:
+    """The file being read, and the notes and sources its sections add (each section's parser appends)."""
+
     def __init__(self, file: str | None) -> None:
         self.file = file
+        self.notes: list[str] = []
+        self.srcs: list[str] = []
 
     def err(self, key: str, msg: str) -> ScenarioError:
         return ScenarioError(msg, self.file, key)
@@ -289,9 +246,40 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workload:
-    """Validate a scenario mapping (see ARCHITECTURE.md) and resolve it into a Workload."""
+def workload_from_dict(data: dict[str, Any], file: str | None = None, kernel_profile: ProfileResolver | None = None) -> Workload:
+    """Validate a scenario mapping (see ARCHITECTURE.md) and resolve it into a Workload: one parser per section,
+    each with its error messages; ``kernel_profile`` resolves ``training.kernel_profile`` (see ProfileResolver)."""
     ctx = _Ctx(file)
+    _check_sections(ctx, data)
+    hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
+    site = {k: v for k, v in site.items() if v is not None}  # `--set site.key=null` unsets a key
+    hardware = _hardware(ctx, hw)
+    model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in ctx.section(data, "model").items()}
+    time = _gpu_time(ctx, tr, hardware["gpu"], hardware["count"], model, kernel_profile)
+    energy = _energy(ctx, tr, hardware["gpu"], time.pop("gpu_hours"), time.pop("gpu_hours_method"))
+    where = _site(ctx, site)
+    ranges = _ranges(ctx, ctx.section(data, "uncertainty"))
+    if time["mfu"] is None and model.get("parameters") and model.get("tokens"):
+        time.update(_derived_mfu(ctx, model, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
+    name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
+    _check_derived(ctx, energy["gpu_hours"], energy["it_energy_kwh"], hardware["lifetime_h"] * hardware["utilization"])
+    return Workload(
+        name=name,
+        **hardware,
+        **time,
+        **energy,
+        **where,
+        model=model,
+        ranges=ranges,
+        source=file,
+        description=str(data.get("description") or ""),
+        notes=tuple(ctx.notes),
+        sources=tuple(dict.fromkeys(ctx.srcs)),
+    )
+
+
+def _check_sections(ctx: _Ctx, data: Any) -> None:
+    """The top level: a mapping of known sections; name and description are text."""
     if not isinstance(data, dict):
         raise ctx.err("", "expected a mapping of sections (name, hardware, training, site)")
     for k in data:
@@ -300,16 +288,13 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     for k in ("name", "description"):
         if data.get(k) is not None:
             ctx.text(k, data[k], max_chars=10_000)
-    hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
-    site = {k: v for k, v in site.items() if v is not None}  # `--set site.key=null` unsets a key
-    model_in, unc = ctx.section(data, "model"), ctx.section(data, "uncertainty")
-    notes: list[str] = []
-    srcs: list[str] = []
-    kernel_prediction = None
 
+
+def _hardware(ctx: _Ctx, hw: dict[str, Any]) -> dict[str, Any]:
+    """hardware: the GPU, how many, their lifetime and utilisation, the host share, embodied data: Workload fields."""
     if "gpu" not in hw:
         raise ctx.err("hardware.gpu", "missing; give a GPU name such as A100-SXM4-40GB (see `footprint gpus`)")
-    gpu = db().find_gpu(ctx.text("hardware.gpu", hw["gpu"]), file, "hardware.gpu")
+    gpu = db().find_gpu(ctx.text("hardware.gpu", hw["gpu"]), ctx.file, "hardware.gpu")
     count = int(ctx.number("hardware.count", hw.get("count", 1), lo=0, hi=MAX_GPUS, lo_open=True, integer=True))
     lifetime_h = ctx.quantity("hardware.lifetime", hw.get("lifetime", DEFAULT_LIFETIME), "hour", "year", lo=0, lo_open=True)
     utilization = ctx.fraction("hardware.utilization", hw.get("utilization", DEFAULT_UTILIZATION))
@@ -318,31 +303,43 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         host = None
     elif host != "default":
         host = ctx.text("hardware.host", host, ["default", "none", *db().host["hosts"]])
-    embodied = _embodied_override(ctx, hw.get("embodied"), srcs)
+    embodied = _embodied_override(ctx, hw.get("embodied"), ctx.srcs)
     variant = hw.get("embodied_data")
     if variant is not None:
         variant = ctx.text("hardware.embodied_data", variant, list(db().corrections["variants"]))
+    return {
+        "gpu": gpu,
+        "count": count,
+        "lifetime_h": lifetime_h,
+        "utilization": utilization,
+        "host": host,
+        "embodied_override": embodied,
+        "embodied_variant": variant,
+    }
 
-    model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in model_in.items()}
 
-    # ---- GPU time: exactly one way ----
+def _gpu_time(
+    ctx: _Ctx, tr: dict[str, Any], gpu: Gpu, count: int, model: dict[str, float], kernel_profile: ProfileResolver | None
+) -> dict[str, Any]:
+    """training: GPU time, exactly one way (gpu_hours, flops + mfu, kernel_profile or duration; else energy / power
+    below). gpu_hours is None when only energy and a power give it."""
     dtype = ctx.text("training.dtype", tr.get("dtype", "bf16")).lower()
     if dtype not in DTYPES:
         raise ctx.err("training.dtype", f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     ways = [w for w in ("gpu_hours", "flops", "duration", "kernel_profile") if w in tr]
     if "mfu" in tr and "flops" not in tr:
         ways.append("mfu")
-    flops = mfu = None
     if len(ways) > 1:
         raise ctx.err(
             "training",
             f"give exactly one way to get GPU time, got {', '.join(ways)} "
             "(gpu_hours, or flops + mfu, or duration; or energy + a power)",
         )
+    out: dict[str, Any] = {"dtype": dtype, "flops": None, "mfu": None, "mfu_method": None}
     if "gpu_hours" in tr:
         gpu_hours = ctx.quantity("training.gpu_hours", tr["gpu_hours"], "hour", lo=0, lo_open=True)
-        gh_method = "stated GPU-hours"
-    elif "flops" in tr:
+        return {**out, "gpu_hours": gpu_hours, "gpu_hours_method": "stated GPU-hours"}
+    if "flops" in tr:
         flops = ctx.number("training.flops", tr["flops"], lo=0, lo_open=True)
         if "mfu" not in tr:
             raise ctx.err("training.mfu", "missing: flops needs mfu (model FLOPs utilisation, in (0, 1])")
@@ -351,34 +348,57 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
             peak = gpu.peak_flops(dtype)
         except KeyError as exc:
             raise ctx.err("training.dtype", str(exc.args[0])) from None
-        gpu_hours = flops / (peak * mfu) / 3600
-        gh_method = f"flops / ({dtype} dense peak {peak / 1e12:g} TFLOP/s x MFU {mfu:g})"
-        srcs.extend(gpu.sources)
-    elif "kernel_profile" in tr:
-        from footprint.kernels.profile import predict_for_scenario
+        ctx.srcs.extend(gpu.sources)
+        return {
+            **out,
+            "flops": flops,
+            "mfu": mfu,
+            "mfu_method": "stated (training.mfu)",
+            "gpu_hours": flops / (peak * mfu) / 3600,
+            "gpu_hours_method": f"flops / ({dtype} dense peak {peak / 1e12:g} TFLOP/s x MFU {mfu:g})",
+        }
+    if "kernel_profile" in tr:
+        return {**out, **_kernel_profile(ctx, tr["kernel_profile"], gpu, model, dtype, kernel_profile)}
+    if "duration" in tr:
+        hours = ctx.quantity("training.duration", tr["duration"], "hour", lo=0, lo_open=True) * count
+        return {**out, "gpu_hours": hours, "gpu_hours_method": "duration x GPU count"}
+    return {**out, "gpu_hours": None, "gpu_hours_method": ""}  # maybe from energy / power below
 
-        prof = Path(ctx.text("training.kernel_profile", tr["kernel_profile"]))
-        if not prof.is_absolute() and file:
-            prof = Path(file).resolve().parent / prof
-        if not model.get("parameters") or not model.get("tokens"):
-            raise ctx.err(
-                "model",
-                "training.kernel_profile needs model.parameters and model.tokens (and the shape: "
-                "layers, hidden, seq_len) to compose the op mix",
-            )
-        pred = predict_for_scenario(prof, model, gpu, dtype)
-        flops, mfu, gpu_hours = pred.flops, pred.mfu, pred.gpu_hours
-        gh_method = f"model FLOPs / (dense peak x MFU {mfu:.1%} predicted from the kernel profile {prof.name})"
-        notes.extend(pred.notes)
-        kernel_prediction = pred
-    elif "duration" in tr:
-        gpu_hours = ctx.quantity("training.duration", tr["duration"], "hour", lo=0, lo_open=True) * count
-        gh_method = "duration x GPU count"
-    else:
-        gpu_hours = None  # maybe from energy / power below
-        gh_method = ""
 
-    # ---- power and energy ----
+def _kernel_profile(
+    ctx: _Ctx, value: Any, gpu: Gpu, model: dict[str, float], dtype: str, resolve: ProfileResolver | None
+) -> dict[str, Any]:
+    """training.kernel_profile: FLOPs, MFU and GPU-hours predicted from a kernel efficiency profile (read by the
+    kernels package, whose resolver the caller passes: the core never imports it)."""
+    prof = Path(ctx.text("training.kernel_profile", value))
+    if not prof.is_absolute() and ctx.file:
+        prof = Path(ctx.file).resolve().parent / prof
+    if not model.get("parameters") or not model.get("tokens"):
+        raise ctx.err(
+            "model",
+            "training.kernel_profile needs model.parameters and model.tokens (and the shape: "
+            "layers, hidden, seq_len) to compose the op mix",
+        )
+    if resolve is None:
+        raise ctx.err(
+            "training.kernel_profile",
+            "kernel profiles are read by footprint.kernels: load this scenario with footprint.load_scenario, "
+            "footprint.assess or `footprint assess`",
+        )
+    pred = resolve(prof, model, gpu, dtype)
+    ctx.notes.extend(pred.notes)
+    return {
+        "flops": pred.flops,
+        "mfu": pred.mfu,
+        "mfu_method": pred.method,
+        "gpu_hours": pred.gpu_hours,
+        "gpu_hours_method": f"model FLOPs / (dense peak x MFU {pred.mfu:.1%} predicted from the kernel profile {prof.name})",
+    }
+
+
+def _energy(ctx: _Ctx, tr: dict[str, Any], gpu: Gpu, gpu_hours: float | None, gh_method: str) -> dict[str, Any]:
+    """training: the power per GPU and the IT energy (stated, or GPU time x power), and GPU time from energy / power
+    where nothing else gave it."""
     powers = [k for k in ("power_per_gpu", "power_fraction_of_tdp") if k in tr]
     if len(powers) > 1:
         raise ctx.err("training", "give one of power_per_gpu or power_fraction_of_tdp, not both")
@@ -388,8 +408,8 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
     elif "power_fraction_of_tdp" in tr:
         frac = ctx.number("training.power_fraction_of_tdp", tr["power_fraction_of_tdp"], lo=0, hi=1.5, lo_open=True)
         power_w = frac * gpu.tdp_w
-        notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
-        srcs.extend(gpu.sources)
+        ctx.notes.append(f"power per GPU = {frac:g} x TDP {gpu.tdp_w:g} W (modelled)")
+        ctx.srcs.extend(gpu.sources)
     if "energy" in tr and powers and gpu_hours is not None:
         raise ctx.err(
             "training",
@@ -406,8 +426,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
                     "energy alone does not give GPU time: add gpu_hours, duration, "
                     "or a power (power_per_gpu / power_fraction_of_tdp)",
                 )
-            gpu_hours = it_kwh * 1000 / power_w
-            gh_method = "energy / power per GPU"
+            gpu_hours, gh_method = it_kwh * 1000 / power_w, "energy / power per GPU"
     else:
         if power_w is None:
             raise ctx.err(
@@ -416,11 +435,21 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
             )
         if gpu_hours is None:
             raise ctx.err("training", "missing GPU time: give gpu_hours, flops + mfu, or duration")
-        it_kwh = gpu_hours * power_w / 1000
-        e_method = "GPU-hours x power per GPU"
-    assert gpu_hours is not None
+        it_kwh, e_method = gpu_hours * power_w / 1000, "GPU-hours x power per GPU"
+    return {
+        "gpu_hours": gpu_hours,
+        "gpu_hours_method": gh_method,
+        "it_energy_kwh": it_kwh,
+        "energy_method": e_method,
+        "power_per_gpu_w": power_w,
+    }
 
-    # ---- site ----
+
+def _site(ctx: _Ctx, site: dict[str, Any]) -> dict[str, Any]:
+    """site: a preset and what the scenario states over it (PUE, WUE, EWIF, the grid or a carbon intensity, a
+    practitioner's factor file): Workload fields."""
+    from footprint.lca.electricity import WORLD, intensity_override, resolve_zone, zone_ewif
+
     presets = db().sites.get("sites", {})
     preset_name = ctx.text("site.preset", site.get("preset") or db().sites.get("default"), list(presets))
     preset = presets[preset_name]
@@ -431,7 +460,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
                 return ctx.number(f"site.{key}", site[key], lo=1.0)
             return ctx.quantity(f"site.{key}", site[key], unit, lo=0)
         if key in preset:
-            srcs.append(preset[key]["source"])
+            ctx.srcs.append(preset[key]["source"])
             val = preset[key]["value"]
             return float(val) if unit is None else float(Q(val, unit).magnitude)
         return None
@@ -441,84 +470,54 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None) -> Workloa
         raise ctx.err("site.pue", f"missing and the preset {preset_name!r} has none")
     wue = site_value("wue", "L/kWh")
     ewif = site_value("ewif", "L/kWh")
-    from footprint.lca.electricity import WORLD, intensity_override, resolve_zone, zone_ewif
-
-    grid = resolve_zone(site.get("grid", WORLD), file)
-    ci = intensity_override(site["carbon_intensity"], file) if "carbon_intensity" in site else None
+    grid = resolve_zone(site.get("grid", WORLD), ctx.file)
+    ci = intensity_override(site["carbon_intensity"], ctx.file) if "carbon_intensity" in site else None
     if ci is not None:
-        bounds.check("site.carbon_intensity", ci, file)
+        bounds.check("site.carbon_intensity", ci, ctx.file)
     ewif_stated, ewif_method = ewif is not None, "stated (site.ewif)" if "ewif" in site else f"site preset {preset_name}"
     if ewif is None:
         q = zone_ewif(grid)
         if q is not None:
             ewif, ewif_method = q.value, q.method
-            srcs.extend(q.sources)
-    factor_set = _factor_set(ctx, site, ci)
+            ctx.srcs.extend(q.sources)
+    return {
+        "pue": pue,
+        "grid": grid,
+        "wue_l_per_kwh": wue,
+        "ewif_l_per_kwh": ewif,
+        "carbon_intensity": ci,
+        "ewif_stated": ewif_stated,
+        "ewif_method": ewif_method if ewif is not None else "",
+        "pue_method": _pue_method(site, preset_name),
+        "electricity_factors": _factor_set(ctx, site, ci),
+        "site_preset": preset_name,
+    }
 
-    ranges = _ranges(ctx, unc)
-    mfu_method = "stated (training.mfu)" if mfu is not None else None
-    if kernel_prediction is not None:
-        mfu_method = kernel_prediction.method
-    if mfu is None and model.get("parameters") and model.get("tokens"):
-        from footprint.flops import transformer_flops
 
-        shape = {k: int(model[k]) for k in ("layers", "hidden", "seq_len") if k in model}
-        f = transformer_flops(
-            model["parameters"],
-            model["tokens"],
-            active_params=model.get("active_parameters"),
-            **(shape if len(shape) == 3 else {}),
-        )
-        try:
-            derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype)) if math.isfinite(f.flops) else None
-        except KeyError:
-            derived = None
-        if not math.isfinite(f.flops):
-            notes.append("model.parameters x model.tokens is beyond floating point: FLOPs and MFU not derived (check them)")
-        if derived is not None and 0 < derived <= 1:
-            flops, mfu, mfu_method = f.flops, derived, f"derived: {f.formula} over GPU-hours x dense {dtype} peak"
-        elif derived is not None:
-            notes.append(
-                f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, "
-                "tokens, GPU-hours and dtype"
-            )
-    name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
-    _check_derived(ctx, gpu_hours, it_kwh, lifetime_h * utilization)
-    return Workload(
-        name=name,
-        gpu=gpu,
-        count=count,
-        lifetime_h=lifetime_h,
-        utilization=utilization,
-        gpu_hours=gpu_hours,
-        gpu_hours_method=gh_method,
-        it_energy_kwh=it_kwh,
-        energy_method=e_method,
-        power_per_gpu_w=power_w,
-        pue=pue,
-        grid=grid,
-        wue_l_per_kwh=wue,
-        ewif_l_per_kwh=ewif,
-        carbon_intensity=ci,
-        ewif_stated=ewif_stated,
-        ewif_method=ewif_method if ewif is not None else "",
-        pue_method=_pue_method(site, preset_name),
-        electricity_factors=factor_set,
-        embodied_variant=variant,
-        host=host,
-        embodied_override=embodied,
-        flops=flops,
-        mfu=mfu,
-        mfu_method=mfu_method,
-        dtype=dtype,
-        model=model,
-        ranges=ranges,
-        site_preset=preset_name,
-        source=file,
-        description=str(data.get("description") or ""),
-        notes=tuple(notes),
-        sources=tuple(dict.fromkeys(srcs)),
+def _derived_mfu(ctx: _Ctx, model: dict[str, float], gpu: Gpu, dtype: str, gpu_hours: float) -> dict[str, Any]:
+    """FLOPs and MFU derived from the model's shape when the scenario states neither (none when beyond physics)."""
+    from footprint.flops import transformer_flops
+
+    shape = {k: int(model[k]) for k in ("layers", "hidden", "seq_len") if k in model}
+    f = transformer_flops(
+        model["parameters"],
+        model["tokens"],
+        active_params=model.get("active_parameters"),
+        **(shape if len(shape) == 3 else {}),
     )
+    try:
+        derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype)) if math.isfinite(f.flops) else None
+    except KeyError:
+        derived = None
+    if not math.isfinite(f.flops):
+        ctx.notes.append("model.parameters x model.tokens is beyond floating point: FLOPs and MFU not derived (check them)")
+    if derived is not None and 0 < derived <= 1:
+        return {"flops": f.flops, "mfu": derived, "mfu_method": f"derived: {f.formula} over GPU-hours x dense {dtype} peak"}
+    if derived is not None:
+        ctx.notes.append(
+            f"MFU derived from the model shape would be {derived:.0%} (> 100 %): check parameters, tokens, GPU-hours and dtype"
+        )
+    return {}
 
 
 def site_pue(site: dict[str, Any] | str | None) -> str:
@@ -662,142 +661,9 @@ def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
-    """How each device's energy was obtained, one note per kind and never two that contradict: measured (a real
-    meter), simulated (a fake NVML reports `measured: false` with a meter's method) or estimated (a model)."""
-    from collections import Counter
-
-    def names(ds: list[dict[str, Any]]) -> str:
-        counts = Counter(str(d.get("name")).removesuffix(" (estimated)") for d in ds)
-        return ", ".join(f"{n} x {name}" if n > 1 else name for name, n in counts.items())
-
-    def methods(ds: list[dict[str, Any]]) -> str:
-        return ", ".join(sorted({str(d.get("method")) for d in ds}))
-
-    measured = [d for d in devices if d.get("measured") is not False]
-    modelled = [d for d in devices if d.get("measured") is False]
-    simulated = [d for d in modelled if d.get("method") not in ("estimated", "not measured", "codecarbon")]
-    estimated = [d for d in modelled if d not in simulated]
-    notes = []
-    if measured:
-        notes.append(f"energy measured ({methods(measured)}): {names(measured)}")
-    if simulated:
-        notes.append(f"energy simulated, not measured: {names(simulated)} (a fake NVML's {methods(simulated)})")
-    if estimated:
-        notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
-    return notes
-
-
 def _is_number(text: str) -> bool:
     try:
         float(text)
     except ValueError:
         return False
     return True
-
-
-def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
-    """A Workload from a run directory (or its run.json record); ``sets`` re-project it (grid, GPU, lifetime)."""
-    from footprint.tracking.runrecord import clean_record, read_record
-
-    if isinstance(target, dict):
-        file = str(target.get("run_dir") or "run.json")
-        record = clean_record(target, file)
-    else:
-        path = Path(target)
-        path = path / "run.json" if path.is_dir() else path
-        record, file = read_record(path), str(path)
-    data = apply_overrides(run_scenario(record), sets or [], file, flag)
-    gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
-    if not data["hardware"].get("gpu"):
-        total = (record.get("energy") or {}).get("total_j")
-        host = f" and {total / 3.6e6:.3g} kWh on its host" if total else ""
-        give = (
-            "--set hardware.gpu=NAME --set hardware.count=N"
-            if flag == "--set"
-            else "set={'hardware.gpu': NAME, 'hardware.count': N}"
-        )
-        raise ScenarioError(
-            f"the run recorded no GPU (a CPU-only machine?){host}; to assess it, give the GPUs it stands for with {give} "
-            "(`footprint gpus` lists the names)",
-            file,
-            "devices",
-        )
-    if not data["training"].get("energy"):
-        raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file, "energy")
-    w = workload_from_dict(data, file)
-    notes = energy_notes(record.get("devices", []))
-    groups = gpu_groups(gpus)
-    unnamed = len(gpus) - sum(n for _, n in groups)
-    if unnamed:
-        notes.append(
-            f"{unnamed} GPU device(s) without a usable model name left out of the GPU count and embodied impacts; "
-            "their measured energy stays in the use phase"
-        )
-    parts: tuple[Workload, ...] = ()
-    if len(groups) > 1 and not any(s.split("=", 1)[0].strip() in ("hardware.gpu", "hardware.count") for s in sets or []):
-        parts = _model_parts(record, gpus, groups, sets or [], file)
-        notes.append(
-            "mixed GPU models, assessed per model (each its own embodied impacts and measured energy), then summed: "
-            + ", ".join(f"{p.count} x {p.gpu.name} ({p.it_energy_kwh:.4g} kWh measured)" for p in parts)
-        )
-    notes += [str(n) for n in record.get("notes", [])]
-    from footprint.tracking.story import training_story
-
-    story = training_story(record) or {}
-    if story.get("short_windows"):
-        notes.append(story["short_windows"])  # one warning, however many short windows
-    if 0 < float(record.get("duration_s") or 0) < 10:
-        notes.append(
-            f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
-            "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)"
-        )
-    from footprint.lca.assessment import pct_sig
-
-    mfu = record.get("mfu") or {}
-    extra: dict[str, Any] = {}
-    if mfu.get("run_mfu"):
-        extra = {
-            "mfu": mfu["run_mfu"],
-            "mfu_method": f"measured run MFU ({mfu.get('method')}); steady state {pct_sig(mfu.get('steady_state_mfu'))}; "
-            f"dtype {mfu.get('dtype', w.dtype)}: {mfu.get('dtype_source') or 'given'}",
-            "flops": record.get("flops"),
-            "dtype": mfu.get("dtype", w.dtype),
-        }
-    return w.with_(
-        energy_method="measured energy (run record)",
-        gpu_hours_method="measured duration x GPUs",
-        notes=tuple(notes) + w.notes,
-        training=story,
-        parts=parts,
-        **extra,
-    )
-
-
-def _device_joules(d: dict[str, Any]) -> float:
-    v = d.get("energy_j")
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else 0.0
-
-
-def _model_parts(
-    record: dict[str, Any], gpus: list[dict[str, Any]], groups: list[tuple[str, int]], sets: list[str], file: str
-) -> tuple[Workload, ...]:
-    """One Workload per GPU model: its own devices, GPU-hours and share of the run's measured energy (split by each
-    device's measured energy; by device count where no device has one), with the run's site and ``sets``."""
-    joules = {name: sum(_device_joules(d) for d in gpus if d.get("name") == name) for name, _ in groups}
-    named, devices = sum(joules.values()), sum(n for _, n in groups)
-    total = float(record["energy"]["total_j"])
-    out = []
-    for name, n in groups:
-        data = run_scenario(record)
-        data["hardware"] = {"gpu": name, "count": n}
-        data["training"]["energy"] = f"{total * (joules[name] / named if named > 0 else n / devices)} J"
-        part = workload_from_dict(apply_overrides(data, sets, file), file)
-        out.append(
-            part.with_(
-                name=f"{part.name}: {n} x {part.gpu.name}",
-                energy_method="measured energy (run record), split by each device's measured energy",
-                gpu_hours_method="measured duration x GPUs",
-            )
-        )
-    return tuple(out)

@@ -1,12 +1,14 @@
 """`footprint report`: the document a team attaches to its model card or sustainability statement.
 
-One or more targets (scenario files or run directories) -> HTML (one self-contained file, figures as
+One or more Assessments (assessed by the caller: `footprint.api` turns scenario files and run directories into
+them; reports never call back into it) -> HTML (one self-contained file, figures as
 inline SVG), Markdown (figures as SVG files beside it), the Assessment JSON, CSV (one row per
 category and stage), PDF (the HTML printed by headless Chromium) or a BoAmps-style JSON.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html
 import io
@@ -20,7 +22,6 @@ from typing import Any
 from footprint import __version__
 from footprint.errors import FootprintError
 from footprint.escaping import csv_cell, md_text
-from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
@@ -28,15 +29,14 @@ from footprint.lca.assessment import (
     SENSITIVITY_NOTE,
     Assessment,
     key_figures,
-    md_source,
     num,
     pct,
     sensitivity_rows,
     summary_facts,
-    to_csv,
     training_facts,
 )
 from footprint.lca.notes import NoteGroup, note_count, note_groups
+from footprint.lca.render import md_source, to_csv
 from footprint.lca.units import display_unit
 from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
@@ -75,46 +75,34 @@ def infer_format(output: str, fmt: str | None) -> str:
     )
 
 
-def _assess_target(t: str | Assessment, sets: list[str] | None, samples: int, seed: int = 0) -> tuple[Assessment, Path | None]:
-    """An assessment (given, or of a scenario or run directory) and the run directory it came from, if any."""
-    if isinstance(t, Assessment):
-        src = t.workload.source
-        run_dir = Path(src).parent if src and Path(src).name == "run.json" else None
-        return t, run_dir
-    from footprint.api import to_workload
-    from footprint.lca.engine import assess
-    from footprint.lca.workload import scenario_path
-
-    p = scenario_path(t)
-    run_dir = p if p.is_dir() else (p.parent if p.name == "run.json" else None)
-    return assess(to_workload(p, sets), samples=samples, seed=seed), run_dir
+def section(item: Assessment | Section) -> Section:
+    """A Section as given, or one for an Assessment: named after its workload, with its run directory when the
+    workload was read from a run record (its power figures)."""
+    if isinstance(item, Section):
+        return item
+    src = item.workload.source
+    run_dir = Path(src).parent if src and Path(src).name == "run.json" else None
+    return Section(item, item.workload.name, run_dir)
 
 
-def build_sections(
-    targets: list[str | Assessment],
-    sets: list[str] | None,
-    samples: int,
-    trace: str | None,
-    progress: Any = None,
-    seed: int = 0,
-) -> list[Section]:
+def build_sections(items: list[Assessment | Section], trace: str | None = None) -> list[Section]:
+    """The sections of a report, figures drawn: one per assessment (given, or built by `footprint.api`), and the
+    trace's kernel figure on the first."""
     from footprint.reports import figures
 
     sections = []
-    for t in targets:
-        a, run_dir = _assess_target(t, sets, samples, seed)
-        s = Section(a, a.workload.name if isinstance(t, Assessment) else t, run_dir)
+    for item in items:
+        s = section(item)
+        a = s.assessment
         s.figures["stages"] = figures.stage_matrix(a)
         s.figures["components"] = figures.components(a)
         s.figures["materials"] = figures.materials(a)
         score_fig = figures.single_score(a)
         if score_fig:
             s.figures["single_score"] = score_fig
-        if run_dir is not None:
-            _run_figures(s, run_dir)
+        if s.run_dir is not None:
+            _run_figures(s, s.run_dir)
         sections.append(s)
-        if progress is not None:
-            progress()
     if trace:
         from footprint.kernels.trace import analyze_trace
 
@@ -670,71 +658,58 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
 STDOUT_FORMATS = ("html", "json", "csv", "boamps")
 
 
+def check_output(output: str, fmt: str | None) -> str:
+    """The report's format, the target checked before any work (stdout needs a text format; a pipe, a device, a
+    directory or a symlink out is refused)."""
+    if output == "-":
+        if fmt not in STDOUT_FORMATS:
+            raise FootprintError(
+                f"-o - (stdout) needs --format {'|'.join(STDOUT_FORMATS)}; Markdown and PDF need a file", key="--output"
+            )
+        return fmt
+    check_file_target(Path(output))
+    return infer_format(output, fmt)
+
+
 def write_report(
-    targets: list[str | Assessment],
-    output: str,
-    fmt: str | None = None,
-    sets: list[str] | None = None,
-    samples: int = DEFAULT_SAMPLES,
-    trace: str | None = None,
-    quiet: bool = False,
-    seed: int = 0,
+    items: list[Assessment | Section], output: str, fmt: str | None = None, trace: str | None = None, quiet: bool = False
 ) -> Path | None:
-    """Assess each target and write the report; returns the path written (None for stdout, output '-')."""
+    """Render assessments (or sections built by `footprint.api.report_sections`) into a report; returns the path
+    written (None for stdout, output '-'). Assessing targets is the caller's (`footprint.api.write_report`)."""
     import sys
 
-    to_stdout = output == "-"
-    if to_stdout and fmt not in STDOUT_FORMATS:
-        raise FootprintError(
-            f"-o - (stdout) needs --format {'|'.join(STDOUT_FORMATS)}; Markdown and PDF need a file", key="--output"
-        )
-    fmt = fmt if to_stdout else infer_format(output, fmt)
+    fmt = check_output(output, fmt)
     out = Path(output)
-    if not to_stdout:
-        check_file_target(out)  # refused before any work (a pipe, a device, a directory, a symlink out)
 
     def write(text: str) -> Path | None:
         text = text if text.endswith("\n") else text + "\n"
-        if to_stdout:
+        if output == "-":
             sys.stdout.write(text)
             return None
         write_text(out, text)
         return out
 
-    steps = len(targets) + (1 if fmt == "pdf" else 0) + 1
+    assessments = [section(x).assessment for x in items]
+    if fmt == "json":
+        data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}
+        return write(json.dumps(data, indent=2, default=str))
+    if fmt == "boamps":
+        b = [to_boamps(x) for x in assessments]
+        return write(json.dumps(b[0] if len(b) == 1 else b, indent=2, default=str))
+    if fmt == "csv":  # one table; with --compare, a first column names the scenario or run
+        return write(to_csv(assessments[0]) if len(assessments) == 1 else _csv_with_names(assessments))
     from rich.console import Console
-    from rich.progress import Progress
 
-    # the bar goes to stderr, and only to a terminal: redirected output stays clean
-    console = Console(stderr=True)
-    with Progress(console=console, transient=True, disable=quiet or not console.is_terminal) as bar:
-        task = bar.add_task("assessing", total=steps)
-        if fmt in ("json", "csv", "boamps"):
-            assessments = []
-            for t in targets:
-                assessments.append(_assess_target(t, sets, samples, seed)[0])
-                bar.advance(task)
-            if fmt == "json":
-                data: Any = assessments[0].to_dict() if len(assessments) == 1 else {"reports": [x.to_dict() for x in assessments]}
-                text = json.dumps(data, indent=2, default=str)
-            elif fmt == "boamps":
-                b = [to_boamps(x) for x in assessments]
-                text = json.dumps(b[0] if len(b) == 1 else b, indent=2, default=str)
-            else:  # one table; with --compare, a first column names the scenario or run
-                text = to_csv(assessments[0]) if len(assessments) == 1 else _csv_with_names(assessments)
-            bar.advance(task)
-            return write(text)
-        sections = build_sections(targets, sets, samples, trace, progress=lambda: bar.advance(task), seed=seed)
-        bar.update(task, description="rendering")
+    console = Console(stderr=True)  # the status goes to stderr, and only to a terminal: redirected output stays clean
+    with console.status("drawing the figures") if console.is_terminal and not quiet else contextlib.nullcontext():
+        sections = build_sections(items, trace)
         if fmt == "md":
             write_text(out, to_markdown(sections, out))
         elif fmt == "html":
             return write(to_html(sections))
         else:
-            bar.update(task, description="printing PDF")
             with atomic_path(out) as tmp:  # Chromium writes the temporary file; renamed only when whole
                 html_to_pdf(to_html(sections, printed=True), tmp)
-        bar.advance(task)
     return out
 
 

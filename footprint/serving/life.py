@@ -19,7 +19,8 @@ from footprint.lca import categories as cat
 
 def training_workload(target: str | Path) -> Any:
     """A run directory or run.json (measured) or a scenario YAML (stated)."""
-    from footprint.lca.workload import load_scenario, workload_from_run
+    from footprint.lca.workload import load_scenario
+    from footprint.tracking.to_workload import workload_from_run
 
     p = Path(target)
     if p.is_dir() or p.name.endswith(".json"):

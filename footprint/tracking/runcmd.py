@@ -13,6 +13,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,11 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
     return site or None
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | None = None) -> int:
     """Run the command as a child process while the tracker measures every visible GPU and the host (signals,
-    exit code and the child's fate if we die: `footprint.tracking.supervise`)."""
+    exit code and the child's fate if we die: `footprint.tracking.supervise`). ``exporter_for(tracker)`` starts
+    what serves the live metrics (the CLI's Prometheus endpoint, an integration) and returns it, or None; it is
+    stopped when the command ends."""
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -55,7 +58,7 @@ def run_command(args: argparse.Namespace) -> int:
         tracker = Tracker(name=args.name, output_dir=args.output_dir, site=site, period_s=args.period, handle_sigterm=False)
         os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
         tracker.start()
-        exporter = _prometheus(tracker, getattr(args, "prometheus_port", None))
+        exporter = exporter_for(tracker) if exporter_for is not None else None
         try:
             proc = sup.spawn(cmd, child_env(tracker.run_dir, getattr(args, "count_steps", False)))
         except OSError as exc:
@@ -83,22 +86,6 @@ def run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return code
-
-
-def _prometheus(tracker: Any, port: int | None) -> Any:
-    """The live-metrics endpoint on 127.0.0.1:port, if asked; a port already taken is a clear error."""
-    if port is None:
-        return None
-    try:
-        from footprint.integrations.prometheus import PrometheusExporter
-
-        return PrometheusExporter(tracker, port=port).start()
-    except ImportError:
-        tracker.stop()
-        raise FootprintError("needs prometheus_client: pip install 'footprint[integrations]'", key="--prometheus-port") from None
-    except OSError as exc:
-        tracker.stop()
-        raise FootprintError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", key="--prometheus-port") from None
 
 
 def child_env(run_dir: Path, count_steps: bool) -> dict[str, str]:
@@ -445,7 +432,6 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
     duration = _imported_energy(row.get("duration_s"))
     if duration is None:
         raise FootprintError(f"expected seconds >= 0, got {row.get('duration_s')!r} (nothing written)", str(path), "duration")
-    devices: list[dict[str, Any]] = []
     notes = ["imported from codecarbon: CPU/RAM are codecarbon's estimates unless it read RAPL"]
     if rows > 1:
         notes.append(
@@ -459,45 +445,8 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         gpu = recorded.split(",")[0].split(" x ")[-1].strip()
         logged = _imported_energy(row.get("gpu_count"))
         count = int(logged) if logged is not None and 1 <= logged <= MAX_RECORD_DEVICES else count
-    gpu_j = _imported_energy(row.get("gpu_energy_j"))
-    if gpu:
-        from footprint.lca.database import db
-
-        card = db().find_gpu(gpu, str(path), "--gpu")
-        # codecarbon writes 0 J when it saw no GPU: that is "not measured", never 8 GPUs measured at 0 J
-        measured = gpu_j is not None and gpu_j > 0
-        if not measured:
-            notes.append(
-                f"this codecarbon log has no GPU energy ({row.get('gpu_energy_j')!r} J): the {count} {card.name} GPU(s) "
-                "are recorded for their embodied impacts, their energy is not available (not zero)"
-            )
-        devices += [
-            {
-                "index": i,
-                "name": card.name,
-                "uuid": f"codecarbon:gpu{i}",
-                "component": "gpu",
-                "method": "codecarbon" if measured else "not measured",
-                "measured": measured,
-                "energy_j": gpu_j / count if measured else None,
-            }
-            for i in range(count)
-        ]
-    for comp, col in (("cpu", "cpu_energy_j"), ("ram", "ram_energy_j")):
-        if col in row:
-            energy = _imported_energy(row[col])
-            if energy is None and row[col] == row[col]:
-                notes.append(f"{col.removesuffix('_j')} {row[col]!r} is not an energy >= 0: not available")
-            devices.append(
-                {
-                    "name": f"host {comp}",
-                    "uuid": f"codecarbon:{comp}",
-                    "component": comp,
-                    "method": "codecarbon",
-                    "measured": False,
-                    "energy_j": energy,
-                }
-            )
+    devices = _codecarbon_gpus(row, gpu, count, path, notes) if gpu else []
+    devices += _codecarbon_host(row, notes)
     iso = row.get("country_iso_code")
     site = {"grid": str(iso)} if isinstance(iso, str) and iso.strip() else None
     if not gpu:
@@ -519,3 +468,51 @@ def from_codecarbon(path: Path, gpu: str | None, count: int) -> dict[str, Any]:
         "site": site,
         "notes": notes,
     }
+
+
+def _codecarbon_gpus(row: Any, gpu: str, count: int, path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """The log's GPUs as devices: codecarbon's GPU energy shared among them, or "not measured" (never 0 J)."""
+    from footprint.lca.database import db
+
+    gpu_j = _imported_energy(row.get("gpu_energy_j"))
+    card = db().find_gpu(gpu, str(path), "--gpu")
+    # codecarbon writes 0 J when it saw no GPU: that is "not measured", never 8 GPUs measured at 0 J
+    measured = gpu_j is not None and gpu_j > 0
+    if not measured:
+        notes.append(
+            f"this codecarbon log has no GPU energy ({row.get('gpu_energy_j')!r} J): the {count} {card.name} GPU(s) "
+            "are recorded for their embodied impacts, their energy is not available (not zero)"
+        )
+    return [
+        {
+            "index": i,
+            "name": card.name,
+            "uuid": f"codecarbon:gpu{i}",
+            "component": "gpu",
+            "method": "codecarbon" if measured else "not measured",
+            "measured": measured,
+            "energy_j": gpu_j / count if measured else None,
+        }
+        for i in range(count)
+    ]
+
+
+def _codecarbon_host(row: Any, notes: list[str]) -> list[dict[str, Any]]:
+    """The host's CPU and RAM as codecarbon estimated them (an unusable value is "not available")."""
+    devices = []
+    for comp, col in (("cpu", "cpu_energy_j"), ("ram", "ram_energy_j")):
+        if col in row:
+            energy = _imported_energy(row[col])
+            if energy is None and row[col] == row[col]:
+                notes.append(f"{col.removesuffix('_j')} {row[col]!r} is not an energy >= 0: not available")
+            devices.append(
+                {
+                    "name": f"host {comp}",
+                    "uuid": f"codecarbon:{comp}",
+                    "component": comp,
+                    "method": "codecarbon",
+                    "measured": False,
+                    "energy_j": energy,
+                }
+            )
+    return devices

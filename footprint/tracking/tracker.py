@@ -133,6 +133,22 @@ def gpus_for_rank(d: DistInfo, gpus: Any = None) -> list[int | str] | None:
     return [as_nvml(v) for v in visible] if visible else None
 
 
+def _source_and_retention(problems: list[str], source: Any, retention: Any) -> tuple[str, Any]:
+    """track()'s source label and segment retention, each replaced by the default (with a problem said) when unusable."""
+    if not isinstance(source, str):
+        problems.append(f"source {source!r} is not a string")
+        source = "footprint.track"
+    if retention is not None:
+        from meters.segments import Retention
+
+        try:
+            Retention.of(retention)
+        except (ValueError, TypeError) as exc:
+            problems.append(str(exc))
+            retention = None
+    return source, retention
+
+
 class Tracker:
     """Measures energy per device and per step; see the module docstring. Never raises."""
 
@@ -160,17 +176,7 @@ class Tracker:
             problems, name, output_dir, site, gpus, period_s, model, dtype
         )
         host, handle_sigterm = (_flag(problems, k, v) for k, v in (("host", host), ("handle_sigterm", handle_sigterm)))
-        if not isinstance(source, str):
-            problems.append(f"source {source!r} is not a string")
-            source = "footprint.track"
-        if retention is not None:
-            from meters.segments import Retention
-
-            try:
-                Retention.of(retention)
-            except (ValueError, TypeError) as exc:
-                problems.append(str(exc))
-                retention = None
+        source, retention = _source_and_retention(problems, source, retention)
         self.retention = retention  # meters.segments.Retention or a dict of its fields; None: the defaults
         self.name = name or _default_name(self.dist)
         self.output_dir = Path(output_dir)
@@ -186,22 +192,9 @@ class Tracker:
         self._meters: list[Any] = []
         self.fallback: Path | None = None  # where the record went when run_dir could not be written
         self.memory_only = False  # nothing writable at all: measured in memory, totals printed at the end
-        self.steps = 0
-        self.tokens = 0
-        self.flops = 0.0
-        self.hardware_flops = 0.0
-        self.dtype = dtype
-        self.dtype_source = "given" if dtype else None
-        self._dtype_origin: str | None = None
         self.source = source
         self.attached: Path | None = None  # the parent run directory when inside `footprint run`
-        self.flops_method: str | None = None
-        self.step_times: deque[float] = deque(maxlen=4096)
-        self.step_flops: deque[tuple[float, float, float]] = deque(maxlen=4096)  # (t, model, hardware)
-        self._per_token: tuple[float, float] | None = None
-        self._watched: tuple[float, int | None] | None = None  # (FLOPs, tokens) of the counted step
-        self._watch: Any = None
-        self._open: dict[str, tuple[tuple[float, dict[str, float]], str]] = {}
+        self._init_accounting(dtype)
         if model:
             try:
                 self._per_token = _per_token(model)
@@ -221,6 +214,23 @@ class Tracker:
             warnings.warn(message, FootprintWarning, stacklevel=3 if _problems is None else 4)
             for p in problems:
                 self._note(f"argument ignored: {p} (the default is used instead)")
+
+    def _init_accounting(self, dtype: str | None) -> None:
+        """What the steps add up: counts, FLOPs and their method, the dtype, the last steps' times (bounded)."""
+        self.steps = 0
+        self.tokens = 0
+        self.flops = 0.0
+        self.hardware_flops = 0.0
+        self.dtype = dtype
+        self.dtype_source = "given" if dtype else None
+        self._dtype_origin: str | None = None
+        self.flops_method: str | None = None
+        self.step_times: deque[float] = deque(maxlen=4096)
+        self.step_flops: deque[tuple[float, float, float]] = deque(maxlen=4096)  # (t, model, hardware)
+        self._per_token: tuple[float, float] | None = None
+        self._watched: tuple[float, int | None] | None = None  # (FLOPs, tokens) of the counted step
+        self._watch: Any = None
+        self._open: dict[str, tuple[tuple[float, dict[str, float]], str]] = {}
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> Tracker:

@@ -1,16 +1,16 @@
 """Write the factor-audit section of docs/validation.md: footprint's national use-phase factors beside the
 per-country values other open tools carry, and a summary of lca_data/electricity_audit.csv.
 
-Run from the repository root:  python -m lca_data.tools.electricity_comparison
+Run from the repository root:  python -m footprint.lca.factor_audit
 
 The reference values (lca_data/electricity_zone_cited.csv: ADEME Base IMPACTS 2011 as shipped by boaviztapi)
 are a cross-check only: they are never a factor and never widen a range. The table reports each zone x
 category as it falls: ratio footprint / reference, within 10x, within 3x, reference inside footprint's stated
 95 % range. The section sits between two markers in docs/validation.md; a test recomputes it.
 
-Unlike the build tools beside it, this script reads the zone factors as the core computes them
-(footprint.lca.electricity): a documentation script run from the repository root, never imported by
-footprint (nothing in footprint imports lca_data.tools).
+It lives in the core, not in lca_data/tools/ with the build scripts, because it reads the zone factors as the core
+computes them (footprint.lca.electricity) and lca_data imports nothing of ours. Only `main` writes (docs/validation.md
+of a repository checkout); nothing in footprint imports this module.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lca_data import loader
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "validation.md"
-BEGIN, END = "<!-- factor-audit:begin (lca_data/tools/electricity_comparison.py) -->", "<!-- factor-audit:end -->"
+BEGIN, END = "<!-- factor-audit:begin (footprint/lca/factor_audit.py) -->", "<!-- factor-audit:end -->"
 ZONES = ("FRA", "DEU", "USA", "CHN", "IND", "POL")
 CATEGORIES = (  # the issue's 24 cells; acidification is reported beside them
     "eutrophication_freshwater",

@@ -1,0 +1,79 @@
+"""Workload: what a training run used, as plain data in canonical units; the input of the engine.
+
+At the bottom of `footprint.lca` (it imports only the GPU records, units and the FactorSet type), so the
+electricity model, the engine and the Assessment can name it without importing the scenario parser
+(`footprint.lca.workload`, which re-exports it under its public name `footprint.lca.workload.Workload`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from footprint.lca.database import Gpu
+from footprint.lca.units import Q
+
+if TYPE_CHECKING:  # pragma: no cover
+    from footprint.lca.factorset import FactorSet
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything the LCA needs, in canonical units (hours, kWh, W, L/kWh, kg CO2 eq/kWh)."""
+
+    name: str
+    gpu: Gpu
+    count: int
+    lifetime_h: float
+    utilization: float
+    gpu_hours: float
+    gpu_hours_method: str
+    it_energy_kwh: float
+    energy_method: str
+    power_per_gpu_w: float | None
+    pue: float
+    grid: str
+    wue_l_per_kwh: float | None = None
+    ewif_l_per_kwh: float | None = None
+    carbon_intensity: float | None = None  # kg CO2 eq / kWh override
+    ewif_stated: bool = False  # True when site.ewif (or a preset) gave the EWIF, False for the zone's
+    ewif_method: str = ""
+    pue_method: str = (
+        ""  # "stated", "preset NAME", or "default: ..." when the scenario gave neither (footprint.lca.assessment.pue_text)
+    )
+    electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
+    embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
+    host: str | None = "default"
+    embodied_override: dict[str, float] = field(default_factory=dict)
+    flops: float | None = None
+    mfu: float | None = None
+    mfu_method: str | None = None
+    dtype: str = "bf16"
+    model: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    site_preset: str | None = None
+    source: str | None = None
+    description: str = ""
+    notes: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    training: dict[str, Any] = field(default_factory=dict)  # a measured run's story (footprint.tracking.story)
+    parts: tuple[Workload, ...] = ()  # a run with several GPU models: one Workload per model, assessed and summed
+
+    @property
+    def lifetime_years(self) -> float:
+        """Hardware lifetime in the registry's years (365.25 days), the unit of "N years" in scenarios."""
+        return float(Q(self.lifetime_h, "hour").to("year").magnitude)
+
+    @property
+    def gpu_lifetimes(self) -> float:
+        """Lifetimes of hardware the run consumes: GPU-hours / (lifetime x utilisation)."""
+        return self.gpu_hours / (self.lifetime_h * self.utilization)
+
+    @property
+    def gpu_equivalents(self) -> int:
+        """ceil of gpu_lifetimes (Falk et al.'s GPU-equivalents); float noise below 1e-9 ignored."""
+        return math.ceil(self.gpu_lifetimes - 1e-9)
+
+    def with_(self, **changes: Any) -> Workload:
+        return replace(self, **changes)
