@@ -196,7 +196,8 @@ class Reader:
             if b.startswith(b"\xef\xbb\xbf"):
                 b, self.bom = b[3:], 3
         self.consumed += self.pos
-        self.buf = self.buf[self.pos :] + b
+        # One new buffer, not two (slice, then concatenation): each fresh megabyte costs page faults.
+        self.buf = b"".join((memoryview(self.buf)[self.pos :], b)) if self.pos < len(self.buf) else b
         self.pos = 0
         self._text = None
         return bool(b)
@@ -339,7 +340,7 @@ class Reader:
                 p = buf.rfind(b"}", start, p)
             if p < 0:
                 break
-            text = b"[" + buf[start : p + 1] + b"]"
+            text = b"".join((b"[", memoryview(buf)[start : p + 1], b"]"))  # one copy, not three
             try:
                 batch = self._decode(text)
             except UnicodeDecodeError:  # not UTF-8: the slow path reads it as Latin-1
