@@ -89,12 +89,8 @@ class Device:
                 )
         if self.card is not None:
             self.peaks = {k: v * 1e12 for k, v in self.card.peak_tflops.items()}
-            bw = self.card.raw.get("memory_bandwidth")
-            if isinstance(bw, dict) and bw.get("value"):
-                from footprint.lca.units import ureg
-
-                self.bandwidth = float(ureg.Quantity(str(bw["value"])).to("byte/s").magnitude)
-            else:
+            self.bandwidth = self.card.memory_bandwidth_bps
+            if self.bandwidth is None:
                 warnings.append(
                     f"{self.card.name}: memory bandwidth is not in lca_data, so the roofline class "
                     f"(compute- or memory-bound) is not available"

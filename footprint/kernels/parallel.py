@@ -87,7 +87,7 @@ def _scan_range(job: tuple[str, int, int | None, bool]) -> tuple[Scan, int, dict
     """One worker: its range's events kept as `scan` keeps them; None if the range is not whole entries."""
     path, start, end, in_object = job
     stream = _Range(Path(path), start, end)
-    reader = Reader(stream)
+    reader = Reader(stream, unread_empty=True)
     reader.saw_events = True
     s = Scan()
     keep = _Keeper(s)

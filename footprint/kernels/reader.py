@@ -8,7 +8,9 @@ array (``deviceProperties``, ``baseTimeNanoseconds``, ...) land in ``meta``.
 Speed and memory: the event array is cut into slices of about a megabyte at an event boundary and each
 slice is decoded by msgspec into typed structs whose ``args`` stay raw bytes (most events are
 ``python_function`` and are never looked at again); only the events the analysis uses have their
-``args`` decoded. A slice that is not plain Kineto layout (an event larger than the buffer, a value of
+``args`` decoded; `scan` decodes each slice into structs tagged by category, so that the events of the
+categories it never reads come back empty, their fields skipped unbuilt (a slice with another category
+is decoded as above). A slice that is not plain Kineto layout (an event larger than the buffer, a value of
 an unexpected type) falls back to decoding one event at a time with the standard library's C scanner,
 which also finds the exact position of a damaged or truncated file. The categories never read
 (``python_function``, flows, instant events) are dropped per slice before the per-event loop. Memory
@@ -34,7 +36,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from json.scanner import make_scanner
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
@@ -95,7 +97,31 @@ class Args(msgspec.Struct):
     stream: Any = None
 
 
+# Categories of the bulk of a trace that the analysis never reads: dropped per slice before the loop.
+_SKIP_CATS = frozenset({"python_function", "cpu_instant_event", "ac2g", "Trace", "fwdbwd", None})
+# Other categories the analysis never reads (their kind is 0), seen in real traces.
+_UNREAD_CATS = ("gpu_user_annotation", "cuda_profiler_range", "overhead")
+_LEGACY_CATS = ("Kernel", "Runtime", "Operator", "Memcpy", "Memset")  # 2021 traces' spelling
+
+
+def _tagged_decoder() -> msgspec.json.Decoder:
+    """`scan`'s decoder of a slice: one struct per category, tagged by `cat`. Events of the categories the
+    analysis never reads (python_function: most of a trace) decode to empty structs, their fields skipped
+    without being built; the others carry Event's fields. A slice with another category, or an event
+    without one, is refused (ValidationError) and decoded as Events: the tags change the cost, not the result."""
+    fields = [(f, msgspec.Raw if f == "args" else Any, None) for f in Event.__struct_fields__ if f != "cat"]
+    kept = (*CAT_KIND, *_LEGACY_CATS)
+    unread = (*(c for c in _SKIP_CATS if c is not None), *_UNREAD_CATS)
+    assert not {c.lower() for c in unread} & set(CAT_KIND)  # an unread category is never one the loop keeps
+    types = [
+        msgspec.defstruct(f"_{c}", fields if c in kept else [], tag_field="cat", tag=c, namespace={"cat": c})
+        for c in (*kept, *unread)
+    ]
+    return msgspec.json.Decoder(list[Union[tuple(types)]])  # noqa: UP007 - a Union of a runtime tuple
+
+
 _EVENTS = msgspec.json.Decoder(list[Event])
+_TAGGED = _tagged_decoder()
 _RAWS = msgspec.json.Decoder(list[msgspec.Raw])
 _EVENT = msgspec.json.Decoder(Event)
 _ARGS = msgspec.json.Decoder(Args)
@@ -169,8 +195,9 @@ def decode_args(raw: msgspec.Raw | None) -> Args:
 class Reader:
     """Streams a trace's events (`events()` yields Event, or None for a non-object entry)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, unread_empty: bool = False) -> None:
         self.stream = stream
+        self.unread_empty = unread_empty  # `scan`: events of categories never read may come back empty (no fields)
         self.buf = b""
         self.pos = 0
         self.eof = False
@@ -196,7 +223,8 @@ class Reader:
             if b.startswith(b"\xef\xbb\xbf"):
                 b, self.bom = b[3:], 3
         self.consumed += self.pos
-        self.buf = self.buf[self.pos :] + b
+        # One new buffer, not two (slice, then concatenation): each fresh megabyte costs page faults.
+        self.buf = b"".join((memoryview(self.buf)[self.pos :], b)) if self.pos < len(self.buf) else b
         self.pos = 0
         self._text = None
         return bool(b)
@@ -339,7 +367,7 @@ class Reader:
                 p = buf.rfind(b"}", start, p)
             if p < 0:
                 break
-            text = b"[" + buf[start : p + 1] + b"]"
+            text = b"".join((b"[", memoryview(buf)[start : p + 1], b"]"))  # one copy, not three
             try:
                 batch = self._decode(text)
             except UnicodeDecodeError:  # not UTF-8: the slow path reads it as Latin-1
@@ -365,6 +393,11 @@ class Reader:
         return None
 
     def _decode(self, text: bytes) -> list[Event | None]:
+        if self.unread_empty:
+            try:
+                return _TAGGED.decode(text)
+            except msgspec.ValidationError:  # another category, no category...: decoded as Events below
+                pass
         try:
             return _EVENTS.decode(text)
         except msgspec.ValidationError:  # an entry that is not an object, or a field of another type
@@ -519,8 +552,6 @@ class Scan:
         self.notes: list[str] = []
 
 
-# Categories of the bulk of a trace that the analysis never reads: dropped per slice before the loop.
-_SKIP_CATS = frozenset({"python_function", "cpu_instant_event", "ac2g", "Trace", "fwdbwd", None})
 _MAX_TS = 1e19  # |ts| beyond this (us: 300,000 years; ns: 300 years since 1970) is not a time
 _MAX_DUR = 1e13  # one event longer than this (us: 116 days; ns: 2.8 h x 1000) is not a duration
 _MAX_BYTES = 1 << 50  # a copy's byte count beyond a petabyte is not one
@@ -637,7 +668,7 @@ class _Keeper:
 def scan(stream: Any, file: str) -> Scan:
     """Read every event once; keep CPU ops, launches, GPU events and profiler steps (see Scan)."""
     s = Scan()
-    reader = Reader(stream)
+    reader = Reader(stream, unread_empty=True)
     keep = _Keeper(s)
     t0 = time.perf_counter()
     try:

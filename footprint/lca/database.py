@@ -9,14 +9,16 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
-from typing import Any
-
-import numpy as np
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from footprint.errors import UnknownGpuError
 from footprint.lca import categories as cat
-from footprint.lca import parametric
 from footprint.lca.units import Q
+
+if TYPE_CHECKING:  # numpy (and parametric, which needs it) are imported where used: the GPU catalogue alone
+    import numpy as np  # (kernels analyze) needs neither
+
 
 # Columns of every impact vector: the 16 categories then the extras (primary energy).
 INDICATORS: tuple[str, ...] = cat.keys() + tuple(c.key for c in cat.extras())
@@ -48,6 +50,7 @@ class Gpu:
     tdp_w: float
     peak_tflops: dict[str, float]
     memory_gb: float | None
+    memory_bandwidth_bps: float | None  # datasheet peak DRAM bandwidth, bytes/s
     die_area_mm2: float | None
     process_node: str | None
     architecture: str | None
@@ -82,6 +85,8 @@ class Embodied:
     notes: tuple[str, ...] = ()
 
     def total(self) -> np.ndarray:
+        import numpy as np
+
         return np.sum(list(self.parts.values()), axis=0)
 
     def by_stage(self) -> dict[str, np.ndarray]:
@@ -112,6 +117,8 @@ class HostShare:
 
 def _vectors(rows: list[dict[str, str]], key: str) -> dict[str, np.ndarray]:
     """One impact vector per value of ``key`` from one-value-per-row CSV rows."""
+    import numpy as np
+
     out: dict[str, np.ndarray] = {}
     for r in rows:
         out.setdefault(r[key], np.zeros(N_IND))[IDX[r["category"]]] = float(r["value"])
@@ -151,8 +158,31 @@ class Database:
     # ---- GPUs ----------------------------------------------------------------------------------
     @cached_property
     def gpus(self) -> dict[str, Gpu]:
-        raw = self._loader.load_gpus(parse=Q)
-        return {g["id"]: self._gpu(g) for g in raw}
+        """The catalogue, from the on-disk cache while gpus.yaml, the sources and the code that checks them
+        are unchanged (footprint.lca.diskcache), else built and checked afresh."""
+        from footprint.lca.diskcache import cached
+
+        return cached("gpu-catalogue", self._gpu_inputs(), self._build_gpus)
+
+    def _build_gpus(self) -> dict[str, Gpu]:
+        return {g["id"]: self._gpu(g) for g in self._loader.load_gpus(parse=Q)}
+
+    def _gpu_inputs(self) -> list[Path]:
+        """Every file the catalogue's value depends on: the data, and the code that reads and checks it."""
+        import importlib.util
+
+        import yaml
+
+        from footprint.lca import diskcache, units
+
+        data = self._loader.DATA_DIR
+        code = [Path(m.__file__ or "") for m in (self._loader, units, diskcache, yaml)] + [Path(__file__)]
+        spec = importlib.util.find_spec("pint")
+        if spec is None or spec.origin is None:
+            raise OSError("pint is not installed")  # no cache; the build reports it
+        pint_dir = Path(spec.origin).parent
+        code += [pint_dir / "__init__.py", pint_dir / "default_en.txt"]
+        return [data / "gpus.yaml", *sorted((data / "sources").glob("*.yaml")), *code]
 
     @staticmethod
     def _gpu(g: dict[str, Any]) -> Gpu:
@@ -167,6 +197,7 @@ class Database:
         if proxy:  # a proxied geometry never inherits a documented single-die VRAM area
             params.pop("vram_die_area_mm2", None)
         peaks = {k.lower(): _num(v, None) for k, v in (g.get("peak_tflops") or {}).items()}
+        bw = g.get("memory_bandwidth")
         return Gpu(
             id=g["id"],
             name=g["name"],
@@ -175,6 +206,7 @@ class Database:
             tdp_w=_num(g["tdp"], "W"),
             peak_tflops=peaks,
             memory_gb=_num(g["memory"], "GB") if "memory" in g else None,
+            memory_bandwidth_bps=_num(bw, "byte/s") if isinstance(bw, dict) and bw.get("value") else None,
             die_area_mm2=_num(g["die_area"], "mm**2") if "die_area" in g else None,
             process_node=(g.get("process_node") or {}).get("value"),
             architecture=g.get("architecture"),
@@ -232,6 +264,8 @@ class Database:
     @cached_property
     def vram_mm2_per_gb(self) -> float:
         """Average VRAM density of the cards with a documented VRAM die (GH200 excluded, as upstream)."""
+        import numpy as np
+
         vals = [
             g.parametric["vram_die_area_mm2"] * g.parametric["vram_dies"] / g.parametric["vram_capacity_gb"]
             for g in self.gpus.values()
@@ -255,6 +289,8 @@ class Database:
 
     @lru_cache(maxsize=128)  # noqa: B019 - one Database per process
     def _embodied_parametric(self, gpu_id: str, variant: str) -> Embodied:
+        from footprint.lca import parametric
+
         gpu = self.gpus[gpu_id]
         corrected = self.resolve_variant(variant) != "published"
         parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb, all_dies=corrected)
@@ -269,6 +305,8 @@ class Database:
     def embodied(self, gpu_id: str, variant: str | None = None) -> Embodied:
         """Per-card impacts: ADEME per-card rows, else the parametric model; ``variant`` is "corrected"
         (default: lca_data/embodied_corrections.yaml) or "published" (the ADEME data exactly as published)."""
+        import numpy as np
+
         variant = self.resolve_variant(variant)
         gpu = self.gpus[gpu_id]
         rows = self._ademe_rows.get(gpu.name)
@@ -305,6 +343,8 @@ class Database:
     def card_vs_model_ratios(self) -> list[np.ndarray]:
         """Per-card ADEME data / parametric model for every card the study covers: how far the model strays,
         category by category (the embodied uncertainty of modelled cards). Computed once per process."""
+        import numpy as np
+
         out = []
         for g in self.gpus.values():
             emb = self.embodied(g.id)
@@ -316,6 +356,8 @@ class Database:
 
     def distribution(self, gpu: Gpu) -> np.ndarray:
         """Per-card distribution (plane 9,908 km + truck 1,000 km, the calculator's defaults)."""
+        from footprint.lca import parametric
+
         return parametric.distribution(gpu.mass_kg, self.distribution_factors)
 
     # ---- other tables ----------------------------------------------------------------------------
@@ -337,6 +379,8 @@ class Database:
 
     def host_share(self, name: str | None) -> HostShare:
         """The per-GPU host share of a host model (NaN where a category is not available), its spread and sources."""
+        import numpy as np
+
         data = self.host
         key = data["default"] if name in (None, "default") else name
         if key not in data["hosts"]:

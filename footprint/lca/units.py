@@ -14,13 +14,13 @@ cache is skipped, never an error.
 from __future__ import annotations
 
 import math
-import os
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import pint
 
 # Canonical pint names of the EF units, each on its own dimension.
@@ -87,15 +87,10 @@ _DISPLAY = {
 
 def cache_dir() -> Path | None:
     """Where pint caches its parsed definitions (None: no cache)."""
-    text = os.environ.get("FOOTPRINT_CACHE_DIR")
-    if text is not None:
-        return Path(text) / "pint" if text.strip() else None
-    try:
-        import platformdirs
+    from footprint.lca.diskcache import cache_root
 
-        return Path(platformdirs.user_cache_dir("footprint")) / "pint"
-    except Exception:
-        return None
+    root = cache_root()
+    return root / "pint" if root is not None else None
 
 
 @lru_cache(maxsize=1)
