@@ -43,9 +43,6 @@ ALLOWED_UP: set[tuple[str, str]] = {
 #: Import edges left out of the circle check, each with the reason; nothing else may be added here.
 ALLOWED_CIRCLE: set[tuple[str, str]] = {
     ("footprint.fleet.ledger", "footprint.fleet.report"),  # moved when issue-24 lands (fleet files are its branch's)
-    # issue-26b's reader (landed after issue-23 began; not ours to edit): reader.read() dispatches to parallel, which
-    # runs the reader's pass; the lead moves that dispatch up (into kernels.trace) and removes this line.
-    ("footprint.kernels.reader", "footprint.kernels.parallel"),
 }
 
 

@@ -27,7 +27,8 @@ from footprint.kernels.gpu import (
 )
 from footprint.kernels.linking import CARRIED_OVER, UNLINKED, ModelResolver, link, partition
 from footprint.kernels.opmodels import CATEGORIES, KERNEL, MATRIX_CATEGORIES
-from footprint.kernels.reader import Scan, read_trace
+from footprint.kernels.parallel import read_trace
+from footprint.kernels.reader import Scan
 from footprint.kernels.render import format_us
 from footprint.kernels.steps import StepIndex, parse_choice, select, spans
 

@@ -1,4 +1,5 @@
-"""The one streaming pass over a big plain-JSON trace, split across processes (`reader.scan` on byte ranges).
+"""Reading a trace: `read_trace` picks one pass (`reader.scan`) or, for a big plain-JSON trace, that pass split
+across processes on byte ranges (`scan_parallel`).
 
 Why: past a few hundred MB the pass is CPU-bound in the decoder, and a machine that records such traces
 has cores to spare. The event array is cut after a ``},`` followed by a line break (a raw line break is
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from footprint.kernels.reader import Reader, Scan, _Keeper, finish
+from footprint.kernels.reader import Reader, Scan, _Keeper, finish, open_source, scan, split_member
 
 MIN_BYTES = 64 << 20  # smaller files are read in one process: forking costs more than it saves
 _CUT = re.compile(rb"\},[ \t\r]*\n[ \t\r\n]*\{")  # an entry's end, a comma, a line break, the next entry
@@ -188,3 +189,21 @@ def scan_parallel(path: Path, file: str, meanwhile: Callable[[], Any] | None = N
     s.seconds = time.perf_counter() - t0
     s.bytes = size
     return finish(s, True, {**head.meta, **meta}, not_utf8, file)
+
+
+def read_trace(path: str | Path, meanwhile: Callable[[], Any] | None = None) -> tuple[Scan, str, list[str]]:
+    """(what the pass kept, the source's description, warnings) for a trace path or ARCHIVE::MEMBER.
+
+    A big plain .json file is read by several processes (`scan_parallel`), anything else in one pass;
+    `meanwhile` (say, loading the GPU catalogue) then runs in this one while the workers read."""
+    file_path, member = split_member(path)
+    if member is None:
+        s = scan_parallel(file_path, str(path), meanwhile)
+        if s is not None:
+            return s, file_path.name, s.notes
+    stream, label, warnings = open_source(file_path, member)
+    try:
+        s = scan(stream, str(path))
+    finally:
+        stream.close()
+    return s, label, warnings + s.notes

@@ -33,7 +33,7 @@ import tarfile
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from json.scanner import make_scanner
 from pathlib import Path
 from typing import Any, Union
@@ -713,23 +713,3 @@ def finish(s: Scan, saw_events: bool, meta: dict[str, Any], not_utf8: int, file:
         )
     s.meta = {k: v for k, v in meta.items() if k != "metadata"}
     return s
-
-
-def read_trace(path: str | Path, meanwhile: Callable[[], Any] | None = None) -> tuple[Scan, str, list[str]]:
-    """(what the pass kept, the source's description, warnings) for a trace path or ARCHIVE::MEMBER.
-
-    A big plain .json file is read by several processes (`parallel`); `meanwhile` (say, loading the GPU
-    catalogue) then runs in this one while they work."""
-    file_path, member = split_member(path)
-    if member is None:
-        from footprint.kernels.parallel import scan_parallel
-
-        s = scan_parallel(file_path, str(path), meanwhile)
-        if s is not None:
-            return s, file_path.name, s.notes
-    stream, label, warnings = open_source(file_path, member)
-    try:
-        s = scan(stream, str(path))
-    finally:
-        stream.close()
-    return s, label, warnings + s.notes
