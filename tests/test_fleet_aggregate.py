@@ -242,6 +242,28 @@ def test_job_table_in_chunks_equals_one_pass(fleet: Path) -> None:
     assert a["single_score_pt"].notna().sum() >= 6
 
 
+def test_job_table_streamed_in_chunks_writes_what_one_pass_writes(fleet: Path, tmp_path: Path) -> None:
+    from footprint.fleet import ledger
+
+    for fmt in ("csv", "json", "table"):
+        one, many = tmp_path / f"one.{fmt}", tmp_path / f"many.{fmt}"
+        ledger.write_jobs(fleet, str(one), fmt)
+        ledger.write_jobs(fleet, str(many), fmt, chunk=2)  # the ledger read and written two rows at a time
+        if fmt == "json":
+            a, b = json.loads(one.read_text())["jobs"], json.loads(many.read_text())["jobs"]
+            assert len(a) == len(b) == len(ledger.job_table(fleet))
+            pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b), rtol=1e-12)
+        elif fmt == "csv":
+            a, b = pd.read_csv(one, dtype={"job_id": str}), pd.read_csv(many, dtype={"job_id": str})
+            pd.testing.assert_frame_equal(a, b, rtol=1e-12)  # the batch's sums differ in the last bits by chunk
+            assert one.read_text().count("job_id") == many.read_text().count("job_id") == 1
+        else:
+            lines = many.read_text().splitlines()
+            assert lines[0].split()[0] == "job_id" and sum(x.split()[0] == "job_id" for x in lines) == 1
+            assert {len(x) for x in lines} == {len(lines[0])}  # chunks line up under one head
+            assert len(lines) == len(ledger.job_table(fleet)) + 1
+
+
 class _Proxy:
     """A proxy in front of the real Prometheus that fails every query after the first ``fail_after`` (503), or adds
     a ``warnings`` entry to every answer (a Thanos/Mimir partial response)."""

@@ -12,6 +12,7 @@ returned as written.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -277,67 +278,134 @@ JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start
 
 
 def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Any:
-    """Every job with its footprint in all 16 categories (central values; the engine's batch, linear in GPU-hours
-    and energy, run on ``chunk`` jobs at a time so that memory stays bounded): a DataFrame, one row per job;
-    jobs that cannot be assessed keep their row, with the reason."""
+    """Every job with its footprint in all 16 categories (central values), one DataFrame: for a program that
+    wants the table whole (`job_chunks` streams it, as `footprint fleet report --by job` does)."""
+    import pandas as pd
+
+    df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
+    parts = [_job_frame(df.iloc[s0 : s0 + chunk], sets) for s0 in range(0, len(df), chunk)] or [_job_frame(df, sets)]
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+
+
+def job_chunks(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Iterator[Any]:
+    """The job table ``chunk`` ledger rows at a time (read in Parquet batches, assessed, handed on, freed):
+    memory is bounded by the chunk, not the job count."""
+    for df in store.iter_index(fleet, JOB_COLUMNS, chunk):
+        yield _job_frame(df, sets)
+
+
+def _job_frame(df: Any, sets: list[str] | None) -> Any:
+    """These ledger rows with their footprint in all 16 categories (the engine's batch, linear in GPU-hours and
+    energy); a row that cannot be assessed keeps its place, with the reason."""
     import pandas as pd
 
     from footprint.fleet.report import assess_index
     from footprint.lca import categories as cat
     from footprint.lca.units import display_unit
 
-    df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
     n = len(df)
     cats = cat.categories() + cat.extras()
     names = ["facility_energy_kwh", "gpu_lifetimes", "single_score_pt"] + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
     values = {k: np.full(n, np.nan) for k in names}
-    reasons: list[str | None] = [None] * n
-    for s0 in range(0, n, chunk):
-        batch, rows, why = assess_index(df.iloc[s0 : s0 + chunk], sets)
-        reasons[s0 : s0 + len(why)] = why
-        if not len(rows):
-            continue
-        at = rows + s0
-        values["facility_energy_kwh"][at] = batch.facility_energy_kwh
-        values["gpu_lifetimes"][at] = batch.gpu_lifetimes
-        values["single_score_pt"][at] = batch.single_score()
+    batch, rows, reasons = assess_index(df, sets)
+    if len(rows):
+        values["facility_energy_kwh"][rows] = batch.facility_energy_kwh
+        values["gpu_lifetimes"][rows] = batch.gpu_lifetimes
+        values["single_score_pt"][rows] = batch.single_score()
         for c, k in zip(cats, names[3:], strict=True):
-            values[k][at] = batch.total(c.key)
-    out = pd.DataFrame(
-        {
-            "job_id": df["job_id"],
-            "name": df["name"],
-            "user": df["user"],
-            "account": df["account"],
-            "partition": df["partition"],
-            "state": df["state"],
-            "start": df["start"],
-            "gpu": df["gpu_name"],
-            "gpus": df["gpu_count"].astype("Int64"),
-            "gpu_hours": df["gpu_hours"],
-            "energy_kwh": df["energy_j"] / 3.6e6,
-            "coverage": df["coverage"],
-            **values,
-            "not_assessed": reasons,
-        },
-        copy=False,  # the arrays as computed: a million jobs' 20 columns are not copied into one block
-    )
-    return out
+            values[k][rows] = batch.total(c.key)
+    cols = {
+        "job_id": df["job_id"],
+        "name": df["name"],
+        "user": df["user"],
+        "account": df["account"],
+        "partition": df["partition"],
+        "state": df["state"],
+        "start": df["start"],
+        "gpu": df["gpu_name"],
+        "gpus": df["gpu_count"].astype("Int64"),
+        "gpu_hours": df["gpu_hours"],
+        "energy_kwh": df["energy_j"] / 3.6e6,
+        "coverage": df["coverage"],
+    }
+    cols = {k: v.reset_index(drop=True) for k, v in cols.items()}  # categories stay categories
+    return pd.DataFrame(cols | values | {"not_assessed": reasons})
 
 
-def render_jobs(table: Any, fmt: str) -> str:
-    """The job table as text (aligned columns: the main figures), CSV (every column) or JSON (records)."""
+def write_jobs(
+    fleet: str | Path, output: str | None, fmt: str, sets: list[str] | None = None, chunk: int = 100_000
+) -> Path | None:
+    """The job table as text, CSV or JSON, streamed chunk by chunk to ``output`` (atomically, through
+    `footprint.outputs.atomic_path`) or to stdout: a million jobs are never held at once."""
+    import sys
+
+    from footprint.outputs import atomic_path, write_error
+
+    parts = _rendered(job_chunks(fleet, sets, chunk), fmt)
+    if not output:
+        for text in parts:
+            sys.stdout.write(text)
+        return None
+    with atomic_path(output) as tmp:
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                for text in parts:
+                    fh.write(text)
+        except OSError as e:
+            raise write_error(output, e) from None
+    return Path(output)
+
+
+def _rendered(chunks: Iterator[Any], fmt: str) -> Iterator[str]:
+    """Each chunk as text: the CSV header, the JSON array's brackets and the table's column heads once."""
+    first = True
+    widths: dict[str, int] = {}
+    if fmt == "json":
+        yield '{"jobs": ['
+    for table in chunks:
+        if fmt == "json":
+            recs = json.loads(table.to_json(orient="records", date_format="iso"))
+            body = ",\n".join(json.dumps(r) for r in recs)
+            if body:
+                yield ("\n" if first else ",\n") + body
+                first = False
+        else:
+            text, widths = render_jobs(table, fmt, header=first, widths=widths)
+            first = False
+            yield text
+    if fmt == "json":
+        yield "\n]}\n"
+    elif first:  # no job at all: the heads alone
+        yield render_jobs(_job_frame(_empty_index(), None), fmt)[0]
+
+
+def _empty_index() -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series([], dtype=float if c in store.NUMERIC_COLUMNS else object) for c in JOB_COLUMNS})
+
+
+def render_jobs(table: Any, fmt: str, header: bool = True, widths: dict[str, int] | None = None) -> tuple[str, dict[str, int]]:
+    """One chunk of the job table as CSV (every column) or aligned text (the main figures; ``widths`` carries the
+    columns' widths from chunk to chunk, so that chunks line up), and the widths used."""
     if fmt == "csv":
         from footprint.escaping import csv_cell
 
         safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
-        return safe.to_csv(index=False)
-    if fmt == "json":
-        recs = json.loads(table.to_json(orient="records", date_format="iso"))
-        return json.dumps({"jobs": recs}, indent=1) + "\n"
+        if "start" in safe and hasattr(safe["start"], "dt"):  # one format in every chunk (pandas' depends on the rows)
+            t = safe["start"]
+            t = t.dt.tz_localize("UTC") if t.dt.tz is None else t.dt.tz_convert("UTC")
+            safe["start"] = t.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return safe.to_csv(index=False, header=header), {}
     cc = next((c for c in table.columns if c.startswith("climate_change [")), None)
     cols = ["job_id", "user", "gpu", "gpus", "gpu_hours", "energy_kwh"] + ([cc] if cc else [])
-    view = table[cols].copy()
+    view = table[cols].astype(object).where(table[cols].notna(), None)
     for c in ("gpu_hours", "energy_kwh", *([cc] if cc else [])):
-        view[c] = view[c].map(lambda x: "n/a" if x != x else f"{x:.4g}")
-    return view.to_string(index=False) + "\n"
+        view[c] = view[c].map(lambda x: "n/a" if x is None else f"{x:.4g}")
+    view = view.map(lambda x: "n/a" if x is None else str(x))
+    w = dict(widths or {})
+    for c in cols:
+        w[c] = max(w.get(c, len(c)), int(view[c].str.len().max()) if len(view) else 0)
+    lines = [" ".join(c.rjust(w[c]) for c in cols)] if header else []
+    lines += [" ".join(v.rjust(w[c]) for c, v in zip(cols, row, strict=True)) for row in view.itertuples(index=False)]
+    return "\n".join(lines) + "\n", w

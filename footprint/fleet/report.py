@@ -664,10 +664,9 @@ def write_report(
 
         if fmt == "html":
             raise FootprintError("--by job: table, csv or json (a page per million jobs is no report)", key="--format")
-        text = ledger.render_jobs(ledger.job_table(fleet, sets), fmt)
-    else:
-        rep = build_report(fleet, by, top, sets, samples, seed)
-        text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+        return ledger.write_jobs(fleet, output, fmt, sets)
+    rep = build_report(fleet, by, top, sets, samples, seed)
+    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
         import sys
 

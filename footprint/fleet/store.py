@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -263,7 +264,41 @@ def read_index_schema(fleet: str | Path) -> list[str]:
 def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any:
     """The fleet index (only ``columns`` when given; columns of few values as categories, so a million jobs stay
     small) as a DataFrame, checked; a clear error when the folder is not a fleet import."""
-    import pandas as pd
+    p, cols = _index_file(fleet, columns)
+    try:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(p, columns=cols, read_dictionary=[c for c in cols if c in FEW_VALUES])
+        df = table.to_pandas()  # columns of few values as categories: a million jobs' users are codes, not strings
+        del table
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+    return _checked(df)
+
+
+def iter_index(fleet: str | Path, columns: tuple[str, ...] | None = None, rows: int = 100_000) -> Iterator[Any]:
+    """The fleet index ``rows`` at a time (Parquet record batches), each checked as `read_index` checks it."""
+    import pyarrow.parquet as pq
+
+    p, cols = _index_file(fleet, columns)
+    try:
+        f = pq.ParquetFile(p, read_dictionary=[c for c in cols if c in FEW_VALUES])
+        batches = f.iter_batches(batch_size=max(int(rows), 1), columns=cols)
+        while True:
+            try:
+                b = next(batches)
+            except StopIteration:
+                return
+            yield _checked(b.to_pandas())
+            del b
+    except FootprintError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+
+
+def _index_file(fleet: str | Path, columns: tuple[str, ...] | None) -> tuple[Path, list[str]]:
+    """The index's path and the columns to read, checked present."""
     import pyarrow.parquet as pq
 
     d = Path(fleet)
@@ -272,20 +307,21 @@ def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any
     p = d / INDEX
     if not p.is_file():
         raise FootprintError(f"no {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    cols = list(columns or INDEX_COLUMNS)
     try:
-        have = set(pq.read_schema(p).names)
-        missing = [c for c in (columns or INDEX_COLUMNS) if c not in have]
-        if missing:
-            raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
-        cols = list(columns or INDEX_COLUMNS)
-        table = pq.read_table(p, columns=cols, read_dictionary=[c for c in cols if c in FEW_VALUES])
-        df = table.to_pandas()  # columns of few values as categories: a million jobs' users are codes, not strings
-        del table
-    except FootprintError:
-        raise
+        names = set(pq.read_schema(p).names)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
-    # a damaged number (text, NaN, inf, negative) is "not available", never a result
+    missing = [c for c in cols if c not in names]
+    if missing:
+        raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
+    return p, cols
+
+
+def _checked(df: Any) -> Any:
+    """A damaged number (text, NaN, inf, negative) is "not available", never a result."""
+    import pandas as pd
+
     for c in (x for x in NUMERIC_COLUMNS if x in df.columns):
         v = pd.to_numeric(df[c], errors="coerce").astype(float)
         df[c] = v.where(v.abs().lt(float("inf")) & v.ge(0))
