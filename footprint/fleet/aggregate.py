@@ -26,7 +26,7 @@ record is written on demand (`footprint fleet job`), never for every job.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -513,8 +513,9 @@ def _metered_counters(
     return dev_j, dev_s, irregular
 
 
-def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> list[tuple[float, dict[int, float]]]:
-    """(time, {device: counter value}) at start, every hour after it, and end: one range query per day."""
+def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> Iterator[tuple[float, dict[int, float]]]:
+    """(time, {device: counter value}) at start, every hour after it, and end, in time order: one range query per
+    day, a few days in flight at once (a month of 4,096 GPUs' hours is never held whole)."""
     from concurrent.futures import ThreadPoolExecutor
 
     n = found.fetch.names
@@ -538,11 +539,12 @@ def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float)
                     out.setdefault(round(float(t), 3), {})[d] = x
         return out
 
-    merged: dict[float, dict[int, float]] = {}
+    todo = [*spans, (end, end)]
+    step = 2 * ev.concurrency  # days in flight: the answers are consumed in time order and dropped
     with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
-        for part in pool.map(one, [*spans, (end, end)]):
-            merged.update(part)
-    return sorted(merged.items())
+        for i in range(0, len(todo), step):
+            for part in pool.map(one, todo[i : i + step]):
+                yield from sorted(part.items())
 
 
 def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:
