@@ -54,6 +54,23 @@ def test_aggregated_matches_exact_within_half_a_percent(agg: Path, fleet: Path, 
     assert all(abs(a.loc[j, "gpu_energy_j"] / truth[j] - 1) < 0.01 for j in ("1001", "1003_2", "1004", "1005"))
 
 
+def test_jobs_evaluated_in_chunks_give_the_same_ledger(
+    agg: Path, cluster: Cluster, prom: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from footprint.fleet import aggregate
+
+    monkeypatch.setattr(aggregate, "CHUNK_JOBS", 2)  # every two jobs evaluated, written and dropped
+    out = tmp_path / "fleet"
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site=SITE))
+    a, b = _idx(agg), _idx(out)
+    assert len(a) >= 6 and list(a.index) == list(b.index)
+    pd.testing.assert_series_equal(a["energy_j"], b["energy_j"], rtol=1e-9)
+    pd.testing.assert_series_equal(a["coverage"], b["coverage"], rtol=1e-9)
+    ga, gb = pd.read_parquet(agg / "gpus.parquet"), pd.read_parquet(out / "gpus.parquet")
+    pd.testing.assert_series_equal(ga["allocated_energy_j"], gb["allocated_energy_j"], rtol=1e-9)
+
+
 def test_no_records_no_series_and_the_ledger_closes_to_the_metered_total(agg: Path, fleet: Path) -> None:
     assert not (agg / "jobs").exists() and not (agg / "series").exists()
     assert _idx(agg)["run_dir"].isna().all()
