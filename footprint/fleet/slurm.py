@@ -138,7 +138,7 @@ def parse_time(text: str, tz: tzinfo) -> float | None:
     return dt.timestamp()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GpuTres:
     count: int
     types: dict[str, int]  # gres type -> count (empty when the site does not type its GPUs)
@@ -171,7 +171,7 @@ def parse_tres(text: str) -> GpuTres:
 # ---- jobs ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """GPUs a job (or a het-job component) holds: ``gpus_per_node`` on each of ``nodes``."""
 
@@ -180,7 +180,7 @@ class Allocation:
     gpu_type: str | None
 
 
-@dataclass
+@dataclass(slots=True)
 class SlurmJob:
     job_id: str  # as sacct prints it: 1001, 1003_2 (array task), 1010 (het job, components folded)
     raw_id: str | None
