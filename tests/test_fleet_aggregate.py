@@ -36,7 +36,7 @@ def agg(cluster: Cluster, prom: str, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def _idx(p: Path) -> pd.DataFrame:
-    return pd.read_parquet(p / "index.parquet").set_index("job_id")
+    return pd.read_parquet(p / "ledger").set_index("job_id")
 
 
 def test_aggregated_matches_exact_within_half_a_percent(agg: Path, fleet: Path, cluster: Cluster) -> None:

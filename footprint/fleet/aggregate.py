@@ -298,7 +298,7 @@ def _q(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-CHUNK_JOBS = 5_000  # jobs evaluated and written at a time: their terms, answers and energies are then dropped
+CHUNK_JOBS = 2_000  # jobs evaluated and written at a time: their terms, answers and energies are then dropped
 
 
 @dataclass

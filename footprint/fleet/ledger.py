@@ -1,4 +1,4 @@
-"""The job ledger: a fleet directory's jobs as rows (`index.parquet`, `job_gpus.parquet`), read with DuckDB.
+"""The job ledger: a fleet directory's jobs as rows (`ledger/month=*/part-*.parquet`, `job_gpus.parquet`), read with DuckDB.
 
 One row per job (ids, user, account, partition, window, GPUs, GPU-hours, energy by component, method,
 coverage, site) and one per job and device beside it; no directory per job. DuckDB reads only the
@@ -41,16 +41,15 @@ def _connect() -> Any:
 
 
 def query(fleet: str | Path, sql: str, params: list[Any] | None = None) -> Any:
-    """A DuckDB query over the ledger's views ``jobs`` (index.parquet) and ``job_gpus``; a pandas DataFrame."""
+    """A DuckDB query over the ledger's views ``jobs`` (ledger/, partitioned by month; index.parquet in fleets
+    written before it) and ``job_gpus``; a pandas DataFrame."""
     import duckdb
 
     d = Path(fleet)
-    idx = d / store.INDEX
-    if not idx.is_file():
-        raise FootprintError(f"no {store.INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    src = store.duckdb_source(d)
     con = _connect()
     try:
-        con.execute(f"CREATE VIEW jobs AS SELECT * FROM read_parquet('{_sql_path(idx)}')")
+        con.execute(f"CREATE VIEW jobs AS SELECT * FROM {src}")
         gp = d / store.JOB_GPUS
         if gp.is_file():
             con.execute(f"CREATE VIEW job_gpus AS SELECT * FROM read_parquet('{_sql_path(gp)}')")
@@ -112,7 +111,7 @@ def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
             "window": meta.get("window"),
         },  # fmt: skip
         "windows": [],
-        "notes": notes + ["rebuilt from the fleet ledger (index.parquet, job_gpus.parquet) by `footprint fleet job`"],
+        "notes": notes + ["rebuilt from the fleet ledger (its job and job_gpus rows) by `footprint fleet job`"],
     }
 
 
@@ -256,11 +255,11 @@ def _top_duckdb(fleet: str | Path, coef: Any, n: int) -> Any:
     con = _connect()
     try:
         con.register("coef", coef)
-        idx = _sql_path(Path(fleet) / store.INDEX)
+        src = store.duckdb_source(fleet)
         return con.execute(
             f"SELECT CAST(j.job_id AS VARCHAR) AS job_id, j.name, j.user, j.account, j.gpu_name, j.gpu_count, {h} AS"
             f" gpu_hours, {e} AS energy_j, TRY_CAST(j.coverage AS DOUBLE) AS coverage, j.run_dir,"
-            f" c.a * {h} + c.b * {e} / 3.6e6 AS cc FROM read_parquet('{idx}') j JOIN coef c"
+            f" c.a * {h} + c.b * {e} / 3.6e6 AS cc FROM {src} j JOIN coef c"
             " ON CAST(j.gpu_model AS VARCHAR) = c.gpu_model AND CAST(j.grid AS VARCHAR) IS NOT DISTINCT FROM c.grid"
             f" AND {_NUM.format(c='j.pue')} IS NOT DISTINCT FROM c.pue WHERE {_OK.replace('gpu_model', 'j.gpu_model')}"
             f" ORDER BY cc DESC LIMIT {int(n)}"
@@ -283,18 +282,21 @@ def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100
     import pandas as pd
 
     df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
-    parts = [_job_frame(df.iloc[s0 : s0 + chunk], sets) for s0 in range(0, len(df), chunk)] or [_job_frame(df, sets)]
+    bases: dict[tuple[Any, ...], Any] = {}
+    parts = [_job_frame(df.iloc[s0 : s0 + chunk], sets, bases) for s0 in range(0, len(df), chunk)]
+    parts = parts or [_job_frame(df, sets, bases)]
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
 
 def job_chunks(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Iterator[Any]:
     """The job table ``chunk`` ledger rows at a time (read in Parquet batches, assessed, handed on, freed):
     memory is bounded by the chunk, not the job count."""
+    bases: dict[tuple[Any, ...], Any] = {}  # the engine run once per factor set, not once per chunk
     for df in store.iter_index(fleet, JOB_COLUMNS, chunk):
-        yield _job_frame(df, sets)
+        yield _job_frame(df, sets, bases)
 
 
-def _job_frame(df: Any, sets: list[str] | None) -> Any:
+def _job_frame(df: Any, sets: list[str] | None, bases: dict[tuple[Any, ...], Any] | None = None) -> Any:
     """These ledger rows with their footprint in all 16 categories (the engine's batch, linear in GPU-hours and
     energy); a row that cannot be assessed keeps its place, with the reason."""
     import pandas as pd
@@ -307,7 +309,7 @@ def _job_frame(df: Any, sets: list[str] | None) -> Any:
     cats = cat.categories() + cat.extras()
     names = ["facility_energy_kwh", "gpu_lifetimes", "single_score_pt"] + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
     values = {k: np.full(n, np.nan) for k in names}
-    batch, rows, reasons = assess_index(df, sets)
+    batch, rows, reasons = assess_index(df, sets, bases)
     if len(rows):
         values["facility_energy_kwh"][rows] = batch.facility_energy_kwh
         values["gpu_lifetimes"][rows] = batch.gpu_lifetimes
@@ -389,14 +391,7 @@ def render_jobs(table: Any, fmt: str, header: bool = True, widths: dict[str, int
     """One chunk of the job table as CSV (every column) or aligned text (the main figures; ``widths`` carries the
     columns' widths from chunk to chunk, so that chunks line up), and the widths used."""
     if fmt == "csv":
-        from footprint.escaping import csv_cell
-
-        safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
-        if "start" in safe and hasattr(safe["start"], "dt"):  # one format in every chunk (pandas' depends on the rows)
-            t = safe["start"]
-            t = t.dt.tz_localize("UTC") if t.dt.tz is None else t.dt.tz_convert("UTC")
-            safe["start"] = t.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return safe.to_csv(index=False, header=header), {}
+        return _csv(table, header), {}
     cc = next((c for c in table.columns if c.startswith("climate_change [")), None)
     cols = ["job_id", "user", "gpu", "gpus", "gpu_hours", "energy_kwh"] + ([cc] if cc else [])
     view = table[cols].astype(object).where(table[cols].notna(), None)
@@ -409,3 +404,25 @@ def render_jobs(table: Any, fmt: str, header: bool = True, widths: dict[str, int
     lines = [" ".join(c.rjust(w[c]) for c in cols)] if header else []
     lines += [" ".join(v.rjust(w[c]) for c, v in zip(cols, row, strict=True)) for row in view.itertuples(index=False)]
     return "\n".join(lines) + "\n", w
+
+
+def _csv(table: Any, header: bool) -> str:
+    """One chunk as CSV, written by Arrow's CSV writer (pandas' formats a float at a time); text cells through
+    `footprint.escaping.csv_cell`, the start time in one ISO format whatever the rows."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from footprint.escaping import csv_cell
+
+    safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
+    if "start" in safe and hasattr(safe["start"], "dt"):
+        t = safe["start"]
+        t = t.dt.tz_localize("UTC") if t.dt.tz is None else t.dt.tz_convert("UTC")
+        safe["start"] = t.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    arrow = pa.Table.from_pandas(safe, preserve_index=False)
+    for i, f in enumerate(arrow.schema):
+        if pa.types.is_dictionary(f.type):
+            arrow = arrow.set_column(i, f.name, arrow.column(i).cast(pa.string()))
+    out = pa.BufferOutputStream()
+    pacsv.write_csv(arrow, out, pacsv.WriteOptions(include_header=header, quoting_style="needed"))
+    return out.getvalue().to_pybytes().decode("utf-8")
