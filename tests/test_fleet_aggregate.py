@@ -247,6 +247,15 @@ def test_report_by_job_lists_every_job_with_the_per_job_engine_numbers(
     one = json.loads(capsys.readouterr().out)
     col = next(c for c in t.columns if c.startswith("climate_change ["))
     assert t.loc["1001", col] == pytest.approx(one["impacts"]["climate_change"]["total"], rel=1e-9)
+    # each job's own low-high: the per-job engine's Monte Carlo (same draws), within the interpolation between nodes
+    capsys.readouterr()
+    assert main(["assess", str(fleet / "jobs" / "1001"), "--format", "json"]) == 0
+    mc = json.loads(capsys.readouterr().out)["impacts"]
+    for key in ("climate_change", "water_use", "resource_use_minerals_metals"):
+        lo, hi = (next(c for c in t.columns if c.startswith(f"{key} {side} [")) for side in ("low", "high"))
+        assert t.loc["1001", lo] == pytest.approx(mc[key]["low"], rel=1e-3)
+        assert t.loc["1001", hi] == pytest.approx(mc[key]["high"], rel=1e-3)
+        assert t.loc["1001", lo] < t.loc["1001", next(c for c in t.columns if c.startswith(f"{key} ["))] < t.loc["1001", hi]
     assert main(["fleet", "report", str(fleet), "--by", "job"]) == 0
     assert "1001" in capsys.readouterr().out
 

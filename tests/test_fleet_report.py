@@ -248,3 +248,27 @@ def test_a_fleet_written_before_the_partitioned_ledger_stays_readable(tmp_path: 
     assert again.totals.impacts["climate_change"] == pytest.approx(rep.totals.impacts["climate_change"], rel=1e-12)
     a, b = (ledger.job_table(f).sort_values("job_id", ignore_index=True) for f in (LEGACY, new))
     pd.testing.assert_series_equal(a["climate_change [kg CO2 eq]"], b["climate_change [kg CO2 eq]"], rtol=1e-12)
+
+
+def test_every_jobs_low_high_is_its_own_draws_percentiles(fleet: Path) -> None:
+    """`row_ranges` interpolates between nodes 5 W apart: checked against each job's exact draws (gpu_hours x A +
+    kWh x B, the 2.5th and 97.5th percentiles) for every job of the fleet."""
+    from footprint.fleet import ledger
+    from footprint.fleet.report import assess_index
+    from footprint.lca.database import IDX
+
+    idx = read_index(fleet, ledger.JOB_COLUMNS)
+    table = ledger.job_table(fleet, samples=500, seed=3)
+    batch, rows, _ = assess_index(idx)
+    assert len(rows) >= 20
+    worst = 0.0
+    for i, r in enumerate(rows.tolist()):
+        a, b = batch.bases[batch.template_index[i]].draws(500, 3)
+        draws = batch.gpu_hours[i] * a + batch.it_energy_kwh[i] * b
+        for key in ("climate_change", "land_use", "water_use"):
+            lo, hi = np.percentile(draws[:, IDX[key]], (2.5, 97.5))
+            got = [table.loc[r, c] for c in table.columns if c.startswith((f"{key} low [", f"{key} high ["))]
+            worst = max(worst, abs(got[0] / lo - 1), abs(got[1] / hi - 1))
+    assert worst < 1e-3, worst
+    assert table.filter(like=" low [").loc[rows].notna().all().all()
+    assert table.filter(like=" low [").drop(index=rows).isna().all().all()  # not assessed: no range either

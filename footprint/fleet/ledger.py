@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import store
+from footprint.lca import DEFAULT_SAMPLES
 
 
 def _sql_path(p: Path) -> str:
@@ -276,27 +278,42 @@ JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start
                "gpu_hours", "energy_j", "coverage", "grid", "pue")  # fmt: skip
 
 
-def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Any:
+def job_table(
+    fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000, samples: int = DEFAULT_SAMPLES, seed: int = 0
+) -> Any:
     """Every job with its footprint in all 16 categories (central values), one DataFrame: for a program that
     wants the table whole (`job_chunks` streams it, as `footprint fleet report --by job` does)."""
     import pandas as pd
 
     df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
-    bases: dict[tuple[Any, ...], Any] = {}
-    parts = [_job_frame(df.iloc[s0 : s0 + chunk], sets, bases) for s0 in range(0, len(df), chunk)]
-    parts = parts or [_job_frame(df, sets, bases)]
+    mc = _Ranges(samples, seed)
+    parts = [_job_frame(df.iloc[s0 : s0 + chunk], sets, mc) for s0 in range(0, len(df), chunk)]
+    parts = parts or [_job_frame(df, sets, mc)]
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
 
-def job_chunks(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Iterator[Any]:
+def job_chunks(
+    fleet: str | Path, sets: list[str] | None = None, chunk: int = 50_000, samples: int = DEFAULT_SAMPLES, seed: int = 0
+) -> Iterator[Any]:
     """The job table ``chunk`` ledger rows at a time (read in Parquet batches, assessed, handed on, freed):
     memory is bounded by the chunk, not the job count."""
-    bases: dict[tuple[Any, ...], Any] = {}  # the engine run once per factor set, not once per chunk
+    mc = _Ranges(samples, seed)  # the engine run once per factor set, not once per chunk
     for df in store.iter_index(fleet, JOB_COLUMNS, chunk):
-        yield _job_frame(df, sets, bases)
+        yield _job_frame(df, sets, mc)
 
 
-def _job_frame(df: Any, sets: list[str] | None, bases: dict[tuple[Any, ...], Any] | None = None) -> Any:
+@dataclass
+class _Ranges:
+    """What the job table's chunks share: the Monte Carlo settings, the engine's result per factor set and the
+    percentile nodes of `footprint.lca.batch.row_ranges`."""
+
+    samples: int
+    seed: int
+    bases: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    nodes: dict[int, Any] = field(default_factory=dict)
+
+
+def _job_frame(df: Any, sets: list[str] | None, mc: _Ranges | None = None) -> Any:
     """These ledger rows with their footprint in all 16 categories (the engine's batch, linear in GPU-hours and
     energy); a row that cannot be assessed keeps its place, with the reason."""
     import pandas as pd
@@ -309,13 +326,16 @@ def _job_frame(df: Any, sets: list[str] | None, bases: dict[tuple[Any, ...], Any
     cats = cat.categories() + cat.extras()
     names = ["facility_energy_kwh", "gpu_lifetimes", "single_score_pt"] + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
     values = {k: np.full(n, np.nan) for k in names}
-    batch, rows, reasons = assess_index(df, sets, bases)
+    mc = mc or _Ranges(0, 0)
+    batch, rows, reasons = assess_index(df, sets, mc.bases)
     if len(rows):
         values["facility_energy_kwh"][rows] = batch.facility_energy_kwh
         values["gpu_lifetimes"][rows] = batch.gpu_lifetimes
         values["single_score_pt"][rows] = batch.single_score()
         for c, k in zip(cats, names[3:], strict=True):
             values[k][rows] = batch.total(c.key)
+    if mc.samples > 1:  # low-high of the 16 categories, each job's own Monte Carlo draws
+        values |= _low_high(batch, rows, n, mc)
     cols = {
         "job_id": df["job_id"],
         "name": df["name"],
@@ -334,16 +354,40 @@ def _job_frame(df: Any, sets: list[str] | None, bases: dict[tuple[Any, ...], Any
     return pd.DataFrame(cols | values | {"not_assessed": reasons})
 
 
+def _low_high(batch: Any, rows: np.ndarray, n: int, mc: _Ranges) -> dict[str, np.ndarray]:
+    from footprint.lca import categories as cat
+    from footprint.lca.batch import row_ranges
+    from footprint.lca.database import IDX
+    from footprint.lca.units import display_unit
+
+    q = row_ranges(batch, mc.samples, mc.seed, mc.nodes) if len(rows) else None
+    out: dict[str, np.ndarray] = {}
+    for c in cat.categories():
+        for side, i in (("low", 0), ("high", 1)):
+            v = np.full(n, np.nan)
+            if q is not None:
+                v[rows] = q[:, IDX[c.key], i]
+            out[f"{c.key} {side} [{display_unit(c.unit)}]"] = v
+    return out
+
+
 def write_jobs(
-    fleet: str | Path, output: str | None, fmt: str, sets: list[str] | None = None, chunk: int = 100_000
+    fleet: str | Path,
+    output: str | None,
+    fmt: str,
+    sets: list[str] | None = None,
+    chunk: int = 50_000,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
 ) -> Path | None:
-    """The job table as text, CSV or JSON, streamed chunk by chunk to ``output`` (atomically, through
-    `footprint.outputs.atomic_path`) or to stdout: a million jobs are never held at once."""
+    """The job table as text, CSV or JSON (each job's low-high from ``samples`` Monte Carlo draws), streamed chunk
+    by chunk to ``output`` (atomically, through `footprint.outputs.atomic_path`) or to stdout: a million jobs are
+    never held at once."""
     import sys
 
     from footprint.outputs import atomic_path, write_error
 
-    parts = _rendered(job_chunks(fleet, sets, chunk), fmt)
+    parts = _rendered(job_chunks(fleet, sets, chunk, samples, seed), fmt)
     if not output:
         for text in parts:
             sys.stdout.write(text)
@@ -397,6 +441,10 @@ def render_jobs(table: Any, fmt: str, header: bool = True, widths: dict[str, int
     view = table[cols].astype(object).where(table[cols].notna(), None)
     for c in ("gpu_hours", "energy_kwh", *([cc] if cc else [])):
         view[c] = view[c].map(lambda x: "n/a" if x is None else f"{x:.4g}")
+    lo, hi = (cc.replace(" [", f" {side} [") if cc else "" for side in ("low", "high"))
+    if cc and lo in table and hi in table:  # the central value, then its low-high
+        rng = [f" ({a:.3g}-{b:.3g})" if a == a and b == b else "" for a, b in zip(table[lo], table[hi], strict=True)]
+        view[cc] = view[cc] + rng
     view = view.map(lambda x: "n/a" if x is None else str(x))
     w = dict(widths or {})
     for c in cols:

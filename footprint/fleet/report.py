@@ -673,7 +673,7 @@ def write_report(
 
         if fmt == "html":
             raise FootprintError("--by job: table, csv or json (a page per million jobs is no report)", key="--format")
-        return ledger.write_jobs(fleet, output, fmt, sets)
+        return ledger.write_jobs(fleet, output, fmt, sets, samples=samples, seed=seed)
     rep = build_report(fleet, by, top, sets, samples, seed)
     text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
