@@ -293,7 +293,7 @@ def job_table(
 
 
 def job_chunks(
-    fleet: str | Path, sets: list[str] | None = None, chunk: int = 50_000, samples: int = DEFAULT_SAMPLES, seed: int = 0
+    fleet: str | Path, sets: list[str] | None = None, chunk: int = 20_000, samples: int = DEFAULT_SAMPLES, seed: int = 0
 ) -> Iterator[Any]:
     """The job table ``chunk`` ledger rows at a time (read in Parquet batches, assessed, handed on, freed):
     memory is bounded by the chunk, not the job count."""
@@ -376,7 +376,7 @@ def write_jobs(
     output: str | None,
     fmt: str,
     sets: list[str] | None = None,
-    chunk: int = 50_000,
+    chunk: int = 20_000,
     samples: int = DEFAULT_SAMPLES,
     seed: int = 0,
 ) -> Path | None:
