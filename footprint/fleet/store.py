@@ -364,7 +364,10 @@ def iter_index(fleet: str | Path, columns: tuple[str, ...] | None = None, rows: 
 
     p, cols = _index_file(fleet, columns)
     try:
-        batches = _dataset(p).to_batches(columns=cols, batch_size=max(int(rows), 1))
+        # one batch at a time, read on this thread (Arrow's read-ahead would hold many)
+        batches = _dataset(p).to_batches(
+            columns=cols, batch_size=max(int(rows), 1), batch_readahead=0, fragment_readahead=0, use_threads=False
+        )
         while True:
             try:
                 b = next(batches)
