@@ -9,7 +9,9 @@
    backfilled with promtool and served by Debian's prometheus on 127.0.0.1: `footprint fleet import
    prometheus` (the default, server-side aggregation) over 7 and 30 days, each in a fresh process (wall
    time, peak RSS), and the PromQL lower bound: the same requests replayed alone (same concurrency, answers
-   read and dropped). A line fitted through the four points (printed) extrapolates 4,096 GPUs x 30 days.
+   read and dropped). A line fitted through the four points (printed) extrapolates 4,096 GPUs x 30 days;
+   the largest cluster again with 10x the jobs (10-60 min) over the shortest window gives the memory per
+   job at the same samples, and a second extrapolation from it.
    The exact path (`--exact`, every raw sample) once at the smallest size, for comparison.
 3. A ledger of 1,000,000 jobs: written partitioned by month, every job assessed in all 16 categories
    (`footprint fleet report --by job`'s computation), and the report by user with its Monte Carlo
@@ -238,12 +240,18 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
         print(f"skipped: {why}")
         return
     start = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
+    jobs_at: dict[tuple[int, float], int] = {}
+    dense_point = None
     points = []  # (gpu_days, wall, rss, bound)
-    for gpus in sizes:
+    clusters = [(g, max(days_list), (1 / 3, 12.0)) for g in sizes] + [(max(sizes), min(days_list), (1 / 6, 1.0))]
+    for i, (gpus, span, job_hours) in enumerate(clusters):
+        dense = i == len(sizes)  # the largest cluster again, with 10x the jobs (10-60 min each): memory per job
+        if dense:
+            print("the same GPUs with jobs of 10-60 min (10x the jobs, the same samples):")
         tmp = Path(tempfile.mkdtemp(prefix="fleet-prom-"))
         t0 = time.perf_counter()
         c = synthetic.random_cluster(
-            start, max(days_list), gpus // 8, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=11, fine_s=10.0
+            start, span, gpus // 8, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=11, fine_s=10.0, job_hours=job_hours
         )
         c.unlabelled_hosts = {"gpu-08"}
         c.cpu_hosts = {"gpu-01", "gpu-02"}
@@ -256,7 +264,7 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
         print(f"; promtool backfill {time.perf_counter() - t0:.0f} s")
         om.unlink()
         with promserver.serve(tmp / "tsdb") as url:
-            for days in days_list:
+            for days in [span] if dense else days_list:
                 runs = [_import(url, start, days, tmp, exact=False) for _ in range(repeat)]
                 walls, rss, bounds = ([r[k] for r in runs] for k in ("wall_s", "rss_mb", "bound_s"))
                 r0 = runs[0]
@@ -265,8 +273,12 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
                     f"{statistics.median(rss):.0f} MB; PromQL bound (the same requests alone) {spread(bounds)}; "
                     f"ratio {statistics.median(walls) / statistics.median(bounds):.1f}x; files written {r0['files']}"
                 )
+                if dense:
+                    dense_point = (r0["jobs"], statistics.median(rss))
+                    continue
                 points.append((gpus * days, statistics.median(walls), statistics.median(rss), statistics.median(bounds)))
-            if gpus == min(sizes):
+                jobs_at[(gpus, days)] = r0["jobs"]
+            if gpus == min(sizes) and not dense:
                 ex = _import(url, start, min(days_list), tmp, exact=True)
                 what = f"{min(days_list):>4g} days with --exact (every raw sample)"
                 print(f"  {what}: {ex['wall_s']:.1f} s, peak RSS {ex['rss_mb']:.0f} MB")
@@ -280,6 +292,18 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
             r2 = 1 - ((y - (a + b * x)) ** 2).sum() / max(((y - y.mean()) ** 2).sum(), 1e-12)
             fit = f"{a:.3g} {unit} + {b:.3g} {unit}/GPU-day (R^2 {r2:.3f})"
             print(f"fit {name}: {fit} -> 4,096 GPUs x 30 days: {a + b * target:,.0f} {unit}")
+    base = (max(sizes), min(days_list))
+    if dense_point and base in jobs_at:
+        # memory per job from two imports of the same samples; the month's jobs scale with its GPU-days
+        rss0 = next(p[2] for p in points if p[0] == base[0] * base[1])
+        per_job = (dense_point[1] - rss0) / max(dense_point[0] - jobs_at[base], 1)
+        big = (max(sizes), max(days_list))
+        jobs = jobs_at.get(big, jobs_at[base]) * 4096 * 30 / (big[0] * big[1])
+        est = rss0 + per_job * (jobs - jobs_at[base])
+        print(
+            f"memory per job (the same samples, {jobs_at[base]:,} vs {dense_point[0]:,} jobs): {per_job * 1024:.2f} KB -> "
+            f"4,096 GPUs x 30 days ({jobs:,.0f} jobs): {est:,.0f} MB"
+        )
 
 
 LEDGER_CHILD = f"""
