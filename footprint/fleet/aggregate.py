@@ -328,12 +328,15 @@ def evaluate(
     """Each GPU's metered total now (first: where a GPU reported without a break, a job's telemetry covers its
     window and needs no sample count), and an iterator over the jobs ``chunk`` at a time, in order: every job's
     energy on every GPU it held and the host meters' shares. The totals' ``alloc_j``/``alloc_s`` are complete
-    once the iterator is spent; memory is bounded by the chunk, not the job count."""
+    once the iterator is spent; memory is bounded by the chunk, not the job count. ``found``'s job labels per
+    device are consumed (cleared) here."""
     chunk = max(int(chunk or CHUNK_JOBS), 1)
     tot = Energies()
     items = holdings(plan, found)
     tot.by_activity = split_by_activity(plan, found, items, ev)
     tot.dev_j, tot.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
+    found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks (a month: ~300 B a job)
+    found.instance.clear()
     gpu_items = _by_chunk(items, chunk)
     host_items = _by_chunk(cpu_items(plan, found), chunk)
     del items

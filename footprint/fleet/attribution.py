@@ -150,7 +150,8 @@ class Plan:
             for host, allocs in sj.gpus_on().items():
                 job.gpus_by_host[host] = sum(k for k, _ in allocs)
                 types = {t for _, t in allocs if t}
-                job.types_by_host[host] = types.pop() if len(types) == 1 else None
+                if len(types) == 1:  # read with .get(): an untyped node costs no entry
+                    job.types_by_host[host] = types.pop()
             if sj.end is None:
                 job.notes.append(f"still running when sacct ran: window cut at {_iso(stop)}")
             if sj.start < s0 or (sj.end or math.inf) > s1:
