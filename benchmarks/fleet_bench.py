@@ -9,9 +9,11 @@
    backfilled with promtool and served by Debian's prometheus on 127.0.0.1: `footprint fleet import
    prometheus` (the default, server-side aggregation) over 7 and 30 days, each in a fresh process (wall
    time, peak RSS), and the PromQL lower bound: the same requests replayed alone (same concurrency, answers
-   read and dropped). A line fitted through the four points (printed) extrapolates 4,096 GPUs x 30 days.
+   read and dropped). A line fitted through the four points (printed) extrapolates 4,096 GPUs x 30 days;
+   the largest cluster again with 10x the jobs (10-60 min) over the shortest window gives the memory per
+   job at the same samples, and a second extrapolation from it.
    The exact path (`--exact`, every raw sample) once at the smallest size, for comparison.
-3. A ledger of 1,000,000 jobs: written in Parquet row groups, every job assessed in all 16 categories
+3. A ledger of 1,000,000 jobs: written partitioned by month, every job assessed in all 16 categories
    (`footprint fleet report --by job`'s computation), and the report by user with its Monte Carlo
    ranges, in a fresh process (wall time of each, peak RSS, files written).
 
@@ -110,7 +112,8 @@ def batch_part(n: int, repeat: int) -> None:
     df = synthetic_index(n)
     tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     w = FleetWriter(tmp / "fleet")
-    df.to_parquet(w.path("index.parquet"), index=False)
+    w.add_jobs_frame(df)
+    w.close_ledger()
     w.write_meta({"window": {}, "notes": [], "skipped": []})
     w.commit()
     fleet_report.assess_index(df.iloc[:10])  # warm the database, grid data and unit registry (one-off, ~1 s)
@@ -237,12 +240,18 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
         print(f"skipped: {why}")
         return
     start = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
+    jobs_at: dict[tuple[int, float], int] = {}
+    dense_point = None
     points = []  # (gpu_days, wall, rss, bound)
-    for gpus in sizes:
+    clusters = [(g, max(days_list), (1 / 3, 12.0)) for g in sizes] + [(max(sizes), min(days_list), (1 / 6, 1.0))]
+    for i, (gpus, span, job_hours) in enumerate(clusters):
+        dense = i == len(sizes)  # the largest cluster again, with 10x the jobs (10-60 min each): memory per job
+        if dense:
+            print("the same GPUs with jobs of 10-60 min (10x the jobs, the same samples):")
         tmp = Path(tempfile.mkdtemp(prefix="fleet-prom-"))
         t0 = time.perf_counter()
         c = synthetic.random_cluster(
-            start, max(days_list), gpus // 8, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=11, fine_s=10.0
+            start, span, gpus // 8, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=11, fine_s=10.0, job_hours=job_hours
         )
         c.unlabelled_hosts = {"gpu-08"}
         c.cpu_hosts = {"gpu-01", "gpu-02"}
@@ -255,7 +264,7 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
         print(f"; promtool backfill {time.perf_counter() - t0:.0f} s")
         om.unlink()
         with promserver.serve(tmp / "tsdb") as url:
-            for days in days_list:
+            for days in [span] if dense else days_list:
                 runs = [_import(url, start, days, tmp, exact=False) for _ in range(repeat)]
                 walls, rss, bounds = ([r[k] for r in runs] for k in ("wall_s", "rss_mb", "bound_s"))
                 r0 = runs[0]
@@ -264,8 +273,12 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
                     f"{statistics.median(rss):.0f} MB; PromQL bound (the same requests alone) {spread(bounds)}; "
                     f"ratio {statistics.median(walls) / statistics.median(bounds):.1f}x; files written {r0['files']}"
                 )
+                if dense:
+                    dense_point = (r0["jobs"], statistics.median(rss))
+                    continue
                 points.append((gpus * days, statistics.median(walls), statistics.median(rss), statistics.median(bounds)))
-            if gpus == min(sizes):
+                jobs_at[(gpus, days)] = r0["jobs"]
+            if gpus == min(sizes) and not dense:
                 ex = _import(url, start, min(days_list), tmp, exact=True)
                 what = f"{min(days_list):>4g} days with --exact (every raw sample)"
                 print(f"  {what}: {ex['wall_s']:.1f} s, peak RSS {ex['rss_mb']:.0f} MB")
@@ -279,27 +292,36 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
             r2 = 1 - ((y - (a + b * x)) ** 2).sum() / max(((y - y.mean()) ** 2).sum(), 1e-12)
             fit = f"{a:.3g} {unit} + {b:.3g} {unit}/GPU-day (R^2 {r2:.3f})"
             print(f"fit {name}: {fit} -> 4,096 GPUs x 30 days: {a + b * target:,.0f} {unit}")
+    base = (max(sizes), min(days_list))
+    if dense_point and base in jobs_at:
+        # memory per job from two imports of the same samples; the month's jobs scale with its GPU-days
+        rss0 = next(p[2] for p in points if p[0] == base[0] * base[1])
+        per_job = (dense_point[1] - rss0) / max(dense_point[0] - jobs_at[base], 1)
+        big = (max(sizes), max(days_list))
+        jobs = jobs_at.get(big, jobs_at[base]) * 4096 * 30 / (big[0] * big[1])
+        est = rss0 + per_job * (jobs - jobs_at[base])
+        print(
+            f"memory per job (the same samples, {jobs_at[base]:,} vs {dense_point[0]:,} jobs): {per_job * 1024:.2f} KB -> "
+            f"4,096 GPUs x 30 days ({jobs:,.0f} jobs): {est:,.0f} MB"
+        )
 
 
 LEDGER_CHILD = f"""
 import json, sys, time
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
-import pyarrow as pa, pyarrow.parquet as pq
 import fleet_bench as fb
 from pathlib import Path
-from footprint.fleet.store import FleetWriter, index_schema
+from footprint.fleet.store import FleetWriter
 n, out = int(sys.argv[1]), Path(sys.argv[2])
 t = {{}}
 t0 = time.perf_counter()
 with FleetWriter(out) as w:
-    w.close_ledger()
-    wr = pq.ParquetWriter(w.path("index.parquet"), index_schema())
-    for k in range(0, n, 100_000):
+    for k in range(0, n, 100_000):  # the ledger partitioned by month, a part per month per 100,000 jobs
         df = fb.synthetic_index(min(100_000, n - k), seed=k)
         df["job_id"] = [str(10_000 + k + i) for i in range(len(df))]
-        wr.write_table(pa.Table.from_pandas(df, schema=index_schema(), preserve_index=False))
+        w.add_jobs_frame(df)
         del df
-    wr.close()
+    w.close_ledger()
     w.write_meta({{"jobs": n, "notes": [], "skipped": []}})
     w.commit()
 t["ledger_s"] = time.perf_counter() - t0
@@ -316,16 +338,18 @@ print(json.dumps(t))
 """
 JOB_TABLE_CHILD = f"""
 import json, sys, time
-from footprint.fleet import ledger
+from footprint.fleet.report import write_report
+out = sys.argv[1] + ".jobs.csv"
 t0 = time.perf_counter()
-jobs = ledger.job_table(sys.argv[1])
+write_report(sys.argv[1], out, by="job", fmt="csv")  # `footprint fleet report DIR --by job -o jobs.csv`
 wall = time.perf_counter() - t0
-print(json.dumps({{"wall_s": wall, "rss_mb": {PEAK_RSS}, "assessed": int(jobs["single_score_pt"].notna().sum())}}))
+rows = sum(1 for _ in open(out)) - 1
+print(json.dumps({{"wall_s": wall, "rss_mb": {PEAK_RSS}, "assessed": rows}}))
 """
 
 
 def ledger_part(n: int, repeat: int) -> None:
-    print(f"\n== 3. a ledger of {n:,} jobs: built (Parquet row groups), assessed and reported by user; every job's table ==")
+    print(f"\n== 3. a ledger of {n:,} jobs: built (partitioned by month), assessed and reported by user; every job's table ==")
     rows, tables = [], []
     for _ in range(repeat):
         tmp = Path(tempfile.mkdtemp(prefix="fleet-ledger-"))
@@ -345,7 +369,7 @@ def ledger_part(n: int, repeat: int) -> None:
     )
     rss = statistics.median([t["rss_mb"] for t in tables])
     print(
-        f"  every job in all 16 categories (`fleet report --by job`'s table, its own process): "
+        f"  every job in all 16 categories (`fleet report --by job -o jobs.csv`, streamed, its own process): "
         f"{spread([t['wall_s'] for t in tables])}; peak RSS median {rss:.0f} MB; {tables[0]['assessed']:,} jobs"
     )
 

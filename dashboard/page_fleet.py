@@ -26,6 +26,17 @@ def fleet_report(fleet: str, by: str, mtime: float, samples: int) -> Any:
     return build_report(fleet, by, samples=samples)
 
 
+def _ledger(root: Path | None) -> Path | None:
+    """The fleet's job rows (``ledger/``, or ``index.parquet`` in a fleet written before it), or None."""
+    from footprint.errors import FootprintError
+    from footprint.fleet.store import ledger_source
+
+    try:
+        return ledger_source(root) if root is not None else None
+    except FootprintError:
+        return None
+
+
 def group_rows(rep: Any) -> list[dict[str, Any]]:
     """One row per group (then all jobs, then the unallocated share): sums and the headline categories."""
     rows = []
@@ -75,14 +86,15 @@ def render(samples: int) -> None:
     text = st.text_input("Fleet directory", key="fleet_dir", help="written by `footprint fleet import ... -o DIR`")
     by = st.radio("Group by", list(GROUP_LABELS), format_func=GROUP_LABELS.get, horizontal=True, key="fleet_by")
     root = Path(text.strip()).expanduser() if text.strip() else None
-    if root is None or not (root / "index.parquet").is_file():
+    src = _ledger(root)
+    if src is None:
         st.info(
             f"No fleet index in {root or '(empty)'}. Write one with `footprint fleet import prometheus --url URL "
             "--start T --end T -o fleet` or `footprint fleet import slurm sacct.txt -o fleet`."
         )
         return
     try:
-        rep = fleet_report(str(root), by, (root / "index.parquet").stat().st_mtime, samples)
+        rep = fleet_report(str(root), by, max(f.stat().st_mtime for f in [src, *src.rglob("*.parquet")]), samples)
     except core.USER_ERRORS as exc:
         ui.show_user_error(exc)
         return

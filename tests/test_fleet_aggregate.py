@@ -36,7 +36,7 @@ def agg(cluster: Cluster, prom: str, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def _idx(p: Path) -> pd.DataFrame:
-    return pd.read_parquet(p / "index.parquet").set_index("job_id")
+    return pd.read_parquet(p / "ledger").set_index("job_id")
 
 
 def test_aggregated_matches_exact_within_half_a_percent(agg: Path, fleet: Path, cluster: Cluster) -> None:
@@ -52,6 +52,23 @@ def test_aggregated_matches_exact_within_half_a_percent(agg: Path, fleet: Path, 
     assert len(cpu) >= 4 and cpu.max() < 0.005
     truth = cluster.truth()
     assert all(abs(a.loc[j, "gpu_energy_j"] / truth[j] - 1) < 0.01 for j in ("1001", "1003_2", "1004", "1005"))
+
+
+def test_jobs_evaluated_in_chunks_give_the_same_ledger(
+    agg: Path, cluster: Cluster, prom: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from footprint.fleet import aggregate
+
+    monkeypatch.setattr(aggregate, "CHUNK_JOBS", 2)  # every two jobs evaluated, written and dropped
+    out = tmp_path / "fleet"
+    sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
+    import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site=SITE))
+    a, b = _idx(agg), _idx(out)
+    assert len(a) >= 6 and list(a.index) == list(b.index)
+    pd.testing.assert_series_equal(a["energy_j"], b["energy_j"], rtol=1e-9)
+    pd.testing.assert_series_equal(a["coverage"], b["coverage"], rtol=1e-9)
+    ga, gb = pd.read_parquet(agg / "gpus.parquet"), pd.read_parquet(out / "gpus.parquet")
+    pd.testing.assert_series_equal(ga["allocated_energy_j"], gb["allocated_energy_j"], rtol=1e-9)
 
 
 def test_no_records_no_series_and_the_ledger_closes_to_the_metered_total(agg: Path, fleet: Path) -> None:
@@ -230,6 +247,15 @@ def test_report_by_job_lists_every_job_with_the_per_job_engine_numbers(
     one = json.loads(capsys.readouterr().out)
     col = next(c for c in t.columns if c.startswith("climate_change ["))
     assert t.loc["1001", col] == pytest.approx(one["impacts"]["climate_change"]["total"], rel=1e-9)
+    # each job's own low-high: the per-job engine's Monte Carlo (same draws), within the interpolation between nodes
+    capsys.readouterr()
+    assert main(["assess", str(fleet / "jobs" / "1001"), "--format", "json"]) == 0
+    mc = json.loads(capsys.readouterr().out)["impacts"]
+    for key in ("climate_change", "water_use", "resource_use_minerals_metals"):
+        lo, hi = (next(c for c in t.columns if c.startswith(f"{key} {side} [")) for side in ("low", "high"))
+        assert t.loc["1001", lo] == pytest.approx(mc[key]["low"], rel=1e-3)
+        assert t.loc["1001", hi] == pytest.approx(mc[key]["high"], rel=1e-3)
+        assert t.loc["1001", lo] < t.loc["1001", next(c for c in t.columns if c.startswith(f"{key} ["))] < t.loc["1001", hi]
     assert main(["fleet", "report", str(fleet), "--by", "job"]) == 0
     assert "1001" in capsys.readouterr().out
 
@@ -240,6 +266,28 @@ def test_job_table_in_chunks_equals_one_pass(fleet: Path) -> None:
     a, b = ledger.job_table(fleet), ledger.job_table(fleet, chunk=3)
     pd.testing.assert_frame_equal(a, b)
     assert a["single_score_pt"].notna().sum() >= 6
+
+
+def test_job_table_streamed_in_chunks_writes_what_one_pass_writes(fleet: Path, tmp_path: Path) -> None:
+    from footprint.fleet import ledger
+
+    for fmt in ("csv", "json", "table"):
+        one, many = tmp_path / f"one.{fmt}", tmp_path / f"many.{fmt}"
+        ledger.write_jobs(fleet, str(one), fmt)
+        ledger.write_jobs(fleet, str(many), fmt, chunk=2)  # the ledger read and written two rows at a time
+        if fmt == "json":
+            a, b = json.loads(one.read_text())["jobs"], json.loads(many.read_text())["jobs"]
+            assert len(a) == len(b) == len(ledger.job_table(fleet))
+            pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b), rtol=1e-12)
+        elif fmt == "csv":
+            a, b = pd.read_csv(one, dtype={"job_id": str}), pd.read_csv(many, dtype={"job_id": str})
+            pd.testing.assert_frame_equal(a, b, rtol=1e-12)  # the batch's sums differ in the last bits by chunk
+            assert one.read_text().count("job_id") == many.read_text().count("job_id") == 1
+        else:
+            lines = many.read_text().splitlines()
+            assert lines[0].split()[0] == "job_id" and sum(x.split()[0] == "job_id" for x in lines) == 1
+            assert {len(x) for x in lines} == {len(lines[0])}  # chunks line up under one head
+            assert len(lines) == len(ledger.job_table(fleet)) + 1
 
 
 class _Proxy:

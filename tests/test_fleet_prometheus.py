@@ -117,7 +117,7 @@ def fleet(cluster: Cluster, prom: str, tmp_path_factory: pytest.TempPathFactory)
 
 
 def _index(fleet: Path) -> pd.DataFrame:
-    return pd.read_parquet(fleet / "index.parquet").set_index("job_id")
+    return pd.read_parquet(fleet / "ledger").set_index("job_id")
 
 
 def _series(fleet: Path) -> pd.DataFrame:
@@ -318,7 +318,7 @@ def test_cli_import_and_report_end_to_end(
 
 
 def _index_from(p: Path) -> pd.DataFrame:
-    return pd.read_parquet(p / "index.parquet").set_index("job_id")
+    return pd.read_parquet(p / "ledger").set_index("job_id")
 
 
 def test_chunk_size_does_not_change_the_result(fleet: Path, prom: str, cluster: Cluster, tmp_path: Path) -> None:
@@ -508,7 +508,7 @@ def test_existing_output_is_kept_unless_overwrite(fleet: Path, prom: str, cluste
         import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom)))
     assert (out / "keep.txt").read_text() == "mine"
     import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), overwrite=True))
-    assert not (out / "keep.txt").exists() and (out / "index.parquet").is_file()
+    assert not (out / "keep.txt").exists() and (out / "ledger").is_dir()
     # without sacct, jobs come from the labels alone; the unlabelled node's energy stays unallocated
     idx = _index_from(out)
     assert set(idx["source"]) == {"label"} and "1004" not in idx.index

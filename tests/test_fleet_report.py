@@ -122,7 +122,7 @@ def test_report_errors(fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     from footprint.cli.app import main
 
     assert main(["fleet", "report", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 2
-    assert "no index.parquet: not a fleet directory" in capsys.readouterr().err
+    assert "not a fleet directory written by" in capsys.readouterr().err
     assert main(["fleet", "report", str(fleet), "-o", str(tmp_path / "x.pdf")]) == 2
     assert "cannot tell the format" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:  # argparse refuses it (footprint.inputs.number_arg): usage, one line, exit 2
@@ -195,3 +195,80 @@ def _rounded(x: object) -> object:
     if isinstance(x, list):
         return [_rounded(v) for v in x]
     return x
+
+
+def test_the_ledger_is_partitioned_by_month_and_read_whole(fleet: Path) -> None:
+    import duckdb
+    import pandas as pd
+
+    parts = sorted(p.name for p in (fleet / "ledger").iterdir())
+    assert parts == ["month=2025-01", "month=2025-02"] and not (fleet / "index.parquet").exists()
+    idx = read_index(fleet)
+    assert (idx["month"].astype(str) == idx["start"].dt.strftime("%Y-%m")).all()  # the month from the directory
+    glob = str(fleet / "ledger" / "*" / "*.parquet")
+    got = duckdb.sql(f"SELECT month, count(*) n FROM read_parquet('{glob}', hive_partitioning=true) GROUP BY ALL").df()
+    want = idx.groupby(idx["month"].astype(str)).size()
+    assert dict(zip(got["month"].astype(str), got["n"], strict=True)) == want.to_dict()
+    assert len(pd.read_parquet(fleet / "ledger")) == len(idx)  # pandas reads the partitions as one table
+
+
+LEGACY = REPO / "tests" / "data" / "fleet_v1"  # written by the import before the ledger was partitioned
+
+
+def test_a_fleet_written_before_the_partitioned_ledger_stays_readable(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from footprint.cli.app import main
+    from footprint.fleet import ledger
+    from footprint.fleet.store import FleetWriter
+
+    old = pd.read_parquet(LEGACY / "index.parquet")
+    assert not (LEGACY / "ledger").exists() and len(old) == 13
+    rep = build_report(LEGACY, "month", samples=0)
+    assert rep.totals.jobs == 13 and rep.totals.energy_kwh == pytest.approx(old["energy_j"].sum() / 3.6e6)
+    assert [g.label for g in rep.groups] == ["2025-01", "2025-02"]
+    assert main(["fleet", "report", str(LEGACY), "--by", "job", "-o", str(tmp_path / "jobs.csv")]) == 0
+    jobs = pd.read_csv(tmp_path / "jobs.csv", dtype={"job_id": str})
+    assert sorted(jobs["job_id"]) == sorted(old["job_id"])
+    one = old["job_id"].iloc[0]
+    assert main(["fleet", "job", str(LEGACY), one, "-o", str(tmp_path / "run")]) == 0
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["energy"]["total_j"] == pytest.approx(old.set_index("job_id").loc[one, "energy_j"])
+    # the same rows written as today's ledger: partitioned, and the same report
+    new = tmp_path / "fleet"
+    with FleetWriter(new) as w:
+        w.add_jobs_frame(old)
+        w.close_ledger()
+        for name in ("job_gpus.parquet", "gpus.parquet", "fleet.json"):
+            w.path(name).write_bytes((LEGACY / name).read_bytes())
+        w.commit()
+    assert sorted(p.name for p in (new / "ledger").iterdir()) == ["month=2025-01", "month=2025-02"]
+    again = build_report(new, "month", samples=0)
+    assert again.totals.energy_kwh == pytest.approx(rep.totals.energy_kwh, rel=1e-12)
+    assert again.totals.impacts["climate_change"] == pytest.approx(rep.totals.impacts["climate_change"], rel=1e-12)
+    a, b = (ledger.job_table(f).sort_values("job_id", ignore_index=True) for f in (LEGACY, new))
+    pd.testing.assert_series_equal(a["climate_change [kg CO2 eq]"], b["climate_change [kg CO2 eq]"], rtol=1e-12)
+
+
+def test_every_jobs_low_high_is_its_own_draws_percentiles(fleet: Path) -> None:
+    """`row_ranges` interpolates between nodes 5 W apart: checked against each job's exact draws (gpu_hours x A +
+    kWh x B, the 2.5th and 97.5th percentiles) for every job of the fleet."""
+    from footprint.fleet import ledger
+    from footprint.fleet.report import assess_index
+    from footprint.lca.database import IDX
+
+    idx = read_index(fleet, ledger.JOB_COLUMNS)
+    table = ledger.job_table(fleet, samples=500, seed=3)
+    batch, rows, _ = assess_index(idx)
+    assert len(rows) >= 20
+    worst = 0.0
+    for i, r in enumerate(rows.tolist()):
+        a, b = batch.bases[batch.template_index[i]].draws(500, 3)
+        draws = batch.gpu_hours[i] * a + batch.it_energy_kwh[i] * b
+        for key in ("climate_change", "land_use", "water_use"):
+            lo, hi = np.percentile(draws[:, IDX[key]], (2.5, 97.5))
+            got = [table.loc[r, c] for c in table.columns if c.startswith((f"{key} low [", f"{key} high ["))]
+            worst = max(worst, abs(got[0] / lo - 1), abs(got[1] / hi - 1))
+    assert worst < 1e-3, worst
+    assert table.filter(like=" low [").loc[rows].notna().all().all()
+    assert table.filter(like=" low [").drop(index=rows).isna().all().all()  # not assessed: no range either

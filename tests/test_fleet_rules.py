@@ -79,8 +79,8 @@ def test_import_reads_the_recorded_energy(tmp_path: Path, shared: Path) -> None:
     names = DcgmNames(recorded="footprint:gpu_energy_joules:increase1m")
     with promserver.serve(tsdb) as url:
         import_fleet(tmp_path / "rec", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct, names=names))
-    a = pd.read_parquet(tmp_path / "counter" / "index.parquet").set_index("job_id")
-    b = pd.read_parquet(tmp_path / "rec" / "index.parquet").set_index("job_id")
+    a = pd.read_parquet(tmp_path / "counter" / "ledger").set_index("job_id")
+    b = pd.read_parquet(tmp_path / "rec" / "ledger").set_index("job_id")
     labelled = a[a["nodes"].isin(["gpu-01", "gpu-02", "gpu-01,gpu-02"])].index
     err = (b.loc[labelled, "gpu_energy_j"] / a.loc[labelled, "gpu_energy_j"] - 1).abs()
     inside = [j for j in labelled if a.loc[j, "end"].timestamp() < c.end]

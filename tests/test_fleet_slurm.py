@@ -167,7 +167,7 @@ def test_import_slurm_alone_writes_records_and_index(tmp_path: Path) -> None:
     p = _cli(*args)
     assert p.returncode == 0, p.stderr
     assert "wrote" in p.stdout and "skipped: line" in p.stderr
-    idx = pd.read_parquet(out / "index.parquet")
+    idx = pd.read_parquet(out / "ledger")
     assert len(idx) == 9
     row = idx.set_index("job_id").loc["1001"]
     assert row.gpu_hours == pytest.approx(4 * 40 / 60) and row.gpu_energy_j == pytest.approx(2901233)
@@ -213,7 +213,7 @@ def test_run_sacct_uses_utc_and_the_standard_time_format(tmp_path: Path) -> None
     called = (tmp_path / "called.txt").read_text()
     assert called.startswith("UTC standard --allusers --parsable2 --format=JobID,JobIDRaw,")
     assert "--starttime=2025-03-03T00:00:00 --endtime=2025-03-04T00:00:00" in called
-    assert len(pd.read_parquet(out / "index.parquet")) == 9
+    assert len(pd.read_parquet(out / "ledger")) == 9
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_running_jobs_end_when_sacct_ran_and_an_empty_report_still_reads(
     f = tmp_path / "sacct.txt"
     f.write_text(SACCT)
     assert main(["fleet", "import", "slurm", str(f), "--tz", "UTC", "-o", str(tmp_path / "fleet"), "--quiet"]) == 0
-    idx = pd.read_parquet(tmp_path / "fleet" / "index.parquet").set_index("job_id")
+    idx = pd.read_parquet(tmp_path / "fleet" / "ledger").set_index("job_id")
     assert idx.loc["1004", "duration_s"] == pytest.approx(3 * 3600 + 40 * 60)  # 08:20 -> 12:00, the last End in the file
     capsys.readouterr()
     assert main(["fleet", "report", str(tmp_path / "fleet")]) == 0

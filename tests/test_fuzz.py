@@ -944,12 +944,13 @@ def test_a_damaged_fleet_directory_reports_what_is_left(cli: CliServer, tmp_path
     src = REPO / "tests" / "data" / "sacct_parsable2.txt"
     fleet = tmp_path / "fleet"
     _ok(cli.run(["fleet", "import", "slurm", src, "-o", fleet, "--tz", "UTC", "--quiet"]))
-    idx = pd.read_parquet(fleet / "index.parquet")
+    idx = pd.read_parquet(fleet / "ledger")
     assert len(idx) >= 4
     idx["energy_j"] = idx["energy_j"].astype(object)
     idx.loc[idx.index[:4], "energy_j"] = ["abc", -5e6, math.inf, math.nan]
     idx["energy_j"] = idx["energy_j"].astype(str)
-    idx.to_parquet(fleet / "index.parquet")
+    shutil.rmtree(fleet / "ledger")  # the ledger as one index.parquet, as fleets were written before it
+    idx.assign(month=idx["month"].astype(str)).to_parquet(fleet / "index.parquet")
     (fleet / "gpus.parquet").write_bytes(b"garbage" * 20)
     o = cli.run(["fleet", "report", fleet, "-o", tmp_path / "r.json"])
     _ok(o)

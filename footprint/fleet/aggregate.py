@@ -26,7 +26,7 @@ record is written on demand (`footprint fleet job`), never for every job.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class Found:
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One quantity to evaluate: job ``job`` on device ``dev`` over ``[a, b]`` with weight ``w``."""
 
@@ -298,14 +298,20 @@ def _q(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+CHUNK_JOBS = 2_000  # jobs evaluated and written at a time: their terms, answers and energies are then dropped
+
+
 @dataclass
 class Energies:
-    """Per (job, device): joules and seconds of telemetry; per device: metered joules and seconds."""
+    """Per (job, device): joules and seconds of telemetry (one chunk of jobs); per device: metered joules and
+    seconds, and what the jobs evaluated so far hold of them (`evaluate`'s totals)."""
 
     pair_j: dict[tuple[int, int], float] = field(default_factory=dict)
     pair_s: dict[tuple[int, int], float] = field(default_factory=dict)
     dev_j: dict[int, float] = field(default_factory=dict)
     dev_s: dict[int, float] = field(default_factory=dict)
+    alloc_j: dict[int, float] = field(default_factory=dict)
+    alloc_s: dict[int, float] = field(default_factory=dict)
     exact_jobs: set[int] = field(default_factory=set)
     by_activity: int = 0  # shared stretches split by the MIG instances' activity
 
@@ -317,16 +323,59 @@ def evaluate(
     ev: promql.Evaluator,
     exact_below_s: float,
     exact_all: bool = False,
-) -> Energies:
-    """Every job's energy on every GPU it held, the host meters' shares, and each GPU's metered total (first:
-    where a GPU reported without a break, a job's telemetry covers its window and needs no sample count)."""
-    out = Energies()
+    chunk: int | None = None,
+) -> tuple[Energies, Iterator[tuple[range, Energies]]]:
+    """Each GPU's metered total now (first: where a GPU reported without a break, a job's telemetry covers its
+    window and needs no sample count), and an iterator over the jobs ``chunk`` at a time, in order: every job's
+    energy on every GPU it held and the host meters' shares. The totals' ``alloc_j``/``alloc_s`` are complete
+    once the iterator is spent; memory is bounded by the chunk, not the job count. ``found``'s job labels per
+    device are consumed (cleared) here."""
+    chunk = max(int(chunk or CHUNK_JOBS), 1)
+    tot = Energies()
     items = holdings(plan, found)
-    out.by_activity = split_by_activity(plan, found, items, ev)
-    out.dev_j, out.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
-    groups, short = _job_groups(plan, found, items, exact_below_s or 0.0, exact_all, out)
+    tot.by_activity = split_by_activity(plan, found, items, ev)
+    tot.dev_j, tot.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
+    found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks (a month: ~300 B a job)
+    found.instance.clear()
+    gpu_items = _by_chunk(items, chunk)
+    host_items = _by_chunk(cpu_items(plan, found), chunk)
+    del items
+
+    def chunks() -> Iterator[tuple[range, Energies]]:
+        for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
+            out = _evaluate_jobs(client, plan, found, ev, (gpu_items.pop(k, []), host_items.pop(k, [])), irregular,
+                                 exact_below_s, exact_all)  # fmt: skip
+            for (_j, dev), v in out.pair_j.items():
+                tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
+            for (_j, dev), v in out.pair_s.items():
+                tot.alloc_s[dev] = tot.alloc_s.get(dev, 0.0) + v
+            yield range(c0, min(c0 + chunk, len(plan.jobs))), out
+
+    return tot, chunks()
+
+
+def _by_chunk(items: list[Item], chunk: int) -> dict[int, list[Item]]:
+    out: dict[int, list[Item]] = {}
+    for it in items:
+        out.setdefault(it.job // chunk, []).append(it)
+    return out
+
+
+def _evaluate_jobs(
+    client: PrometheusClient,
+    plan: Plan,
+    found: Found,
+    ev: promql.Evaluator,
+    items: tuple[list[Item], list[Item]],
+    irregular: dict[int, list[tuple[float, float]]] | None,
+    exact_below_s: float,
+    exact_all: bool,
+) -> Energies:
+    """The energies of these (GPU, host meter) items: one chunk of jobs."""
+    out = Energies()
+    groups, short = _job_groups(plan, found, items[0], exact_below_s or 0.0, exact_all, out)
     terms, info = _job_terms(plan, found, groups, ev, irregular, out)
-    for i, it in enumerate(cpu_items(plan, found)):
+    for i, it in enumerate(items[1]):
         lab = found.labels[it.dev]
         m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
         terms.append(promql.Term(("h", i, it.job, it.dev, it.w), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
@@ -513,8 +562,9 @@ def _metered_counters(
     return dev_j, dev_s, irregular
 
 
-def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> list[tuple[float, dict[int, float]]]:
-    """(time, {device: counter value}) at start, every hour after it, and end: one range query per day."""
+def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> Iterator[tuple[float, dict[int, float]]]:
+    """(time, {device: counter value}) at start, every hour after it, and end, in time order: one range query per
+    day, a few days in flight at once (a month of 4,096 GPUs' hours is never held whole)."""
     from concurrent.futures import ThreadPoolExecutor
 
     n = found.fetch.names
@@ -538,11 +588,12 @@ def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float)
                     out.setdefault(round(float(t), 3), {})[d] = x
         return out
 
-    merged: dict[float, dict[int, float]] = {}
+    todo = [*spans, (end, end)]
+    step = 2 * ev.concurrency  # days in flight: the answers are consumed in time order and dropped
     with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
-        for part in pool.map(one, [*spans, (end, end)]):
-            merged.update(part)
-    return sorted(merged.items())
+        for i in range(0, len(todo), step):
+            for part in pool.map(one, todo[i : i + step]):
+                yield from sorted(part.items())
 
 
 def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:
@@ -605,17 +656,13 @@ def _merged(found: Found, windows: list[tuple[int, float, float]], ev: promql.Ev
 
 
 def gpu_rows(found: Found, plan: Plan, e: Energies) -> Any:
-    """gpus.parquet: per GPU (and host meter) what it metered, what jobs held and the unattributed rest."""
+    """gpus.parquet: per GPU (and host meter) what it metered, what jobs held and the unattributed rest (``e``:
+    `evaluate`'s totals, once every chunk of jobs is evaluated)."""
     import pandas as pd
 
     from footprint.fleet.telemetry import describe
 
-    alloc_j: dict[int, float] = {}
-    alloc_s: dict[int, float] = {}
-    for (_j, dev), v in e.pair_j.items():
-        alloc_j[dev] = alloc_j.get(dev, 0.0) + v
-    for (_j, dev), v in e.pair_s.items():
-        alloc_s[dev] = alloc_s.get(dev, 0.0) + v
+    alloc_j, alloc_s = e.alloc_j, e.alloc_s
     rows = []
     for d in found.fetch.t.devices:
         r = describe(d)

@@ -35,10 +35,10 @@ BIN_S = 300.0  # finest resolution of the per-GPU activity used to infer which G
 MAX_BINS = 4000  # per GPU: long windows get coarser bins, so memory stays bounded
 
 
-@dataclass
+@dataclass(slots=True)
 class Job:
     key: str
-    ids: set[str]
+    ids: tuple[str, ...]  # a tuple, not a set: a month's 100,000 jobs each keep one
     source: str  # "slurm" | "label"
     start: float  # window used, clipped to the import window
     end: float
@@ -107,7 +107,7 @@ class Activity:
         return float(arr[a : b + 1].sum())
 
 
-@dataclass
+@dataclass(slots=True)
 class Claim:
     start: float
     end: float
@@ -146,11 +146,12 @@ class Plan:
             start, stop = max(sj.start, s0), min(end, s1)
             if stop <= start:
                 continue  # outside the window
-            job = Job(sj.job_id, sj.ids, "slurm", start, stop, sj, notes=list(sj.notes))
+            job = Job(sj.job_id, tuple(sorted(sj.ids)), "slurm", start, stop, sj, notes=list(sj.notes))
             for host, allocs in sj.gpus_on().items():
                 job.gpus_by_host[host] = sum(k for k, _ in allocs)
                 types = {t for _, t in allocs if t}
-                job.types_by_host[host] = types.pop() if len(types) == 1 else None
+                if len(types) == 1:  # read with .get(): an untyped node costs no entry
+                    job.types_by_host[host] = types.pop()
             if sj.end is None:
                 job.notes.append(f"still running when sacct ran: window cut at {_iso(stop)}")
             if sj.start < s0 or (sj.end or math.inf) > s1:
@@ -176,7 +177,7 @@ class Plan:
                 if j is None:
                     j = len(self.jobs)
                     by_id[name] = j
-                    self.jobs.append(Job(name, {name}, "label", first, last))
+                    self.jobs.append(Job(name, (name,), "label", first, last))
                 if self.jobs[j].source == "label":
                     w = seen.setdefault(j, {})
                     a, b = w.get(dev, (math.inf, -math.inf))

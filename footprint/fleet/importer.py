@@ -143,7 +143,6 @@ def _aggregated(
     w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
 ) -> ImportSummary:
     """The default: per-job energies evaluated by the server (`footprint.fleet.aggregate`)."""
-    import pandas as pd
 
     from footprint.fleet import aggregate, promql
 
@@ -163,30 +162,20 @@ def _aggregated(
         (lambda done, total: progress("querying", total, 1)) if progress else None,
         resume,
     )
+    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
     try:
         act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
         plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
         aggregate.refine_label_jobs(plan, found, ev)
-        e = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+        e, chunks = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+        for jobs, part in chunks:  # a chunk of jobs evaluated, written and dropped
+            _write_chunk(w, plan, jobs, part, opts, source)
     except FootprintError as exc:
         kept = sum(1 for _ in resume.glob("*.json"))
         if not kept:
             raise
         more = f" ({kept} answers kept in {resume}: the same command resumes from them)"
         raise type(exc)(exc.detail + more, exc.file, exc.key) from None
-    by_job: dict[int, list[tuple[int, float, float]]] = {}
-    for (j, dev), v in sorted(e.pair_j.items()):
-        by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
-    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
-    for j, job in enumerate(plan.jobs):
-        rows = by_job.get(j)
-        if j in e.exact_jobs:
-            job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
-        if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
-            pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
-            w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
-        else:
-            w.add_job(_ledger_row(w, job, rows or [], plan, opts))
     gpus = aggregate.gpu_rows(found, plan, e)
     gpus.to_parquet(w.path("gpus.parquet"), index=False)
     agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
@@ -208,6 +197,24 @@ def _aggregated(
     w.write_meta(meta)
     total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
     return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+
+
+def _write_chunk(w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOptions, source: dict[str, Any]) -> None:
+    """The ledger rows (or run records, when asked) of these jobs, from their evaluated energies."""
+    import pandas as pd
+
+    by_job: dict[int, list[tuple[int, float, float]]] = {}
+    for (j, dev), v in sorted(e.pair_j.items()):
+        by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
+    for j in jobs:
+        job, rows = plan.jobs[j], by_job.get(j)
+        if j in e.exact_jobs:
+            job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
+        if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
+            pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
+            w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
+        else:
+            w.add_job(_ledger_row(w, job, rows or [], plan, opts))
 
 
 def resume_dir(out: Path) -> Path:

@@ -1,4 +1,4 @@
-"""The job ledger: a fleet directory's jobs as rows (`index.parquet`, `job_gpus.parquet`), read with DuckDB.
+"""The job ledger: a fleet directory's jobs as rows (`ledger/month=*/part-*.parquet`, `job_gpus.parquet`), read with DuckDB.
 
 One row per job (ids, user, account, partition, window, GPUs, GPU-hours, energy by component, method,
 coverage, site) and one per job and device beside it; no directory per job. DuckDB reads only the
@@ -12,6 +12,8 @@ returned as written.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import store
+from footprint.lca import DEFAULT_SAMPLES
 
 
 def _sql_path(p: Path) -> str:
@@ -40,16 +43,15 @@ def _connect() -> Any:
 
 
 def query(fleet: str | Path, sql: str, params: list[Any] | None = None) -> Any:
-    """A DuckDB query over the ledger's views ``jobs`` (index.parquet) and ``job_gpus``; a pandas DataFrame."""
+    """A DuckDB query over the ledger's views ``jobs`` (ledger/, partitioned by month; index.parquet in fleets
+    written before it) and ``job_gpus``; a pandas DataFrame."""
     import duckdb
 
     d = Path(fleet)
-    idx = d / store.INDEX
-    if not idx.is_file():
-        raise FootprintError(f"no {store.INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    src = store.duckdb_source(d)
     con = _connect()
     try:
-        con.execute(f"CREATE VIEW jobs AS SELECT * FROM read_parquet('{_sql_path(idx)}')")
+        con.execute(f"CREATE VIEW jobs AS SELECT * FROM {src}")
         gp = d / store.JOB_GPUS
         if gp.is_file():
             con.execute(f"CREATE VIEW job_gpus AS SELECT * FROM read_parquet('{_sql_path(gp)}')")
@@ -111,7 +113,7 @@ def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
             "window": meta.get("window"),
         },  # fmt: skip
         "windows": [],
-        "notes": notes + ["rebuilt from the fleet ledger (index.parquet, job_gpus.parquet) by `footprint fleet job`"],
+        "notes": notes + ["rebuilt from the fleet ledger (its job and job_gpus rows) by `footprint fleet job`"],
     }
 
 
@@ -255,11 +257,11 @@ def _top_duckdb(fleet: str | Path, coef: Any, n: int) -> Any:
     con = _connect()
     try:
         con.register("coef", coef)
-        idx = _sql_path(Path(fleet) / store.INDEX)
+        src = store.duckdb_source(fleet)
         return con.execute(
             f"SELECT CAST(j.job_id AS VARCHAR) AS job_id, j.name, j.user, j.account, j.gpu_name, j.gpu_count, {h} AS"
             f" gpu_hours, {e} AS energy_j, TRY_CAST(j.coverage AS DOUBLE) AS coverage, j.run_dir,"
-            f" c.a * {h} + c.b * {e} / 3.6e6 AS cc FROM read_parquet('{idx}') j JOIN coef c"
+            f" c.a * {h} + c.b * {e} / 3.6e6 AS cc FROM {src} j JOIN coef c"
             " ON CAST(j.gpu_model AS VARCHAR) = c.gpu_model AND CAST(j.grid AS VARCHAR) IS NOT DISTINCT FROM c.grid"
             f" AND {_NUM.format(c='j.pue')} IS NOT DISTINCT FROM c.pue WHERE {_OK.replace('gpu_model', 'j.gpu_model')}"
             f" ORDER BY cc DESC LIMIT {int(n)}"
@@ -276,68 +278,199 @@ JOB_COLUMNS = ("job_id", "name", "user", "account", "partition", "state", "start
                "gpu_hours", "energy_j", "coverage", "grid", "pue")  # fmt: skip
 
 
-def job_table(fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000) -> Any:
-    """Every job with its footprint in all 16 categories (central values; the engine's batch, linear in GPU-hours
-    and energy, run on ``chunk`` jobs at a time so that memory stays bounded): a DataFrame, one row per job;
-    jobs that cannot be assessed keep their row, with the reason."""
+def job_table(
+    fleet: str | Path, sets: list[str] | None = None, chunk: int = 100_000, samples: int = DEFAULT_SAMPLES, seed: int = 0
+) -> Any:
+    """Every job with its footprint in all 16 categories (central values), one DataFrame: for a program that
+    wants the table whole (`job_chunks` streams it, as `footprint fleet report --by job` does)."""
+    import pandas as pd
+
+    df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
+    mc = _Ranges(samples, seed)
+    parts = [_job_frame(df.iloc[s0 : s0 + chunk], sets, mc) for s0 in range(0, len(df), chunk)]
+    parts = parts or [_job_frame(df, sets, mc)]
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+
+
+def job_chunks(
+    fleet: str | Path, sets: list[str] | None = None, chunk: int = 20_000, samples: int = DEFAULT_SAMPLES, seed: int = 0
+) -> Iterator[Any]:
+    """The job table ``chunk`` ledger rows at a time (read in Parquet batches, assessed, handed on, freed):
+    memory is bounded by the chunk, not the job count."""
+    mc = _Ranges(samples, seed)  # the engine run once per factor set, not once per chunk
+    for df in store.iter_index(fleet, JOB_COLUMNS, chunk):
+        yield _job_frame(df, sets, mc)
+
+
+@dataclass
+class _Ranges:
+    """What the job table's chunks share: the Monte Carlo settings, the engine's result per factor set and the
+    percentile nodes of `footprint.lca.batch.row_ranges`."""
+
+    samples: int
+    seed: int
+    bases: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    nodes: dict[int, Any] = field(default_factory=dict)
+
+
+def _job_frame(df: Any, sets: list[str] | None, mc: _Ranges | None = None) -> Any:
+    """These ledger rows with their footprint in all 16 categories (the engine's batch, linear in GPU-hours and
+    energy); a row that cannot be assessed keeps its place, with the reason."""
     import pandas as pd
 
     from footprint.fleet.report import assess_index
     from footprint.lca import categories as cat
     from footprint.lca.units import display_unit
 
-    df = store.read_index(fleet, JOB_COLUMNS)  # text as categories: a million jobs stay small
     n = len(df)
     cats = cat.categories() + cat.extras()
     names = ["facility_energy_kwh", "gpu_lifetimes", "single_score_pt"] + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
     values = {k: np.full(n, np.nan) for k in names}
-    reasons: list[str | None] = [None] * n
-    for s0 in range(0, n, chunk):
-        batch, rows, why = assess_index(df.iloc[s0 : s0 + chunk], sets)
-        reasons[s0 : s0 + len(why)] = why
-        if not len(rows):
-            continue
-        at = rows + s0
-        values["facility_energy_kwh"][at] = batch.facility_energy_kwh
-        values["gpu_lifetimes"][at] = batch.gpu_lifetimes
-        values["single_score_pt"][at] = batch.single_score()
+    mc = mc or _Ranges(0, 0)
+    batch, rows, reasons = assess_index(df, sets, mc.bases)
+    if len(rows):
+        values["facility_energy_kwh"][rows] = batch.facility_energy_kwh
+        values["gpu_lifetimes"][rows] = batch.gpu_lifetimes
+        values["single_score_pt"][rows] = batch.single_score()
         for c, k in zip(cats, names[3:], strict=True):
-            values[k][at] = batch.total(c.key)
-    out = pd.DataFrame(
-        {
-            "job_id": df["job_id"],
-            "name": df["name"],
-            "user": df["user"],
-            "account": df["account"],
-            "partition": df["partition"],
-            "state": df["state"],
-            "start": df["start"],
-            "gpu": df["gpu_name"],
-            "gpus": df["gpu_count"].astype("Int64"),
-            "gpu_hours": df["gpu_hours"],
-            "energy_kwh": df["energy_j"] / 3.6e6,
-            "coverage": df["coverage"],
-            **values,
-            "not_assessed": reasons,
-        },
-        copy=False,  # the arrays as computed: a million jobs' 20 columns are not copied into one block
-    )
+            values[k][rows] = batch.total(c.key)
+    if mc.samples > 1:  # low-high of the 16 categories, each job's own Monte Carlo draws
+        values |= _low_high(batch, rows, n, mc)
+    cols = {
+        "job_id": df["job_id"],
+        "name": df["name"],
+        "user": df["user"],
+        "account": df["account"],
+        "partition": df["partition"],
+        "state": df["state"],
+        "start": df["start"],
+        "gpu": df["gpu_name"],
+        "gpus": df["gpu_count"].astype("Int64"),
+        "gpu_hours": df["gpu_hours"],
+        "energy_kwh": df["energy_j"] / 3.6e6,
+        "coverage": df["coverage"],
+    }
+    cols = {k: v.reset_index(drop=True) for k, v in cols.items()}  # categories stay categories
+    return pd.DataFrame(cols | values | {"not_assessed": reasons})
+
+
+def _low_high(batch: Any, rows: np.ndarray, n: int, mc: _Ranges) -> dict[str, np.ndarray]:
+    from footprint.lca import categories as cat
+    from footprint.lca.batch import row_ranges
+    from footprint.lca.database import IDX
+    from footprint.lca.units import display_unit
+
+    q = row_ranges(batch, mc.samples, mc.seed, mc.nodes) if len(rows) else None
+    out: dict[str, np.ndarray] = {}
+    for c in cat.categories():
+        for side, i in (("low", 0), ("high", 1)):
+            v = np.full(n, np.nan)
+            if q is not None:
+                v[rows] = q[:, IDX[c.key], i]
+            out[f"{c.key} {side} [{display_unit(c.unit)}]"] = v
     return out
 
 
-def render_jobs(table: Any, fmt: str) -> str:
-    """The job table as text (aligned columns: the main figures), CSV (every column) or JSON (records)."""
-    if fmt == "csv":
-        from footprint.escaping import csv_cell
+def write_jobs(
+    fleet: str | Path,
+    output: str | None,
+    fmt: str,
+    sets: list[str] | None = None,
+    chunk: int = 20_000,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+) -> Path | None:
+    """The job table as text, CSV or JSON (each job's low-high from ``samples`` Monte Carlo draws), streamed chunk
+    by chunk to ``output`` (atomically, through `footprint.outputs.atomic_path`) or to stdout: a million jobs are
+    never held at once."""
+    import sys
 
-        safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
-        return safe.to_csv(index=False)
+    from footprint.outputs import atomic_path, write_error
+
+    parts = _rendered(job_chunks(fleet, sets, chunk, samples, seed), fmt)
+    if not output:
+        for text in parts:
+            sys.stdout.write(text)
+        return None
+    with atomic_path(output) as tmp:
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                for text in parts:
+                    fh.write(text)
+        except OSError as e:
+            raise write_error(output, e) from None
+    return Path(output)
+
+
+def _rendered(chunks: Iterator[Any], fmt: str) -> Iterator[str]:
+    """Each chunk as text: the CSV header, the JSON array's brackets and the table's column heads once."""
+    first = True
+    widths: dict[str, int] = {}
     if fmt == "json":
-        recs = json.loads(table.to_json(orient="records", date_format="iso"))
-        return json.dumps({"jobs": recs}, indent=1) + "\n"
+        yield '{"jobs": ['
+    for table in chunks:
+        if fmt == "json":
+            recs = json.loads(table.to_json(orient="records", date_format="iso"))
+            body = ",\n".join(json.dumps(r) for r in recs)
+            if body:
+                yield ("\n" if first else ",\n") + body
+                first = False
+        else:
+            text, widths = render_jobs(table, fmt, header=first, widths=widths)
+            first = False
+            yield text
+    if fmt == "json":
+        yield "\n]}\n"
+    elif first:  # no job at all: the heads alone
+        yield render_jobs(_job_frame(_empty_index(), None), fmt)[0]
+
+
+def _empty_index() -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series([], dtype=float if c in store.NUMERIC_COLUMNS else object) for c in JOB_COLUMNS})
+
+
+def render_jobs(table: Any, fmt: str, header: bool = True, widths: dict[str, int] | None = None) -> tuple[str, dict[str, int]]:
+    """One chunk of the job table as CSV (every column) or aligned text (the main figures; ``widths`` carries the
+    columns' widths from chunk to chunk, so that chunks line up), and the widths used."""
+    if fmt == "csv":
+        return _csv(table, header), {}
     cc = next((c for c in table.columns if c.startswith("climate_change [")), None)
     cols = ["job_id", "user", "gpu", "gpus", "gpu_hours", "energy_kwh"] + ([cc] if cc else [])
-    view = table[cols].copy()
+    view = table[cols].astype(object).where(table[cols].notna(), None)
     for c in ("gpu_hours", "energy_kwh", *([cc] if cc else [])):
-        view[c] = view[c].map(lambda x: "n/a" if x != x else f"{x:.4g}")
-    return view.to_string(index=False) + "\n"
+        view[c] = view[c].map(lambda x: "n/a" if x is None else f"{x:.4g}")
+    lo, hi = (cc.replace(" [", f" {side} [") if cc else "" for side in ("low", "high"))
+    if cc and lo in table and hi in table:  # the central value, then its low-high
+        rng = [f" ({a:.3g}-{b:.3g})" if a == a and b == b else "" for a, b in zip(table[lo], table[hi], strict=True)]
+        view[cc] = view[cc] + rng
+    view = view.map(lambda x: "n/a" if x is None else str(x))
+    w = dict(widths or {})
+    for c in cols:
+        w[c] = max(w.get(c, len(c)), int(view[c].str.len().max()) if len(view) else 0)
+    lines = [" ".join(c.rjust(w[c]) for c in cols)] if header else []
+    lines += [" ".join(v.rjust(w[c]) for c, v in zip(cols, row, strict=True)) for row in view.itertuples(index=False)]
+    return "\n".join(lines) + "\n", w
+
+
+def _csv(table: Any, header: bool) -> str:
+    """One chunk as CSV, written by Arrow's CSV writer (pandas' formats a float at a time); text cells through
+    `footprint.escaping.csv_cell`, the start time in one ISO format whatever the rows."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from footprint.escaping import csv_cell
+
+    safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
+    if "start" in safe and hasattr(safe["start"], "dt"):
+        t = safe["start"]
+        t = t.dt.tz_localize("UTC") if t.dt.tz is None else t.dt.tz_convert("UTC")
+        safe["start"] = t.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    arrow = pa.Table.from_pandas(safe, preserve_index=False)
+    for i, f in enumerate(arrow.schema):
+        if pa.types.is_dictionary(f.type):
+            arrow = arrow.set_column(i, f.name, arrow.column(i).cast(pa.string()))
+    out = pa.BufferOutputStream()
+    pacsv.write_csv(arrow, out, pacsv.WriteOptions(include_header=header, quoting_style="needed"))
+    return out.getvalue().to_pybytes().decode("utf-8")

@@ -147,11 +147,14 @@ def _site(grid: Any, pue: Any) -> dict[str, Any]:
     return site
 
 
-def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarray, list[str | None]]:
-    """(BatchAssessment over the assessable rows, their positions in ``df``, a reason for every row left out)."""
+def assess_index(
+    df: Any, sets: list[str] | None = None, bases: dict[tuple[Any, ...], Any] | None = None
+) -> tuple[Any, np.ndarray, list[str | None]]:
+    """(BatchAssessment over the assessable rows, their positions in ``df``, a reason for every row left out).
+    ``bases``: the engine's per-factor-set results kept from chunk to chunk (each is one engine run)."""
     import pandas as pd
 
-    from footprint.lca.batch import assess_arrays
+    from footprint.lca.batch import Basis, BatchAssessment
 
     reasons: list[str | None] = [None] * len(df)
     energy = df["energy_j"].to_numpy(dtype=float, na_value=np.nan)
@@ -176,9 +179,15 @@ def assess_index(df: Any, sets: list[str] | None = None) -> tuple[Any, np.ndarra
     keys = pd.DataFrame({"m": model[rows], "g": grid, "p": pue})
     codes = keys.groupby(["m", "g", "p"], dropna=False, sort=False).ngroup().to_numpy()
     first = pd.Series(np.arange(len(rows))).groupby(codes).first().to_numpy()
-    templates = [template(keys["m"].iloc[i], _site(keys["g"].iloc[i], keys["p"].iloc[i]), sets) for i in first]
-    batch = assess_arrays(templates, codes.astype(np.int64), hours[rows], energy[rows] / 3.6e6)
-    return batch, rows, reasons
+    cache = {} if bases is None else bases
+    used = []
+    for i in first:
+        m, g, p = keys["m"].iloc[i], keys["g"].iloc[i], keys["p"].iloc[i]
+        k = (m, g, None if p != p else float(p))
+        if k not in cache:
+            cache[k] = Basis.of(template(m, _site(g, p), sets))
+        used.append(cache[k])
+    return BatchAssessment(used, codes.astype(np.int64), hours[rows], energy[rows] / 3.6e6), rows, reasons
 
 
 # ---- the report ---------------------------------------------------------------------------------------
@@ -664,10 +673,9 @@ def write_report(
 
         if fmt == "html":
             raise FootprintError("--by job: table, csv or json (a page per million jobs is no report)", key="--format")
-        text = ledger.render_jobs(ledger.job_table(fleet, sets), fmt)
-    else:
-        rep = build_report(fleet, by, top, sets, samples, seed)
-        text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
+        return ledger.write_jobs(fleet, output, fmt, sets, samples=samples, seed=seed)
+    rep = build_report(fleet, by, top, sets, samples, seed)
+    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
     if not output:
         import sys
 

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -138,7 +139,7 @@ def parse_time(text: str, tz: tzinfo) -> float | None:
     return dt.timestamp()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GpuTres:
     count: int
     types: dict[str, int]  # gres type -> count (empty when the site does not type its GPUs)
@@ -171,7 +172,7 @@ def parse_tres(text: str) -> GpuTres:
 # ---- jobs ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """GPUs a job (or a het-job component) holds: ``gpus_per_node`` on each of ``nodes``."""
 
@@ -180,7 +181,7 @@ class Allocation:
     gpu_type: str | None
 
 
-@dataclass
+@dataclass(slots=True)
 class SlurmJob:
     job_id: str  # as sacct prints it: 1001, 1003_2 (array task), 1010 (het job, components folded)
     raw_id: str | None
@@ -269,7 +270,7 @@ def _allocation(row: dict[str, str], notes: list[str]) -> Allocation | None:
             tres = GpuTres(int(m.group(2)), {m.group(1): int(m.group(2))} if m.group(1) else {})
     if tres.count <= 0:
         return None
-    nodes = expand_hostlist(row.get("NodeList", ""))
+    nodes = [sys.intern(n) for n in expand_hostlist(row.get("NodeList", ""))]  # a node's name once, not per job
     if len(tres.types) > 1:
         notes.append(f"GPU types {dict(tres.types)} in one allocation: the node of each type is not recorded by sacct")
     per, note = _split_gpus(tres.count, nodes)
@@ -372,18 +373,18 @@ def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | s
         return f"End {row.get('End')} is before Start {row.get('Start')}, left out"
     energy = _energy(row.get("ConsumedEnergyRaw", ""))
 
-    def opt(key: str) -> str | None:
+    def opt(key: str, shared: bool = True) -> str | None:
         v = (row.get(key) or "").strip()
-        return v or None
+        return (sys.intern(v) if shared else v) or None  # a user's name once, not once per job
 
     return SlurmJob(
         job_id=job,
-        raw_id=opt("JobIDRaw"),
+        raw_id=opt("JobIDRaw", shared=False),
         name=opt("JobName"),
         user=opt("User"),
         account=opt("Account"),
         partition=opt("Partition"),
-        state=state,
+        state=sys.intern(state),
         start=start,
         end=end,
         elapsed_s=elapsed,

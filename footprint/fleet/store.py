@@ -2,7 +2,11 @@
 
     fleet/
       fleet.json              the import: sources, window, metric names, counts, unallocated share, notes
-      index.parquet           the fleet index: one row per job (INDEX_COLUMNS)
+      ledger/month=YYYY-MM/part-*.parquet
+                              the job ledger: one row per job (INDEX_COLUMNS), hive-partitioned by the month the
+                              job started (DuckDB: read_parquet(..., hive_partitioning=true)); fleets written
+                              before it have one index.parquet instead, read the same way
+      job_gpus.parquet        one row per job and device
       gpus.parquet            one row per GPU (and host meter): energy and time seen, allocated, unallocated
       jobs/<job>/run.json     one run record per job, the tracker's format (`footprint assess` / `report` read it)
       series/part-*.parquet   every interval of telemetry and the job it went to (-1 unallocated, -2 gap)
@@ -18,13 +22,16 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
 from footprint.outputs import write_text
 
-INDEX = "index.parquet"
+INDEX = "index.parquet"  # the job rows in one file: fleet directories written before the partitioned ledger
+LEDGER = "ledger"  # the job rows, partitioned by month: ledger/month=YYYY-MM/part-NNNNN.parquet
+NO_MONTH = "none"  # the partition of an empty ledger (DuckDB and pyarrow need one file to know the columns)
 JOB_GPUS = "job_gpus.parquet"
 JOB_GPU_COLUMNS = (
     *("job_id", "uuid", "name", "index", "host", "component", "method", "measured", "energy_j", "duration_s", "notes"),
@@ -66,7 +73,7 @@ INDEX_COLUMNS = (
 
 
 FLOAT_COLUMNS = ("duration_s", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue")
-ROWS_PER_PART = 20_000  # the ledger is written in row groups of this many jobs: memory stays bounded
+ROWS_PER_PART = 5_000  # the ledger is written in row groups of this many rows: memory stays bounded
 
 
 def index_schema() -> Any:
@@ -129,6 +136,63 @@ class _PartWriter:
         self.writer.close()
 
 
+class _LedgerWriter:
+    """Job rows into ``ledger/month=M/part-00000.parquet``: rows buffered (ROWS_PER_PART at most), then a row group
+    in the file of each month they hold; the month is the directory's name (hive style), not a column."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.rows: list[dict[str, Any]] = []
+        self.files: dict[str, Any] = {}  # month -> its open ParquetWriter
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= ROWS_PER_PART:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            df = index_frame(self.rows)
+            self.rows = []
+            self.write(df)
+
+    def write(self, df: Any) -> None:
+        import pyarrow as pa
+
+        schema = ledger_schema()
+        months = df["month"].astype(object).where(df["month"].notna(), NO_MONTH)
+        for month, part in df.drop(columns="month").groupby(months.to_numpy(), sort=True):
+            self._file(str(month), schema).write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+
+    def _file(self, month: str, schema: Any) -> Any:
+        import pyarrow.parquet as pq
+
+        if month not in self.files:
+            d = self.root / f"month={month}"
+            d.mkdir(parents=True, exist_ok=True)
+            self.files[month] = pq.ParquetWriter(d / "part-00000.parquet", schema)
+        return self.files[month]
+
+    def close(self) -> None:
+        self.flush()
+        if not self.files:  # no job: one empty part, so that readers know the columns
+            self._file(NO_MONTH, ledger_schema())
+        for f in self.files.values():
+            f.close()
+        self.files = {}
+
+    def abort(self) -> None:
+        for f in self.files.values():
+            f.close()
+        self.files = {}
+
+
+def ledger_schema() -> Any:
+    """The schema of a ledger part: the index's less the month (its directory)."""
+    schema = index_schema()
+    return schema.remove(schema.get_field_index("month"))
+
+
 def job_gpus_schema() -> Any:
     import pyarrow as pa
 
@@ -169,7 +233,7 @@ class FleetWriter:
             raise write_error(self.out, e) from None
         self.series_parts = 0
         self.records = True
-        self._index = _PartWriter(self.tmp / INDEX, index_schema(), index_frame)
+        self._index = _LedgerWriter(self.tmp / LEDGER)
         self._job_gpus = _PartWriter(self.tmp / JOB_GPUS, job_gpus_schema(), job_gpus_frame)
 
     def __enter__(self) -> FleetWriter:
@@ -203,6 +267,10 @@ class FleetWriter:
         """One job's ledger row (index.parquet), written a row group at a time."""
         self._index.add(row)
 
+    def add_jobs_frame(self, df: Any) -> None:
+        """Many ledger rows at once, as typed columns (`index_frame`'s): one part file per month."""
+        self._index.write(df)
+
     def add_job_devices(self, job_id: str, devices: list[dict[str, Any]]) -> None:
         """The ledger's per-job-per-device rows (job_gpus.parquet), whether or not a run record is written."""
         for d in devices:
@@ -234,58 +302,115 @@ class FleetWriter:
         return self.out
 
     def abort(self) -> None:
-        for part in (self._index, self._job_gpus):
-            if part.writer is not None:
-                part.writer.close()
+        self._index.abort()
+        if self._job_gpus.writer is not None:
+            self._job_gpus.writer.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def read_index_schema(fleet: str | Path) -> list[str]:
-    """The index's column names, checked as `read_index` checks them, without reading a row."""
-    import pyarrow.parquet as pq
-
+def ledger_source(fleet: str | Path) -> Path:
+    """Where a fleet directory's job rows are: ``ledger/`` (partitioned by month) or, in one written before it,
+    ``index.parquet``; a clear error when the folder is not a fleet import."""
     d = Path(fleet)
     if not d.is_dir():
         raise FootprintError("no such fleet directory (write one with `footprint fleet import`)", str(d))
-    p = d / INDEX
-    if not p.is_file():
-        raise FootprintError(f"no {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    if (d / LEDGER).is_dir():
+        return d / LEDGER
+    if (d / INDEX).is_file():
+        return d / INDEX
+    raise FootprintError(f"no {LEDGER}/ or {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+
+
+def duckdb_source(fleet: str | Path) -> str:
+    """The job rows as a DuckDB table function (the month from the partitions' names, as text)."""
+    src = ledger_source(fleet)
+    q = str(src).replace("'", "''")
+    if src.is_dir():
+        return f"read_parquet('{q}/month=*/*.parquet', hive_partitioning=true, hive_types={{'month': VARCHAR}})"
+    return f"read_parquet('{q}')"
+
+
+def _dataset(src: Path) -> Any:
+    import pyarrow.dataset as ds
+
+    if src.is_dir():
+        return ds.dataset(src, format="parquet", partitioning="hive", schema=index_schema())
+    return ds.dataset(src, format="parquet")
+
+
+def read_index_schema(fleet: str | Path) -> list[str]:
+    """The ledger's column names, checked as `read_index` checks them, without reading a row."""
+    p, _ = _index_file(fleet, None)
     try:
-        names = pq.read_schema(p).names
+        return list(_dataset(p).schema.names)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
-    missing = [c for c in INDEX_COLUMNS if c not in names]
-    if missing:
-        raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
-    return names
 
 
 def read_index(fleet: str | Path, columns: tuple[str, ...] | None = None) -> Any:
-    """The fleet index (only ``columns`` when given; columns of few values as categories, so a million jobs stay
+    """The job ledger (only ``columns`` when given; columns of few values as categories, so a million jobs stay
     small) as a DataFrame, checked; a clear error when the folder is not a fleet import."""
-    import pandas as pd
-    import pyarrow.parquet as pq
-
-    d = Path(fleet)
-    if not d.is_dir():
-        raise FootprintError("no such fleet directory (write one with `footprint fleet import`)", str(d))
-    p = d / INDEX
-    if not p.is_file():
-        raise FootprintError(f"no {INDEX}: not a fleet directory written by `footprint fleet import`", str(d))
+    p, cols = _index_file(fleet, columns)
     try:
-        have = set(pq.read_schema(p).names)
-        missing = [c for c in (columns or INDEX_COLUMNS) if c not in have]
-        if missing:
-            raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
-        cols = list(columns or INDEX_COLUMNS)
-        table = pq.read_table(p, columns=cols, read_dictionary=[c for c in cols if c in FEW_VALUES])
-        df = table.to_pandas()  # columns of few values as categories: a million jobs' users are codes, not strings
-        del table
+        df = _frame(_dataset(p).to_table(columns=cols))  # a million jobs' users are codes, not strings
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+    return _checked(df)
+
+
+def iter_index(fleet: str | Path, columns: tuple[str, ...] | None = None, rows: int = 100_000) -> Iterator[Any]:
+    """The job ledger ``rows`` at a time (Parquet record batches), each checked as `read_index` checks it."""
+    import pyarrow as pa
+
+    p, cols = _index_file(fleet, columns)
+    try:
+        # one batch at a time, read on this thread (Arrow's read-ahead would hold many)
+        batches = _dataset(p).to_batches(
+            columns=cols, batch_size=max(int(rows), 1), batch_readahead=0, fragment_readahead=0, use_threads=False
+        )
+        while True:
+            try:
+                b = next(batches)
+            except StopIteration:
+                return
+            if b.num_rows:
+                yield _checked(_frame(pa.Table.from_batches([b])))
+            del b
     except FootprintError:
         raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
-    # a damaged number (text, NaN, inf, negative) is "not available", never a result
+
+
+def _frame(table: Any) -> Any:
+    """An Arrow table as a DataFrame, the columns of few values as categories."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for i, name in enumerate(table.column_names):
+        if name in FEW_VALUES and not pa.types.is_dictionary(table.schema.field(i).type):
+            table = table.set_column(i, name, pc.dictionary_encode(table.column(i)))
+    return table.to_pandas()
+
+
+def _index_file(fleet: str | Path, columns: tuple[str, ...] | None) -> tuple[Path, list[str]]:
+    """The ledger's path and the columns to read, checked present."""
+    p = ledger_source(fleet)
+    cols = list(columns or INDEX_COLUMNS)
+    try:
+        names = set(_dataset(p).schema.names)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise FootprintError(f"unreadable parquet ({type(exc).__name__}: {str(exc)[:200]})", str(p)) from None
+    missing = [c for c in cols if c not in names]
+    if missing:
+        raise FootprintError(f"missing columns {', '.join(missing)}: written by another version?", str(p))
+    return p, cols
+
+
+def _checked(df: Any) -> Any:
+    """A damaged number (text, NaN, inf, negative) is "not available", never a result."""
+    import pandas as pd
+
     for c in (x for x in NUMERIC_COLUMNS if x in df.columns):
         v = pd.to_numeric(df[c], errors="coerce").astype(float)
         df[c] = v.where(v.abs().lt(float("inf")) & v.ge(0))
