@@ -1,7 +1,7 @@
 """Fleet scale: batch assessment of a synthetic 100,000-job index, and a month of DCGM telemetry through a real Prometheus.
 
 1. 100,000 jobs x 8 GPUs (4 GPU models, 3 sites, 200 users, 12 months), every job assessed in all 16
-   categories (plus energy, primary energy, water): `footprint.lca.batch` through `fleet.report.assess_index`,
+   categories (plus energy, primary energy, water): `footprint.lca.batch` through `fleet.assess.assess_index`,
    then the whole `footprint fleet report` computation (index read, batch, group sums, top jobs) by user.
    Compared with the per-job engine, `footprint.lca.assess`, timed on a sample and scaled to 100,000 jobs,
    in the same run; a sample of jobs is checked to give the same numbers both ways.
@@ -102,6 +102,7 @@ def synthetic_index(n: int, seed: int = 0) -> object:
 
 
 def batch_part(n: int, repeat: int) -> None:
+    from footprint.fleet import assess as fleet_assess
     from footprint.fleet import report as fleet_report
     from footprint.fleet.store import FleetWriter
     from footprint.lca import DEFAULT_SAMPLES
@@ -116,12 +117,12 @@ def batch_part(n: int, repeat: int) -> None:
     w.close_ledger()
     w.write_meta({"window": {}, "notes": [], "skipped": []})
     w.commit()
-    fleet_report.assess_index(df.iloc[:10])  # warm the database, grid data and unit registry (one-off, ~1 s)
+    fleet_assess.assess_index(df.iloc[:10])  # warm the database, grid data and unit registry (one-off, ~1 s)
     keys = [c.key for c in cat.categories() + cat.extras()]
     t_batch, t_report = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        batch, rows, _ = fleet_report.assess_index(df)
+        batch, rows, _ = fleet_assess.assess_index(df)
         totals = np.column_stack([batch.total(k) for k in keys])
         t_batch.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
@@ -338,7 +339,7 @@ print(json.dumps(t))
 """
 JOB_TABLE_CHILD = f"""
 import json, sys, time
-from footprint.fleet.report import write_report
+from footprint.reports.fleet import write_report
 out = sys.argv[1] + ".jobs.csv"
 t0 = time.perf_counter()
 write_report(sys.argv[1], out, by="job", fmt="csv")  # `footprint fleet report DIR --by job -o jobs.csv`

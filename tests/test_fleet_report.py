@@ -15,9 +15,10 @@ import footprint
 from footprint.errors import FootprintError
 from footprint.fleet import synthetic
 from footprint.fleet.importer import ImportOptions, import_fleet
-from footprint.fleet.report import build_report, to_json, write_report
+from footprint.fleet.report import build_report, to_json
 from footprint.fleet.slurm import parse_sacct
 from footprint.fleet.store import read_index
+from footprint.reports.fleet import write_report
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +255,7 @@ def test_every_jobs_low_high_is_its_own_draws_percentiles(fleet: Path) -> None:
     """`row_ranges` interpolates between nodes 5 W apart: checked against each job's exact draws (gpu_hours x A +
     kWh x B, the 2.5th and 97.5th percentiles) for every job of the fleet."""
     from footprint.fleet import ledger
-    from footprint.fleet.report import assess_index
+    from footprint.fleet.assess import assess_index
     from footprint.lca.database import IDX
 
     idx = read_index(fleet, ledger.JOB_COLUMNS)

@@ -35,15 +35,9 @@ LAYERS = (
 NAMES = ("data and meters", "core", "producers", "consumers", "faces")
 
 #: Upward edges tolerated for now, each with the reason; nothing else may be added here.
-ALLOWED_UP: set[tuple[str, str]] = {
-    ("footprint.fleet.report", "footprint.reports.figures"),  # moved when issue-24 lands
-    ("footprint.fleet.report", "footprint.reports.palette"),  # moved when issue-24 lands
-    ("footprint.fleet.report", "footprint.reports.report"),  # moved when issue-24 lands
-}
+ALLOWED_UP: set[tuple[str, str]] = set()
 #: Import edges left out of the circle check, each with the reason; nothing else may be added here.
-ALLOWED_CIRCLE: set[tuple[str, str]] = {
-    ("footprint.fleet.ledger", "footprint.fleet.report"),  # moved when issue-24 lands (fleet files are its branch's)
-}
+ALLOWED_CIRCLE: set[tuple[str, str]] = set()
 
 
 def modules() -> dict[str, Path]:

@@ -390,7 +390,7 @@ def job(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from footprint.fleet.report import write_report
+    from footprint.reports.fleet import write_report
 
     out = write_report(args.fleet, args.output, args.by, args.format, args.top, args.sets, args.samples, args.seed)
     if out is not None:

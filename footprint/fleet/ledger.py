@@ -318,7 +318,7 @@ def _job_frame(df: Any, sets: list[str] | None, mc: _Ranges | None = None) -> An
     energy); a row that cannot be assessed keeps its place, with the reason."""
     import pandas as pd
 
-    from footprint.fleet.report import assess_index
+    from footprint.fleet.assess import assess_index
     from footprint.lca import categories as cat
     from footprint.lca.units import display_unit
 

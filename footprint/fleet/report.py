@@ -10,7 +10,6 @@ cannot be assessed (unknown GPU model, no energy) are listed with the reason.
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,8 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import store
+from footprint.fleet.assess import _site, assess_index, template
 from footprint.lca import DEFAULT_SAMPLES
-from footprint.outputs import check_file_target, write_text
 
 GROUPS = ("user", "account", "partition", "gpu", "month")
 REPORT_COLUMNS = ("job_id", "name", "user", "account", "partition", "month", "gpu_name", "gpu_model", "gpu_count",
@@ -127,67 +126,6 @@ METHOD = {
 
 
 # ---- assessing an index -------------------------------------------------------------------------------
-
-
-def template(gpu: str, site: dict[str, Any], sets: list[str] | None = None) -> Any:
-    """The Workload a job of this GPU model and site amounts to, built as `workload_from_run` builds it."""
-    from footprint.lca.workload import apply_overrides, run_scenario, workload_from_dict
-
-    record = {"name": "fleet", "devices": [{"name": gpu, "component": "gpu"}], "duration_s": 3600.0, "site": site}
-    record["energy"] = {"total_j": 3.6e6}
-    return workload_from_dict(apply_overrides(run_scenario(record), sets or [], "--set"), "--set")
-
-
-def _site(grid: Any, pue: Any) -> dict[str, Any]:
-    site: dict[str, Any] = {}
-    if isinstance(grid, str) and grid:
-        site["grid"] = grid
-    if pue is not None and not (isinstance(pue, float) and np.isnan(pue)):
-        site["pue"] = float(pue)
-    return site
-
-
-def assess_index(
-    df: Any, sets: list[str] | None = None, bases: dict[tuple[Any, ...], Any] | None = None
-) -> tuple[Any, np.ndarray, list[str | None]]:
-    """(BatchAssessment over the assessable rows, their positions in ``df``, a reason for every row left out).
-    ``bases``: the engine's per-factor-set results kept from chunk to chunk (each is one engine run)."""
-    import pandas as pd
-
-    from footprint.lca.batch import Basis, BatchAssessment
-
-    reasons: list[str | None] = [None] * len(df)
-    energy = df["energy_j"].to_numpy(dtype=float, na_value=np.nan)
-    hours = df["gpu_hours"].to_numpy(dtype=float, na_value=np.nan)
-    model = df["gpu_model"].to_numpy(dtype=object)
-    name = df["gpu_name"].to_numpy(dtype=object)
-    ok = np.ones(len(df), bool)
-
-    def leave_out(mask: np.ndarray, why: Any) -> None:
-        for i in np.nonzero(mask)[0].tolist():
-            ok[i] = False
-            text = why(i) if callable(why) else why
-            reasons[i] = text if reasons[i] is None else f"{reasons[i]}; {text}"
-
-    leave_out(~(energy > 0), "no energy measured")
-    leave_out(~(hours > 0), "no GPU time in the window")
-    unknown = np.array([m is None or m != m for m in model], bool)
-    leave_out(unknown, lambda i: f"GPU model {name[i]!r} is not in the catalogue (see `footprint gpus`, or --gpu-type at import)")
-    rows = np.nonzero(ok)[0]
-    grid = np.array([g if isinstance(g, str) and g else None for g in df["grid"].to_numpy(dtype=object)[rows]], object)
-    pue = pd.to_numeric(pd.Series(df["pue"].to_numpy(dtype=object)[rows]), errors="coerce").to_numpy(float)
-    keys = pd.DataFrame({"m": model[rows], "g": grid, "p": pue})
-    codes = keys.groupby(["m", "g", "p"], dropna=False, sort=False).ngroup().to_numpy()
-    first = pd.Series(np.arange(len(rows))).groupby(codes).first().to_numpy()
-    cache = {} if bases is None else bases
-    used = []
-    for i in first:
-        m, g, p = keys["m"].iloc[i], keys["g"].iloc[i], keys["p"].iloc[i]
-        k = (m, g, None if p != p else float(p))
-        if k not in cache:
-            cache[k] = Basis.of(template(m, _site(g, p), sets))
-        used.append(cache[k])
-    return BatchAssessment(used, codes.astype(np.int64), hours[rows], energy[rows] / 3.6e6), rows, reasons
 
 
 # ---- the report ---------------------------------------------------------------------------------------
@@ -531,154 +469,3 @@ def _range_text(x: Rows, key: str) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1%}"
-
-
-def to_html(r: FleetReport) -> str:
-    from footprint import __version__
-    from footprint.lca import categories as cat
-    from footprint.lca.assessment import lifetimes, num
-    from footprint.lca.units import display_unit
-    from footprint.reports.report import CSS, _fig, _table
-
-    t = r.totals
-    win = r.meta.get("window") or {}
-    cc_unit = display_unit(r.units["climate_change"])
-    cards = [
-        ("Jobs assessed", f"{t.jobs:,} of {r.jobs_total:,}", "with a known GPU model and measured energy"),
-        ("GPU-hours", num(t.gpu_hours), f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed"),
-        ("Energy", f"{num(t.energy_kwh)} kWh", f"IT; {num(t.facility_energy_kwh)} kWh facility"),
-        ("Climate change", f"{num(t.impacts.get('climate_change'))}", cc_unit + _range_text(t, "climate_change")),
-        (
-            "Unallocated",
-            _pct(r.unallocated_share.get("gpu_time")),
-            f"of GPU time; {_pct(r.unallocated_share.get('gpu_energy'))} of GPU energy",
-        ),
-    ]
-    card_html = "".join(
-        f'<div class="card"><div>{html.escape(a)}</div><div class="v">{html.escape(b)}</div>'
-        f'<div class="u">{html.escape(c)}</div></div>'
-        for a, b, c in cards
-    )
-    head = [r.by, "Jobs", "GPU-hours", "Energy kWh", "GPU lifetimes", "Single score (Pt)"] + [
-        f"{r_.name} ({display_unit(r_.unit)})" for r_ in (cat.by_key(k) for k in cat.HEADLINE)
-    ]
-
-    def line(x: Rows) -> list[str]:
-        return [
-            x.label,
-            f"{x.jobs:,}" if x.jobs else "",
-            num(x.gpu_hours),
-            num(x.energy_kwh),
-            lifetimes(x.gpu_lifetimes),
-            num(x.single_score_pt),
-        ] + [num(x.impacts.get(k)) for k in cat.HEADLINE]
-
-    group_rows = [line(g) for g in r.groups] + [line(t)] + ([line(r.unallocated)] if r.unallocated else [])
-    shown = r.groups[:8]
-    cat_rows = [
-        [c.name, display_unit(c.unit)]
-        + [num(g.impacts.get(c.key)) for g in shown]
-        + [num(t.impacts.get(c.key)), low_high(t, c.key) or "n/a"]
-        + [num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
-        for c in cat.categories()
-    ]
-    top_rows = [
-        [
-            j["job_id"],
-            str(j["name"]),
-            str(j["user"]),
-            str(j["gpus"]),
-            num(j["gpu_hours"]),
-            num(j["energy_kwh"]),
-            num(j["climate_change_kg"]),
-            _pct(j["coverage"]),
-        ]
-        for j in r.top_jobs
-    ]
-    parts = [
-        f"<h1>Fleet footprint</h1><p class='sub'>{html.escape(r.fleet)} · {html.escape(str(win.get('start')))} – "
-        f"{html.escape(str(win.get('end')))} · by {html.escape(r.by)} · footprint {__version__}</p>",
-        f'<div class="cards">{card_html}</div>',
-        _fig(_figure(r), f"Climate change by {r.by} and life-cycle stage (unallocated GPU time beside the groups)."),
-        f"<h2>By {html.escape(r.by)}</h2>",
-        _table(head, group_rows),
-        "<h2>All 16 EF 3.1 categories</h2>",
-        '<div class="cmp">',
-        _table(["Category", "Unit"] + [g.label for g in shown] + ["All jobs", "All jobs low-high", UNALLOCATED], cat_rows),
-        "</div>",
-        f"<p class='sub'>{len(r.groups) - len(shown)} more group(s) in the CSV/JSON output.</p>"
-        if len(r.groups) > len(shown)
-        else "",
-        "<h2>Top jobs</h2>",
-        _table(
-            ["Job", "Name", "User", "GPUs", "GPU-hours", "Energy kWh", f"Climate change ({cc_unit})", "Telemetry coverage"],
-            top_rows,
-        ),
-    ]
-    if r.not_assessed:
-        rows = [[x["job_id"], num(x["gpu_hours"]), x["reason"]] for x in r.not_assessed[:50]]
-        parts += ["<h2>Not assessed</h2>", _table(["Job", "GPU-hours", "Reason"], rows)]
-    parts += [
-        "<h2>Method</h2><ul>"
-        + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in METHOD.items())
-        + "</ul>",
-        "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{html.escape(w)}</li>" for w in r.warnings) + "</ul>",
-        "<h2>Sources and licences</h2>"
-        + _table(["Source", "Licence", "Link"], [[s["title"], s.get("licence") or "", s.get("url") or ""] for s in r.sources]),
-    ]
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
-        f"content='width=device-width,initial-scale=1'><title>Fleet footprint — footprint</title><style>{CSS}</style></head>"
-        f"<body>{''.join(parts)}</body></html>\n"
-    )
-
-
-def _figure(r: FleetReport) -> str | None:
-    from footprint.lca import categories as cat
-    from footprint.reports import palette
-    from footprint.reports.figures import _plt, _svg
-
-    rows = r.groups[:12] + ([r.unallocated] if r.unallocated else [])
-    if not rows:
-        return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
-    left = np.zeros(len(rows))
-    for s in cat.stages():
-        vals = np.array([x.by_stage["climate_change"].get(s) or 0.0 for x in rows])
-        ax.barh([x.label for x in rows], vals, left=left, color=palette.stage(s), label=palette.label(s))
-        left += vals
-    ax.invert_yaxis()
-    ax.set_xlabel("kg CO2 eq")
-    ax.legend(fontsize=7, frameon=False, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)))
-    return _svg(fig)
-
-
-def write_report(
-    fleet: str | Path,
-    output: str | None,
-    by: str = "user",
-    fmt: str | None = None,
-    top: int = 10,
-    sets: list[str] | None = None,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-) -> Path | None:
-    """Build the report and write it to ``output`` (atomically), or return None after printing it when no output."""
-    fmt = infer_format(output, fmt)
-    if output:
-        check_file_target(output)  # refused before the work (a pipe, a device, a directory, a symlink out)
-    if by == "job":
-        from footprint.fleet import ledger
-
-        if fmt == "html":
-            raise FootprintError("--by job: table, csv or json (a page per million jobs is no report)", key="--format")
-        return ledger.write_jobs(fleet, output, fmt, sets, samples=samples, seed=seed)
-    rep = build_report(fleet, by, top, sets, samples, seed)
-    text = {"table": to_table, "html": to_html, "csv": to_csv, "json": to_json}[fmt](rep)
-    if not output:
-        import sys
-
-        sys.stdout.write(text)
-        return None
-    return write_text(output, text)
