@@ -523,7 +523,8 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     job_tokens = 2 * 4 * 4 * 16  # 2 ranks x 4 steps x 4 sequences x 16 tokens
     assert run["tokens"] == job_tokens
     gpus = [d for d in run["devices"] if d["component"] == "gpu"]
-    one_gpu_kwh, job_kwh = max(d["energy_j"] for d in gpus) / 3.6e6, run["energy"]["gpu_j"] / 3.6e6
+    assert len(gpus) == 2
+    job_kwh = run["energy"]["gpu_j"] / 3.6e6
     # MLflow: one run, the Trainer's, with the job's tokens and energy live and the 16 categories after training
     client = MlflowClient(uri)
     (mrun,) = client.search_runs([client.get_experiment_by_name("ddp").experiment_id])
@@ -532,7 +533,9 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     live_and_final = [(2, job_tokens / 2), (4, job_tokens), (4, job_tokens)]  # live, then log_run's at the last step
     assert _history(uri, rid, "footprint/tokens") == live_and_final
     energy = [v for _, v in _history(uri, rid, "footprint/gpu_energy_kwh")]
-    assert len(energy) == 2 and one_gpu_kwh < energy[-1] <= job_kwh  # both GPUs: more than either one alone
+    # energy goes through the same all-reduce as the tokens (summed over both ranks, checked just above); how much of
+    # a GPU's final energy is already spent at the last logged step depends on how long the run goes on after it
+    assert len(energy) == 2 and 0 < energy[0] <= energy[-1] <= job_kwh
     assert _history(uri, rid, "footprint/energy_kwh")[-1] == (4, pytest.approx(run["energy"]["total_j"] / 3.6e6))
     metrics = client.get_run(rid).data.metrics
     assert all(f"footprint/{c.key}" in metrics for c in cat.categories()) and "train_loss" in metrics
@@ -540,11 +543,14 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     (events,) = (tmp_path / "out").glob("runs/*/events.out.tfevents.*")
     acc = EventAccumulator(str(events.parent)).Reload()
     assert [(e.step, e.value) for e in acc.Scalars("train/footprint/tokens")] == [(2, job_tokens / 2), (4, job_tokens)]
-    assert one_gpu_kwh < acc.Scalars("train/footprint/gpu_energy_kwh")[-1].value <= job_kwh
+    assert [(e.step, e.value) for e in acc.Scalars("train/footprint/gpu_energy_kwh")] == [
+        (2, pytest.approx(energy[0])),
+        (4, pytest.approx(energy[-1])),
+    ]
     (wandb_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
     rows = [r for r in _wandb_history(wandb_file) if "train/footprint/tokens" in r]
     assert [r["train/footprint/tokens"] for r in rows] == [job_tokens / 2, job_tokens]
-    assert one_gpu_kwh < rows[-1]["train/footprint/gpu_energy_kwh"] <= job_kwh
+    assert [r["train/footprint/gpu_energy_kwh"] for r in rows] == [pytest.approx(energy[0]), pytest.approx(energy[-1])]
 
 
 def test_live_metrics_of_a_multi_rank_job_without_a_process_group_are_named_per_rank() -> None:
