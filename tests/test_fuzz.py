@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _fuzz import REPO, CliServer, bad_numbers, make_run, verdict
+from _fuzz import REPO, CliServer, bad_numbers, verdict
 from _paths import SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -49,18 +49,6 @@ NEGATIVE_OK = (
     ".impacts.land_use.by_component.casing",  # ADEME's casing has a sourced negative land use
     ".correlation",  # a sensitivity input can move a total down (a longer lifetime, a higher utilisation)
 )
-
-
-@pytest.fixture(scope="module")
-def cli() -> Any:
-    server = CliServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("good"))
 
 
 def _ok(o: Any) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import REPO, CliServer, make_run, verdict
+from _fuzz import REPO, CliServer, verdict
 from _paths import SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -44,18 +44,6 @@ FUZZ = settings(
 SCENARIO = SCENARIOS / "finetune-small.yaml"
 BASE = SCENARIO.read_text()
 PY = sys.executable
-
-
-@pytest.fixture(scope="module")
-def cli() -> Any:
-    server = CliServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("good"))
 
 
 def _error(o: Any, *words: str) -> str:

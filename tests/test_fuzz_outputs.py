@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import REPO, CliServer, make_run, verdict
+from _fuzz import REPO, CliServer, verdict
 from _paths import SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,18 +34,6 @@ FUZZ = settings(  # as tests/test_fuzz.py's `fuzz` profile: the same examples on
 SCENARIO = SCENARIOS / "finetune-small.yaml"
 SMI_LOG = REPO / "examples" / "logs" / "nvidia-smi.csv"
 KINDS = ("dir", "fifo", "device", "empty", "root", "dangling", "outside", "under_file", "long")
-
-
-@pytest.fixture(scope="module")
-def cli() -> Any:
-    server = CliServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("good"))
 
 
 def _target(tmp: Path, kind: str) -> tuple[str, Path]:

@@ -27,13 +27,6 @@ pytestmark = pytest.mark.timeout(300)
 H100 = [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]
 
 
-@pytest.fixture(scope="module")
-def cli() -> Any:
-    server = CliServer()
-    yield server
-    server.close()
-
-
 def _kernel(ts: Any, dur: Any, name: str = "sm90_xmma_gemm", corr: int = 1) -> dict[str, Any]:
     return {
         "ph": "X",

@@ -5,7 +5,7 @@ giving one clear line or a flagged record, never a traceback, NaN or a silently 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -162,15 +162,6 @@ def test_the_recorded_examples_match_their_truth(tmp_path: Path, capsys: pytest.
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
-
-
-@pytest.fixture(scope="module")
-def cli() -> Iterator[object]:
-    from _fuzz import CliServer
-
-    server = CliServer()
-    yield server
-    server.close()
 
 
 @hypothesis.settings(max_examples=25, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
