@@ -329,6 +329,31 @@ def test_ctrl_c_during_a_report_exits_130_in_one_line_and_leaves_nothing_half_wr
     assert [p.name for p in tmp_path.iterdir()] in ([], ["r.html"])
 
 
+def test_a_ctrl_c_inside_a_garbage_collector_callback_still_stops_the_command() -> None:
+    """CPython cannot raise from a __del__ or weakref callback: it prints "Exception ignored" with a traceback and
+    goes on (a report then finished after the user's Ctrl-C). The CLI's hook hands the interrupt back to the main
+    thread, where main() turns it into the one line and exit 130."""
+    code = (
+        "import sys, time\n"
+        "import footprint.cli as cli\n"
+        "class A:\n"
+        "    def __del__(self):\n"
+        "        raise KeyboardInterrupt\n"
+        "def work(argv):\n"
+        "    A()\n"
+        "    t = time.monotonic()\n"
+        "    while time.monotonic() - t < 5: pass\n"
+        "    print('finished after the interrupt')\n"
+        "    return 0\n"
+        "import footprint.cli.app as app\n"
+        "app.main = work\n"
+        "sys.exit(cli.main([]))\n"
+    )
+    p = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 130 and "finished" not in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert p.stderr.strip().splitlines() == ["footprint: interrupted; nothing half-written was left"], p.stderr
+
+
 # ---- importers ------------------------------------------------------------------------------------
 
 

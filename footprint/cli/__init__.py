@@ -9,10 +9,12 @@ in `registry.COMMAND_MODULES`; commands import `footprint.cli.registry` (command
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import os
 import sys
+import threading
 from typing import Any
 
 INTERRUPTED = "footprint: interrupted; nothing half-written was left"
@@ -30,9 +32,21 @@ def _exit_130() -> None:
         os._exit(130)
 
 
+def _redeliver_interrupt(unraisable: Any, default: Any = sys.unraisablehook) -> None:
+    """A Ctrl-C that lands inside a garbage-collector or weakref callback cannot propagate from there: CPython would
+    print it as "Exception ignored" with a traceback and carry on, losing the interrupt. Deliver it again to the
+    main thread a moment later (from a helper thread, once this hook has returned), where it stops the work like
+    any other Ctrl-C."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        threading.Timer(0.01, _thread.interrupt_main).start()
+        return
+    default(unraisable)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script. The command modules are imported inside, so that a Ctrl-C while they load is the same
     one line and exit 130 as a Ctrl-C during the work (never a KeyboardInterrupt traceback)."""
+    sys.unraisablehook = _redeliver_interrupt
     try:
         from footprint.cli.app import main as run
 
