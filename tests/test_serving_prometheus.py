@@ -202,6 +202,10 @@ def test_server_side_aggregation_only(prom: str) -> None:
     rows = matrix(client, q.gpu()["energy_mj"], T0, T0 + 3600, WINDOW)
     assert len(rows) == 8 and all(len(ws) <= 12 for _, ws, _ in rows)
     assert np.all(np.concatenate([v for _, _, v in rows]) >= 0)
+    # --selector (a user's {...} or bare matchers) narrows every query the one builder writes, the fleet's too
+    for sel in ('{Hostname="node-b"}', 'Hostname="node-b"'):
+        some = matrix(client, Queries(WINDOW, sel).gpu()["energy_mj"], T0, T0 + 3600, WINDOW)
+        assert 0 < len(some) < len(rows) and {lab["Hostname"] for lab, _, _ in some} == {"node-b"}
 
 
 # ---- a deployment's Prometheus: TLS and basic auth, reached with the options `fleet import` has -----------------
