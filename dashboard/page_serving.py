@@ -6,7 +6,6 @@ switch, the plots of energy per token and traffic, and a model's life beside its
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -80,14 +79,11 @@ def render(samples: int) -> None:  # noqa: ARG001 - the serving report has no Mo
         "or `footprint serving watch` (DCGM energy + vLLM/TGI/SGLang/llama.cpp counters). Every metered GPU-joule goes to "
         "a model or to the unattributed residual."
     )
-    ss = st.session_state
-    ss.setdefault("serving_dir", "serving")
-    text = st.text_input("Serving record", key="serving_dir", help="written by `footprint serving import ... -o DIR`")
+    root = ui.dir_input("Serving record", "serving_dir", "serving", "written by `footprint serving import ... -o DIR`")
     boundary = st.radio(
         "Boundary", list(BOUNDARIES), format_func=BOUNDARIES.get, horizontal=True, key="serving_boundary", index=3
     )
     training = st.text_input("Training record (optional)", key="serving_training", help="a run directory or scenario YAML")
-    root = Path(text.strip()).expanduser() if text.strip() else None
     if root is None or not (root / "serving.json").is_file():
         st.info(f"No serving record in {root or '(empty)'}. Write one with `footprint serving import metrics FILES -o serving`.")
         return
