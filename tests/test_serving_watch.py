@@ -144,3 +144,15 @@ def test_a_partial_first_window_is_stored_and_rated_over_its_real_length(tmp_pat
     rep = build(meta, a, Site("FRA", 1.2))
     assert rep["days"] == pytest.approx(2.25 / 86400) and rep["partial_windows"] == {"0": 0.25}
     assert rep["unattributed"]["gpu_hours"] == pytest.approx(1.0 / 3600)  # the quiet second, no more
+
+
+def test_the_watch_scrapes_at_each_window_edge(tmp_path: Path) -> None:
+    """Scrapes every --interval, but never past a window's edge: a window's counters are read when it ends."""
+    now = [95.0]
+    w = Watcher("http://127.0.0.1:9/metrics", tmp_path, window_s=10.0, interval_s=15.0, clock=lambda: now[0])
+    w.window_end = 100.0
+    assert w.next_wait() == pytest.approx(5.0, abs=0.01)
+    now[0] = 81.0
+    assert w.next_wait() == 15.0  # the edge is further than one interval
+    now[0] = 100.5  # late (a busy machine): scrape now, and the tick closes the window
+    assert w.next_wait() == pytest.approx(0.01)

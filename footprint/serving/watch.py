@@ -156,6 +156,12 @@ class Watcher:
             self._close_window(self.window_end)
             self.window_end += self.window_s
 
+    def next_wait(self) -> float:
+        """Seconds to the next scrape: ``interval``, or less so that a window closes at its edge (its counters are then
+        read at the edge, and a window's real length is its nominal one)."""
+        left = (self.window_end or 0.0) - self.clock()
+        return max(0.01, min(self.interval_s, left + 0.001))
+
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.stop()
@@ -232,7 +238,7 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     print(f"watching {url} and {len(w._energies())} GPU(s); windows in {out}/windows.jsonl (Ctrl-C stops)", file=sys.stderr)
     try:
         while not stop.is_set() and (until is None or time.monotonic() < until):
-            stop.wait(interval_s)
+            stop.wait(w.next_wait())
             w.tick()
     except KeyboardInterrupt:
         pass
