@@ -156,3 +156,13 @@ def test_the_watch_scrapes_at_each_window_edge(tmp_path: Path) -> None:
     assert w.next_wait() == 15.0  # the edge is further than one interval
     now[0] = 100.5  # late (a busy machine): scrape now, and the tick closes the window
     assert w.next_wait() == pytest.approx(0.01)
+
+
+def test_window_lines_without_or_with_a_damaged_start_give_finite_rates(tmp_path: Path) -> None:
+    old = json.loads(_window(0.0, 101.0, 300.0, 500.0, 1.0))
+    del old["start"]  # written before windows had a start: a whole window
+    (tmp_path / "windows.jsonl").write_text(json.dumps(old) + "\n" + _window(109.0, 102.0, 400.0, 500.0, 1.0))
+    meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    assert a.models_w["seconds"].tolist() == [1.0, 0.001] and meta["partial_windows"] == {"1": 0.001}
+    rep = build(meta, a, Site("FRA", 1.2))
+    assert np.isfinite(series(a.models_w, a.window_s)["tokens_per_s"]).all() and np.isfinite(rep["days"])

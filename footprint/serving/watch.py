@@ -7,10 +7,10 @@ sampler's progress events). Every window, one line goes to ``windows.jsonl`` (fl
 a crash loses at most the open window): its start and end, each GPU's energy increase and each model's
 token, request and busy-time increases (the same reset rule as the import). The first window runs from
 the watch's start to the next window edge: it is partial, kept with its real length, and every rate of
-it divides by that length. Memory holds one window, whatever the
-length of the watch. On stop (Ctrl-C, SIGTERM or ``--duration``), and again on every later start over
-the same directory, ``record/`` is rebuilt from all the windows: the same serving record as
-`footprint serving import`, with every local GPU mapped to the served model(s).
+it divides by that length. Memory holds one window, whatever the length of the watch. On stop (Ctrl-C,
+SIGTERM or ``--duration``), and again on every later start over the same directory, ``record/`` is
+rebuilt from all the windows: the same serving record as `footprint serving import`, with every local
+GPU mapped to the served model(s).
 """
 
 from __future__ import annotations
@@ -185,7 +185,8 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
     partial = {}
     for x in lines:
         w = int(round((x["end"] - start) / w_s)) - 1
-        secs = min(w_s, x["end"] - x.get("start", x["end"] - w_s))  # lines before windows had a start: whole
+        # a line without a start (written before windows had one) was whole; a damaged one is kept within (1 ms, window]
+        secs = min(w_s, max(1e-3, x["end"] - x.get("start", x["end"] - w_s)))
         if secs < w_s:
             partial[w] = secs
         for u, (i, name, j) in x["gpus"].items():
