@@ -81,11 +81,8 @@ def render(samples: int) -> None:
         "DuckDB. Low-high of the fleet: the sidebar's Monte Carlo samples, the same draws for every job; a job's own: "
         "`footprint fleet job FLEET JOB -o RUN` writes its record, then open RUN in Runs or `footprint assess RUN`."
     )
-    ss = st.session_state
-    ss.setdefault("fleet_dir", "fleet")
-    text = st.text_input("Fleet directory", key="fleet_dir", help="written by `footprint fleet import ... -o DIR`")
+    root = ui.dir_input("Fleet directory", "fleet_dir", "fleet", "written by `footprint fleet import ... -o DIR`")
     by = st.radio("Group by", list(GROUP_LABELS), format_func=GROUP_LABELS.get, horizontal=True, key="fleet_by")
-    root = Path(text.strip()).expanduser() if text.strip() else None
     src = _ledger(root)
     if src is None:
         st.info(

@@ -48,6 +48,22 @@ def _pct(v: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "n/a" if v is None else f"{v * scale:.{digits}f} %"
 
 
+def _gflop(flops: float | None) -> str:
+    return "n/a" if flops is None else num(flops / 1e9)
+
+
+def _op_row(o: dict[str, Any], time_label: str, time_key: str) -> dict[str, str]:
+    """The columns every op table starts with (a CPU op's or a GPU op's), its time under ``time_label``."""
+    return {
+        "Op": o["name"],
+        "Shape": o.get("shapes") or "",
+        "dtype": o.get("dtype") or "",
+        "Calls": f"{o['count']:,}",
+        time_label: format_us(o[time_key]),
+        "GFLOP": _gflop(o.get("flops")),
+    }
+
+
 def show_steps(r: dict[str, Any]) -> None:
     """One row per profiler step and the summary the `--steps` choice selects (steady state by default)."""
     steps = r.get("steps") or {}
@@ -71,7 +87,7 @@ def show_steps(r: dict[str, Any]) -> None:
             }
         else:
             row |= {"Matrix ops": format_us(p["cpu_matrix_time_us"]), "GFLOP/s over wall": num(p.get("gflops_per_s_over_wall"))}
-        row["GFLOP"] = "n/a" if p.get("matrix_flops") is None else num(p["matrix_flops"] / 1e9)
+        row["GFLOP"] = _gflop(p.get("matrix_flops"))
         rows.append(row)
     st.dataframe(rows, hide_index=True, **ui.WIDE)
 
@@ -87,28 +103,14 @@ def show_cpu(r: dict[str, Any]) -> None:
     show_steps(r)
     st.subheader("Top CPU ops by time")
     st.dataframe(
-        [
-            {
-                "Op": o["name"],
-                "Shape": o.get("shapes") or "",
-                "dtype": o.get("dtype") or "",
-                "Calls": f"{o['count']:,}",
-                "CPU time": format_us(o["cpu_time_us"]),
-                "GFLOP": "n/a" if o.get("flops") is None else num(o["flops"] / 1e9),
-                "GFLOP/s": num(o.get("gflops_per_s")),
-            }
-            for o in c["ops"]
-        ],
+        [_op_row(o, "CPU time", "cpu_time_us") | {"GFLOP/s": num(o.get("gflops_per_s"))} for o in c["ops"]],
         hide_index=True,
         **ui.WIDE,
     )
     power = r.get("power")
     if power and not power.get("available", True):
         st.info(f"Energy not attributed: {power['missing']}")
-    if r.get("warnings"):
-        with st.expander(f"Warnings ({len(r['warnings'])})"):
-            for w in r["warnings"]:
-                st.markdown(f"- {w}")
+    ui.bullets("Warnings", r.get("warnings") or [])
 
 
 def show_analysis(r: dict[str, Any]) -> None:
@@ -153,7 +155,7 @@ def show_analysis(r: dict[str, Any]) -> None:
             "Kernels": f"{e['count']:,}",
             "Time": format_us(e["kernel_time_us"]),
             "Busy share": _pct(e.get("share_of_busy"), 100),
-            "GFLOP": "n/a" if e.get("flops") is None else num(e["flops"] / 1e9),
+            "GFLOP": _gflop(e.get("flops")),
             "TFLOP/s": num(e.get("tflops_per_s")),
             "% of peak": _pct(e.get("pct_of_peak")),
             "TB/s": num(e.get("tbytes_per_s")),
@@ -188,13 +190,8 @@ def show_analysis(r: dict[str, Any]) -> None:
         st.subheader("Top ops by kernel time")
         st.dataframe(
             [
-                {
-                    "Op": o["name"],
-                    "Shape": o.get("shapes") or "",
-                    "dtype": o.get("dtype") or "",
-                    "Calls": f"{o['count']:,}",
-                    "Time": format_us(o["kernel_time_us"]),
-                    "GFLOP": "n/a" if o.get("flops") is None else num(o["flops"] / 1e9),
+                _op_row(o, "Time", "kernel_time_us")
+                | {
                     "TFLOP/s": num(o.get("tflops_per_s")),
                     "% of peak": _pct(o.get("pct_of_peak")),
                     "FLOP/B": num(o.get("arithmetic_intensity")),
@@ -226,10 +223,7 @@ def show_analysis(r: dict[str, Any]) -> None:
         for n in [power.get("coarseness"), *(power.get("notes") or [])]:
             if n:
                 st.caption(n)
-    if r.get("warnings"):
-        with st.expander(f"Warnings ({len(r['warnings'])})"):
-            for w in r["warnings"]:
-                st.markdown(f"- {w}")
+    ui.bullets("Warnings", r.get("warnings") or [])
     with st.expander("Conventions"):
         st.markdown("\n".join(f"- **{k}**: {v}" for k, v in (r.get("conventions") or {}).items()))
 
@@ -350,14 +344,9 @@ def trace_path(source: str) -> Path | None:
             st.error(f"footprint: error: {exc}")
             return None
         return target
-    text = st.text_input("Profiler trace path", key="k_path", placeholder="e.g. traces/step.json.gz")
-    if not text.strip():
+    path = ui.file_input("Profiler trace path", "k_path", "e.g. traces/step.json.gz", "trace file")
+    if path is None and not st.session_state.get("k_path", "").strip():
         st.info("Give the path of a trace to analyse.")
-        return None
-    path = Path(text.strip()).expanduser()
-    if not path.is_file():
-        st.error(f"footprint: error: {path}: no such trace file")
-        return None
     return path
 
 
@@ -373,24 +362,13 @@ def compare(
     return diff_traces(a, b, include_unlinked=include, **size)
 
 
-def _diff_path(label: str, key: str) -> Path | None:
-    text = st.text_input(label, key=key, placeholder="e.g. traces/before.json.gz")
-    if not text.strip():
-        return None
-    path = Path(text.strip()).expanduser()
-    if not path.is_file():
-        st.error(f"footprint: error: {path}: no such trace file")
-        return None
-    return path
-
-
 def render_diff() -> None:
     """Two traces of the same model compared, as `footprint kernels diff A B --train-steps N --gpus N`."""
     c1, c2 = st.columns(2)
     with c1:
-        a = _diff_path("Trace A (before)", "k_diff_a")
+        a = ui.file_input("Trace A (before)", "k_diff_a", "e.g. traces/before.json.gz", "trace file")
     with c2:
-        b = _diff_path("Trace B (after)", "k_diff_b")
+        b = ui.file_input("Trace B (after)", "k_diff_b", "e.g. traces/after.json.gz", "trace file")
     c1, c2, c3 = st.columns(3)
     steps = int(c1.number_input("Training steps of the run (0: no footprint)", 0, 10**12, 0, key="k_diff_steps"))
     gpus = int(c2.number_input("GPUs", 1, 10**7, 1, key="k_diff_gpus"))
@@ -482,10 +460,7 @@ def show_diff(d: dict[str, Any]) -> None:
         rows += [{"": c["name"], "Unit": c["unit"]} | _abd(c) for c in fp["categories"].values()]
         st.dataframe(rows, hide_index=True, **ui.WIDE)
         st.caption(fp["method"])
-    if d.get("warnings"):
-        with st.expander(f"Warnings ({len(d['warnings'])})"):
-            for w in d["warnings"]:
-                st.markdown(f"- {w}")
+    ui.bullets("Warnings", d.get("warnings") or [])
 
 
 def _abd(f: dict[str, Any]) -> dict[str, str]:

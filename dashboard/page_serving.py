@@ -6,7 +6,6 @@ switch, the plots of energy per token and traffic, and a model's life beside its
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -64,20 +63,13 @@ def category_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def series_rows(models_w: Any, window_s: float) -> list[dict[str, Any]]:
-    """Per model and window: hours from the start, J per output token, output tokens per second."""
-    out = []
-    for r in models_w.itertuples(index=False):
-        tok = r.tokens_out if r.tokens_out == r.tokens_out else 0.0
-        e = r.decode_j if r.decode_j == r.decode_j else r.active_j
-        out.append(
-            {
-                "model": str(r.model).split("/")[-1],
-                "hours": r.window * window_s / 3600,
-                "J per output token": e / tok if tok > 0 else None,
-                "output tokens/s": tok / window_s,
-            }
-        )
-    return out
+    """Per model and window: hours from the start, J per output token, output tokens per second (the report's
+    `series`: each window's rate over its real length)."""
+    from footprint.serving.report import series
+
+    s = series(models_w, window_s).rename(columns={"j_per_token": "J per output token", "tokens_per_s": "output tokens/s"})
+    s["model"] = s["model"].str.split("/").str[-1]
+    return [{k: (v if v == v else None) for k, v in r.items()} for r in s.to_dict("records")]
 
 
 def render(samples: int) -> None:  # noqa: ARG001 - the serving report has no Monte Carlo of its own yet
@@ -87,14 +79,11 @@ def render(samples: int) -> None:  # noqa: ARG001 - the serving report has no Mo
         "or `footprint serving watch` (DCGM energy + vLLM/TGI/SGLang/llama.cpp counters). Every metered GPU-joule goes to "
         "a model or to the unattributed residual."
     )
-    ss = st.session_state
-    ss.setdefault("serving_dir", "serving")
-    text = st.text_input("Serving record", key="serving_dir", help="written by `footprint serving import ... -o DIR`")
+    root = ui.dir_input("Serving record", "serving_dir", "serving", "written by `footprint serving import ... -o DIR`")
     boundary = st.radio(
         "Boundary", list(BOUNDARIES), format_func=BOUNDARIES.get, horizontal=True, key="serving_boundary", index=3
     )
     training = st.text_input("Training record (optional)", key="serving_training", help="a run directory or scenario YAML")
-    root = Path(text.strip()).expanduser() if text.strip() else None
     if root is None or not (root / "serving.json").is_file():
         st.info(f"No serving record in {root or '(empty)'}. Write one with `footprint serving import metrics FILES -o serving`.")
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -236,6 +237,32 @@ def warnings_and_sources(a: Assessment) -> None:
             column_config={"url": st.column_config.LinkColumn("link"), "title": st.column_config.TextColumn(width="large")},
             **WIDE,
         )
+
+
+def dir_input(label: str, key: str, default: str, help: str) -> Path | None:
+    """A directory field kept in the session (``default`` at first): the path given, or None while it is empty."""
+    st.session_state.setdefault(key, default)
+    text = st.text_input(label, key=key, help=help)
+    return Path(text.strip()).expanduser() if text.strip() else None
+
+
+def file_input(label: str, key: str, placeholder: str, what: str = "file") -> Path | None:
+    """A file path field: the file, or None (with one error line when the path names no ``what``)."""
+    text = st.text_input(label, key=key, placeholder=placeholder)
+    if not text.strip():
+        return None
+    path = Path(text.strip()).expanduser()
+    if not path.is_file():
+        st.error(md_text(f"footprint: error: {path}: no such {what}"))
+        return None
+    return path
+
+
+def bullets(title: str, items: list[str]) -> None:
+    """``title (n)`` folded over one bullet per item (shown as text), or nothing when there are none."""
+    if items:
+        with st.expander(f"{title} ({len(items)})"):
+            st.markdown("\n".join(f"- {md_text(x)}" for x in items))
 
 
 def show_user_error(exc: BaseException) -> None:

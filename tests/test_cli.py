@@ -183,3 +183,47 @@ def test_bad_input_exit_2_names_file_and_key_no_traceback(case: str, tmp_path: P
 def test_bad_arguments(args: list[str], pattern: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "footprint.cli", *args], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_every_prometheus_reader_offers_the_same_connection_options(tmp_path: Path) -> None:
+    """`fleet import prometheus|slurm` and `serving import prometheus` take one option set and build one config."""
+    from footprint.cli.app import build_parser
+    from footprint.cli.prom_options import prom_config
+    from footprint.fleet.prometheus import PromConfig
+
+    (tmp_path / "sacct.txt").write_text("")
+    conn = [
+        "--url", "https://mimir.example/prometheus", "--selector", 'cluster="a"', "--max-response-mb", "3",
+        "--timeout", "7.5", "--retries", "1", "--bearer-token-file", "tok", "--ca-file", "ca.pem",
+        "--client-cert", "me.pem", "--client-key", "me.key", "--insecure-skip-verify",
+        "--header", "X-Scope-OrgID: t1", "--header", "X-Other: 2",
+    ]  # fmt: skip
+    window = ["--start", "now-1h", "--end", "now", "-o", str(tmp_path / "out")]
+    parser = build_parser()
+    configs = [
+        prom_config(parser.parse_args([*cmd, *conn, *window]))
+        for cmd in (["serving", "import", "prometheus"], ["fleet", "import", "prometheus"], ["fleet", "import", "slurm", "s"])
+    ]
+    want = PromConfig(
+        "https://mimir.example/prometheus",
+        timeout_s=7.5,
+        retries=1,
+        bearer_token_file="tok",
+        ca_file="ca.pem",
+        client_cert="me.pem",
+        client_key="me.key",
+        insecure_skip_verify=True,
+        headers={"X-Scope-OrgID": "t1", "X-Other": "2"},
+        max_response_bytes=3 * 2**20,
+    )
+    assert configs == [want, want, want]
+
+
+def test_a_bad_connection_option_is_one_line_in_the_serving_import(capsys, tmp_path: Path) -> None:
+    base = ["serving", "import", "prometheus", "--url", "http://127.0.0.1:9", "--start", "now-1h", "--end", "now"]
+    code, _, err = run(capsys, *base, "-o", str(tmp_path / "o"), "--header", "no colon")
+    assert code == 2 and "--header" in err and "'Name: value'" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exc:  # argparse's own range check: exit 2, one line
+        main([*base, "-o", str(tmp_path / "o"), "--max-response-mb", "0"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--max-response-mb" in err and len(err.strip().splitlines()) == 1

@@ -7,6 +7,7 @@ all four engines (vLLM, TGI, SGLang, llama.cpp)."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,11 +42,17 @@ def fleet() -> synthetic.Fleet:
 
 
 @pytest.fixture(scope="module")
-def prom(fleet: synthetic.Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    d = tmp_path_factory.mktemp("serving-prom")
+def blocks(fleet: synthetic.Fleet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The backfilled TSDB, copied for every server (a running Prometheus locks its directory)."""
+    d = tmp_path_factory.mktemp("serving-blocks")
     synthetic.write(fleet, d / "metrics.om")
     promserver.backfill(d / "metrics.om", d / "tsdb")
-    with promserver.serve(d / "tsdb") as url:
+    return d / "tsdb"
+
+
+@pytest.fixture(scope="module")
+def prom(blocks: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with promserver.serve(shutil.copytree(blocks, tmp_path_factory.mktemp("serving-prom") / "tsdb")) as url:
         yield url
 
 
@@ -195,3 +202,52 @@ def test_server_side_aggregation_only(prom: str) -> None:
     rows = matrix(client, q.gpu()["energy_mj"], T0, T0 + 3600, WINDOW)
     assert len(rows) == 8 and all(len(ws) <= 12 for _, ws, _ in rows)
     assert np.all(np.concatenate([v for _, _, v in rows]) >= 0)
+    # --selector (a user's {...} or bare matchers) narrows every query the one builder writes, the fleet's too
+    for sel in ('{Hostname="node-b"}', 'Hostname="node-b"'):
+        some = matrix(client, Queries(WINDOW, sel).gpu()["energy_mj"], T0, T0 + 3600, WINDOW)
+        assert 0 < len(some) < len(rows) and {lab["Hostname"] for lab, _, _ in some} == {"node-b"}
+
+
+# ---- a deployment's Prometheus: TLS and basic auth, reached with the options `fleet import` has -----------------
+
+
+@pytest.fixture(scope="module")
+def secured(blocks: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    bcrypt = pytest.importorskip("bcrypt", reason="bcrypt hashes the test server's password: pip install -e '.[dev]'")
+    from test_fleet_prometheus import _certificates  # one private CA maker for every TLS test
+
+    d = tmp_path_factory.mktemp("serving-secured")
+    _, cert, key = _certificates(d)
+    (d / "password").write_text("s3cret-pass\n")
+    (d / "map.yaml").write_text(json.dumps({"pods": MAP["pods"]}))
+    users = {"serving": bcrypt.hashpw(b"s3cret-pass", bcrypt.gensalt(rounds=4)).decode()}
+    with promserver.serve(shutil.copytree(blocks, d / "tsdb"), tls=(str(cert), str(key)), users=users) as url:
+        yield url, d
+
+
+def test_cli_import_over_tls_and_basic_auth_matches_plain_http(
+    secured: tuple[str, Path], record: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    url, d = secured
+    window = ["--start", str(T0), "--end", str(T0 + HOURS * 3600), "--window", "5m", "--scrape-interval", "15s"]
+    auth = ["--basic-auth-user", "serving", "--basic-auth-password-file", str(d / "password")]
+    base = ["serving", "import", "prometheus", "--url", url, *window, *auth, "--map", str(d / "map.yaml"), "--grid", "FRA"]
+    conn = ["--ca-file", str(d / "ca.pem"), "--header", "X-Scope-OrgID: t1", "--timeout", "30", "--retries", "0"]
+    assert main([*base, *conn, "--max-response-mb", "4", "-o", str(tmp_path / "tls")]) == 0
+    (_, over_tls), (_, plain) = store.read(tmp_path / "tls"), store.read(record)
+    assert over_tls.metered_gpu_j == pytest.approx(plain.metered_gpu_j, rel=1e-12)
+    cols = ["active_j", "tokens_out"]
+    assert np.allclose(over_tls.models_w[cols].to_numpy(float), plain.models_w[cols].to_numpy(float), equal_nan=True)
+    capsys.readouterr()
+    # each connection option reaches the client: without the CA the private certificate is refused, with
+    # --insecure-skip-verify it is not checked (and said), a client key that is not the certificate's is refused
+    assert main([*base, "--retries", "0", "-o", str(tmp_path / "no-ca")]) == 2
+    err = capsys.readouterr().err
+    assert "certificate verify failed" in err and "--ca-file" in err and len(err.strip().splitlines()) == 1
+    assert main([*base, "--insecure-skip-verify", "-o", str(tmp_path / "insecure")]) == 0
+    assert "is not verified" in capsys.readouterr().err
+    mtls = ["--client-cert", str(d / "ca.pem"), "--client-key", str(d / "server.key")]
+    assert main([*base, *conn, *mtls, "-o", str(tmp_path / "mtls")]) == 2
+    err = capsys.readouterr().err
+    assert "TLS error" in err and "--client-cert" in err and "Traceback" not in err
+    assert not (tmp_path / "no-ca").exists() and not (tmp_path / "mtls").exists()

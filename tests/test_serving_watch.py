@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from footprint.serving import store
 from footprint.serving.assess import Site
+from footprint.serving.report import build, series
 from footprint.serving.watch import Watcher, build_record
 
 
@@ -58,6 +61,7 @@ def test_watch_journals_windows_and_builds_the_same_record(
     endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "2xA100-SXM4-40GB")
+    time.sleep(1.5 - time.time() % 1.0)  # start half a second into a second: a first window of half a second
     w = Watcher(endpoint, tmp_path, window_s=1.0, interval_s=0.1).start()
     try:
         deadline = time.time() + 4.5
@@ -66,16 +70,20 @@ def test_watch_journals_windows_and_builds_the_same_record(
             w.tick()
     finally:
         w.close()
-    lines = (tmp_path / "windows.jsonl").read_text().splitlines()
+    lines = [json.loads(x) for x in (tmp_path / "windows.jsonl").read_text().splitlines()]
     assert 3 <= len(lines) <= 5
+    # the first window runs from the start (half a second into a second) to the next whole second: partial
+    assert lines[0]["end"] - lines[0]["start"] == pytest.approx(0.5, abs=0.15)
+    assert all(b["start"] == a["end"] and b["end"] - b["start"] == 1.0 for a, b in zip(lines, lines[1:], strict=False))
     assert (tmp_path / "journal.jsonl").exists()  # the tracker's crash-safe journal of the GPU samples
     rec = build_record(tmp_path, Site("FRA", 1.2))
     _, a = store.read(rec)
     assert len(a.gpus) == 2 and (a.gpus["energy_j"] > 0).all()
-    # the first window runs from start() to the next whole second (a part of one): compare the whole ones
-    whole = a.models_w[a.models_w["window"] > a.models_w["window"].min()]
-    got = whole["tokens_out"].sum() / whole["window"].nunique()
-    assert got == pytest.approx(500.0, rel=0.15)  # ~500 tokens per 1 s window
+    # every window's rate over its real length, the partial first one's included: ~500 output tokens/s
+    assert a.models_w["seconds"].iloc[0] == pytest.approx(lines[0]["end"] - lines[0]["start"])
+    rates = series(a.models_w, a.window_s)["tokens_per_s"]
+    assert rates.to_numpy() == pytest.approx(np.full(len(rates), 500.0), rel=0.25)
+    assert rates.sum() == pytest.approx(500.0 * len(rates), rel=0.1)
     total = a.models_w["active_j"].sum() + a.residual_w["idle_j"].sum() + a.residual_w["unused_j"].sum()
     assert total == pytest.approx(a.metered_gpu_j, rel=1e-9)
     # a torn last line (a crash mid-write) is skipped, and the record is rebuilt from the complete windows
@@ -107,3 +115,54 @@ def test_watch_of_a_server_without_engine_metrics_is_one_line(tmp_path: Path, mo
     )
     err = capsys.readouterr().err
     assert "cannot scrape http://127.0.0.1:9/metrics" in err and "Traceback" not in err
+
+
+def _window(start: float, end: float, gpu_j: float, tokens_out: float, busy_s: float) -> str:
+    eng = {"tokens_in": 2 * tokens_out, "tokens_out": tokens_out, "requests": tokens_out / 100}
+    eng |= {"prefill_s": 0.1 * busy_s, "decode_s": 0.9 * busy_s}
+    gpus = {"GPU-1": [0, "NVIDIA H100 80GB HBM3", gpu_j]}
+    line = {"start": start, "end": end, "window_s": 1.0, "scrape_s": 0.1, "host": "h", "gpus": gpus, "engines": {"vllm|m": eng}}
+    return json.dumps(line) + "\n"
+
+
+def test_a_partial_first_window_is_stored_and_rated_over_its_real_length(tmp_path: Path) -> None:
+    """A watch started 0.75 s into a window: its first window lasts 0.25 s. Busy all of it, the GPU was never idle
+    then (charged as a whole 1 s window, it would be 75 % idle and its rate a quarter of the truth)."""
+    (tmp_path / "windows.jsonl").write_text(
+        _window(100.75, 101.0, 100.0, 125.0, 0.25)  # 400 W, 500 tokens/s, busy throughout
+        + _window(101.0, 102.0, 400.0, 500.0, 1.0)
+        + _window(102.0, 103.0, 100.0, 0.0, 0.0)  # quiet: the idle power (100 W) is measured here
+    )
+    meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    assert meta["partial_windows"] == {"0": 0.25} and meta["start_s"] == 100.75 and meta["end_s"] == 103.0
+    mw = a.models_w.set_index("window")
+    assert mw["seconds"].tolist() == [0.25, 1.0, 1.0]
+    assert mw.loc[0, "gpu_s"] == pytest.approx(0.25) and mw.loc[0, "active_j"] == pytest.approx(100.0)  # not idle
+    assert a.residual_w.set_index("window")["idle_j"].tolist() == pytest.approx([0.0, 0.0, 100.0])
+    assert series(a.models_w, a.window_s)["tokens_per_s"].tolist() == pytest.approx([500.0, 500.0, 0.0])
+    assert a.gpus["seconds"].tolist() == [2.25] and a.gpus["busy_s"].tolist() == pytest.approx([1.25])
+    rep = build(meta, a, Site("FRA", 1.2))
+    assert rep["days"] == pytest.approx(2.25 / 86400) and rep["partial_windows"] == {"0": 0.25}
+    assert rep["unattributed"]["gpu_hours"] == pytest.approx(1.0 / 3600)  # the quiet second, no more
+
+
+def test_the_watch_scrapes_at_each_window_edge(tmp_path: Path) -> None:
+    """Scrapes every --interval, but never past a window's edge: a window's counters are read when it ends."""
+    now = [95.0]
+    w = Watcher("http://127.0.0.1:9/metrics", tmp_path, window_s=10.0, interval_s=15.0, clock=lambda: now[0])
+    w.window_end = 100.0
+    assert w.next_wait() == pytest.approx(5.0, abs=0.01)
+    now[0] = 81.0
+    assert w.next_wait() == 15.0  # the edge is further than one interval
+    now[0] = 100.5  # late (a busy machine): scrape now, and the tick closes the window
+    assert w.next_wait() == pytest.approx(0.01)
+
+
+def test_window_lines_without_or_with_a_damaged_start_give_finite_rates(tmp_path: Path) -> None:
+    old = json.loads(_window(0.0, 101.0, 300.0, 500.0, 1.0))
+    del old["start"]  # written before windows had a start: a whole window
+    (tmp_path / "windows.jsonl").write_text(json.dumps(old) + "\n" + _window(109.0, 102.0, 400.0, 500.0, 1.0))
+    meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    assert a.models_w["seconds"].tolist() == [1.0, 0.001] and meta["partial_windows"] == {"1": 0.001}
+    rep = build(meta, a, Site("FRA", 1.2))
+    assert np.isfinite(series(a.models_w, a.window_s)["tokens_per_s"]).all() and np.isfinite(rep["days"])

@@ -4,7 +4,8 @@ Owns: argument parsing, dispatch, and turning every user mistake into one line o
 file and key, exit code 2, no traceback, nothing written.
 May import: everything in `footprint` (lazily, inside handlers, so `footprint --help` stays fast).
 Each command module has `register(sub)`, which adds its parsers and sets `handler` on each, and is listed by name
-in `registry.COMMAND_MODULES`; commands import `footprint.cli.registry` (command, group, emit), never the app.
+in `registry.COMMAND_MODULES`; commands import `footprint.cli.registry` (command, group, emit, args_of), never the app
+or each other; the commands that read Prometheus share `footprint.cli.prom_options` (connection options, PromConfig).
 """
 
 from __future__ import annotations

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from footprint import bounds
+from footprint.cli.prom_options import add_connection_args, parse_duration, parse_when, prom_config
 from footprint.errors import FootprintError
 from footprint.inputs import number_arg
-
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d|w)$")
-UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -131,12 +127,11 @@ footprint assess run-1001""",
 
 def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g = p.add_argument_group("Prometheus")
-    g.add_argument("--url", required=required, help="base URL, e.g. http://prometheus:9090 (Mimir: http://mimir/prometheus)")
+    add_connection_args(g, required)
     g.add_argument("--job-label", default="hpc_job", help="job label(s), comma-separated: hpc_job (default) or namespace,pod")
     g.add_argument("--host-label", default="Hostname", help="node label of the DCGM series (default Hostname)")
     g.add_argument("--energy-metric", default="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", help="energy counter (mJ)")
     g.add_argument("--power-metric", default="DCGM_FI_DEV_POWER_USAGE", help="power gauge (W), for GPUs without the counter")
-    g.add_argument("--selector", default="", help='extra label matchers for every query, e.g. cluster="a"')
     g.add_argument("--cpu", choices=("auto", "rapl", "kepler", "none"), default="auto", help="host CPU/RAM counters")
     g.add_argument("--exact", action="store_true", help="read every raw sample (default: the server aggregates per job)")
     g.add_argument(
@@ -150,25 +145,8 @@ def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
         "--max-samples", type=number_arg(int, 1000, 10**10), default=5_000_000, help="samples per request (default 5e6)"
     )
     g.add_argument("--concurrency", type=number_arg(int, 1, 64), default=4, help="requests in flight (default 4)")
-    g.add_argument(
-        "--max-response-mb", type=number_arg(float, 1, 65536), default=256, help="largest answer accepted (default 256)"
-    )
     g.add_argument("--chunk", default="6h", help="--exact: time per query (default 6h): smaller for dense scrapes")
     g.add_argument("--max-gap", default="5m", help="longest scrape gap bridged (default 5m)")
-    g.add_argument(
-        "--timeout", type=number_arg(float, 0, 86_400, lo_open=True), default=60.0, help="seconds per request (default 60)"
-    )
-    g.add_argument(
-        "--retries", type=number_arg(int, 0, 100), default=3, help="retries on connection errors and HTTP 5xx (default 3)"
-    )
-    g.add_argument("--bearer-token-file", help="file holding a bearer token")
-    g.add_argument("--basic-auth-user", help="basic-auth user (password from --basic-auth-password-file)")
-    g.add_argument("--basic-auth-password-file", help="file holding the basic-auth password")
-    g.add_argument("--ca-file", help="CA bundle for https")
-    g.add_argument("--client-cert", help="client certificate (PEM) for mutual TLS")
-    g.add_argument("--client-key", help="its key")
-    g.add_argument("--insecure-skip-verify", action="store_true", help="do not verify the server's certificate")
-    g.add_argument("--header", action="append", default=[], metavar="NAME: VALUE", help="extra header, e.g. 'X-Scope-OrgID: t1'")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -187,31 +165,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 # ---- parsing helpers ------------------------------------------------------------------------------
-
-
-def parse_duration(text: str, key: str) -> float:
-    m = DURATION.match(str(text).strip())
-    if not m or float(m.group(1)) <= 0:
-        raise FootprintError(f"expected a duration such as 30s, 5m, 6h or 1d, got {text!r}", key=key)
-    return float(m.group(1)) * UNITS_S[m.group(2)]
-
-
-def parse_when(text: str, key: str, now: float | None = None) -> float:
-    """ISO 8601 (UTC unless it has an offset), Unix seconds, ``now`` or ``now-7d``."""
-    t = str(text).strip()
-    now = time.time() if now is None else now
-    m = re.fullmatch(r"now(?:-(\d+(?:\.\d+)?[smhdw]))?", t)
-    if m:
-        return now - (parse_duration(m.group(1), key) if m.group(1) else 0.0)
-    if re.fullmatch(r"\d+(?:\.\d+)?", t):
-        return float(t)
-    try:
-        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise FootprintError(
-            f"expected a time (2025-03-01T00:00:00Z, Unix seconds, now or now-7d), got {text!r}", key=key
-        ) from None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def _tz(name: str | None) -> Any:
@@ -239,42 +192,10 @@ def _gpu_types(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _headers(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition(":")
-        if not sep or not name.strip():
-            raise FootprintError(f"expected 'Name: value', got {item!r}", key="--header")
-        from footprint.fleet.prometheus import check_header
-
-        check_header(name.strip(), value.strip())
-        out[name.strip()] = value.strip()
-    return out
-
-
 def _site(args: argparse.Namespace) -> dict[str, Any] | None:
     from footprint.tracking.runcmd import _site as site
 
     return site(args.grid, args.pue)
-
-
-def _prom(args: argparse.Namespace) -> Any:
-    from footprint.fleet.prometheus import PromConfig
-
-    return PromConfig(
-        url=args.url,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        bearer_token_file=args.bearer_token_file,
-        basic_auth_user=args.basic_auth_user,
-        basic_auth_password_file=args.basic_auth_password_file,
-        ca_file=args.ca_file,
-        client_cert=args.client_cert,
-        client_key=args.client_key,
-        insecure_skip_verify=args.insecure_skip_verify,
-        headers=_headers(args.header),
-        max_response_bytes=int(args.max_response_mb * 2**20),
-    )
 
 
 def _options(args: argparse.Namespace, start: float | None, end: float | None, sacct: Any) -> Any:
@@ -307,7 +228,7 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
     return ImportOptions(
         start=start,
         end=end,
-        prom=_prom(args) if getattr(args, "url", None) else None,
+        prom=prom_config(args) if getattr(args, "url", None) else None,
         names=names,
         sacct=sacct,
         site=_site(args),

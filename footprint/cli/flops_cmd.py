@@ -66,6 +66,7 @@ def flops_transformer(args: argparse.Namespace) -> int:
     import math
 
     from footprint.bounds import check
+    from footprint.cli.registry import args_of
     from footprint.errors import FootprintError
     from footprint.flops import transformer_flops
 
@@ -73,18 +74,8 @@ def flops_transformer(args: argparse.Namespace) -> int:
     check("model.tokens", args.tokens, label="--tokens")
     if args.active_params is not None:
         check("model.active_parameters", args.active_params, label="--active-params")
-    r = transformer_flops(
-        args.params,
-        args.tokens,
-        active_params=args.active_params,
-        layers=args.layers,
-        hidden=args.hidden,
-        seq_len=args.seq_len,
-        recompute=args.recompute,
-        inference=args.inference,
-        vocab=args.vocab,
-        variant=args.variant,
-    ).to_dict()
+    names = ("active_params", "layers", "hidden", "seq_len", "recompute", "inference", "vocab", "variant")
+    r = transformer_flops(args.params, args.tokens, **args_of(args, *names)).to_dict()
     if not all(math.isfinite(r[k]) for k in ("flops", "flops_per_token", "hardware_flops")):
         raise FootprintError("the FLOPs of this shape are beyond floating point: check --layers, --hidden and --seq-len")
     if args.format == "json":

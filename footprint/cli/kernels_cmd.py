@@ -111,24 +111,13 @@ def _register_diff(ks: argparse._SubParsersAction) -> None:
 
 
 def diff(args: argparse.Namespace) -> int:
+    from footprint.cli.registry import args_of
     from footprint.kernels.diff import diff_traces
     from footprint.kernels.render import render_diff, to_json
     from footprint.kernels.trace import write_out
 
-    d = diff_traces(
-        args.a,
-        args.b,
-        steps=args.steps,
-        include_unlinked=args.include_unlinked,
-        power_a=args.power_a,
-        power_b=args.power_b,
-        scenario=args.scenario,
-        train_steps=args.train_steps,
-        gpus=args.gpus,
-        gpu=args.gpu,
-        samples=args.samples,
-        top=args.top,
-    )
+    names = ("steps", "include_unlinked", "power_a", "power_b", "scenario", "train_steps", "gpus", "gpu", "samples", "top")
+    d = diff_traces(args.a, args.b, **args_of(args, *names))
     if args.format == "html":
         from footprint.reports.kernel_diff import to_html
 
@@ -143,7 +132,7 @@ def analyze(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     if args.ranks or Path(args.trace).is_dir():
-        from footprint.cli.app import emit
+        from footprint.cli.registry import emit
         from footprint.kernels.multirank import analyze_ranks, render_ranks
         from footprint.kernels.render import to_json
 

@@ -13,6 +13,7 @@ import importlib
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 #: Command modules (in `footprint.cli`) in the order their commands appear in `footprint --help`.
 COMMAND_MODULES = (
@@ -89,3 +90,8 @@ def emit(text: str, output: str | None) -> None:
         print(f"wrote {shown(output)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def args_of(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The named options as keyword arguments, for a command that hands its options on to one function unchanged."""
+    return {n: getattr(args, n) for n in names}

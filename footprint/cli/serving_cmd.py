@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from footprint.cli.prom_options import add_connection_args, parse_duration, parse_when, prom_config
 from footprint.inputs import number_arg
 
 
@@ -25,18 +26,11 @@ footprint serving watch --metrics-url http://127.0.0.1:8000/metrics -o serving-l
     )
     _, imp = group(sv, "import", "write a serving record from Prometheus or recorded /metrics files")
     pr = command(imp, "prometheus", "DCGM and engine series aggregated by Prometheus (Thanos, Mimir): increase() per window")
-    pr.add_argument("--url", required=True, help="base URL, e.g. http://prometheus:9090")
+    g = pr.add_argument_group("Prometheus")
+    add_connection_args(g, required=True)
     pr.add_argument("--start", required=True, help="ISO 8601 (UTC unless it says), Unix seconds, or now-7d")
     pr.add_argument("--end", required=True, help="same forms, or now")
     pr.add_argument("--scrape-interval", default="30s", help="the exporters' scrape interval (default 30s): gap detection")
-    pr.add_argument("--selector", default="", help='extra label matchers for every query, e.g. cluster="a"')
-    pr.add_argument("--timeout", type=number_arg(float, 0, 86_400, lo_open=True), default=60.0, help="seconds per request")
-    pr.add_argument("--retries", type=number_arg(int, 0, 100), default=3, help="retries on connection errors and 5xx")
-    pr.add_argument("--bearer-token-file", help="file holding a bearer token")
-    pr.add_argument("--basic-auth-user", help="basic-auth user (password from --basic-auth-password-file)")
-    pr.add_argument("--basic-auth-password-file", help="file holding the basic-auth password")
-    pr.add_argument("--ca-file", help="CA bundle for https")
-    pr.add_argument("--header", action="append", default=[], metavar="NAME: VALUE", help="extra header ('X-Scope-OrgID: t1')")
     _common(pr)
     pr.set_defaults(handler=import_prometheus)
     me = command(imp, "metrics", "recorded /metrics files (timestamped samples of DCGM, node and engine series)")
@@ -131,25 +125,14 @@ def _done(path: Any, a: Any) -> int:
 
 
 def import_prometheus(args: argparse.Namespace) -> int:
-    from footprint.cli.fleet_cmd import _headers, parse_duration, parse_when
-    from footprint.fleet.prometheus import PromConfig, PrometheusClient
+    from footprint.fleet.prometheus import PrometheusClient
     from footprint.serving.importer import import_prometheus as run
     from footprint.serving.importer import load_map
 
-    cfg = PromConfig(
-        args.url,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        bearer_token_file=args.bearer_token_file,
-        basic_auth_user=args.basic_auth_user,
-        basic_auth_password_file=args.basic_auth_password_file,
-        ca_file=args.ca_file,
-        headers=_headers(args.header),
-    )
     start, end = parse_when(args.start, "--start"), parse_when(args.end, "--end")
     path, a = run(
         args.output,
-        PrometheusClient(cfg),
+        PrometheusClient(prom_config(args)),
         start,
         end,
         parse_duration(args.window, "--window"),
@@ -163,7 +146,6 @@ def import_prometheus(args: argparse.Namespace) -> int:
 
 
 def import_metrics(args: argparse.Namespace) -> int:
-    from footprint.cli.fleet_cmd import parse_duration, parse_when
     from footprint.serving.importer import import_files, load_map
 
     start = parse_when(args.start, "--start") if args.start else None
@@ -217,7 +199,6 @@ def life(args: argparse.Namespace) -> int:
 def watch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from footprint.cli.fleet_cmd import parse_duration
     from footprint.serving.watch import watch as run
 
     duration = parse_duration(args.duration, "--duration") if args.duration else None

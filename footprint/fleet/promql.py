@@ -35,7 +35,7 @@ from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 DEFAULT_MAX_SAMPLES = 5_000_000  # per request: a tenth of Prometheus' default --query.max-samples (50 M)
 DEFAULT_CONCURRENCY = 4
 MAX_TERMS = 120  # per request: `or` costs grow faster than the terms (measured: 125 terms 33 ms, 250 terms 215 ms)
-FUNCTIONS = ("increase", "gauge_energy", "count", "min", "max", "resets", "sum")
+FUNCTIONS = ("increase", "gauge_energy", "avg", "count", "min", "max", "resets", "sum")
 
 
 @dataclass(frozen=True)
@@ -63,25 +63,43 @@ class Term:
 
 def render(t: Term, tag: str) -> str:
     """The PromQL of one term, tagged with ``fp_term=tag`` so that many can share a request."""
-    if t.fn not in FUNCTIONS:
-        raise ValueError(f"unknown term function {t.fn!r}")
     d = t.end - t.start
-    rng = f"{max(int(round(d * 1000)), 1)}ms"
     if t.subquery_step:
-        sel = f"{t.metric}[{rng}:{t.subquery_step}s] @ {t.end:.3f}"
+        sel = f"{t.metric}[{range_of(d)}:{t.subquery_step}s] @ {t.end:.3f}"
     else:
-        sel = f"{t.metric}{{{t.matchers}}}[{rng}] @ {t.end:.3f}" if t.matchers else f"{t.metric}[{rng}] @ {t.end:.3f}"
+        sel = f"{t.metric}{braced(t.matchers)}[{range_of(d)}] @ {t.end:.3f}"
+    return f'label_replace({window_expr(t.fn, sel, t.by, t.agg, d)}, "fp_term", "{tag}", "", "")'
+
+
+def window_expr(fn: str, sel: str, by: Iterable[str], agg: str = "", d: float = 0.0) -> str:
+    """``agg by (by) (fn(sel))``: one quantity of a range selector's series over its window (``d`` seconds:
+    ``gauge_energy`` only). ``agg`` defaults to ``max`` (``min`` for ``min``): series repeating one meter (a MIG
+    instance's or a sharing job's copy of the whole-GPU counter) count once. The one builder of every such query,
+    the fleet's and the serving import's."""
+    if fn not in FUNCTIONS:
+        raise ValueError(f"unknown term function {fn!r}")
     inner = {
         "increase": f"increase({sel})",
         "gauge_energy": f"avg_over_time({sel}) * {d:.3f}",
+        "avg": f"avg_over_time({sel})",
         "count": f"count_over_time({sel})",
         "min": f"min_over_time({sel})",
         "max": f"max_over_time({sel})",
         "resets": f"resets({sel})",
         "sum": f"sum_over_time({sel})",
-    }[t.fn]
-    agg = t.agg or ("min" if t.fn == "min" else "max")
-    return f'label_replace({agg} by ({",".join(t.by)}) ({inner}), "fp_term", "{tag}", "", "")'
+    }[fn]
+    return f"{agg or ('min' if fn == 'min' else 'max')} by ({','.join(by)}) ({inner})"
+
+
+def range_of(d: float) -> str:
+    """A window of ``d`` seconds as a PromQL range, to the millisecond."""
+    return f"{max(int(round(d * 1000)), 1)}ms"
+
+
+def braced(*matchers: str) -> str:
+    """Label matchers (each without braces, or a user's ``{...}`` selector) joined into one ``{...}``; "" if none."""
+    parts = [p for p in (m.strip().strip("{}") for m in matchers) if p]
+    return "{" + ",".join(parts) + "}" if parts else ""
 
 
 def batches(terms: list[Term], scrape_s: float, max_samples: float, max_terms: int = MAX_TERMS) -> list[list[Term]]:
@@ -275,4 +293,16 @@ def energy_by(
     return {g: v * unit_j for g, v in ev.run(terms).get("e", {}).items()}
 
 
-__all__ = ["DEFAULT_MAX_SAMPLES", "Evaluator", "Term", "batches", "energy_by", "regex_alt", "render", "scrape_interval"]
+__all__ = [
+    "DEFAULT_MAX_SAMPLES",
+    "Evaluator",
+    "Term",
+    "batches",
+    "braced",
+    "energy_by",
+    "range_of",
+    "regex_alt",
+    "render",
+    "scrape_interval",
+    "window_expr",
+]

@@ -7,6 +7,7 @@ the 16-category footprints per unit and boundary (`assess`), a model's whole lif
 directory (`store`, `importer`), the reports (`report`) and the synthetic fleet used by the tests, the
 benchmark and the examples (`synthetic`).
 Layer: producers. May import footprint.lca, footprint.inputs, footprint.outputs, footprint.errors,
-footprint.fleet.prometheus (the HTTP client) and meters; numpy, pandas, matplotlib. Nothing above it
+footprint.fleet.prometheus (the HTTP client), footprint.fleet.promql (the one builder of window
+queries, shared with the fleet import) and meters; numpy, pandas, matplotlib. Nothing above it
 (reports, api, cli, dashboard) is imported here.
 """

@@ -135,7 +135,7 @@ def _gpu(name: Any, default: str) -> str:
 def _residual_hours(a: Attribution) -> dict[str, float]:
     """GPU-hours no model was busy on (idle time of used GPUs, all the time of unused ones), per GPU model."""
     g = a.gpus
-    h = (g["windows"] * a.window_s - g["busy_s"]).clip(lower=0.0) / 3600
+    h = (g["seconds"] - g["busy_s"]).clip(lower=0.0) / 3600
     return h.groupby(g["gpu_model"]).sum().to_dict()
 
 
@@ -224,6 +224,7 @@ def _residual(a: Attribution, batch: Any, rows: list[int]) -> dict[str, Any]:
         "gpu_j": float(r["idle_j"].sum() + r["unused_j"].sum()),
         "gpu_idle_j": float(r["idle_j"].sum()),
         "gpu_unused_j": float(r["unused_j"].sum()),
+        "gpu_hours": float(sum(_residual_hours(a).values())),  # GPU time no model was busy on (embodied share)
         "host_j": float(r["host_j"].sum()) if "host_j" in r else None,
         "impacts": _impacts(batch, rows) if rows else None,
         "what": "idle energy of used GPUs (handed to their models only in the +idle boundary) and all the energy of GPUs "

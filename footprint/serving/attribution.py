@@ -106,12 +106,12 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
         eng["model"] = named.fillna(eng["model"])
     eng["engine_row"] = np.arange(len(eng))
     slots = _slots(tel, eng, gpu_map["gpus"] if gpu_map else None)
-    T = tel.window_s
     g, info = _gpu_rows(tel.gpus)
+    g["T"] = tel.seconds(g["window"])  # each window's real length: a live watch's first one is partial
     slots["gkey"] = _keys(slots, info)
     # a window with under half its scrapes (an exporter gap) is metered but attributed to no one: its tokens are
     # "without energy" rather than charged a fraction of the window's energy
-    g["short"] = (g["method"] == "dcgm_energy_counter") & (g["samples"] < GAP_SHARE * T / tel.scrape_s)
+    g["short"] = (g["method"] == "dcgm_energy_counter") & (g["samples"] < GAP_SHARE * g["T"] / tel.scrape_s)
     slots = slots.merge(g.loc[~g["short"], ["window", "gkey"]], on=["window", "gkey"], how="inner")
     timed = slots["prefill_s"].notna() & slots["decode_s"].notna()  # both phases timed, else tokens are the activity
     slots["busy_s"] = slots["prefill_s"].fillna(0) + slots["decode_s"].fillna(0)
@@ -121,17 +121,19 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
     g = g.merge(per, left_on=["window", "gkey"], right_index=True, how="left")
     g["has_model"] = g["sum_act"].notna()
     g["f"] = np.where(
-        g["all_timed"].fillna(False).astype(bool), np.minimum(1.0, g["busy"].fillna(0) / T), (g["sum_act"].fillna(0) > 0) * 1.0
+        g["all_timed"].fillna(False).astype(bool),
+        np.minimum(1.0, g["busy"].fillna(0) / g["T"]),
+        (g["sum_act"].fillna(0) > 0) * 1.0,
     )
-    idle_w = _idle_power(g, T, notes)
+    idle_w = _idle_power(g, notes)
     g["idle_w"] = g["gkey"].map(idle_w)
-    g["idle_j"] = np.where(g["has_model"], np.minimum(g["energy_j"], g["idle_w"] * T * (1 - g["f"])), 0.0)
+    g["idle_j"] = np.where(g["has_model"], np.minimum(g["energy_j"], g["idle_w"] * g["T"] * (1 - g["f"])), 0.0)
     g["active_j"] = np.where(g["has_model"] & (g["sum_act"] > 0), g["energy_j"] - g["idle_j"], 0.0)
     g["unused_j"] = g["energy_j"] - g["idle_j"] - g["active_j"]  # no model mapped, or busy without engine activity
-    slots = slots.merge(g[["window", "gkey", "active_j", "f", "sum_act"]], on=["window", "gkey"])
+    slots = slots.merge(g[["window", "gkey", "active_j", "f", "sum_act", "T"]], on=["window", "gkey"])
     share = np.where(slots["sum_act"] > 0, slots["act"] / slots["sum_act"].where(slots["sum_act"] > 0, 1), 0.0)
     slots["active_j"] = slots["active_j"] * share
-    slots["gpu_s"] = T * slots["f"] * share
+    slots["gpu_s"] = slots["T"] * slots["f"] * share
     pre = np.where(
         slots["timed"].to_numpy(bool) & (slots["busy_s"] > 0),
         slots["prefill_s"].fillna(0) / slots["busy_s"].where(slots["busy_s"] > 0, 1),
@@ -141,7 +143,8 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
     slots["decode_j"] = slots["active_j"] * (1 - pre)
     host_j = _host_split(tel, slots, g)
     models_w, unmetered = _per_model(eng, slots, host_j)
-    reserve = _reserve(g, slots, tel, T)
+    models_w["seconds"] = tel.seconds(models_w["window"])  # per-window rates (tokens/s) divide by it
+    reserve = _reserve(g, slots)
     residual = g.groupby("window").agg(idle_j=("idle_j", "sum"), unused_j=("unused_j", "sum")).reset_index()
     hres = _host_residual(tel, host_j)
     residual = residual.merge(hres, on="window", how="outer").fillna(0.0)
@@ -156,7 +159,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
             "metered GPU): kept out of every per-token figure"
         )
     usage = slots.groupby(["host", "gpu", "model"], as_index=False)["active_j"].sum()
-    return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, T, notes)
+    return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, tel.window_s, notes)
 
 
 def _keys(df: pd.DataFrame, info: pd.DataFrame) -> np.ndarray:
@@ -188,11 +191,11 @@ def _mode(s: pd.Series) -> Any:
     return m.iloc[0] if len(m) else None
 
 
-def _idle_power(g: pd.DataFrame, T: float, notes: list[str]) -> dict[str, float]:
+def _idle_power(g: pd.DataFrame, notes: list[str]) -> dict[str, float]:
     """Per GPU: median power of its windows with no activity (measured); else its lowest window (an upper bound)."""
-    p = g["energy_j"] / T
+    p = g["energy_j"] / g["T"]
     quiet = g[(g["f"] == 0) & g["has_model"]]
-    out = (quiet["energy_j"] / T).groupby(quiet["gkey"]).median().to_dict()
+    out = p[quiet.index].groupby(quiet["gkey"]).median().to_dict()
     lowest = p.groupby(g["gkey"]).min()
     bound = [k for k in lowest.index if k not in out and g.loc[g["gkey"] == k, "has_model"].any()]
     for k in lowest.index:
@@ -232,12 +235,12 @@ def _per_model(eng: pd.DataFrame, slots: pd.DataFrame, host_j: pd.DataFrame) -> 
     return out.sort_values(["window", "model"]).reset_index(drop=True), unmetered
 
 
-def _reserve(g: pd.DataFrame, slots: pd.DataFrame, tel: Telemetry, T: float) -> pd.DataFrame:
+def _reserve(g: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
     """Each GPU's idle energy and time handed to the models that used it, pro rata their active energy on it."""
     use = slots.groupby(["gkey", "model"])["active_j"].sum().reset_index()
     tot = use.groupby("gkey")["active_j"].transform("sum")
     use["w"] = use["active_j"] / tot.where(tot > 0)
-    g = g.assign(idle_s=np.where(g["has_model"], T * (1 - g["f"]), 0.0))
+    g = g.assign(idle_s=np.where(g["has_model"], g["T"] * (1 - g["f"]), 0.0))
     idle = g.groupby("gkey")[["idle_j", "idle_s"]].sum()
     use = use.merge(idle, left_on="gkey", right_index=True)
     use["idle_j"] *= use["w"]
@@ -260,6 +263,7 @@ def _gpu_table(g: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
         unused_j=("unused_j", "sum"),
         idle_w=("idle_w", "first"),
         windows=("window", "count"),
+        seconds=("T", "sum"),
     )
     t["models"] = [models.get(k, "") for k in t.index]
     t["busy_s"] = t.index.map(busy).fillna(0.0)
@@ -268,16 +272,16 @@ def _gpu_table(g: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
 
 def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
     """Per GPU counter: windows missing or short of samples (gaps) and resets, with the energy they may hide."""
-    n, T = tel.n_windows, tel.window_s
-    expected = max(1.0, T / tel.scrape_s)
+    n = tel.n_windows
     rows = []
     for _, d in g.groupby("gkey"):
         span = int(d["window"].max()) - int(d["window"].min()) + 1
+        expected = np.maximum(1.0, d["T"] / tel.scrape_s)
         short = int((d["samples"] < GAP_SHARE * expected).sum()) if d["method"].iloc[0] == "dcgm_energy_counter" else 0
         missing = span - len(d)
         resets = int(d["resets"].sum())
-        p = float(np.median(d["energy_j"])) / T
-        lost = p * T * missing + p * tel.scrape_s * (resets + short)  # a reset hides at most one scrape interval
+        p = float(np.median(d["energy_j"] / d["T"]))  # its typical power: a missing window is a whole one
+        lost = p * tel.window_s * missing + p * tel.scrape_s * (resets + short)  # a reset hides at most one scrape
         rows.append(("gpu", d["host"].iloc[0], str(d["gpu"].iloc[0]), len(d), missing + short, resets, lost))
     for (pod, model), d in eng.groupby(["pod", "model"]):
         rows.append(("engine", pod, model, len(d), n - len(d) if len(d) < n else 0, int(d["resets"].sum()), 0.0))

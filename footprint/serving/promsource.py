@@ -5,7 +5,8 @@ returns one number per GPU, pod or host and window, never raw samples: ``increas
 energy counter and of the engines' counters, ``count_over_time()`` (samples seen: gaps),
 ``resets()`` (counter resets), ``avg_over_time()`` of the power gauge for GPUs without the counter.
 A GPU's repeated series (one per MIG instance, one per pod sharing it) are reduced with ``max by``
-on the server: counted once (NVIDIA/dcgm-exporter#317). Long ranges are cut into queries of at most
+on the server: counted once (NVIDIA/dcgm-exporter#317). The expressions are the fleet import's
+(`footprint.fleet.promql.window_expr`): one builder of window queries for both. Long ranges are cut into queries of at most
 `MAX_POINTS` steps, which also bounds the memory an answer takes.
 """
 
@@ -18,6 +19,7 @@ import pandas as pd
 
 from footprint.errors import FootprintError
 from footprint.fleet.prometheus import PrometheusClient
+from footprint.fleet.promql import braced, range_of, window_expr
 from footprint.serving import engines as eng
 from footprint.serving.telemetry import (
     ENERGY,
@@ -38,48 +40,44 @@ from footprint.serving.telemetry import (
 )
 
 MAX_POINTS = 2_000  # steps per request: bounded answers (one week of 5-minute windows); Prometheus allows 11,000
-GPU_BY = f"{HOST},{GPU},{UUID},{GPU_MODEL}"
-
-
-def _sel(selector: str, *extra: str) -> str:
-    parts = [p for p in (selector.strip().strip("{}"), *extra) if p]
-    return "{" + ",".join(parts) + "}" if parts else ""
+GPU_BY = (HOST, GPU, UUID, GPU_MODEL)
 
 
 class Queries:
-    """The PromQL of one import: also what the benchmark times alone (the server's share, the lower bound)."""
+    """The PromQL of one import (`footprint.fleet.promql.window_expr`, each meter once): also what the benchmark
+    times alone (the server's share, the lower bound)."""
 
     def __init__(self, window_s: float, selector: str = "") -> None:
-        self.w = f"{int(window_s)}s"
+        self.w = range_of(window_s)
         self.sel = selector
 
+    def _of(self, metric: str, *extra: str) -> str:
+        return f"{metric}{braced(self.sel, *extra)}[{self.w}]"
+
     def gpu(self) -> dict[str, str]:
-        s, w, pods = _sel(self.sel), self.w, _sel(self.sel, 'pod!=""')
+        e = self._of(ENERGY)
         return {
-            "energy_mj": f"max by ({GPU_BY}) (increase({ENERGY}{s}[{w}]))",
-            "samples": f"max by ({GPU_BY}) (count_over_time({ENERGY}{s}[{w}]))",
-            "resets": f"max by ({GPU_BY}) (resets({ENERGY}{s}[{w}]))",
-            "placement": f"count by ({HOST},{GPU},{MIG},namespace,pod) (count_over_time({ENERGY}{pods}[{w}]))",
+            "energy_mj": window_expr("increase", e, GPU_BY),
+            "samples": window_expr("count", e, GPU_BY),
+            "resets": window_expr("resets", e, GPU_BY),
+            "placement": window_expr("count", self._of(ENERGY, 'pod!=""'), (HOST, GPU, MIG, "namespace", "pod"), "count"),
         }
 
     def power(self) -> dict[str, str]:
-        s, w = _sel(self.sel), self.w
-        return {
-            "power_w": f"max by ({GPU_BY}) (avg_over_time({POWER}{s}[{w}]))",
-            "samples": f"max by ({GPU_BY}) (count_over_time({POWER}{s}[{w}]))",
-        }
+        p = self._of(POWER)
+        return {"power_w": window_expr("avg", p, GPU_BY), "samples": window_expr("count", p, GPU_BY)}
 
     def host(self, metric: str) -> str:
-        return f"sum by (instance) (increase({metric}{_sel(self.sel)}[{self.w}]))"
+        return window_expr("increase", self._of(metric), ("instance",), "sum")
 
     def engine(self, e: eng.Engine) -> dict[str, str]:
-        by = ",".join(["namespace", "pod", "instance", *([e.model_label] if e.model_label else [])])
+        by = ("namespace", "pod", "instance", *([e.model_label] if e.model_label else []))
         out = {}
         for f in eng.FIELDS:
             m = e.metric(f)
             if m:
-                out[f] = f"sum by ({by}) (increase({m[0]}{_sel(self.sel, m[1])}[{self.w}]))"
-        out["resets"] = f"sum by ({by}) (resets({e.metric('tokens_out')[0]}{_sel(self.sel)}[{self.w}]))"  # type: ignore[index]
+                out[f] = window_expr("increase", self._of(m[0], m[1]), by, "sum")
+        out["resets"] = window_expr("resets", self._of(e.metric("tokens_out")[0]), by, "sum")  # type: ignore[index]
         return out
 
     def all(self, engines: list[eng.Engine], power: bool, hosts: list[str]) -> list[str]:

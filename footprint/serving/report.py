@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from footprint.lca import categories as cat
 from footprint.serving.assess import BOUNDARIES, Site, assess
@@ -35,6 +36,7 @@ def build(meta: dict[str, Any], a: Attribution, site: Site, boundary: str = "+pu
         "end": meta.get("end"),
         "days": (float(meta.get("end_s", 0)) - float(meta.get("start_s", 0))) / 86400,
         "window_s": meta.get("window_s"),
+        "partial_windows": meta.get("partial_windows", {}),  # window -> its real seconds (a watch's first one)
         "boundary": boundary,
         "boundaries": list(BOUNDARIES),
         "site": site.__dict__,
@@ -279,6 +281,22 @@ def _svg(fig: Any) -> str:
     return s[s.index("<svg") :]
 
 
+def series(models_w: pd.DataFrame, window_s: float) -> pd.DataFrame:
+    """Per model and window: hours from the start, J per output token (decode energy; all tokens' where the engine
+    has no time split) and output tokens per second over the window's real length (a watch's first is partial)."""
+    split = models_w["decode_j"].notna()
+    e = models_w["decode_j"].where(split, models_w["active_j"])
+    tok = models_w["tokens_out"].where(split, models_w["tokens_out"] + models_w["tokens_in"].fillna(0))
+    return pd.DataFrame(
+        {
+            "model": models_w["model"].astype(str),
+            "hours": models_w["window"].to_numpy(float) * window_s / 3600,
+            "j_per_token": e / tok.where(tok > 0),
+            "tokens_per_s": models_w["tokens_out"] / models_w["seconds"],
+        }
+    )
+
+
 def plots(a: Attribution, window_s: float, lf: dict[str, Any] | None) -> list[tuple[str, str]]:
     """(title, svg): energy per output token over time, traffic, and cumulative training vs serving."""
     import matplotlib
@@ -287,17 +305,11 @@ def plots(a: Attribution, window_s: float, lf: dict[str, Any] | None) -> list[tu
     import matplotlib.pyplot as plt
 
     out = []
-    mw = a.models_w.copy()
-    hours = mw["window"].to_numpy(float) * window_s / 3600
-    mw["h"] = hours
     fig, ax = plt.subplots(figsize=(8, 3))
     fig2, ax2 = plt.subplots(figsize=(8, 3))
-    for model, d in mw.groupby("model"):
-        e = d["decode_j"].where(d["decode_j"].notna(), d["active_j"])
-        tok = d["tokens_out"].where(d["decode_j"].notna(), d["tokens_out"] + d["tokens_in"].fillna(0))
-        y = (e / tok.where(tok > 0)).to_numpy(float)
-        ax.plot(d["h"], y, lw=1, label=str(model).split("/")[-1])
-        ax2.plot(d["h"], d["tokens_out"].to_numpy(float) / window_s, lw=1, label=str(model).split("/")[-1])
+    for model, d in series(a.models_w, window_s).groupby("model"):
+        ax.plot(d["hours"], d["j_per_token"].to_numpy(float), lw=1, label=model.split("/")[-1])
+        ax2.plot(d["hours"], d["tokens_per_s"].to_numpy(float), lw=1, label=model.split("/")[-1])
     ax.set(xlabel="hours from the start", ylabel="J per output token")
     ax2.set(xlabel="hours from the start", ylabel="output tokens / s")
     for x in (ax, ax2):

@@ -49,11 +49,12 @@ def write(
         "format": FORMAT,
         "version": 1,
         "source": tel.source,
-        "start": iso(tel.start),
+        "start": iso(tel.first_start),
         "end": iso(tel.end),
-        "start_s": tel.start,
+        "start_s": tel.first_start,
         "end_s": tel.end,
         "window_s": tel.window_s,
+        "partial_windows": {str(w): s for w, s in sorted(tel.partial.items())},
         "scrape_s": tel.scrape_s,
         "site": site.__dict__,
         "metered_gpu_j": a.metered_gpu_j,
@@ -104,8 +105,19 @@ def read(path: str | Path) -> tuple[dict[str, Any], Attribution]:
     ):
         if k in tables[t]:
             tables[t][k] = [x if isinstance(x, str) else "" if x != x else str(x) for x in tables[t][k]]
-    a = Attribution(**tables, window_s=float(meta.get("window_s", 300.0)), notes=list(meta.get("notes", [])))
+    window_s = float(meta.get("window_s", 300.0))
+    _whole_windows(tables, window_s)
+    a = Attribution(**tables, window_s=window_s, notes=list(meta.get("notes", [])))
     return meta, a
+
+
+def _whole_windows(tables: dict[str, pd.DataFrame], window_s: float) -> None:
+    """Records written before windows had their own length (``seconds``): every window was whole."""
+    mw, g = tables["models_w"], tables["gpus"]
+    if "window" in mw and "seconds" not in mw:
+        mw["seconds"] = window_s
+    if "windows" in g and "seconds" not in g:
+        g["seconds"] = g["windows"] * window_s
 
 
 def site_of(meta: dict[str, Any], grid: str | None, pue: float | None, lifetime: str | None) -> Site:

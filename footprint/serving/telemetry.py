@@ -49,6 +49,9 @@ class Telemetry:
     hosts: pd.DataFrame
     source: str
     notes: list[str] = field(default_factory=list)
+    #: windows shorter than ``window_s`` -> their real length (a live watch's first window runs from its start to the
+    #: next window edge); every per-window rate divides by `seconds`, never by ``window_s``
+    partial: dict[int, float] = field(default_factory=dict)
 
     @property
     def n_windows(self) -> int:
@@ -56,6 +59,19 @@ class Telemetry:
 
     def window_end(self, w: np.ndarray | int) -> Any:
         return self.start + (np.asarray(w) + 1) * self.window_s
+
+    def seconds(self, w: Any) -> np.ndarray:
+        """The real length of each window ``w``."""
+        w = np.asarray(w, dtype=np.int64)
+        out = np.full(w.shape, float(self.window_s))
+        for k, s in self.partial.items():
+            out[w == k] = s
+        return out
+
+    @property
+    def first_start(self) -> float:
+        """When the first window really began (later than ``start`` where that window is partial)."""
+        return float(self.window_end(0) - self.seconds(0))
 
 
 def short_host(instance: str) -> str:

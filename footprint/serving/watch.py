@@ -4,11 +4,13 @@ The GPUs are sampled by the training tracker's own machinery (`meters.sampler.Sa
 `meters.nvml.NvmlMeter`: the crash-safe journal rolled into Parquet segments, bounded memory); the
 server's /metrics is scraped every ``--interval`` and its engine counters are journalled with it (the
 sampler's progress events). Every window, one line goes to ``windows.jsonl`` (flushed and fsynced:
-a crash loses at most the open window): each GPU's energy increase and each model's token, request
-and busy-time increases (the same reset rule as the import). Memory holds one window, whatever the
-length of the watch. On stop (Ctrl-C, SIGTERM or ``--duration``), and again on every later start over
-the same directory, ``record/`` is rebuilt from all the windows: the same serving record as
-`footprint serving import`, with every local GPU mapped to the served model(s).
+a crash loses at most the open window): its start and end, each GPU's energy increase and each model's
+token, request and busy-time increases (the same reset rule as the import). The first window runs from
+the watch's start to the next window edge: it is partial, kept with its real length, and every rate of
+it divides by that length. Memory holds one window, whatever the length of the watch. On stop (Ctrl-C,
+SIGTERM or ``--duration``), and again on every later start over the same directory, ``record/`` is
+rebuilt from all the windows: the same serving record as `footprint serving import`, with every local
+GPU mapped to the served model(s).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Watcher:
         self.counters: dict[tuple[str, str], dict[str, float]] = {}  # (engine, model) -> field -> cumulative
         self.start_counters: dict[tuple[str, str], dict[str, float]] = {}
         self.start_energy: dict[str, float] = {}
+        self.window_start = 0.0  # when the open window began: its real length is end - start (the first is partial)
         self.window_end: float | None = None
         self.errors = 0
         self.scrapes = 0
@@ -77,9 +80,10 @@ class Watcher:
             progress=self._progress,
             meta={"serving": self.url},
         ).start()
+        self._scrape()  # the counters' baseline as the meters start (they count from 0 J now)
         now = self.clock()
-        self.window_end = (now // self.window_s + 1) * self.window_s
-        self._open_window()
+        self.window_end = (now // self.window_s + 1) * self.window_s  # the first window is partial: now to the edge
+        self._open_window(now)
         return self
 
     def _progress(self) -> dict[str, Any]:
@@ -113,18 +117,21 @@ class Watcher:
         infos = {i.uuid: i for i in self.sampler.devices if i.component == "gpu"}
         return {u: (infos[u].index, infos[u].name, s.energy_j_cumulative) for u, s in self.sampler.latest().items() if u in infos}
 
-    def _open_window(self) -> None:
+    def _open_window(self, start: float) -> None:
+        self.window_start = start
         self.start_counters = {k: dict(v) for k, v in self.counters.items()}
         self.start_energy = {u: e for u, (_, _, e) in self._energies().items()}
 
     def _close_window(self, end: float) -> None:
-        gpus = {u: [i, n, max(0.0, e - self.start_energy.get(u, e))] for u, (i, n, e) in self._energies().items()}
+        # a GPU not read yet at the window's start counts from 0 J: its meter started with the watch
+        gpus = {u: [i, n, max(0.0, e - self.start_energy.get(u, 0.0))] for u, (i, n, e) in self._energies().items()}
         engines = {}
         for k, c in self.counters.items():
             s = self.start_counters.get(k, {})
             engines[f"{k[0]}|{k[1]}"] = {f: (v - s[f] if f in s and v >= s[f] else v) for f, v in c.items()}
         line = json.dumps(
             {
+                "start": self.window_start,
                 "end": end,
                 "window_s": self.window_s,
                 "scrape_s": self.interval_s,
@@ -140,7 +147,7 @@ class Watcher:
             fh.flush()
             os.fsync(fh.fileno())
         self.scrapes = self.errors = 0
-        self._open_window()
+        self._open_window(end)
 
     def tick(self) -> None:
         self._scrape()
@@ -148,6 +155,12 @@ class Watcher:
         while self.window_end is not None and now >= self.window_end:
             self._close_window(self.window_end)
             self.window_end += self.window_s
+
+    def next_wait(self) -> float:
+        """Seconds to the next scrape: ``interval``, or less so that a window closes at its edge (its counters are then
+        read at the edge, and a window's real length is its nominal one)."""
+        left = (self.window_end or 0.0) - self.clock()
+        return max(0.01, min(self.interval_s, left + 0.001))
 
     def close(self) -> None:
         if self.sampler is not None:
@@ -169,10 +182,15 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
     w_s = float(lines[0]["window_s"])
     start = min(x["end"] for x in lines) - w_s
     g, e = [], []
+    partial = {}
     for x in lines:
         w = int(round((x["end"] - start) / w_s)) - 1
+        # a line without a start (written before windows had one) was whole; a damaged one is kept within (1 ms, window]
+        secs = min(w_s, max(1e-3, x["end"] - x.get("start", x["end"] - w_s)))
+        if secs < w_s:
+            partial[w] = secs
         for u, (i, name, j) in x["gpus"].items():
-            g.append((w, x["host"], str(i), u, name, float(j), "nvml", int(w_s / x["scrape_s"]), 0))
+            g.append((w, x["host"], str(i), u, name, float(j), "nvml", int(secs / x["scrape_s"]), 0))
         for k, d in x["engines"].items():
             engine, _, model = k.partition("|")
             e.append((w, engine, "", "", "", model, "", *(d.get(f, float("nan")) for f in eng.FIELDS), 0))
@@ -188,6 +206,7 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
         engines,
         pd.DataFrame(columns=HOST_COLS),
         f"footprint serving watch ({lines[0]['host']})",
+        partial=partial,
     )
     gmap = pd.DataFrame(
         [
@@ -220,7 +239,7 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     print(f"watching {url} and {len(w._energies())} GPU(s); windows in {out}/windows.jsonl (Ctrl-C stops)", file=sys.stderr)
     try:
         while not stop.is_set() and (until is None or time.monotonic() < until):
-            stop.wait(interval_s)
+            stop.wait(w.next_wait())
             w.tick()
     except KeyboardInterrupt:
         pass
