@@ -129,7 +129,8 @@ def _use_vectors(w: Workload, warnings: list[str], sources: list[str]) -> tuple[
     sources += list(uf.sources)
     warnings += list(uf.notes)
     keys = cat.keys()
-    na = [cat.by_key(k).name for i, k in enumerate(keys) if np.isnan(uf.value[i])]
+    nm = uf.not_modelled or (False,) * len(keys)
+    na = [cat.by_key(k).name for i, k in enumerate(keys) if np.isnan(uf.value[i]) and not nm[i]]
     if na:
         warnings.append(
             f"use phase not available for {len(na)} categories (no per-kWh factor in {uf.label}): "
@@ -168,8 +169,9 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if not_modelled[: len(cat.keys())].any():
         names = [cat.by_key(k).name for i, k in enumerate(cat.keys()) if not_modelled[i]]
         warnings.append(
-            f"use phase not modelled for {', '.join(names)}: the per-kWh factor is zero by construction "
-            f"({uf.label}), so the use stage is reported as not modelled and no stage is called dominant"
+            f"use phase not modelled for {', '.join(names)}: no open life-cycle per-kWh factor for part of the mix "
+            f"({uf.label}; the scope of each names the technologies and the lower bound the rest of the mix gives), "
+            "so the use stage is reported as not modelled, never as 0 or as its bound, and no stage is called dominant"
         )
     site_water = electricity.site_water_factor(w)
     if site_water is not None:
@@ -210,12 +212,15 @@ def _embodied_block(d: Database, w: Workload, emb: Embodied) -> tuple[Block, dic
 
 
 def _use_not_modelled(uf: electricity.UseFactors) -> np.ndarray:
-    """Categories whose per-kWh factor is zero by construction (0 with a wider range or a partial scope)."""
+    """Categories whose per-kWh factor is missing for part of the mix (the open factors' not_modelled) or zero by
+    construction (0 with a wider range or a partial scope, e.g. a practitioner's set)."""
     out = np.zeros(N_IND, bool)
     k = len(uf.value)
     zero = np.isfinite(uf.value) & (uf.value == 0)
     partial = np.array([bool(s) for s in uf.scope])
     out[:k] = zero & ((uf.high > 0) | partial)
+    if uf.not_modelled:
+        out[:k] |= np.array(uf.not_modelled, bool)
     out[len(cat.keys()) :] = True  # extras (primary energy): no per-kWh factor is modelled for the use phase
     return out
 
