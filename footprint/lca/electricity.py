@@ -351,7 +351,9 @@ def _aware(code: str) -> ZoneQuantity:
     alts = [_quantity(r) for q, r in rows.items() if q.startswith("aware")]
     vals = [v for v in [central, *alts] if v is not None]
     srcs = tuple(dict.fromkeys(r["source"] for q, r in rows.items() if q.startswith("aware")))
-    return ZoneQuantity(central, min(vals), max(vals), "m3 world eq/m3", f"AWARE 1.2 annual factor of {code} (EF 3.1)", srcs)
+    lo, hi = _around(central, min(vals), max(vals))  # the EF 3.1 factor strictly inside, within AWARE's own bounds
+    lo, hi = max(lo, AWARE_BOUNDS[0]), min(hi, AWARE_BOUNDS[1])
+    return ZoneQuantity(central, lo, hi, "m3 world eq/m3", f"AWARE 1.2 annual factor of {code} (EF 3.1)", srcs)
 
 
 def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dict[str, Any] | None]:
@@ -379,8 +381,9 @@ def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dic
             "contested": ratio is None or not 1 / 3 <= ratio <= 3,
         }
     vals = [wri, mix, mlo, mhi] if cov > 0 else [wri]
+    lo, hi = _around(wri, min(vals), max(vals))  # WRI strictly inside where the technology mix is all on one side
     q = ZoneQuantity(
-        wri, min(vals), max(vals), "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",)
+        wri, lo, hi, "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",)
     )
     return q, check
 
