@@ -157,7 +157,8 @@ def _not_modelled(c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[
         return None
     unit = f"{c.unit}/kWh"
     bound, _, _, cov = _mix_sum(per, shares) if per else (0.0, 0.0, 0.0, 0.0)
-    why = f"no open life-cycle factor for {', '.join(sorted(lacking.values()))} ({_share(sum(shares[f] for f in lacking))} of generation)"
+    share = _share(sum(shares[f] for f in lacking))
+    why = f"no open life-cycle factor for {', '.join(sorted(lacking.values()))} ({share} of generation)"
     scope = f"use phase not modelled: {why}"
     if cov > 0 and bound > 0:
         covered = _scope_note(c.key, per, shares).split(";")[0]
@@ -382,9 +383,7 @@ def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dic
         }
     vals = [wri, mix, mlo, mhi] if cov > 0 else [wri]
     lo, hi = _around(wri, min(vals), max(vals))  # WRI strictly inside where the technology mix is all on one side
-    q = ZoneQuantity(
-        wri, lo, hi, "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",)
-    )
+    q = ZoneQuantity(wri, lo, hi, "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",))
     return q, check
 
 

@@ -724,7 +724,8 @@ def _not_modelled_row(f: Factor) -> dict[str, str]:
         "unit": UNITS[f.category],
         "scope": f.scope,
         "source": f.source,
-        "note": f.note + (f"; quoted beside it, cross-check only (ecoinvent licence, or direct emissions): {quoted}" if quoted else ""),
+        "note": f.note
+        + (f"; quoted beside it, cross-check only (ecoinvent licence, or direct emissions): {quoted}" if quoted else ""),
     }
 
 
