@@ -104,6 +104,7 @@ class UseFactors:
     distribution: tuple[str, ...] = ()  # per category ("" = lognormal); low/high are the 95 % interval
     dqr: tuple[dict[str, int] | None, ...] = ()  # per category: EF data-quality ratings, None = not rated
     not_modelled: tuple[bool, ...] = ()  # per category: part of the mix has no open factor (value NaN; scope says why)
+    bound: tuple[float | None, ...] = ()  # per category: a not-modelled value's lower bound (the rest of the mix)
 
 
 def _codecarbon_file() -> Path:
@@ -545,9 +546,9 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     for arr in (val, lo, hi, cov):
         arr.setflags(write=False)  # cached and shared: callers copy before changing
     nm = tuple(z.factors[k].not_modelled for k in keys)
-    return UseFactors(
-        val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs), nm
-    )
+    bound = tuple(z.factors[k].bound for k in keys)
+    srcs = tuple(dict.fromkeys(srcs))
+    return UseFactors(val, lo, hi, label, srcs, tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs), nm, bound)
 
 
 def site_water_factor(w: Workload) -> tuple[float, float, float] | None:

@@ -389,10 +389,14 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             v = float(inp.host[i] * alloc)
             by_comp["host_share"] = v
             by_stage["manufacturing"] += v
+    use_bound = None
     if inp.use_not_modelled[i]:
         by_stage["use"] = None
         if c.key in cat.keys():
             by_comp["electricity"] = None
+            k = cat.keys().index(c.key)
+            bound = inp.uf.bound[k] if inp.uf.bound else None
+            use_bound = None if bound is None else float(facility * bound)
         not_modelled.append("use")
     elif np.isnan(inp.elec[i]):
         by_stage["use"] = by_comp["electricity"] = None
@@ -408,7 +412,17 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             by_stage["use"] = (by_stage["use"] or 0.0) + by_comp["on_site_water"]
     total = float(sum(v for v in by_stage.values() if v is not None))
     return CategoryResult(
-        c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available), not_modelled=tuple(not_modelled)
+        c.key,
+        c.name,
+        c.unit,
+        total,
+        by_stage,
+        by_comp,
+        total,
+        total,
+        tuple(not_available),
+        not_modelled=tuple(not_modelled),
+        use_bound=use_bound,
     )
 
 
