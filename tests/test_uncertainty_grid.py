@@ -62,7 +62,10 @@ def test_not_modelled_use_stage_is_null_with_its_bound_labelled(zone: str) -> No
     assert f.bound is not None and f.bound > 0 and f"lower bound of {f.bound:.3g}" in f.scope
     a = assess(load_scenario(SCENARIOS[0], [f"site.grid={zone}"]), samples=200)
     r = a.impacts["photochemical_ozone_formation"]
-    assert r.not_modelled == ("use",) and r.by_stage["use"] is None and r.dominant_stage is None
+    assert r.not_modelled == ("use",) and r.by_stage["use"] is None and r.share("use") is None
+    others = sum(v for s, v in r.by_stage.items() if s != "use" and v is not None)
+    assert r.use_bound == pytest.approx(a.facility_energy_kwh * f.bound)
+    assert r.dominant_stage == ("use" if r.use_bound > others else None)  # decided by the bound alone, or not at all
     j = a.to_dict()["impacts"]["photochemical_ozone_formation"]
     assert j["not_modelled"] == ["use"] and "lower bound" in j["use_scope"]
     i = cat.keys().index("photochemical_ozone_formation")

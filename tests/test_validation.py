@@ -136,7 +136,7 @@ def paper_facts(variant: str) -> list[tuple[str, str, str, bool]]:
                 text = "n/a" if here is None else f"{here:.0%}"
                 if here is None and stage == "use" and r.use_bound is not None:  # not modelled: only its bound is known
                     lb = r.use_bound / (r.use_bound + r.total)  # the use share lies in [lb, 100 %]
-                    ok, text = lb >= share - 0.10 and 1.0 <= share + 0.10, f">= {lb:.0%} (lower bound)"
+                    ok, text = lb >= share - 0.10 and share + 0.10 >= 1.0, f">= {lb:.0%} (lower bound)"
                 name = cat.by_key(k).name.lower()
                 out.append((f"{model}: {name}, {stage} share", f"{share:.0%}", text, ok))
     return out
