@@ -36,7 +36,7 @@ class CategoryResult:
     low: float
     high: float
     not_available: tuple[str, ...] = ()
-    not_modelled: tuple[str, ...] = ()  # stages zero by construction: null, never counted as a share or dominant
+    not_modelled: tuple[str, ...] = ()  # stages without an open factor: null, never a share; dominant only by use_bound
     median: float | None = None  # Monte Carlo median and interquartile range (None without a Monte Carlo)
     iqr: tuple[float, float] | None = None
     sensitivity: dict[str, Any] | None = None  # the inputs that drive the variance (footprint.lca.uncertainty)

@@ -11,8 +11,10 @@ The Monte Carlo (`footprint.lca.montecarlo`) draws, vectorised, every stated fac
 the 2.5th-97.5th percentiles as low-high, the interquartile range and the sensitivity table (which
 inputs drive each category's variance), for each category and for the EF 3.1 single score.
 
-A stage whose factor is zero by construction (the use phase of ozone depletion from direct emissions
-only) is "not modelled": null with its name in `not_modelled`, and no stage is then called dominant.
+A use stage whose per-kWh factor is missing for part of the grid mix (no open life-cycle value, zero by
+construction from direct emissions: lca_data/electricity_not_modelled.csv) is "not modelled": null with its
+name in `not_modelled`, its labelled lower bound in `use_bound`; a stage is then called dominant only where that
+bound alone outweighs every other stage.
 """
 
 from __future__ import annotations
