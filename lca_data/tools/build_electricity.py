@@ -13,13 +13,17 @@ with unit, source and scope:
 - ``electricity_technologies.csv``: factor per technology x category, with its Monte Carlo low/high;
 - ``electricity_zones.csv``: per-country off-site water (WRI EWIF) and AWARE 1.2 / 2.0 factors;
 - ``electricity_crosscheck.csv``: every factor beside each independent second source, their ratio
-  and whether they disagree by more than 3x ("contested").
+  and whether they disagree by more than 3x ("contested");
+- ``electricity_not_modelled.csv``: the technology x category pairs with no open life-cycle value (never a 0 factor);
+- ``electricity_audit.csv``: every value each factor was built from or checked against (ratio, unit, year, licence).
 
 How each category is built (``scope`` column): life cycle where UNECE (or Digital4Better's UNECE-Europe
 values) covers the technology; ``direct`` where only stack emissions (EMEP/EEA Tier 1 g/GJ x 0.0036 / net
 efficiency, characterised with EF 3.1 factors for high stacks) or fuel input (3.6 MJ / efficiency) are
-known: no upstream fuel chain, a lower bound. A technology with no combustion has zero direct stack
-emissions; its life-cycle share is then missing and the row says so. Low/high span the central value,
+known: no upstream fuel chain, a lower bound. A technology with no combustion (or no fuel) has zero direct
+emissions and, where no open life-cycle value was found, no factor at all: it is listed as not modelled (what
+it lacks, where the search went, the values quoted beside it), never shipped as 0, and no proxy fills it.
+Low/high span the central value,
 the technology's variants (other UNECE variants, other efficiencies, the EMEP 95 % confidence
 interval) and every second source, so that disagreeing sources always sit inside the range.
 """
