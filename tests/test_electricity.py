@@ -38,7 +38,9 @@ def test_use_phase_in_all_16_categories_with_a_range(grid: str) -> None:
         assert r.by_stage["use"] is not None or "use" in r.not_modelled, (grid, k)  # zero by construction: said
         assert r.low <= r.total <= r.high
     uf = electricity.use_factors(a.workload)
-    assert np.all(np.isfinite(uf.value)) and np.all(uf.low <= uf.value) and np.all(uf.value <= uf.high)
+    ok = ~np.array(uf.not_modelled)  # not modelled: NaN, never 0 (part of the mix has no open life-cycle factor)
+    assert np.all(np.isnan(uf.value[~ok]))
+    assert np.all(np.isfinite(uf.value[ok])) and np.all(uf.low[ok] <= uf.value[ok]) and np.all(uf.value[ok] <= uf.high[ok])
 
 
 def test_no_zone_with_a_mix_has_a_missing_category() -> None:
@@ -46,13 +48,14 @@ def test_no_zone_with_a_mix_has_a_missing_category() -> None:
         z = electricity.zone(code)
         if sum(z.mix.values()) <= 0:
             continue
-        missing = [k for k, f in z.factors.items() if f.value is None]
+        missing = [k for k, f in z.factors.items() if f.value is None and not f.not_modelled]
         assert not missing, (code, missing)
 
 
 def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
     """A hand computation for Poland's marine eutrophication: sum over technologies of share x factor, Poland's
-    own (EU-abated) coal and gas rows in place of the generic ones."""
+    own (EU-abated) coal and gas rows in place of the generic ones. Wind, solar and hydro have no open life-cycle
+    factor: the category is not modelled and that sum is its labelled lower bound, never its value."""
     z = electricity.zone("POL")
     rows = {r["codecarbon_field"]: r for r in loader.load_electricity_technologies() if r["category"] == "eutrophication_marine"}
     own = [
@@ -61,8 +64,9 @@ def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
     assert {r["technology"] for r in own} == {"coal", "gas"}
     rows.update({r["codecarbon_field"]: r for r in own})
     expected = sum(z.mix[f] * float(r["value"]) for f, r in rows.items())
-    assert z.factors["eutrophication_marine"].value == pytest.approx(expected)
-    assert expected > 0  # coal, gas, oil and bioenergy burn fuel in Poland
+    f = z.factors["eutrophication_marine"]
+    assert f.value is None and f.not_modelled and f.bound == pytest.approx(expected)
+    assert expected > 0 and "lower bound" in f.scope and "wind" in f.scope  # coal, gas, oil, bioenergy burn fuel
 
 
 def test_coal_carries_its_own_abatement_level_in_china_india_and_the_usa() -> None:
@@ -95,8 +99,8 @@ def test_use_factors_is_the_one_lookup_the_engine_uses() -> None:
     uf = electricity.use_factors(a.workload)
     for i, k in enumerate(cat.keys()):
         use = a[k].by_component["electricity"]
-        if "use" in a[k].not_modelled:  # a factor zero by construction is reported as not modelled, never 0
-            assert use is None and uf.value[i] == 0
+        if "use" in a[k].not_modelled:  # no open factor for part of the mix: not modelled, never 0
+            assert use is None and np.isnan(uf.value[i]) and uf.not_modelled[i]
             continue
         assert use == pytest.approx(a.facility_energy_kwh * uf.value[i])
 
@@ -244,13 +248,17 @@ def test_emep_derivation_matches_the_reference_arithmetic() -> None:
         "eutrophication_marine": "Eutrophication, marine",
         "resource_use_fossils": "Resource use, fossils (fuel input)",
     }
+    missing = {(r["technology"], r["category"]) for r in loader.read_csv("electricity_not_modelled.csv")}
     n = 0
     for t, fuel in names.items():
         for k, label in cats.items():
             ref = derived[(fuel, label)]
+            if ref == 0:  # biomass burns no fossil fuel: no open life-cycle value, not modelled (never 0)
+                assert (t, k) in missing and (t, k) not in tech
+                continue
             assert tech[(t, k)] == pytest.approx(ref, rel=0.02, abs=1e-12), (t, k)
             n += 1
-    assert n == 16
+    assert n == 15
 
 
 def test_nuclear_fuel_and_fossil_heat_rates() -> None:
@@ -258,7 +266,8 @@ def test_nuclear_fuel_and_fossil_heat_rates() -> None:
     assert tech[("coal", "resource_use_fossils")] == pytest.approx(3.6 / 0.356, rel=1e-3)
     assert tech[("gas", "resource_use_fossils")] == pytest.approx(3.6 / 0.57, rel=1e-3)
     assert tech[("nuclear", "resource_use_fossils")] == pytest.approx(3.6 / 0.326, rel=1e-3)
-    assert tech[("wind", "resource_use_fossils")] == 0
+    missing = {(r["technology"], r["category"]) for r in loader.read_csv("electricity_not_modelled.csv")}
+    assert ("wind", "resource_use_fossils") in missing and ("wind", "resource_use_fossils") not in tech
 
 
 def test_shipped_scenarios_have_a_use_phase_everywhere() -> None:
@@ -366,13 +375,17 @@ def test_audit_lists_every_factor_with_ratio_year_and_licence() -> None:
     factors = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
     central = {(r["zone"], r["technology"], r["category"]): r for r in rows if r["role"] == "central"}
     assert len(central) == len(factors)
+    missing = loader.read_csv("electricity_not_modelled.csv")
+    nm = {("any", r["technology"], r["category"]): r for r in rows if r["role"] == "not_modelled"}
+    assert len(nm) == len(missing) and all(r["value"] == "" and r["independent_sources"] == "0" for r in nm.values())
+    central.update(nm)
     for r in factors:
         c = central[(r.get("zone") or "any", r["technology"], r["category"])]
         assert c["value"] == r["value"] and c["unit"] == r["unit"] and c["licence"]
     sources = loader.load_sources()
     for r in rows:
         c = central[(r["zone"], r["technology"], r["category"])]
-        if r["ratio"] and float(r["value"]):
+        if r["ratio"] and r["value"] and float(r["value"]):
             assert float(r["ratio"]) == pytest.approx(float(c["value"]) / float(r["value"]), rel=2e-3)
         assert r["licence"] == sources[r["source"]]["licence"]
     hydro_tox = [r for r in rows if (r["zone"], r["technology"], r["category"]) == ("any", "hydro", "human_toxicity_cancer")]

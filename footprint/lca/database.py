@@ -434,6 +434,17 @@ class Database:
         return self._loader.load_electricity_technologies()
 
     @cached_property
+    def electricity_not_modelled_rows(self) -> list[dict[str, str]]:
+        """Technology x category without an open life-cycle factor (lca_data/electricity_not_modelled.csv)."""
+        name = "electricity_not_modelled.csv"
+        rows = self._loader.read_csv(name, None, ("technology", "codecarbon_field", "category", "unit", "scope", "source"))
+        sources = self._loader.load_sources()
+        for i, r in enumerate(rows, start=2):
+            if r["source"] not in sources or r["scope"] != "not_modelled":
+                raise self._loader.LcaDataError(name, f"row {i}", "expected scope not_modelled and a registered source")
+        return rows
+
+    @cached_property
     def electricity_zone_technology_rows(self) -> list[dict[str, str]]:
         return self._loader.load_electricity_zone_technologies()
 

@@ -59,6 +59,8 @@ class ZoneFactor:
     scope: str = ""  # what the value covers ("" = life cycle of the whole mix)
     distribution: str = ""  # Monte Carlo distribution of the value in [low, high] ("" = lognormal)
     dqr: dict[str, int] | None = None  # EF data-quality ratings (ter, ger, tir, p), contribution-weighted
+    not_modelled: bool = False  # part of the mix has no open life-cycle factor: value None, never 0 or a bound
+    bound: float | None = None  # then: the other technologies' share, a lower bound (labelled in scope, never central)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class UseFactors:
     notes: tuple[str, ...] = ()
     distribution: tuple[str, ...] = ()  # per category ("" = lognormal); low/high are the 95 % interval
     dqr: tuple[dict[str, int] | None, ...] = ()  # per category: EF data-quality ratings, None = not rated
+    not_modelled: tuple[bool, ...] = ()  # per category: part of the mix has no open factor (value NaN; scope says why)
+    bound: tuple[float | None, ...] = ()  # per category: a not-modelled value's lower bound (the rest of the mix)
 
 
 def _codecarbon_file() -> Path:
@@ -135,6 +139,33 @@ def _tech_rows() -> dict[str, dict[str, dict[str, Any]]]:
     for r in db().electricity_rows:
         out.setdefault(r["category"], {})[r["codecarbon_field"]] = _row(r)
     return out
+
+
+@lru_cache(maxsize=1)
+def _not_modelled_rows() -> dict[str, dict[str, str]]:
+    """category -> codecarbon field -> technology, where no open life-cycle factor exists (zero by construction)."""
+    out: dict[str, dict[str, str]] = {}
+    for r in db().electricity_not_modelled_rows:
+        out.setdefault(r["category"], {})[r["codecarbon_field"]] = r["technology"]
+    return out
+
+
+def _not_modelled(c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> ZoneFactor | None:
+    """The category's factor when technologies of the mix have no open life-cycle factor: not modelled, with the
+    other technologies' share as a lower bound in its scope (a bound, never the central value); None otherwise."""
+    lacking = {f: t for f, t in _not_modelled_rows().get(c.key, {}).items() if shares.get(f, 0) > 0}
+    if not lacking:
+        return None
+    unit = f"{c.unit}/kWh"
+    bound, _, _, cov = _mix_sum(per, shares) if per else (0.0, 0.0, 0.0, 0.0)
+    share = _share(sum(shares[f] for f in lacking))
+    why = f"no open life-cycle factor for {', '.join(sorted(lacking.values()))} ({share} of generation)"
+    scope = f"use phase not modelled: {why}"
+    if cov > 0 and bound > 0:
+        covered = _scope_note(c.key, per, shares).split(";")[0]
+        scope += f"; the rest of the mix gives a lower bound of {bound:.3g} {unit} ({covered})"
+    srcs = tuple(dict.fromkeys(r["source"] for f, r in per.items() if shares.get(f, 0) > 0))
+    return ZoneFactor(None, unit, cov, srcs, note=scope, scope=scope, not_modelled=True, bound=bound if cov > 0 else None)
 
 
 @lru_cache(maxsize=1)
@@ -322,7 +353,9 @@ def _aware(code: str) -> ZoneQuantity:
     alts = [_quantity(r) for q, r in rows.items() if q.startswith("aware")]
     vals = [v for v in [central, *alts] if v is not None]
     srcs = tuple(dict.fromkeys(r["source"] for q, r in rows.items() if q.startswith("aware")))
-    return ZoneQuantity(central, min(vals), max(vals), "m3 world eq/m3", f"AWARE 1.2 annual factor of {code} (EF 3.1)", srcs)
+    lo, hi = _around(central, min(vals), max(vals))  # the EF 3.1 factor strictly inside, within AWARE's own bounds
+    lo, hi = max(lo, AWARE_BOUNDS[0]), min(hi, AWARE_BOUNDS[1])
+    return ZoneQuantity(central, lo, hi, "m3 world eq/m3", f"AWARE 1.2 annual factor of {code} (EF 3.1)", srcs)
 
 
 def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dict[str, Any] | None]:
@@ -350,9 +383,8 @@ def _ewif(code: str, shares: dict[str, float]) -> tuple[ZoneQuantity | None, dic
             "contested": ratio is None or not 1 / 3 <= ratio <= 3,
         }
     vals = [wri, mix, mlo, mhi] if cov > 0 else [wri]
-    q = ZoneQuantity(
-        wri, min(vals), max(vals), "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",)
-    )
+    lo, hi = _around(wri, min(vals), max(vals))  # WRI strictly inside where the technology mix is all on one side
+    q = ZoneQuantity(wri, lo, hi, "L/kWh", f"WRI 2020 factor of {code}; range with the {mix_note}", ("wri-2020-water",))
     return q, check
 
 
@@ -423,6 +455,8 @@ def zone(code: str) -> Zone:
             scope = "off-site water of generation only (no fuel chain); " + ewif.method + "; " + aware.method
             srcs = (*ewif.sources, *aware.sources)
             factors[c.key] = ZoneFactor(v, unit, 1.0, srcs, lo, hi, "EWIF x AWARE", scope, "lognormal" if lo < v < hi else "")
+        elif (nm := _not_modelled(c, per, shares)) is not None:
+            factors[c.key] = nm
         else:
             value, lo, hi, cov = _mix_sum(per, shares)
             if not per or cov <= 0:
@@ -511,9 +545,10 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     contested = tuple(c for c in z.contested if ci is None or c["category"] != "climate_change")
     for arr in (val, lo, hi, cov):
         arr.setflags(write=False)  # cached and shared: callers copy before changing
-    return UseFactors(
-        val, lo, hi, label, tuple(dict.fromkeys(srcs)), tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs)
-    )
+    nm = tuple(z.factors[k].not_modelled for k in keys)
+    bound = tuple(z.factors[k].bound for k in keys)
+    srcs = tuple(dict.fromkeys(srcs))
+    return UseFactors(val, lo, hi, label, srcs, tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs), nm, bound)
 
 
 def site_water_factor(w: Workload) -> tuple[float, float, float] | None:

@@ -11,8 +11,10 @@ The Monte Carlo (`footprint.lca.montecarlo`) draws, vectorised, every stated fac
 the 2.5th-97.5th percentiles as low-high, the interquartile range and the sensitivity table (which
 inputs drive each category's variance), for each category and for the EF 3.1 single score.
 
-A stage whose factor is zero by construction (the use phase of ozone depletion from direct emissions
-only) is "not modelled": null with its name in `not_modelled`, and no stage is then called dominant.
+A use stage whose per-kWh factor is missing for part of the grid mix (no open life-cycle value, zero by
+construction from direct emissions: lca_data/electricity_not_modelled.csv) is "not modelled": null with its
+name in `not_modelled`, its labelled lower bound in `use_bound`; a stage is then called dominant only where that
+bound alone outweighs every other stage.
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ def _use_vectors(w: Workload, warnings: list[str], sources: list[str]) -> tuple[
     sources += list(uf.sources)
     warnings += list(uf.notes)
     keys = cat.keys()
-    na = [cat.by_key(k).name for i, k in enumerate(keys) if np.isnan(uf.value[i])]
+    nm = uf.not_modelled or (False,) * len(keys)
+    na = [cat.by_key(k).name for i, k in enumerate(keys) if np.isnan(uf.value[i]) and not nm[i]]
     if na:
         warnings.append(
             f"use phase not available for {len(na)} categories (no per-kWh factor in {uf.label}): "
@@ -168,8 +171,9 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if not_modelled[: len(cat.keys())].any():
         names = [cat.by_key(k).name for i, k in enumerate(cat.keys()) if not_modelled[i]]
         warnings.append(
-            f"use phase not modelled for {', '.join(names)}: the per-kWh factor is zero by construction "
-            f"({uf.label}), so the use stage is reported as not modelled and no stage is called dominant"
+            f"use phase not modelled for {', '.join(names)}: no open life-cycle per-kWh factor for part of the mix "
+            f"({uf.label}; the scope of each names the technologies and the lower bound the rest of the mix gives), "
+            "so the use stage is reported as not modelled, never as 0 or as its bound, and no stage is called dominant"
         )
     site_water = electricity.site_water_factor(w)
     if site_water is not None:
@@ -210,12 +214,15 @@ def _embodied_block(d: Database, w: Workload, emb: Embodied) -> tuple[Block, dic
 
 
 def _use_not_modelled(uf: electricity.UseFactors) -> np.ndarray:
-    """Categories whose per-kWh factor is zero by construction (0 with a wider range or a partial scope)."""
+    """Categories whose per-kWh factor is missing for part of the mix (the open factors' not_modelled) or zero by
+    construction (0 with a wider range or a partial scope, e.g. a practitioner's set)."""
     out = np.zeros(N_IND, bool)
     k = len(uf.value)
     zero = np.isfinite(uf.value) & (uf.value == 0)
     partial = np.array([bool(s) for s in uf.scope])
     out[:k] = zero & ((uf.high > 0) | partial)
+    if uf.not_modelled:
+        out[:k] |= np.array(uf.not_modelled, bool)
     out[len(cat.keys()) :] = True  # extras (primary energy): no per-kWh factor is modelled for the use phase
     return out
 
@@ -384,10 +391,14 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             v = float(inp.host[i] * alloc)
             by_comp["host_share"] = v
             by_stage["manufacturing"] += v
+    use_bound = None
     if inp.use_not_modelled[i]:
         by_stage["use"] = None
         if c.key in cat.keys():
             by_comp["electricity"] = None
+            k = cat.keys().index(c.key)
+            bound = inp.uf.bound[k] if inp.uf.bound else None
+            use_bound = None if bound is None else float(facility * bound)
         not_modelled.append("use")
     elif np.isnan(inp.elec[i]):
         by_stage["use"] = by_comp["electricity"] = None
@@ -403,7 +414,17 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             by_stage["use"] = (by_stage["use"] or 0.0) + by_comp["on_site_water"]
     total = float(sum(v for v in by_stage.values() if v is not None))
     return CategoryResult(
-        c.key, c.name, c.unit, total, by_stage, by_comp, total, total, tuple(not_available), not_modelled=tuple(not_modelled)
+        c.key,
+        c.name,
+        c.unit,
+        total,
+        by_stage,
+        by_comp,
+        total,
+        total,
+        tuple(not_available),
+        not_modelled=tuple(not_modelled),
+        use_bound=use_bound,
     )
 
 

@@ -105,8 +105,14 @@ def _unit_lines() -> list[str]:
 
 def _audit_summary() -> list[str]:
     rows = list(csv.DictReader(io.StringIO(_strip(loader.DATA_DIR / "electricity_audit.csv"))))
-    factors = {(r["zone"], r["technology"], r["category"]): r for r in rows}
+    missing = {(r["zone"], r["technology"], r["category"]) for r in rows if r["role"] == "not_modelled"}
+    factors = {
+        (r["zone"], r["technology"], r["category"]): r for r in rows if (r["zone"], r["technology"], r["category"]) not in missing
+    }
     two = sum(1 for r in factors.values() if int(r["independent_sources"]) >= 2)
+    by_cat: dict[str, list[str]] = {}
+    for _, tech, category in sorted(missing):
+        by_cat.setdefault(category.replace("_", " "), []).append(tech)
     techs = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
     dist = {d: sum(1 for r in techs if r["distribution"] == d) for d in ("lognormal", "uniform")}
     return [
@@ -117,8 +123,12 @@ def _audit_summary() -> list[str]:
         f"- {two} factors have at least two independent sources; {len(factors) - two} rest on one source "
         "(their P rating is 4, and the audit lists them).",
         f"- Distributions: {dist['lognormal']} lognormal (central value strictly inside its 95 % range), "
-        f"{dist['uniform']} uniform from 0 (zero by construction: no combustion or no fuel; the value is a lower bound "
-        "the row's scope names, the range reaches its largest second source).",
+        f"{dist['uniform']} uniform (operational water of wind, 0 L/kWh: not an EF category).",
+        f"- {len(missing)} technology x category pairs have no open life-cycle value (lca_data/electricity_not_modelled.csv: "
+        "zero by construction from direct emissions alone, never shipped as a 0 central value); a zone that generates "
+        "with them reports that category's use stage as not modelled, the rest of its mix as a labelled lower bound: "
+        + "; ".join(f"{c}: {', '.join(t)}" for c, t in by_cat.items())
+        + ".",
     ]
 
 

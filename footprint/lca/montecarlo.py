@@ -44,7 +44,7 @@ class Inputs:
     host: np.ndarray  # per-GPU host share (NaN: not available)
     uf: electricity.UseFactors
     elec: np.ndarray  # per-kWh factors over INDICATORS (NaN: not available)
-    use_not_modelled: np.ndarray  # bool per indicator: the use phase is zero by construction
+    use_not_modelled: np.ndarray  # bool per indicator: the use phase is not modelled (never drawn)
     site_water: tuple[float, float, float] | None
     embodied: Block  # per-indicator multiplier of the per-GPU embodied impacts (central 1)
     embodied_dqr: dict[str, int] | None

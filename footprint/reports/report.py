@@ -283,8 +283,8 @@ def methods_text(a: Assessment) -> list[str]:
         f"Embodied: {d['embodied']}.",
         f"Use phase: {d['use']}.",
         f"Uncertainty: {d['uncertainty']}.",
-        "Not available (n/a) means no data exists for that part; it is never counted as zero. Not modelled means the "
-        "part is zero by construction (no factor covers it): no stage share or dominant stage is then given.",
+        "Not available (n/a) means no data exists for that part; it is never counted as zero. Not modelled means no "
+        "open factor covers part of it (its lower bound is stated in the notes, never as its value): no stage share.",
     ]
 
 

@@ -13,13 +13,17 @@ with unit, source and scope:
 - ``electricity_technologies.csv``: factor per technology x category, with its Monte Carlo low/high;
 - ``electricity_zones.csv``: per-country off-site water (WRI EWIF) and AWARE 1.2 / 2.0 factors;
 - ``electricity_crosscheck.csv``: every factor beside each independent second source, their ratio
-  and whether they disagree by more than 3x ("contested").
+  and whether they disagree by more than 3x ("contested");
+- ``electricity_not_modelled.csv``: the technology x category pairs with no open life-cycle value (never a 0 factor);
+- ``electricity_audit.csv``: every value each factor was built from or checked against (ratio, unit, year, licence).
 
 How each category is built (``scope`` column): life cycle where UNECE (or Digital4Better's UNECE-Europe
 values) covers the technology; ``direct`` where only stack emissions (EMEP/EEA Tier 1 g/GJ x 0.0036 / net
 efficiency, characterised with EF 3.1 factors for high stacks) or fuel input (3.6 MJ / efficiency) are
-known: no upstream fuel chain, a lower bound. A technology with no combustion has zero direct stack
-emissions; its life-cycle share is then missing and the row says so. Low/high span the central value,
+known: no upstream fuel chain, a lower bound. A technology with no combustion (or no fuel) has zero direct
+emissions and, where no open life-cycle value was found, no factor at all: it is listed as not modelled (what
+it lacks, where the search went, the values quoted beside it), never shipped as 0, and no proxy fills it.
+Low/high span the central value,
 the technology's variants (other UNECE variants, other efficiencies, the EMEP 95 % confidence
 interval) and every second source, so that disagreeing sources always sit inside the range.
 """
@@ -163,6 +167,13 @@ HEAT_INPUT_UNITS = ("lb/MMBtu",)  # per heat input: accepted only as zero (no he
 MINOR_POLLUTANTS = ("CO",)
 CO2_CF = 1.0  # kg CO2 eq/kg, EF 3.1 climate change, CO2 (direct emission only)
 NO_COMBUSTION_ZERO = ("ozone_depletion", "photochemical_ozone_formation", "eutrophication_terrestrial", "eutrophication_marine")
+NO_ODS = "no ozone-depleting substance in EMEP/EEA stack emissions and no ODP CF for N2O in EF 3.1"
+SEARCHED = (  # docs/data.md "Not modelled": where the search went (lca_data/sources/electricity.yaml, open-lca-search-2026)
+    "no open life-cycle value for the technology (searched: UNECE 2022 as OWID transcribes it has 8 indicators, not this "
+    "one; the EC/Ricardo 2021 EF 3.0 study and the IEA PVPS fact sheet were not readable in any copy reached; NREL "
+    "harmonisation and IPCC AR5 Annex III give greenhouse gases only; ecoinvent values stay cross-checks, licence): "
+    "not modelled, never 0"
+)
 LAND_CF = ("Occupation, unspecified", ("Occupation, forest, extensive", "Occupation, urban, continuously built"))
 WATER_ROWS = {  # technology -> (central Macknick row, alternatives), substrings of the table items
     "coal": ("Coal, generic, cooling tower", ("Coal, generic, once-through", "Coal, generic, cooling pond")),
@@ -284,6 +295,15 @@ class Factor:
         return min(vals), max(vals)
 
 
+class NotModelled(Factor):
+    """A technology x category with no open life-cycle value (zero by construction from direct emissions alone): no
+    factor, never a 0 central value. Written to electricity_not_modelled.csv; a zone that generates with the technology
+    reports the category's use stage as not modelled, its other technologies' factors as a labelled lower bound."""
+
+    def __init__(self, tech: str, category: str, direct: str) -> None:
+        super().__init__(tech, category, math.nan, S_DERIVED, "not_modelled", f"{direct}; {SEARCHED}")
+
+
 def _g(x: float) -> str:
     return f"{x:.4g}"
 
@@ -370,26 +390,13 @@ def build_factors(inp: Inputs) -> list[Factor]:
                 factors[(tech, category)].seconds.append(
                     (central, S_DERIVED, "EMEP/EEA Tier 1 direct emissions x EF 3.1 " + note)
                 )
-    # Technologies without combustion: no direct stack emissions; ozone depletion has none for any technology
+    # Technologies without combustion (and ozone depletion for every technology) have no direct emissions, and no open
+    # life-cycle value was found for them (SEARCHED): no factor, and no proxy; the zone's use stage is then not modelled
     for tech in TECHS:
         for category in NO_COMBUSTION_ZERO:
-            if (tech, category) in factors:
-                continue
-            why = (
-                "no ozone-depleting substance in EMEP/EEA stack emissions and no ODP CF for N2O in EF 3.1"
-                if category == "ozone_depletion"
-                else "no combustion at the plant"
-            )
-            put(
-                Factor(
-                    tech,
-                    category,
-                    0.0,
-                    S_DERIVED,
-                    "direct",
-                    f"direct emissions: none ({why}); supply chain not covered: lower bound",
-                )
-            )
+            if (tech, category) not in factors:
+                why = NO_ODS if category == "ozone_depletion" else "no combustion at the plant"
+                put(NotModelled(tech, category, f"direct emissions: none ({why})"))
     # Fossil resources: fuel input per kWh (3.6 MJ / net efficiency); uranium at EF's 560,000 MJ/kg
     for tech in TECHS:
         if tech in ("coal", "gas", "oil", "nuclear"):
@@ -400,8 +407,7 @@ def build_factors(inp: Inputs) -> list[Factor]:
             f.variants += [3.6 / a for a in alts]
         else:
             why = "biogenic fuel, not a fossil resource" if tech == "bioenergy" else "no fuel"
-            note = f"fuel input: none ({why}); construction and supply chain not covered: lower bound"
-            put(Factor(tech, "resource_use_fossils", 0.0, S_DERIVED, "direct", note))
+            put(NotModelled(tech, "resource_use_fossils", f"fuel input: none ({why})"))
     # Land use: UNECE land occupation (m2a/kWh) x EF 3.1 occupation CF (land type not given by UNECE)
     cf = inp.land.value(f"| {LAND_CF[0]}")
     cf_alts = [inp.land.value(f"| {a}") for a in LAND_CF[1]]
@@ -441,7 +447,7 @@ def build_factors(inp: Inputs) -> list[Factor]:
     _add_proxies(factors)  # the family's ranges include its second sources
     for tech, category, value, sid, note in cited_emissions(inp):  # after the proxies: some test a proxy
         f = factors.get((tech, category))
-        if f is None or (f.scope != "direct" and value < f.value / CONTESTED_RATIO):
+        if f is None or (f.scope not in ("direct", "not_modelled") and value < f.value / CONTESTED_RATIO):
             continue  # a direct value is a lower bound: far below a life-cycle or proxy factor it neither agrees nor contests
         f.seconds.append((value, sid, note))
     order = {c: i for i, c in enumerate(UNITS)}
@@ -712,6 +718,21 @@ def _factor_row(inp: Inputs, f: Factor) -> dict[str, str]:
     return row
 
 
+def _not_modelled_row(f: Factor) -> dict[str, str]:
+    """A technology x category without a factor: what it lacks, and the values quoted beside it (cross-check only)."""
+    quoted = "; ".join(f"{_g(v)} {UNITS[f.category]} ({sid})" for v, sid, _ in f.seconds)
+    return {
+        "technology": f.tech,
+        "codecarbon_field": TECHS[f.tech],
+        "category": f.category,
+        "unit": UNITS[f.category],
+        "scope": f.scope,
+        "source": f.source,
+        "note": f.note
+        + (f"; quoted beside it, cross-check only (ecoinvent licence, or direct emissions): {quoted}" if quoted else ""),
+    }
+
+
 def _check_rows(f: Factor) -> list[dict[str, str]]:
     out = []
     for v, sid, note in f.seconds:
@@ -738,13 +759,16 @@ def audit_rows(inp: Inputs, factors: list[Factor]) -> list[dict[str, str]]:
     """Every factor beside each value it was built from or checked against: ratio, unit, year, licence."""
     out = []
     for f in factors:
-        entries = [("central", f.value, f.source, _year(inp, f))]
+        central = "not_modelled" if isinstance(f, NotModelled) else "central"
+        entries = [(central, f.value, f.source, _year(inp, f))]
         entries += [("variant", v, f.source, _year(inp, f)) for v in f.variants]
         entries += [("second", v, sid, inp.sources.get(sid, {}).get("year")) for v, sid, _ in f.seconds]
         study = SAME_STUDY.get(f.source, f.source)
         independent = len({SAME_STUDY.get(sid, sid) for _, sid, _ in f.seconds} - {study}) + 1
+        if isinstance(f, NotModelled):
+            independent = 0  # no value of its own; the quoted ones are ecoinvent cross-checks
         for role, v, sid, year in entries:
-            ratio = _ratio(f.value, v)
+            ratio = None if math.isnan(f.value) or math.isnan(v) else _ratio(f.value, v)
             out.append(
                 {
                     "zone": f.zone or "any",
@@ -752,7 +776,7 @@ def audit_rows(inp: Inputs, factors: list[Factor]) -> list[dict[str, str]]:
                     "category": f.category,
                     "unit": UNITS[f.category],
                     "role": role,
-                    "value": _g(v),
+                    "value": "" if math.isnan(v) else _g(v),
                     "ratio": "" if ratio is None else _g(ratio),
                     "source": sid,
                     "year": str(year or ""),
@@ -765,15 +789,17 @@ def audit_rows(inp: Inputs, factors: list[Factor]) -> list[dict[str, str]]:
 
 def write(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
     inp = Inputs(src)
-    factors = build_factors(inp)
+    built = build_factors(inp)
+    factors = [f for f in built if not isinstance(f, NotModelled)]
     zoned = zone_factors(inp, factors)
     tech_rows = [_factor_row(inp, f) for f in factors]
     zone_tech_rows = [_factor_row(inp, f) for f in zoned]
     checks = [c for f in factors for c in _check_rows(f)]
-    audit = audit_rows(inp, factors + zoned)
+    audit = audit_rows(inp, built + zoned)
     zones, zone_checks = zone_rows(inp)
     outputs = {
         "electricity_technologies.csv": tech_rows,
+        "electricity_not_modelled.csv": [_not_modelled_row(f) for f in built if isinstance(f, NotModelled)],
         "electricity_zone_technologies.csv": zone_tech_rows,
         "electricity_zones.csv": zones,
         "electricity_crosscheck.csv": checks + zone_checks,

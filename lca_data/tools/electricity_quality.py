@@ -25,9 +25,9 @@ U_i the uncertainty factors of the ratings (ecoinvent v2 pedigree matrix, Frisch
 further technological, geographical and temporal correlation, reliability) and U_b = 1.05 the basic
 uncertainty. Each side's geometric standard deviation is exp(ln k95_side / 1.96). The interval therefore
 spans every source and variant (k95_side >= k_src_side), and the central value is never at its own bound
-(k95 > 1). A factor that is zero by construction (no combustion, no fuel) is ``uniform`` from 0 to the
-largest second source or variant (0 when there is none): its value is a lower bound, and the row's scope
-says what it leaves out.
+(k95 > 1). build_electricity.py ships no factor that is zero by construction (no combustion, no fuel): those
+pairs are not modelled. The ``uniform`` branch remains for a quantity that is physically zero with a known
+ceiling (operational water of wind, 0 L/kWh, not an EF category).
 """
 
 from __future__ import annotations
