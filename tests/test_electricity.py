@@ -55,7 +55,7 @@ def test_no_zone_with_a_mix_has_a_missing_category() -> None:
 def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
     """A hand computation for Poland's marine eutrophication: sum over technologies of share x factor, Poland's
     own (EU-abated) coal and gas rows in place of the generic ones. Wind, solar and hydro have no open life-cycle
-    factor: the category is not modelled and that sum is its labelled lower bound, never its value."""
+    factor: they are missing (never 0), and the sum over the rest is the value, labelled a lower bound."""
     z = electricity.zone("POL")
     rows = {r["codecarbon_field"]: r for r in loader.load_electricity_technologies() if r["category"] == "eutrophication_marine"}
     own = [
@@ -65,8 +65,11 @@ def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
     rows.update({r["codecarbon_field"]: r for r in own})
     expected = sum(z.mix[f] * float(r["value"]) for f, r in rows.items())
     f = z.factors["eutrophication_marine"]
-    assert f.value is None and f.not_modelled and f.bound == pytest.approx(expected)
+    assert not f.not_modelled and f.value == pytest.approx(expected) and f.coverage < 1
     assert expected > 0 and "lower bound" in f.scope and "wind" in f.scope  # coal, gas, oil, bioenergy burn fuel
+    assert "no open life-cycle factor for" in f.scope
+    o = z.factors["ozone_depletion"]  # no technology has an open factor: not modelled, never 0
+    assert o.value is None and o.not_modelled and "use phase not modelled" in o.scope
 
 
 def test_coal_carries_its_own_abatement_level_in_china_india_and_the_usa() -> None:

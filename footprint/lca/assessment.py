@@ -36,11 +36,10 @@ class CategoryResult:
     low: float
     high: float
     not_available: tuple[str, ...] = ()
-    not_modelled: tuple[str, ...] = ()  # stages without an open factor: null, never a share; dominant only by use_bound
+    not_modelled: tuple[str, ...] = ()  # stages without an open factor: null, never counted as a share or dominant
     median: float | None = None  # Monte Carlo median and interquartile range (None without a Monte Carlo)
     iqr: tuple[float, float] | None = None
     sensitivity: dict[str, Any] | None = None  # the inputs that drive the variance (footprint.lca.uncertainty)
-    use_bound: float | None = None  # a not-modelled use stage's lower bound (labelled; never in total, never a share)
 
     def with_stats(self, q: Any, sensitivity: dict[str, Any] | None = None) -> CategoryResult:
         """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5) and sensitivity table; low-high always hold the total."""
@@ -59,11 +58,7 @@ class CategoryResult:
 
     @property
     def dominant_stage(self) -> str | None:
-        """The stage with the largest share; where the use stage is not modelled, "use" only when its lower bound
-        alone outweighs every other stage together (decided by the bound, no share given), None otherwise."""
-        if self.not_modelled == ("use",) and self.use_bound is not None:
-            others = sum(abs(v) for k, v in self.by_stage.items() if k != "use" and v is not None)
-            return "use" if self.use_bound > others else None
+        """The stage with the largest share; None where a stage is not modelled (its share is unknown)."""
         if self.not_modelled:
             return None
         stages = {k: abs(v) for k, v in self.by_stage.items() if v is not None}
@@ -89,7 +84,6 @@ class CategoryResult:
             "dominant_stage": self.dominant_stage,
             "not_available": list(self.not_available),
             "not_modelled": list(self.not_modelled),
-            "use_lower_bound": self.use_bound,
             "sensitivity": self.sensitivity,
         }
 

@@ -134,7 +134,6 @@ def _entries(basis: Basis) -> dict[tuple[str, ...], tuple[float, float] | None]:
             out[("impacts", key, "by_stage", s)] = _linear(ra.by_stage[s], rb.by_stage.get(s), f"{key}.{s}")
         for c in ra.by_component:
             out[("impacts", key, "by_component", c)] = _linear(ra.by_component[c], rb.by_component.get(c), f"{key}.{c}")
-        out[("impacts", key, "use_bound")] = _linear(ra.use_bound, rb.use_bound, f"{key}.use_bound")
     out[("facility_energy_kwh",)] = _linear(a.facility_energy_kwh, b.facility_energy_kwh, "facility energy")
     for k in WATER_KEYS:
         out[("water_l", k)] = _linear(a.water_l.get(k), b.water_l.get(k), f"water {k}")
@@ -274,7 +273,6 @@ class BatchAssessment:
                 total,
                 r.not_available,
                 r.not_modelled,
-                use_bound=val("impacts", key, "use_bound"),
             )
         ref = basis.per_gpu_hour
         from footprint.lca import normalisation

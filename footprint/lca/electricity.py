@@ -59,8 +59,7 @@ class ZoneFactor:
     scope: str = ""  # what the value covers ("" = life cycle of the whole mix)
     distribution: str = ""  # Monte Carlo distribution of the value in [low, high] ("" = lognormal)
     dqr: dict[str, int] | None = None  # EF data-quality ratings (ter, ger, tir, p), contribution-weighted
-    not_modelled: bool = False  # part of the mix has no open life-cycle factor: value None, never 0 or a bound
-    bound: float | None = None  # then: the other technologies' share, a lower bound (labelled in scope, never central)
+    not_modelled: bool = False  # no technology of the mix has an open life-cycle factor: value None, never 0
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,7 @@ class UseFactors:
     notes: tuple[str, ...] = ()
     distribution: tuple[str, ...] = ()  # per category ("" = lognormal); low/high are the 95 % interval
     dqr: tuple[dict[str, int] | None, ...] = ()  # per category: EF data-quality ratings, None = not rated
-    not_modelled: tuple[bool, ...] = ()  # per category: part of the mix has no open factor (value NaN; scope says why)
-    bound: tuple[float | None, ...] = ()  # per category: a not-modelled value's lower bound (the rest of the mix)
+    not_modelled: tuple[bool, ...] = ()  # per category: no technology of the mix has an open factor (value NaN)
 
 
 def _codecarbon_file() -> Path:
@@ -151,21 +149,16 @@ def _not_modelled_rows() -> dict[str, dict[str, str]]:
 
 
 def _not_modelled(c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> ZoneFactor | None:
-    """The category's factor when technologies of the mix have no open life-cycle factor: not modelled, with the
-    other technologies' share as a lower bound in its scope (a bound, never the central value); None otherwise."""
+    """The category's factor when no technology of the mix has an open life-cycle factor (ozone depletion): not
+    modelled. None otherwise: where the rest of the mix has factors, their share-weighted sum is the value, labelled
+    a lower bound with what it lacks (``_scope_note``): dropping it would put 0 in the total for a stage that a
+    known bound shows to be large (a grid's fuel burned is most of its fossil resource use)."""
     lacking = {f: t for f, t in _not_modelled_rows().get(c.key, {}).items() if shares.get(f, 0) > 0}
-    if not lacking:
+    if not lacking or (per and _mix_sum(per, shares)[3] > 0):
         return None
-    unit = f"{c.unit}/kWh"
-    bound, _, _, cov = _mix_sum(per, shares) if per else (0.0, 0.0, 0.0, 0.0)
     share = _share(sum(shares[f] for f in lacking))
-    why = f"no open life-cycle factor for {', '.join(sorted(lacking.values()))} ({share} of generation)"
-    scope = f"use phase not modelled: {why}"
-    if cov > 0 and bound > 0:
-        covered = _scope_note(c.key, per, shares).split(";")[0]
-        scope += f"; the rest of the mix gives a lower bound of {bound:.3g} {unit} ({covered})"
-    srcs = tuple(dict.fromkeys(r["source"] for f, r in per.items() if shares.get(f, 0) > 0))
-    return ZoneFactor(None, unit, cov, srcs, note=scope, scope=scope, not_modelled=True, bound=bound if cov > 0 else None)
+    scope = f"use phase not modelled: no open life-cycle factor for {', '.join(sorted(lacking.values()))} ({share} of generation)"
+    return ZoneFactor(None, f"{c.unit}/kWh", 0.0, (), note=scope, scope=scope, not_modelled=True)
 
 
 @lru_cache(maxsize=1)
@@ -322,7 +315,7 @@ def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str,
     missing = sorted({names[f] for f, s in shares.items() if s > 0 and f not in per})
     cov = sum(shares[f] for f in per)
     if cov < 0.999 and missing:
-        parts.append(f"no factor for {', '.join(missing)} ({_share(1 - cov)} of generation): lower bound")
+        parts.append(f"no open life-cycle factor for {', '.join(missing)} ({_share(1 - cov)} of generation): lower bound")
     return "; ".join(parts)
 
 
@@ -546,9 +539,8 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
     for arr in (val, lo, hi, cov):
         arr.setflags(write=False)  # cached and shared: callers copy before changing
     nm = tuple(z.factors[k].not_modelled for k in keys)
-    bound = tuple(z.factors[k].bound for k in keys)
     srcs = tuple(dict.fromkeys(srcs))
-    return UseFactors(val, lo, hi, label, srcs, tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs), nm, bound)
+    return UseFactors(val, lo, hi, label, srcs, tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs), nm)
 
 
 def site_water_factor(w: Workload) -> tuple[float, float, float] | None:

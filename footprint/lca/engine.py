@@ -11,10 +11,9 @@ The Monte Carlo (`footprint.lca.montecarlo`) draws, vectorised, every stated fac
 the 2.5th-97.5th percentiles as low-high, the interquartile range and the sensitivity table (which
 inputs drive each category's variance), for each category and for the EF 3.1 single score.
 
-A use stage whose per-kWh factor is missing for part of the grid mix (no open life-cycle value, zero by
-construction from direct emissions: lca_data/electricity_not_modelled.csv) is "not modelled": null with its
-name in `not_modelled`, its labelled lower bound in `use_bound`; a stage is then called dominant only where that
-bound alone outweighs every other stage.
+A use stage with no open life-cycle per-kWh factor for any technology of the grid mix (ozone depletion:
+lca_data/electricity_not_modelled.csv) is "not modelled": null with its name in `not_modelled`, and no stage is
+then called dominant. A mix with factors for only part of its technologies is a labelled lower bound instead.
 """
 
 from __future__ import annotations
@@ -171,9 +170,9 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if not_modelled[: len(cat.keys())].any():
         names = [cat.by_key(k).name for i, k in enumerate(cat.keys()) if not_modelled[i]]
         warnings.append(
-            f"use phase not modelled for {', '.join(names)}: no open life-cycle per-kWh factor for part of the mix "
-            f"({uf.label}; the scope of each names the technologies and the lower bound the rest of the mix gives), "
-            "so the use stage is reported as not modelled, never as 0 or as its bound, and no stage is called dominant"
+            f"use phase not modelled for {', '.join(names)}: no open life-cycle per-kWh factor for any technology "
+            f"of the mix ({uf.label}), so the use stage is reported as not modelled, never as 0, and no stage is called "
+            "dominant"
         )
     site_water = electricity.site_water_factor(w)
     if site_water is not None:
@@ -391,14 +390,10 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             v = float(inp.host[i] * alloc)
             by_comp["host_share"] = v
             by_stage["manufacturing"] += v
-    use_bound = None
     if inp.use_not_modelled[i]:
         by_stage["use"] = None
         if c.key in cat.keys():
             by_comp["electricity"] = None
-            k = cat.keys().index(c.key)
-            bound = inp.uf.bound[k] if inp.uf.bound else None
-            use_bound = None if bound is None else float(facility * bound)
         not_modelled.append("use")
     elif np.isnan(inp.elec[i]):
         by_stage["use"] = by_comp["electricity"] = None
@@ -424,7 +419,6 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
         total,
         tuple(not_available),
         not_modelled=tuple(not_modelled),
-        use_bound=use_bound,
     )
 
 

@@ -125,8 +125,8 @@ def _audit_summary() -> list[str]:
         f"- Distributions: {dist['lognormal']} lognormal (central value strictly inside its 95 % range), "
         f"{dist['uniform']} uniform (operational water of wind, 0 L/kWh: not an EF category).",
         f"- {len(missing)} technology x category pairs have no open life-cycle value (lca_data/electricity_not_modelled.csv: "
-        "zero by construction from direct emissions alone, never shipped as a 0 central value); a zone that generates "
-        "with them reports that category's use stage as not modelled, the rest of its mix as a labelled lower bound: "
+        "zero by construction from direct emissions alone, never shipped as a 0 central value): missing in a zone's "
+        "mix, whose factor is then the rest of the mix, labelled a lower bound (not modelled where nothing is left): "
         + "; ".join(f"{c}: {', '.join(t)}" for c, t in by_cat.items())
         + ".",
     ]

@@ -36,7 +36,6 @@ def sum_results(rs: list[CategoryResult]) -> CategoryResult:
         high=total,
         not_available=tuple(dict.fromkeys(x for r in rs for x in r.not_available)),
         not_modelled=tuple(dict.fromkeys(x for r in rs for x in r.not_modelled)),
-        use_bound=sum_values([r.use_bound for r in rs]),
     )
 
 

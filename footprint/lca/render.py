@@ -103,8 +103,9 @@ def to_table(a: Assessment, details: bool = False) -> str:
     if score:
         out.append(score)
     out.append(
-        "Shares: stage / total. n/a = not available (no data), never zero; not modelled = no open factor for part of "
-        "the electricity mix (its lower bound is in the notes; no share is then given). " + NORMALISATION_NOTE
+        "Shares: stage / total. n/a = not available (no data), never zero; not modelled = no open factor for any "
+        "technology of the electricity mix (no share is then given); a partly covered mix is a lower bound (notes). "
+        + NORMALISATION_NOTE
     )
     if a.use_factors is not None:
         out.append(f"Electricity: {a.use_factors.label}.")
