@@ -85,8 +85,8 @@ def categories(a: Assessment, base: Assessment | None = None) -> None:
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
     st.caption(
         "Shares: stage / total (Manuf. manufacturing, Transp. transport, EoL end of life). n/a = not available (no open "
-        "data for that stage), never zero; n/a stages are left out of the chart. Not modelled = zero by construction: "
-        "that category then gives no stage shares."
+        "data for that stage), never zero; n/a stages are left out of the chart. Not modelled = no open factor for any "
+        "technology of the grid mix: that category then gives no stage shares."
     )
     sens = sensitivity_rows(a)
     if sens:
