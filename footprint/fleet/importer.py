@@ -23,6 +23,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet.attribution import GAP, UNALLOCATED, Activity, Job, LabelStats, Plan, Totals, attribute
 from footprint.fleet.prometheus import PromConfig, PrometheusClient
+from footprint.fleet.sacct_jobs import SacctJobs
 from footprint.fleet.slurm import SacctResult
 from footprint.fleet.store import FleetWriter
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Chunk, DcgmNames, Device, Fetcher, describe
@@ -66,15 +67,15 @@ class ImportSummary:
 
 def _window(opts: ImportOptions, now: float) -> tuple[float, float]:
     start, end = opts.start, opts.end
-    jobs = opts.sacct.jobs if opts.sacct else []
+    jobs = SacctJobs.of(opts.sacct.jobs if opts.sacct else [])
     if start is None:
         if not jobs:
             raise FootprintError("give --start (no sacct jobs to take the window from)", key="--start")
-        start = min(j.start for j in jobs)
+        start = float(jobs.column("start").min())
     if end is None:
         if not jobs:
             raise FootprintError("give --end (no sacct jobs to take the window from)", key="--end")
-        end = max((j.end if j.end is not None else now) for j in jobs)
+        end = float(np.nan_to_num(jobs.column("end"), nan=now).max())
     if end <= start:
         raise FootprintError(f"--end {_iso(end)} is not after --start {_iso(start)}", key="--end")
     return start, min(end, now) if opts.end is None else end
@@ -165,7 +166,7 @@ def _aggregated(
     source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
     try:
         act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
-        plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
+        plan.build(opts.sacct.jobs if opts.sacct else None, found.jobs_on, act, now)
         aggregate.refine_label_jobs(plan, found, ev)
         e, chunks = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
         for jobs, part in chunks:  # a chunk of jobs evaluated, written and dropped
@@ -209,7 +210,7 @@ def _write_chunk(w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOp
     for j in jobs:
         job, rows = plan.jobs[j], by_job.get(j)
         if j in e.exact_jobs:
-            job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
+            job.note(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
         if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
             pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
             w.add_job(_write_job(w, j, job, plan, pairs, opts, source))

@@ -30,6 +30,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.inputs import MAX_RECORD_DEVICES
@@ -53,6 +56,9 @@ REQUIRED = ("JobID", "Start", "End", "AllocTRES", "NodeList", "State")
 FREE_TEXT = ("JobName",)  # may contain the delimiter (sacct does not escape it)
 MAX_SACCT_BYTES = 2_000_000_000
 _NO_TIME = {"", "unknown", "none", "n/a"}
+if TYPE_CHECKING:
+    from footprint.fleet.sacct_jobs import SacctJobs
+
 _JOBID = re.compile(r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>.+))?$")
 
 
@@ -224,7 +230,7 @@ class SlurmJob:
 
 @dataclass
 class SacctResult:
-    jobs: list[SlurmJob]
+    jobs: SacctJobs  # a sequence of SlurmJob, held in columns
     skipped: list[str]  # one line per job or line left out, saying why
     source: str
     fields: tuple[str, ...]
@@ -306,11 +312,48 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    jobs: dict[str, SlurmJob] = {}
+    jobs, het, skipped, step_energy = _read_lines(lines[first + 1 :], first + 2, header, tz, delimiter)
+    for job, parts in het.items():
+        jobs[job] = jobs.append_row(_fold_het(job, parts))
+    out = jobs.table
+    for job, (step, e) in step_energy.items():
+        i = jobs.get(job, -1)
+        if i >= 0 and math.isnan(out.num["consumed_energy_j"][i]):
+            out.set_energy(i, e, f"step {job}.{step} (the largest of its steps)")
+    gpus = [i for i in jobs.values() if i >= 0 and out.gpu_count(i) > 0]
+    skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
+                for i in jobs.values() if i >= 0 and out.gpu_count(i) == 0]  # fmt: skip
+    out = out.take(sorted(gpus, key=lambda i: (out.num["start"][i], out.job_id[i])))
+    # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
+    # (and it ran after every End it prints)
+    start, end, elapsed = (out.column(k) for k in ("start", "end", "elapsed_s"))
+    running = np.isnan(end) & (elapsed > 0)
+    seen = np.concatenate([start[running] + elapsed[running], end[~np.isnan(end)]])
+    return SacctResult(out, skipped, source, tuple(header), float(seen.max()) if len(seen) else None)
+
+
+class _Rows(dict):
+    """job id -> its row in ``table`` (-1: a line read but not kept), for duplicates and het-job folding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from footprint.fleet.sacct_jobs import SacctJobs
+
+        self.table = SacctJobs()
+
+    def append_row(self, sj: SlurmJob) -> int:
+        return self.table.append(sj)
+
+
+def _read_lines(
+    lines: list[str], first: int, header: list[str], tz: tzinfo, delimiter: str
+) -> tuple[_Rows, dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
+    """Every line: jobs into columns, het-job components and steps' largest energy aside, skipped lines noted."""
+    jobs = _Rows()
     het: dict[str, list[SlurmJob]] = {}
     skipped: list[str] = []
-    step_energy: dict[str, list[tuple[str, float]]] = {}
-    for lineno, line in enumerate(lines[first + 1 :], start=first + 2):
+    step_energy: dict[str, tuple[str, float]] = {}  # job -> its step with the largest energy
+    for lineno, line in enumerate(lines, start=first):
         if not line.strip():
             continue
         try:
@@ -321,8 +364,8 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
             job, het_off, step = m.group("job"), m.group("het"), m.group("step")
             if step is not None:  # steps fold into their job: only their energy is kept
                 e = _energy(row.get("ConsumedEnergyRaw", ""))
-                if e is not None:
-                    step_energy.setdefault(job, []).append((step, e))
+                if e is not None and e > step_energy.get(job, ("", -1.0))[1]:
+                    step_energy[job] = (step, e)
                 continue
             if "[" in job:
                 skipped.append(f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
@@ -335,29 +378,13 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
             continue
         if isinstance(sj, str):
             skipped.append(f"line {lineno}: job {job}: {sj}")
-            continue
-        if het_off is not None:
+        elif het_off is not None:
             het.setdefault(job, []).append(sj)
         elif job in jobs:
             skipped.append(f"line {lineno}: job {job} appears twice (sacct --duplicates?); the first line is kept")
         else:
-            jobs[job] = sj
-    for job, parts in het.items():
-        jobs[job] = _fold_het(job, parts)
-    out: list[SlurmJob] = []
-    for job, sj in jobs.items():
-        if sj.consumed_energy_j is None and step_energy.get(job):
-            step, e = max(step_energy[job], key=lambda se: se[1])
-            sj.consumed_energy_j, sj.consumed_energy_from = e, f"step {job}.{step} (the largest of its steps)"
-        if sj.gpu_count == 0:
-            skipped.append(f"line {sj.line}: job {job}: no GPU in AllocTRES, left out (CPU-only job)")
-            continue
-        out.append(sj)
-    out.sort(key=lambda j: (j.start, j.job_id))
-    # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
-    # (and it ran after every End it prints)
-    seen = [j.start + j.elapsed_s for j in out if j.end is None and j.elapsed_s] + [j.end for j in out if j.end is not None]
-    return SacctResult(out, skipped, source, tuple(header), max(seen) if seen else None)
+            jobs[job] = jobs.append_row(sj)
+    return jobs, het, skipped, step_energy
 
 
 def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | str | None:

@@ -1,0 +1,166 @@
+"""sacct's GPU jobs held as columns: a month of a cluster's jobs without a Python object per job.
+
+A `SlurmJob` with its allocation, strings and floats costs ~800 B; a row here costs ~100 B: times and
+energies in typed arrays, repeated strings (user, account, partition, state, job name) as codes into a
+table of distinct values, and the allocation (nodes, GPUs per node, GPU type) as a code into a table of
+distinct allocations, which a cluster repeats job after job. Notes are kept only for the jobs that
+have some. Indexing gives a `SlurmJob` back, built on demand and dropped by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from types import MappingProxyType
+from typing import Any, overload
+
+import numpy as np
+
+from footprint.fleet.slurm import SlurmJob
+
+_NAN = math.nan
+
+
+class Codes:
+    """Distinct values and their codes (0 is None): each string held once however many rows repeat it."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = [None]
+        self._ids: dict[Any, int] = {None: 0}
+
+    def code(self, value: Any) -> int:
+        i = self._ids.get(value)
+        if i is None:
+            i = self._ids[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+
+def _num(x: float | None) -> float:
+    return _NAN if x is None else float(x)
+
+
+def _opt(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+class SacctJobs(Sequence[SlurmJob]):
+    """The jobs of a `SacctResult`, in columns; ``jobs[i]`` is the i-th as a `SlurmJob`."""
+
+    _TEXT = ("name", "user", "account", "partition", "state", "consumed_energy_from")
+    _FLOAT = ("start", "end", "elapsed_s", "consumed_energy_j")
+
+    def __init__(self) -> None:
+        self.job_id: list[str] = []
+        self.raw_id: list[str | None] = []  # the job id's own string object where they are equal
+        self.text = {k: array("i") for k in self._TEXT}
+        self.codes = {k: Codes() for k in self._TEXT}
+        self.num = {k: array("d") for k in self._FLOAT}
+        self.line = array("i")
+        self.alloc = array("i")
+        self.allocs = Codes()  # tuple[Allocation, ...] per distinct allocation set
+        self.notes: dict[int, list[str]] = {}
+        self._hosts: dict[int, tuple[Any, Any]] = {}
+
+    @classmethod
+    def of(cls, jobs: Iterable[SlurmJob]) -> SacctJobs:
+        if isinstance(jobs, SacctJobs):
+            return jobs
+        out = cls()
+        for sj in jobs:
+            out.append(sj)
+        return out
+
+    def append(self, sj: SlurmJob) -> int:
+        i = len(self.job_id)
+        self.job_id.append(sj.job_id)
+        self.raw_id.append(sj.job_id if sj.raw_id == sj.job_id else sj.raw_id)
+        for k in self._TEXT:
+            self.text[k].append(self.codes[k].code(getattr(sj, k)))
+        for k in self._FLOAT:
+            self.num[k].append(_num(getattr(sj, k)))
+        self.line.append(sj.line)
+        self.alloc.append(self.allocs.code(tuple(sj.allocations)))
+        if sj.notes:
+            self.notes[i] = list(sj.notes)
+        return i
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @overload
+    def __getitem__(self, i: int) -> SlurmJob: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[SlurmJob]: ...
+    def __getitem__(self, i: int | slice) -> SlurmJob | list[SlurmJob]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        text = {k: self.codes[k].values[self.text[k][i]] for k in self._TEXT}
+        num = {k: _opt(self.num[k][i]) for k in self._FLOAT}
+        start = num.pop("start")
+        assert start is not None
+        return SlurmJob(
+            job_id=self.job_id[i],
+            raw_id=self.raw_id[i],
+            **text,
+            start=start,
+            **num,
+            allocations=list(self.allocs.values[self.alloc[i]]),
+            line=self.line[i],
+            notes=list(self.notes.get(i, ())),
+        )
+
+    def __iter__(self) -> Iterator[SlurmJob]:
+        return (self[i] for i in range(len(self)))
+
+    def column(self, key: str) -> np.ndarray:
+        """A float column (start, end, elapsed_s, consumed_energy_j) as an array, NaN where sacct gave none."""
+        return np.frombuffer(self.num[key], dtype=np.float64) if len(self) else np.zeros(0)
+
+    def ids(self, i: int) -> tuple[str, ...]:
+        """The ids a job label may carry for job ``i`` (JobID and JobIDRaw), sorted."""
+        raw = self.raw_id[i]
+        return tuple(sorted({self.job_id[i], raw})) if raw else (self.job_id[i],)
+
+    def hosts(self, i: int) -> tuple[Any, Any]:
+        """Job ``i``'s GPUs per node and GPU type per node (only the nodes with one type), read-only and shared by
+        every job with the same allocation."""
+        code = self.alloc[i]
+        if code not in self._hosts:
+            gpus: dict[str, int] = {}
+            types: dict[str, set[str]] = {}
+            for a in self.allocs.values[code]:
+                for n, k in zip(a.nodes, a.gpus_per_node, strict=True):
+                    if k:
+                        gpus[n] = gpus.get(n, 0) + k
+                        types.setdefault(n, set()).update([a.gpu_type] if a.gpu_type else [])
+            one = {n: next(iter(t)) for n, t in types.items() if len(t) == 1}
+            self._hosts[code] = (MappingProxyType(gpus), MappingProxyType(one))
+        return self._hosts[code]
+
+    def gpu_count(self, i: int) -> int:
+        return sum(self.hosts(i)[0].values())
+
+    def set_energy(self, i: int, joules: float, source: str) -> None:
+        self.num["consumed_energy_j"][i] = joules
+        self.text["consumed_energy_from"][i] = self.codes["consumed_energy_from"].code(source)
+
+    def take(self, order: Sequence[int]) -> SacctJobs:
+        """These rows, in this order (the tables of distinct values are kept as they are)."""
+        out = SacctJobs()
+        out.codes, out.allocs = self.codes, self.allocs
+        out.job_id = [self.job_id[i] for i in order]
+        out.raw_id = [self.raw_id[i] for i in order]
+        for k in self._TEXT:
+            out.text[k] = array("i", (self.text[k][i] for i in order))
+        for k in self._FLOAT:
+            out.num[k] = array("d", (self.num[k][i] for i in order))
+        out.line = array("i", (self.line[i] for i in order))
+        out.alloc = array("i", (self.alloc[i] for i in order))
+        out.notes = {new: self.notes[old] for new, old in enumerate(order) if old in self.notes}
+        return out
