@@ -26,6 +26,7 @@ record is written on demand (`footprint fleet job`), never for every job.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -554,28 +555,41 @@ def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float)
     grid = np.arange(start, end, HOUR).tolist()
     spans = [(grid[i], grid[min(i + 23, len(grid) - 1)]) for i in range(0, len(grid), 24)]
 
-    def one(ab: tuple[float, float]) -> dict[float, dict[int, float]]:
+    def one(ab: tuple[float, float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
         a, b = ab
         data = ev.client.query_range(expr, a, b, HOUR) if b > a else ev.client.query(expr, at=a)
         ev.requests += 1
-        out: dict[float, dict[int, float]] = {}
+        t, d, v = array("d"), array("i"), array("d")  # a day of every GPU's hours, ~20 B a value
         for s in (data.get("result") or []) if isinstance(data, dict) else []:
-            d = found.by_labels.get(
+            dev = found.by_labels.get(
                 (GPU_COUNTER, *(str((s.get("metric") or {}).get(k, "")) for k in (n.host_label, n.gpu_label)))
             )
             pts = s.get("values") or ([s["value"]] if s.get("value") else [])
-            for t, v in pts if d is not None else []:
-                x = float(v)
-                if math.isfinite(x) and x >= 0:
-                    out.setdefault(round(float(t), 3), {})[d] = x
-        return out
+            for tt, x in pts if dev is not None else []:
+                t.append(round(float(tt), 3))
+                d.append(dev)
+                v.append(float(x))
+        del data
+        return _by_time(np.array(t), np.array(d, np.int32), np.array(v))
 
     todo = [*spans, (end, end)]
-    step = 2 * ev.concurrency  # days in flight: the answers are consumed in time order and dropped
+    step = ev.concurrency  # days in flight: the answers are consumed in time order and dropped
     with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
         for i in range(0, len(todo), step):
             for part in pool.map(one, todo[i : i + step]):
-                yield from sorted(part.items())
+                for t, (devs, values) in sorted(part.items()):
+                    yield t, dict(zip(devs.tolist(), values.tolist(), strict=True))
+
+
+def _by_time(t: np.ndarray, dev: np.ndarray, v: np.ndarray) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """time -> (devices, counter values) with a finite, non-negative value (the last one where a device repeats)."""
+    ok = np.isfinite(v) & (v >= 0)
+    t, dev, v = t[ok], dev[ok], v[ok]
+    out = {}
+    for x in np.unique(t).tolist():
+        m = t == x
+        out[x] = (dev[m], v[m])
+    return out
 
 
 def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from footprint.fleet.jobtable import LABEL, SLURM, Job, JobTable
+from footprint.fleet.jobtable import LABEL, SLURM, Job, JobTable, LabelJobs
 from footprint.fleet.sacct_jobs import SacctJobs
 from footprint.fleet.slurm import SlurmJob
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, RAM, Chunk, Device, Telemetry
@@ -116,7 +116,7 @@ class Plan:
         self.tel = tel
         self.window = window
         self.jobs = JobTable()
-        self.label_jobs: dict[int, list[int]] = {}
+        self.label_jobs = LabelJobs()
         self.claims: dict[int, list[Claim]] = {}
         self.notes: list[str] = []
         self._label_arrays: LabelArrays | None = None
@@ -177,7 +177,7 @@ class Plan:
                     w[dev] = (min(a, first), max(b, last))
         for lab, text in enumerate(self.tel.labels):
             if lab:
-                self.label_jobs[lab] = [by_id[n] for n in text.split(",") if n in by_id]
+                self.label_jobs.set(lab, [by_id[n] for n in text.split(",") if n in by_id])
         for j, per_dev in seen.items():
             job = self.jobs[j]
             job.start = max(min(a for a, _ in per_dev.values()), self.window[0])

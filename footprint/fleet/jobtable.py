@@ -131,3 +131,33 @@ class Job:
     @property
     def duration_s(self) -> float:
         return max(self.end - self.start, 0.0)
+
+
+class LabelJobs:
+    """Label id -> the jobs it names: one int a label (most name one job), a list only where it names several."""
+
+    def __init__(self) -> None:
+        self.one = array("i")  # the job, -1: none or several
+        self.many: dict[int, list[int]] = {}
+
+    def set(self, lab: int, jobs: list[int]) -> None:
+        if lab >= len(self.one):
+            self.one.extend([-1] * (lab + 1 - len(self.one)))
+        self.one[lab] = jobs[0] if len(jobs) == 1 else -1
+        if len(jobs) > 1:
+            self.many[lab] = jobs
+
+    def get(self, lab: int, default: Sequence[int] = ()) -> Sequence[int]:
+        if 0 <= lab < len(self.one) and self.one[lab] >= 0:
+            return (self.one[lab],)
+        return self.many.get(lab, default)
+
+    def __getitem__(self, lab: int) -> Sequence[int]:
+        return self.get(lab)
+
+    def items(self) -> Iterator[tuple[int, Sequence[int]]]:
+        """(label, jobs) of every label that names a job."""
+        for lab in range(len(self.one)):
+            jobs = self.get(lab)
+            if jobs:
+                yield lab, jobs

@@ -20,6 +20,7 @@ output at all is one clear error.
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import os
@@ -27,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -294,17 +296,18 @@ def _energy(text: str) -> float | None:
     return v if 0 < v < 1.8e19 else None
 
 
-def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
-    """Jobs with GPUs from ``sacct --parsable2`` text (header line required)."""
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
+    """Jobs with GPUs from ``sacct --parsable2`` output (header line required): a string, or its lines one at a
+    time (an open file), so that a month's sacct is never held whole."""
+    lines = _numbered(io.StringIO(text, newline=None) if isinstance(text, str) else text)
+    first, head = next(((i, line) for i, line in lines if line.strip()), (None, ""))
     if first is None:
         raise FootprintError("empty: expected `sacct --parsable2` output with its header line", source)
-    header = [h.strip() for h in lines[first].split(delimiter)]
+    header = [h.strip() for h in head.split(delimiter)]
     if "JobID" not in header:
         raise FootprintError(
-            f"line {first + 1}: expected the header line of `sacct --parsable2` (fields separated by "
-            f"{delimiter!r}, e.g. {'|'.join(SACCT_FIELDS)}); got {lines[first][:80]!r}",
+            f"line {first}: expected the header line of `sacct --parsable2` (fields separated by "
+            f"{delimiter!r}, e.g. {'|'.join(SACCT_FIELDS)}); got {head[:80]!r}",
             source,
         )
     missing = [f for f in REQUIRED if f not in header]
@@ -312,7 +315,7 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    jobs, het, skipped, step_energy = _read_lines(lines[first + 1 :], first + 2, header, tz, delimiter)
+    jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter)
     for job, parts in het.items():
         jobs[job] = jobs.append_row(_fold_het(job, parts))
     out = jobs.table
@@ -345,15 +348,21 @@ class _Rows(dict):
         return self.table.append(sj)
 
 
+def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(line number, line without its end) of each line."""
+    for i, line in enumerate(lines, start=1):
+        yield i, line.rstrip("\r\n")
+
+
 def _read_lines(
-    lines: list[str], first: int, header: list[str], tz: tzinfo, delimiter: str
+    lines: Iterator[tuple[int, str]], header: list[str], tz: tzinfo, delimiter: str
 ) -> tuple[_Rows, dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
     """Every line: jobs into columns, het-job components and steps' largest energy aside, skipped lines noted."""
     jobs = _Rows()
     het: dict[str, list[SlurmJob]] = {}
     skipped: list[str] = []
     step_energy: dict[str, tuple[str, float]] = {}  # job -> its step with the largest energy
-    for lineno, line in enumerate(lines, start=first):
+    for lineno, line in lines:
         if not line.strip():
             continue
         try:
@@ -450,10 +459,10 @@ def read_sacct(path: str | Path, tz: tzinfo, delimiter: str = "|") -> SacctResul
     if p.stat().st_size > MAX_SACCT_BYTES:
         raise FootprintError(f"larger than {MAX_SACCT_BYTES} bytes: split the sacct export by time", str(p))
     try:
-        text = p.read_text()
+        with p.open(newline=None) as f:  # line by line: a month's sacct is never held whole
+            result = parse_sacct(f, tz, str(p), delimiter)
     except UnicodeDecodeError:
         raise FootprintError("not a text file (expected `sacct --parsable2` output)", str(p)) from None
-    result = parse_sacct(text, tz, str(p), delimiter)
     if result.taken_at is None:
         result.taken_at = p.stat().st_mtime  # no running job to tell: the file was written when sacct ran
     return result
