@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
 
-from footprint.fleet.sacct_jobs import SacctJobs
+from footprint.fleet.sacct_jobs import Rows, SacctJobs
 from footprint.fleet.slurm import SlurmJob
 
 SLURM, LABEL = 0, 1
 SOURCES = ("slurm", "label")
 
 
-class JobTable(Sequence["Job"]):
+class JobTable(Rows["Job"]):
     def __init__(self, sacct: SacctJobs | None = None) -> None:
         self.sacct = sacct if sacct is not None else SacctJobs()
         self.key: list[str] = []
@@ -46,21 +45,8 @@ class JobTable(Sequence["Job"]):
     def __len__(self) -> int:
         return len(self.key)
 
-    @overload
-    def __getitem__(self, j: int) -> Job: ...
-    @overload
-    def __getitem__(self, j: slice) -> list[Job]: ...
-    def __getitem__(self, j: int | slice) -> Job | list[Job]:
-        if isinstance(j, slice):
-            return [Job(self, k) for k in range(*j.indices(len(self)))]
-        if j < 0:
-            j += len(self)
-        if not 0 <= j < len(self):
-            raise IndexError(j)
+    def _at(self, j: int) -> Job:
         return Job(self, j)
-
-    def __iter__(self) -> Iterator[Job]:
-        return (Job(self, j) for j in range(len(self)))
 
 
 class Job:

@@ -13,7 +13,7 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -45,7 +45,33 @@ def _opt(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-class SacctJobs(Sequence[SlurmJob]):
+T = TypeVar("T")
+
+
+class Rows(Sequence[T]):
+    """A sequence whose items are made from columns on demand (`_at`), and dropped by the caller."""
+
+    def _at(self, i: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._at(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[T]:
+        return (self._at(i) for i in range(len(self)))
+
+
+class SacctJobs(Rows[SlurmJob]):
     """The jobs of a `SacctResult`, in columns; ``jobs[i]`` is the i-th as a `SlurmJob`."""
 
     _TEXT = ("name", "user", "account", "partition", "state", "consumed_energy_from")
@@ -89,17 +115,7 @@ class SacctJobs(Sequence[SlurmJob]):
     def __len__(self) -> int:
         return len(self.job_id)
 
-    @overload
-    def __getitem__(self, i: int) -> SlurmJob: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[SlurmJob]: ...
-    def __getitem__(self, i: int | slice) -> SlurmJob | list[SlurmJob]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
+    def _at(self, i: int) -> SlurmJob:
         text = {k: self.codes[k].values[self.text[k][i]] for k in self._TEXT}
         num = {k: _opt(self.num[k][i]) for k in self._FLOAT}
         start = num.pop("start")
@@ -114,9 +130,6 @@ class SacctJobs(Sequence[SlurmJob]):
             line=self.line[i],
             notes=list(self.notes.get(i, ())),
         )
-
-    def __iter__(self) -> Iterator[SlurmJob]:
-        return (self[i] for i in range(len(self)))
 
     def column(self, key: str) -> np.ndarray:
         """A float column (start, end, elapsed_s, consumed_energy_j) as an array, NaN where sacct gave none."""
