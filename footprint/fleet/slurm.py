@@ -315,17 +315,19 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter)
+    from footprint.fleet.sacct_jobs import SacctJobs  # the columns (it imports SlurmJob from here)
+
+    out = SacctJobs()
+    jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter, out)
     for job, parts in het.items():
-        jobs[job] = jobs.append_row(_fold_het(job, parts))
-    out = jobs.table
+        jobs[job] = out.append(_fold_het(job, parts))
     for job, (step, e) in step_energy.items():
-        i = jobs.get(job, -1)
-        if i >= 0 and math.isnan(out.num["consumed_energy_j"][i]):
+        i = jobs.get(job)
+        if i is not None and math.isnan(out.num["consumed_energy_j"][i]):
             out.set_energy(i, e, f"step {job}.{step} (the largest of its steps)")
-    gpus = [i for i in jobs.values() if i >= 0 and out.gpu_count(i) > 0]
+    gpus = [i for i in jobs.values() if out.gpu_count(i) > 0]
     skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
-                for i in jobs.values() if i >= 0 and out.gpu_count(i) == 0]  # fmt: skip
+                for i in jobs.values() if out.gpu_count(i) == 0]  # fmt: skip
     out = out.take(sorted(gpus, key=lambda i: (out.num["start"][i], out.job_id[i])))
     # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
     # (and it ran after every End it prints)
@@ -335,19 +337,6 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
     return SacctResult(out, skipped, source, tuple(header), float(seen.max()) if len(seen) else None)
 
 
-class _Rows(dict):
-    """job id -> its row in ``table`` (-1: a line read but not kept), for duplicates and het-job folding."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        from footprint.fleet.sacct_jobs import SacctJobs
-
-        self.table = SacctJobs()
-
-    def append_row(self, sj: SlurmJob) -> int:
-        return self.table.append(sj)
-
-
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     """(line number, line without its end) of each line."""
     for i, line in enumerate(lines, start=1):
@@ -355,10 +344,11 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 
 def _read_lines(
-    lines: Iterator[tuple[int, str]], header: list[str], tz: tzinfo, delimiter: str
-) -> tuple[_Rows, dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
-    """Every line: jobs into columns, het-job components and steps' largest energy aside, skipped lines noted."""
-    jobs = _Rows()
+    lines: Iterator[tuple[int, str]], header: list[str], tz: tzinfo, delimiter: str, out: SacctJobs
+) -> tuple[dict[str, int], dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
+    """Every line: jobs appended to ``out`` (job id -> its row), het-job components and steps' largest energy
+    aside, skipped lines noted."""
+    jobs: dict[str, int] = {}
     het: dict[str, list[SlurmJob]] = {}
     skipped: list[str] = []
     step_energy: dict[str, tuple[str, float]] = {}  # job -> its step with the largest energy
@@ -392,7 +382,7 @@ def _read_lines(
         elif job in jobs:
             skipped.append(f"line {lineno}: job {job} appears twice (sacct --duplicates?); the first line is kept")
         else:
-            jobs[job] = jobs.append_row(sj)
+            jobs[job] = out.append(sj)
     return jobs, het, skipped, step_energy
 
 
