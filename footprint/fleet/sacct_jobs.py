@@ -1,4 +1,5 @@
-"""sacct's GPU jobs held as columns: a month of a cluster's jobs without a Python object per job.
+"""sacct's GPU jobs: one as a `SlurmJob`, all of them as columns (a month of a cluster's jobs without a Python
+object per job).
 
 A `SlurmJob` with its allocation, strings and floats costs ~800 B; a row here costs ~100 B: times and
 energies in typed arrays, repeated strings (user, account, partition, state, job name) as codes into a
@@ -12,14 +13,63 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from footprint.fleet.slurm import SlurmJob
-
 _NAN = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """GPUs a job (or a het-job component) holds: ``gpus_per_node`` on each of ``nodes``."""
+
+    nodes: tuple[str, ...]
+    gpus_per_node: tuple[int, ...]
+    gpu_type: str | None
+
+
+@dataclass(slots=True)
+class SlurmJob:
+    job_id: str  # as sacct prints it: 1001, 1003_2 (array task), 1010 (het job, components folded)
+    raw_id: str | None
+    name: str | None
+    user: str | None
+    account: str | None
+    partition: str | None
+    state: str
+    start: float
+    end: float | None  # None: still running when sacct ran
+    elapsed_s: float | None
+    allocations: list[Allocation]
+    consumed_energy_j: float | None = None
+    consumed_energy_from: str | None = None
+    line: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(sum(a.gpus_per_node) for a in self.allocations)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(dict.fromkeys(n for a in self.allocations for n in a.nodes))
+
+    @property
+    def ids(self) -> set[str]:
+        """Every id a job label may carry for this job (sacct's JobID and JobIDRaw)."""
+        return {self.job_id} | ({self.raw_id} if self.raw_id else set())
+
+    def gpus_on(self) -> dict[str, list[tuple[int, str | None]]]:
+        """node -> [(count, gres type)] over the job's allocations."""
+        out: dict[str, list[tuple[int, str | None]]] = {}
+        for a in self.allocations:
+            for n, k in zip(a.nodes, a.gpus_per_node, strict=True):
+                if k:
+                    out.setdefault(n, []).append((k, a.gpu_type))
+        return out
 
 
 class Codes:

@@ -29,14 +29,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from footprint.errors import FootprintError
+from footprint.fleet.sacct_jobs import Allocation, SacctJobs, SlurmJob
 from footprint.inputs import MAX_RECORD_DEVICES
 
 SACCT_FIELDS = (
@@ -58,9 +58,6 @@ REQUIRED = ("JobID", "Start", "End", "AllocTRES", "NodeList", "State")
 FREE_TEXT = ("JobName",)  # may contain the delimiter (sacct does not escape it)
 MAX_SACCT_BYTES = 2_000_000_000
 _NO_TIME = {"", "unknown", "none", "n/a"}
-if TYPE_CHECKING:
-    from footprint.fleet.sacct_jobs import SacctJobs
-
 _JOBID = re.compile(r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>.+))?$")
 
 
@@ -180,56 +177,6 @@ def parse_tres(text: str) -> GpuTres:
 # ---- jobs ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    """GPUs a job (or a het-job component) holds: ``gpus_per_node`` on each of ``nodes``."""
-
-    nodes: tuple[str, ...]
-    gpus_per_node: tuple[int, ...]
-    gpu_type: str | None
-
-
-@dataclass(slots=True)
-class SlurmJob:
-    job_id: str  # as sacct prints it: 1001, 1003_2 (array task), 1010 (het job, components folded)
-    raw_id: str | None
-    name: str | None
-    user: str | None
-    account: str | None
-    partition: str | None
-    state: str
-    start: float
-    end: float | None  # None: still running when sacct ran
-    elapsed_s: float | None
-    allocations: list[Allocation]
-    consumed_energy_j: float | None = None
-    consumed_energy_from: str | None = None
-    line: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def gpu_count(self) -> int:
-        return sum(sum(a.gpus_per_node) for a in self.allocations)
-
-    @property
-    def nodes(self) -> list[str]:
-        return list(dict.fromkeys(n for a in self.allocations for n in a.nodes))
-
-    @property
-    def ids(self) -> set[str]:
-        """Every id a job label may carry for this job (sacct's JobID and JobIDRaw)."""
-        return {self.job_id} | ({self.raw_id} if self.raw_id else set())
-
-    def gpus_on(self) -> dict[str, list[tuple[int, str | None]]]:
-        """node -> [(count, gres type)] over the job's allocations."""
-        out: dict[str, list[tuple[int, str | None]]] = {}
-        for a in self.allocations:
-            for n, k in zip(a.nodes, a.gpus_per_node, strict=True):
-                if k:
-                    out.setdefault(n, []).append((k, a.gpu_type))
-        return out
-
-
 @dataclass
 class SacctResult:
     jobs: SacctJobs  # a sequence of SlurmJob, held in columns
@@ -315,8 +262,6 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    from footprint.fleet.sacct_jobs import SacctJobs  # the columns (it imports SlurmJob from here)
-
     out = SacctJobs()
     jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter, out)
     for job, parts in het.items():
