@@ -227,15 +227,17 @@ class Plan:
                     self._claim(d.id, Claim(job.start, job.end, j))
 
     def _claims_host_meters(self) -> None:
+        """Each job's share of its nodes' CPU/RAM meters: its GPUs there over the node's (jobs x their nodes, not
+        jobs x meters)."""
+        meters: dict[str, list[Device]] = {}
         for d in self.tel.devices:
-            if d.kind not in (CPU, RAM):
-                continue
-            n_gpus = len(self.host_gpus.get(d.host, []))
-            for j, job in enumerate(self.jobs):
-                k = job.gpus_by_host.get(d.host)
-                if not k or not n_gpus:
-                    continue
-                self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
+            if d.kind in (CPU, RAM):
+                meters.setdefault(d.host, []).append(d)
+        for j, job in enumerate(self.jobs if meters else ()):
+            for host, k in job.gpus_by_host.items():
+                n_gpus = len(self.host_gpus.get(host, []))
+                for d in meters.get(host, []) if k and n_gpus else ():
+                    self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
         for claims in self.claims.values():
             claims.sort(key=lambda c: c.start)
 
