@@ -235,6 +235,7 @@ def _write_chunk(w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOp
             w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
         else:
             w.add_job(_ledger_row(w, job, rows or [], plan, opts))
+        plan.jobs.notes.pop(j, None)  # written: its notes are no longer held
 
 
 def resume_dir(out: Path) -> Path:
