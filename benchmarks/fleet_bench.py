@@ -11,7 +11,8 @@
    time, peak RSS), and the PromQL lower bound: the same requests replayed alone (same concurrency, answers
    read and dropped). A line fitted through the four points (printed) extrapolates 4,096 GPUs x 30 days;
    the largest cluster again with 10x the jobs (10-60 min) over the shortest window gives the memory per
-   job at the same samples, and a second extrapolation from it.
+   job at the same samples, and 4x its GPUs over a quarter of the longest window the memory per GPU at the
+   same samples and jobs: a second extrapolation from them.
    The exact path (`--exact`, every raw sample) once at the smallest size, for comparison.
 3. A ledger of 1,000,000 jobs: written partitioned by month, every job assessed in all 16 categories
    (`footprint fleet report --by job`'s computation), and the report by user with its Monte Carlo
@@ -232,8 +233,46 @@ def _import(url: str, start: float, days: float, tmp: Path, exact: bool) -> dict
     return res
 
 
-def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> None:
+def _cluster(tmp: Path, start: float, gpus: int, span: float, job_hours: tuple[float, float]) -> None:
+    """A synthetic cluster's month as promtool blocks in tmp/tsdb, and its sacct in tmp/sacct.txt."""
     from footprint.fleet import promserver, synthetic
+
+    t0 = time.perf_counter()
+    c = synthetic.random_cluster(
+        start, span, gpus // 8, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=11, fine_s=10.0, job_hours=job_hours
+    )
+    c.unlabelled_hosts = {"gpu-08"}
+    c.cpu_hosts = {"gpu-01", "gpu-02"}
+    om = synthetic.write_openmetrics(c, tmp / "metrics.om", power_gauge=False)
+    (tmp / "sacct.txt").write_text(synthetic.sacct_text(c))
+    size = om.stat().st_size / 1e6
+    print(f"{gpus} GPUs: {len(c.jobs):,} jobs, {size:,.0f} MB of OpenMetrics in {time.perf_counter() - t0:.0f} s", end="")
+    t0 = time.perf_counter()
+    promserver.backfill(om, tmp / "tsdb")
+    print(f"; promtool backfill {time.perf_counter() - t0:.0f} s")
+    om.unlink()
+
+
+def _measured(url: str, start: float, days: float, tmp: Path, repeat: int) -> dict:
+    """Medians of ``repeat`` imports (each a fresh process) and of their PromQL bound, printed as a line."""
+    runs = [_import(url, start, days, tmp, exact=False) for _ in range(repeat)]
+    walls, rss, bounds = ([r[k] for r in runs] for k in ("wall_s", "rss_mb", "bound_s"))
+    r0 = runs[0]
+    print(
+        f"  {days:>4g} days, {r0['jobs']:>6,} jobs, {r0['requests']:>5,} requests: import {spread(walls)}; peak RSS "
+        f"{statistics.median(rss):.0f} MB; PromQL bound (the same requests alone) {spread(bounds)}; "
+        f"ratio {statistics.median(walls) / statistics.median(bounds):.1f}x; files written {r0['files']}"
+    )
+    return {
+        "jobs": r0["jobs"],
+        "wall": statistics.median(walls),
+        "rss": statistics.median(rss),
+        "bound": statistics.median(bounds),
+    }
+
+
+def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> None:
+    from footprint.fleet import promserver
 
     print(f"\n== 2. Prometheus import: {sizes} GPUs x {days_list} days, 30 s scrapes, real server on 127.0.0.1 ==")
     why = promserver.missing()
@@ -241,69 +280,61 @@ def prometheus_part(sizes: list[int], days_list: list[float], repeat: int) -> No
         print(f"skipped: {why}")
         return
     start = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
-    jobs_at: dict[tuple[int, float], int] = {}
-    dense_point = None
-    points = []  # (gpu_days, wall, rss, bound)
-    clusters = [(g, max(days_list), (1 / 3, 12.0)) for g in sizes] + [(max(sizes), min(days_list), (1 / 6, 1.0))]
-    for i, (gpus, span, job_hours) in enumerate(clusters):
-        dense = i == len(sizes)  # the largest cluster again, with 10x the jobs (10-60 min each): memory per job
-        if dense:
+    g, d = max(sizes), max(days_list)
+    grid: dict[tuple[int, float], dict] = {}
+    clusters = [("grid", n, d, (1 / 3, 12.0)) for n in sizes]
+    clusters += [("dense", g, min(days_list), (1 / 6, 1.0)), ("wide", 4 * g, d / 4, (1 / 3, 12.0))]
+    extra: dict[str, tuple[int, float, dict]] = {}
+    for kind, gpus, span, job_hours in clusters:
+        if kind == "dense":
             print("the same GPUs with jobs of 10-60 min (10x the jobs, the same samples):")
+        if kind == "wide":
+            print(f"4x the GPUs over a quarter of the days (the samples and jobs of {g} GPUs x {d:g} days):")
         tmp = Path(tempfile.mkdtemp(prefix="fleet-prom-"))
-        t0 = time.perf_counter()
-        c = synthetic.random_cluster(
-            start, span, gpus // 8, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=11, fine_s=10.0, job_hours=job_hours
-        )
-        c.unlabelled_hosts = {"gpu-08"}
-        c.cpu_hosts = {"gpu-01", "gpu-02"}
-        om = synthetic.write_openmetrics(c, tmp / "metrics.om", power_gauge=False)
-        (tmp / "sacct.txt").write_text(synthetic.sacct_text(c))
-        size = om.stat().st_size / 1e6
-        print(f"{gpus} GPUs: {len(c.jobs):,} jobs, {size:,.0f} MB of OpenMetrics in {time.perf_counter() - t0:.0f} s", end="")
-        t0 = time.perf_counter()
-        promserver.backfill(om, tmp / "tsdb")
-        print(f"; promtool backfill {time.perf_counter() - t0:.0f} s")
-        om.unlink()
+        _cluster(tmp, start, gpus, span, job_hours)
         with promserver.serve(tmp / "tsdb") as url:
-            for days in [span] if dense else days_list:
-                runs = [_import(url, start, days, tmp, exact=False) for _ in range(repeat)]
-                walls, rss, bounds = ([r[k] for r in runs] for k in ("wall_s", "rss_mb", "bound_s"))
-                r0 = runs[0]
-                print(
-                    f"  {days:>4g} days, {r0['jobs']:>6,} jobs, {r0['requests']:>5,} requests: import {spread(walls)}; peak RSS "
-                    f"{statistics.median(rss):.0f} MB; PromQL bound (the same requests alone) {spread(bounds)}; "
-                    f"ratio {statistics.median(walls) / statistics.median(bounds):.1f}x; files written {r0['files']}"
-                )
-                if dense:
-                    dense_point = (r0["jobs"], statistics.median(rss))
-                    continue
-                points.append((gpus * days, statistics.median(walls), statistics.median(rss), statistics.median(bounds)))
-                jobs_at[(gpus, days)] = r0["jobs"]
-            if gpus == min(sizes) and not dense:
+            for days in days_list if kind == "grid" else [span]:
+                m = _measured(url, start, days, tmp, repeat)
+                if kind == "grid":
+                    grid[(gpus, days)] = m
+                else:
+                    extra[kind] = (gpus, days, m)
+            if kind == "grid" and gpus == min(sizes):
                 ex = _import(url, start, min(days_list), tmp, exact=True)
                 what = f"{min(days_list):>4g} days with --exact (every raw sample)"
                 print(f"  {what}: {ex['wall_s']:.1f} s, peak RSS {ex['rss_mb']:.0f} MB")
         shutil.rmtree(tmp, ignore_errors=True)
-    if len(points) >= 2:
-        x = np.array([p[0] for p in points], float)
-        target = 4096 * 30
-        for name, col, unit in (("import time", 1, "s"), ("peak RSS", 2, "MB"), ("PromQL bound", 3, "s")):
-            y = np.array([p[col] for p in points], float)
+    _extrapolate(grid, extra, (g, min(days_list)), (g, d))
+
+
+def _extrapolate(grid: dict[tuple[int, float], dict], extra: dict[str, tuple[int, float, dict]], base: tuple, big: tuple) -> None:
+    """4,096 GPUs x 30 days: lines fitted through the grid (in GPU-days), and memory from what one more job and
+    one more GPU cost at the same samples (the dense and the wide cluster against the grid's)."""
+    target = 4096 * 30
+    if len(grid) >= 2:
+        x = np.array([gpus * days for gpus, days in grid], float)
+        for name, key, unit in (("import time", "wall", "s"), ("peak RSS", "rss", "MB"), ("PromQL bound", "bound", "s")):
+            y = np.array([m[key] for m in grid.values()], float)
             b, a = np.polyfit(x, y, 1)
             r2 = 1 - ((y - (a + b * x)) ** 2).sum() / max(((y - y.mean()) ** 2).sum(), 1e-12)
             fit = f"{a:.3g} {unit} + {b:.3g} {unit}/GPU-day (R^2 {r2:.3f})"
             print(f"fit {name}: {fit} -> 4,096 GPUs x 30 days: {a + b * target:,.0f} {unit}")
-    base = (max(sizes), min(days_list))
-    if dense_point and base in jobs_at:
-        # memory per job from two imports of the same samples; the month's jobs scale with its GPU-days
-        rss0 = next(p[2] for p in points if p[0] == base[0] * base[1])
-        per_job = (dense_point[1] - rss0) / max(dense_point[0] - jobs_at[base], 1)
-        big = (max(sizes), max(days_list))
-        jobs = jobs_at.get(big, jobs_at[base]) * 4096 * 30 / (big[0] * big[1])
-        est = rss0 + per_job * (jobs - jobs_at[base])
+    if "dense" not in extra or base not in grid or big not in grid:
+        return
+    b0, m_big = grid[base], grid[big]
+    per_job = (extra["dense"][2]["rss"] - b0["rss"]) / max(extra["dense"][2]["jobs"] - b0["jobs"], 1)
+    jobs = m_big["jobs"] * target / (big[0] * big[1])
+    est = b0["rss"] + per_job * (jobs - b0["jobs"])
+    print(
+        f"memory per job (the same samples, {b0['jobs']:,} vs {extra['dense'][2]['jobs']:,} jobs): {per_job * 1024:.2f} KB -> "
+        f"4,096 GPUs x 30 days ({jobs:,.0f} jobs): {est:,.0f} MB"
+    )
+    if "wide" in extra:
+        gpus, _, m = extra["wide"]
+        per_gpu = (m["rss"] - m_big["rss"]) / (gpus - big[0])
         print(
-            f"memory per job (the same samples, {jobs_at[base]:,} vs {dense_point[0]:,} jobs): {per_job * 1024:.2f} KB -> "
-            f"4,096 GPUs x 30 days ({jobs:,.0f} jobs): {est:,.0f} MB"
+            f"memory per GPU (the same samples, {big[0]} vs {gpus} GPUs): {per_gpu * 1024:.1f} KB -> "
+            f"with the {4096 - big[0]:,} more GPUs of 4,096: {est + max(per_gpu, 0.0) * (4096 - big[0]):,.0f} MB"
         )
 
 

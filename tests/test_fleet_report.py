@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -213,41 +214,59 @@ def test_the_ledger_is_partitioned_by_month_and_read_whole(fleet: Path) -> None:
     assert len(pd.read_parquet(fleet / "ledger")) == len(idx)  # pandas reads the partitions as one table
 
 
-LEGACY = REPO / "tests" / "data" / "fleet_v1"  # written by the import before the ledger was partitioned
+def _legacy_fleet(fleet: Path, out: Path) -> Path:
+    """The layout `footprint fleet import` wrote before the ledger was partitioned by month (commit c46cd72; the
+    same format version, 1): every job row in one ``index.parquet`` with the index schema, ``month`` a column, and
+    no ``ledger/``; ``fleet.json`` and ``job_gpus.parquet`` as today. Made here from today's import, the old
+    writer being gone. Its records are left out, as an aggregated import writes none: `fleet job` rebuilds one
+    from the rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from footprint.fleet.store import index_schema
+
+    shutil.copytree(fleet, out, ignore=shutil.ignore_patterns("ledger", "jobs"))
+    rows = read_index(fleet).assign(run_dir=None)
+    pq.write_table(pa.Table.from_pandas(rows, schema=index_schema(), preserve_index=False), out / "index.parquet")
+    return out
 
 
-def test_a_fleet_written_before_the_partitioned_ledger_stays_readable(tmp_path: Path) -> None:
+def test_a_fleet_written_before_the_partitioned_ledger_stays_readable(fleet: Path, tmp_path: Path) -> None:
     import pandas as pd
 
     from footprint.cli.app import main
     from footprint.fleet import ledger
     from footprint.fleet.store import FleetWriter
 
-    old = pd.read_parquet(LEGACY / "index.parquet")
-    assert not (LEGACY / "ledger").exists() and len(old) == 13
-    rep = build_report(LEGACY, "month", samples=0)
-    assert rep.totals.jobs == 13 and rep.totals.energy_kwh == pytest.approx(old["energy_j"].sum() / 3.6e6)
-    assert [g.label for g in rep.groups] == ["2025-01", "2025-02"]
-    assert main(["fleet", "report", str(LEGACY), "--by", "job", "-o", str(tmp_path / "jobs.csv")]) == 0
+    legacy = _legacy_fleet(fleet, tmp_path / "fleet_v1")
+    old = pd.read_parquet(legacy / "index.parquet")
+    months = sorted(old["month"].unique())
+    assert not (legacy / "ledger").exists() and len(old) == len(read_index(fleet)) >= 10 and len(months) == 2
+    rep = build_report(legacy, "month", samples=0)
+    assessed = old[old["gpu_model"].notna() & (old["energy_j"] > 0)]
+    assert rep.totals.jobs == len(assessed) and rep.totals.energy_kwh == pytest.approx(assessed["energy_j"].sum() / 3.6e6)
+    assert sorted(g.label for g in rep.groups) == months
+    assert main(["fleet", "report", str(legacy), "--by", "job", "-o", str(tmp_path / "jobs.csv")]) == 0
     jobs = pd.read_csv(tmp_path / "jobs.csv", dtype={"job_id": str})
     assert sorted(jobs["job_id"]) == sorted(old["job_id"])
-    one = old["job_id"].iloc[0]
-    assert main(["fleet", "job", str(LEGACY), one, "-o", str(tmp_path / "run")]) == 0
+    one = assessed["job_id"].iloc[0]
+    assert main(["fleet", "job", str(legacy), one, "-o", str(tmp_path / "run")]) == 0
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["energy"]["total_j"] == pytest.approx(old.set_index("job_id").loc[one, "energy_j"])
+    assert any("rebuilt from the fleet ledger" in n for n in record["notes"])  # from the rows, not a stored record
     # the same rows written as today's ledger: partitioned, and the same report
     new = tmp_path / "fleet"
     with FleetWriter(new) as w:
         w.add_jobs_frame(old)
         w.close_ledger()
-        for name in ("job_gpus.parquet", "gpus.parquet", "fleet.json"):
-            w.path(name).write_bytes((LEGACY / name).read_bytes())
+        for name in ("job_gpus.parquet", "fleet.json"):
+            w.path(name).write_bytes((legacy / name).read_bytes())
         w.commit()
-    assert sorted(p.name for p in (new / "ledger").iterdir()) == ["month=2025-01", "month=2025-02"]
+    assert sorted(p.name for p in (new / "ledger").iterdir()) == [f"month={m}" for m in months]
     again = build_report(new, "month", samples=0)
     assert again.totals.energy_kwh == pytest.approx(rep.totals.energy_kwh, rel=1e-12)
     assert again.totals.impacts["climate_change"] == pytest.approx(rep.totals.impacts["climate_change"], rel=1e-12)
-    a, b = (ledger.job_table(f).sort_values("job_id", ignore_index=True) for f in (LEGACY, new))
+    a, b = (ledger.job_table(f).sort_values("job_id", ignore_index=True) for f in (legacy, new))
     pd.testing.assert_series_equal(a["climate_change [kg CO2 eq]"], b["climate_change [kg CO2 eq]"], rtol=1e-12)
 
 

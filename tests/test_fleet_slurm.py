@@ -31,6 +31,34 @@ def _jobs(text: str = SACCT, tz=UTC):  # noqa: ANN001, ANN202
 # ---- hostlists: SLURM's own documented examples ------------------------------------------------------
 
 
+def test_sacct_jobs_held_in_columns_give_back_the_jobs_they_hold() -> None:
+    """The parsed jobs are columns (`SacctJobs`): indexing, slicing and iterating give `SlurmJob`s equal to those
+    the columns were filled from; repeated values (users, allocations) are held once; a plan's SLURM job reads its
+    GPUs per node and types from them."""
+    from footprint.fleet.attribution import Activity, LabelStats, Plan
+    from footprint.fleet.sacct_jobs import SacctJobs
+    from footprint.fleet.telemetry import Telemetry
+
+    r, jobs = _jobs()
+    rows = list(r.jobs)
+    again = SacctJobs.of(rows)
+    assert list(again) == rows and again[-1] == rows[-1] and again[1:3] == rows[1:3]
+    assert SacctJobs.of(r.jobs) is r.jobs and len(again) == len(rows) == len(jobs)
+    assert again[rows.index(jobs["1008"])].allocations == jobs["1008"].allocations  # a het job: two allocations
+    assert len(r.jobs.codes["user"].values) == len({j.user for j in rows} | {None})
+    assert len(r.jobs.allocs.values) <= len(rows) + 1
+    with pytest.raises(IndexError):
+        r.jobs[len(rows)]
+    window = (min(j.start for j in rows) - 1, max(j.end or j.start for j in rows) + 1)
+    plan = Plan(Telemetry(), window)
+    plan.build(rows, LabelStats(), Activity(*window), now=window[1])
+    for job in plan.jobs:
+        sj = jobs[job.key]
+        want = {h: sum(k for k, _ in a) for h, a in sj.gpus_on().items()}
+        assert dict(job.gpus_by_host) == want and job.slurm == sj and set(job.ids) == sj.ids
+    assert dict(plan.jobs[rows.index(jobs["1008"])].types_by_host) == {"gpu-04": "a100", "gpu-05": "v100"}
+
+
 @pytest.mark.parametrize(
     "expr,hosts",
     [

@@ -26,6 +26,7 @@ record is written on demand (`footprint fleet job`), never for every job.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +35,9 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import promql
-from footprint.fleet.attribution import Activity, Job, LabelStats, Plan
+from footprint.fleet.attribution import Activity, Job, Plan
 from footprint.fleet.prometheus import PrometheusClient
+from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
 
 DAY = 86400.0
@@ -49,22 +51,11 @@ class Found:
 
     fetch: Fetcher
     labels: dict[int, dict[str, str]] = field(default_factory=dict)
-    jobs_on: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)  # (job label, dev) -> days seen
+    jobs_on: LabelSpans = field(default_factory=LabelSpans)  # (job label id, dev) -> first and last day seen
     counter_keys: set[str] = field(default_factory=set)
     by_labels: dict[tuple[int, str, str], int] = field(default_factory=dict)  # (kind, host label, gpu label) -> device
-    instance: dict[tuple[str, int], str] = field(default_factory=dict)  # (job label, device) -> MIG instance
+    instance: dict[tuple[int, int], str] = field(default_factory=dict)  # (job label id, device) -> MIG instance
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
-
-
-@dataclass(slots=True)
-class Item:
-    """One quantity to evaluate: job ``job`` on device ``dev`` over ``[a, b]`` with weight ``w``."""
-
-    job: int
-    dev: int
-    a: float
-    b: float
-    w: float = 1.0
 
 
 def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float]) -> Found:
@@ -78,7 +69,7 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
     if n.power_metric:
         metrics.append((n.power_metric, GPU_GAUGE))
     metrics += [(m, k) for m, k, _ in fetch.sources if k in (CPU, RAM)]
-    day_sets: dict[tuple[int, float], frozenset[tuple[str, str]]] = {}
+    day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (a month of 4,096 GPUs: 123k)
     for metric, kind in metrics:
         for a, b in days:
             for labels in client.series(metric + n.matchers(), a, b):
@@ -92,7 +83,7 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
                 d = fetch._device(kind, labels, metric)
                 if gpu:
                     found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
-                    rest = frozenset((k, v) for k, v in labels.items() if k not in n.job_labels)
+                    rest = hash(frozenset((k, v) for k, v in labels.items() if k not in n.job_labels))
                     seen = day_sets.setdefault((d.id, a), rest)
                     if seen != rest:
                         found.multi.add(d.id)
@@ -102,11 +93,10 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
                     job = fetch._job_key(labels)
                     if job:
                         d.labelled = True
-                        key = (job, d.id)
+                        lab = fetch.t.label_id(job)
                         if labels.get(n.instance_label):
-                            found.instance[key] = labels[n.instance_label]
-                        x0, x1 = found.jobs_on.get(key, (math.inf, -math.inf))
-                        found.jobs_on[key] = (min(x0, max(a, window[0])), max(x1, min(b, window[1])))
+                            found.instance[(lab, d.id)] = labels[n.instance_label]
+                        found.jobs_on.add(lab, d.id, max(a, window[0]), min(b, window[1]))
                 d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
     if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
         raise FootprintError("the series were found but none inside the window", key="--start")
@@ -139,16 +129,6 @@ def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
     for dev in host_meters:  # their shares follow the job windows just refined
         plan.claims.pop(dev, None)
     plan._claims_host_meters()
-
-
-def label_stats(found: Found) -> LabelStats:
-    stats = LabelStats()
-    tel = found.fetch.t
-    for (job, dev), (a, b) in found.jobs_on.items():
-        lab = tel.label_id(job)
-        stats.first[(lab, dev)] = a
-        stats.last[(lab, dev)] = b
-    return stats
 
 
 def activity(client: PrometheusClient, found: Found, window: tuple[float, float], hosts: set[str]) -> Activity:
@@ -189,45 +169,49 @@ def _add_bins(act: Activity, dev: int, values: list[Any], unit: float) -> None:
             arr[b] += x
 
 
-def holdings(plan: Plan, found: Found) -> list[Item]:
+def holdings(plan: Plan, found: Found) -> Items:
     """Every (job, GPU, stretch, weight): labelled GPUs from the labels the job's ids carried, unlabelled ones
-    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k."""
-    tel = found.fetch.t
-    per_dev: dict[int, list[tuple[int, float, float]]] = {}
-    for (label, dev), _ in found.jobs_on.items():
-        for j in plan.label_jobs.get(tel.label_id(label), []):
-            job = plan.jobs[j]
-            per_dev.setdefault(dev, []).append((j, job.start, job.end))
-    for dev, claims in plan.claims.items():
-        if tel.devices[dev].kind in (GPU_COUNTER, GPU_GAUGE):
-            per_dev.setdefault(dev, []).extend((c.job, c.start, c.end) for c in claims)
-    items: list[Item] = []
-    for dev, held in per_dev.items():
-        held = sorted(set(held), key=lambda x: (x[1], x[0]))
-        edges = sorted({t for _, a, b in held for t in (a, b)})
-        for j, a, b in held:
-            inside = [t for t in edges if a <= t <= b]
-            if len(held) == 1 or len(inside) == 2 and _count(held, a, b) == 1:
-                items.append(Item(j, dev, a, b))
-                continue
-            for x, y in zip(inside[:-1], inside[1:], strict=True):
-                k = _count(held, x, y)
-                if y > x and k:
-                    items.append(Item(j, dev, x, y, 1.0 / k))
-    return items
+    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k. One device at a time."""
+    tel, t, spans = found.fetch.t, plan.jobs, found.jobs_on
+    devs = np.array(spans.dev, np.int32)
+    order = np.argsort(devs, kind="stable")
+    devs, labs = devs[order], np.array(spans.lab, np.int32)[order]
+    claims = {d: c for d, c in plan.claims.items() if tel.devices[d].kind in (GPU_COUNTER, GPU_GAUGE)}
+    out = ItemsBuilder()
+    for dev in sorted(set(devs.tolist()) | set(claims)):
+        i, k = np.searchsorted(devs, [dev, dev + 1])
+        held = [(j, t.start[j], t.end[j]) for lab in labs[i:k].tolist() for j in plan.label_jobs.get(lab, [])]
+        held += [(c.job, c.start, c.end) for c in claims.get(dev, [])]
+        _stretches(dev, held, out)
+    return out.build()
 
 
-def split_by_activity(plan: Plan, found: Found, items: list[Item], ev: promql.Evaluator) -> int:
+def _stretches(dev: int, held: list[tuple[int, float, float]], out: ItemsBuilder) -> None:
+    """One GPU's holders: a job alone on it gets its window, jobs sharing it each stretch between two edges."""
+    held = sorted(set(held), key=lambda x: (x[1], x[0]))
+    edges = sorted({t for _, a, b in held for t in (a, b)})
+    for j, a, b in held:
+        inside = [t for t in edges if a <= t <= b]
+        if len(held) == 1 or len(inside) == 2 and _count(held, a, b) == 1:
+            out.add(j, dev, a, b)
+            continue
+        for x, y in zip(inside[:-1], inside[1:], strict=True):
+            k = _count(held, x, y)
+            if y > x and k:
+                out.add(j, dev, x, y, 1.0 / k)
+
+
+def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluator) -> int:
     """Stretches where jobs on different MIG instances share a GPU: each job's weight is its instance's share of
     the instances' mean activity (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` by ``GPU_I_ID``) over the stretch, where
     the exporter gives it; otherwise the even split stays. Returns how many stretches were split so."""
     n = found.fetch.names
-    tel = found.fetch.t
     inst: dict[tuple[int, int], str] = {}
-    for (label, dev), i in found.instance.items():
-        for j in plan.label_jobs.get(tel.label_id(label), []):
+    for (lab, dev), i in found.instance.items():
+        for j in plan.label_jobs.get(lab, []):
             inst[(j, dev)] = i
-    shared = [it for it in items if it.w < 1.0 and (it.job, it.dev) in inst]
+    where = [int(i) for i in items.shared() if (int(items.job[i]), int(items.dev[i])) in inst]
+    shared = [items.item(i) for i in where]
     if not shared or not n.activity_metric:
         return 0
     by = (n.host_label, n.gpu_label, n.instance_label)
@@ -247,6 +231,7 @@ def split_by_activity(plan: Plan, found: Found, items: list[Item], ev: promql.Ev
         if mine is not None and total > 0 and len(held) == round(1 / it.w):
             it.w = mine / total
             done += 1
+    items.w[where] = [it.w for it in shared]
     return done
 
 
@@ -335,16 +320,14 @@ def evaluate(
     items = holdings(plan, found)
     tot.by_activity = split_by_activity(plan, found, items, ev)
     tot.dev_j, tot.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
-    found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks (a month: ~300 B a job)
+    found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks
     found.instance.clear()
-    gpu_items = _by_chunk(items, chunk)
     host_items = _by_chunk(cpu_items(plan, found), chunk)
-    del items
 
     def chunks() -> Iterator[tuple[range, Energies]]:
         for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
-            out = _evaluate_jobs(client, plan, found, ev, (gpu_items.pop(k, []), host_items.pop(k, [])), irregular,
-                                 exact_below_s, exact_all)  # fmt: skip
+            now = (items.jobs(c0, c0 + chunk), host_items.pop(k, []))  # Item objects for this chunk only
+            out = _evaluate_jobs(client, plan, found, ev, now, irregular, exact_below_s, exact_all)
             for (_j, dev), v in out.pair_j.items():
                 tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
             for (_j, dev), v in out.pair_s.items():
@@ -465,10 +448,10 @@ def _eq_or_re(label: str, values: set[str]) -> str:
     return f'{label}="{_q(next(iter(values)))}"' if len(values) == 1 else _matcher(label, promql.regex_alt(values))
 
 
-def _repeated(found: Found, items: list[Item]) -> set[int]:
+def _repeated(found: Found, items: Items) -> set[int]:
     """GPUs whose counter appears on several series at once (MIG instances, jobs sharing the GPU): their
     metered total needs the merged counter; every other GPU's is the sum of its series' increases."""
-    shared = {it.dev for it in items if it.w < 1.0}
+    shared = set(items.dev[items.shared()].tolist())
     return shared | found.multi
 
 
@@ -572,28 +555,41 @@ def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float)
     grid = np.arange(start, end, HOUR).tolist()
     spans = [(grid[i], grid[min(i + 23, len(grid) - 1)]) for i in range(0, len(grid), 24)]
 
-    def one(ab: tuple[float, float]) -> dict[float, dict[int, float]]:
+    def one(ab: tuple[float, float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
         a, b = ab
         data = ev.client.query_range(expr, a, b, HOUR) if b > a else ev.client.query(expr, at=a)
         ev.requests += 1
-        out: dict[float, dict[int, float]] = {}
+        t, d, v = array("d"), array("i"), array("d")  # a day of every GPU's hours, ~20 B a value
         for s in (data.get("result") or []) if isinstance(data, dict) else []:
-            d = found.by_labels.get(
+            dev = found.by_labels.get(
                 (GPU_COUNTER, *(str((s.get("metric") or {}).get(k, "")) for k in (n.host_label, n.gpu_label)))
             )
             pts = s.get("values") or ([s["value"]] if s.get("value") else [])
-            for t, v in pts if d is not None else []:
-                x = float(v)
-                if math.isfinite(x) and x >= 0:
-                    out.setdefault(round(float(t), 3), {})[d] = x
-        return out
+            for tt, x in pts if dev is not None else []:
+                t.append(round(float(tt), 3))
+                d.append(dev)
+                v.append(float(x))
+        del data
+        return _by_time(np.array(t), np.array(d, np.int32), np.array(v))
 
     todo = [*spans, (end, end)]
-    step = 2 * ev.concurrency  # days in flight: the answers are consumed in time order and dropped
+    step = ev.concurrency  # days in flight: the answers are consumed in time order and dropped
     with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
         for i in range(0, len(todo), step):
             for part in pool.map(one, todo[i : i + step]):
-                yield from sorted(part.items())
+                for t, (devs, values) in sorted(part.items()):
+                    yield t, dict(zip(devs.tolist(), values.tolist(), strict=True))
+
+
+def _by_time(t: np.ndarray, dev: np.ndarray, v: np.ndarray) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """time -> (devices, counter values) with a finite, non-negative value (the last one where a device repeats)."""
+    ok = np.isfinite(v) & (v >= 0)
+    t, dev, v = t[ok], dev[ok], v[ok]
+    out = {}
+    for x in np.unique(t).tolist():
+        m = t == x
+        out[x] = (dev[m], v[m])
+    return out
 
 
 def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:

@@ -22,38 +22,21 @@ the counter measured in the window.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from footprint.fleet.jobtable import LABEL, SLURM, Job, JobTable, LabelJobs
+from footprint.fleet.sacct_jobs import SacctJobs
 from footprint.fleet.slurm import SlurmJob
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, RAM, Chunk, Device, Telemetry
 
 UNALLOCATED, GAP, MULTI = -1, -2, -3
+__all__ = ["GAP", "UNALLOCATED", "Activity", "Job", "LabelStats", "Plan", "Totals", "attribute"]
 BIN_S = 300.0  # finest resolution of the per-GPU activity used to infer which GPUs a job held
 MAX_BINS = 4000  # per GPU: long windows get coarser bins, so memory stays bounded
-
-
-@dataclass(slots=True)
-class Job:
-    key: str
-    ids: tuple[str, ...]  # a tuple, not a set: a month's 100,000 jobs each keep one
-    source: str  # "slurm" | "label"
-    start: float  # window used, clipped to the import window
-    end: float
-    slurm: SlurmJob | None = None
-    gpus_by_host: dict[str, int] = field(default_factory=dict)  # allocated (slurm) or labelled (label) GPUs per node
-    types_by_host: dict[str, str | None] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def gpu_count(self) -> int:
-        return sum(self.gpus_by_host.values())
-
-    @property
-    def duration_s(self) -> float:
-        return max(self.end - self.start, 0.0)
 
 
 @dataclass
@@ -76,6 +59,11 @@ class LabelStats:
             kk = divmod(u, 1_000_000)
             self.first[kk] = min(self.first.get(kk, math.inf), a)
             self.last[kk] = max(self.last.get(kk, -math.inf), b)
+
+    def items(self) -> Iterator[tuple[int, int, float, float]]:
+        """(label id, device, first, last) of every label seen on a device."""
+        for (lab, dev), first in self.first.items():
+            yield lab, dev, first, self.last[(lab, dev)]
 
 
 class Activity:
@@ -107,6 +95,12 @@ class Activity:
         return float(arr[a : b + 1].sum())
 
 
+class Spans(Protocol):
+    """Where each job label was seen: `LabelStats` (the exact import) or the series index (`aggregate`)."""
+
+    def items(self) -> Iterator[tuple[int, int, float, float]]: ...
+
+
 @dataclass(slots=True)
 class Claim:
     start: float
@@ -121,8 +115,8 @@ class Plan:
     def __init__(self, tel: Telemetry, window: tuple[float, float]) -> None:
         self.tel = tel
         self.window = window
-        self.jobs: list[Job] = []
-        self.label_jobs: dict[int, list[int]] = {}
+        self.jobs = JobTable()
+        self.label_jobs = LabelJobs()
         self.claims: dict[int, list[Claim]] = {}
         self.notes: list[str] = []
         self._label_arrays: LabelArrays | None = None
@@ -138,61 +132,61 @@ class Plan:
         self.labelled_dev = labelled_dev & self.gpu_mask
 
     # ---- building -------------------------------------------------------------------------------
-    def build(self, slurm_jobs: list[SlurmJob] | None, stats: LabelStats, activity: Activity, now: float) -> None:
-        s0, s1 = self.window
+    def build(self, slurm_jobs: Iterable[SlurmJob] | None, stats: Spans, activity: Activity, now: float) -> None:
+        sacct = SacctJobs.of(slurm_jobs or [])
+        self.jobs = JobTable(sacct)
         by_id: dict[str, int] = {}
-        for sj in slurm_jobs or []:
-            end = sj.end if sj.end is not None else min(s1, now)
-            start, stop = max(sj.start, s0), min(end, s1)
-            if stop <= start:
-                continue  # outside the window
-            job = Job(sj.job_id, tuple(sorted(sj.ids)), "slurm", start, stop, sj, notes=list(sj.notes))
-            for host, allocs in sj.gpus_on().items():
-                job.gpus_by_host[host] = sum(k for k, _ in allocs)
-                types = {t for _, t in allocs if t}
-                if len(types) == 1:  # read with .get(): an untyped node costs no entry
-                    job.types_by_host[host] = types.pop()
-            if sj.end is None:
-                job.notes.append(f"still running when sacct ran: window cut at {_iso(stop)}")
-            if sj.start < s0 or (sj.end or math.inf) > s1:
-                job.notes.append(
-                    f"ran {_iso(sj.start)} - {_iso(sj.end) if sj.end else 'still running'}; "
-                    f"only the part inside the import window ({_iso(start)} - {_iso(stop)}) is counted"
-                )
-            for i in sj.ids:
-                by_id[i] = len(self.jobs)
-            self.jobs.append(job)
+        for i in range(len(sacct)):
+            j = self._slurm_job(sacct, i, now)
+            if j is not None:
+                by_id.update(dict.fromkeys(sacct.ids(i), j))
         self._label_jobs(stats, by_id)
         self._claims_unlabelled(activity)
         self._claims_host_meters()
 
-    def _label_jobs(self, stats: LabelStats, by_id: dict[str, int]) -> None:
+    def _slurm_job(self, sacct: SacctJobs, i: int, now: float) -> int | None:
+        """Row ``i`` of sacct as a job of the plan, its window clipped to the import's (None: outside it)."""
+        s0, s1 = self.window
+        t0, t1 = sacct.num["start"][i], sacct.num["end"][i]
+        running = math.isnan(t1)
+        start, stop = max(t0, s0), min(min(s1, now) if running else t1, s1)
+        if stop <= start:
+            return None
+        j = self.jobs.add(sacct.job_id[i], SLURM, start, stop, i, sacct.notes.get(i))
+        if running:
+            self.jobs[j].note(f"still running when sacct ran: window cut at {_iso(stop)}")
+        if t0 < s0 or (math.inf if running else t1) > s1:
+            self.jobs[j].note(
+                f"ran {_iso(t0)} - {'still running' if running else _iso(t1)}; "
+                f"only the part inside the import window ({_iso(start)} - {_iso(stop)}) is counted"
+            )
+        return j
+
+    def _label_jobs(self, stats: Spans, by_id: dict[str, int]) -> None:
         """Map every job label to jobs; labels sacct does not know become jobs of their own."""
         devs = self.tel.devices
         seen: dict[int, dict[int, tuple[float, float]]] = {}  # label-only job -> device -> (first, last)
-        for (lab, dev), first in stats.first.items():
-            last = stats.last[(lab, dev)]
+        for lab, dev, first, last in stats.items():
             for name in self.tel.labels[lab].split(","):
                 j = by_id.get(name)
                 if j is None:
-                    j = len(self.jobs)
-                    by_id[name] = j
-                    self.jobs.append(Job(name, (name,), "label", first, last))
-                if self.jobs[j].source == "label":
+                    j = by_id[name] = self.jobs.add(name, LABEL, first, last)
+                if self.jobs.source[j] == LABEL:
                     w = seen.setdefault(j, {})
                     a, b = w.get(dev, (math.inf, -math.inf))
                     w[dev] = (min(a, first), max(b, last))
         for lab, text in enumerate(self.tel.labels):
             if lab:
-                self.label_jobs[lab] = [by_id[n] for n in text.split(",") if n in by_id]
+                self.label_jobs.set(lab, [by_id[n] for n in text.split(",") if n in by_id])
         for j, per_dev in seen.items():
             job = self.jobs[j]
             job.start = max(min(a for a, _ in per_dev.values()), self.window[0])
             job.end = min(max(b for _, b in per_dev.values()), self.window[1])
+            gpus = self.jobs.label_gpus[j]
             for dev in per_dev:
                 host = devs[dev].host
-                job.gpus_by_host[host] = job.gpus_by_host.get(host, 0) + 1
-            job.notes.append(
+                gpus[host] = gpus.get(host, 0) + 1
+            job.note(
                 "job known from its telemetry label only (not in the sacct input): window = first to last labelled "
                 "sample, GPUs = those that carried the label"
             )
@@ -200,17 +194,17 @@ class Plan:
     def _claims_unlabelled(self, activity: Activity) -> None:
         if not self.tel.devices:
             return  # SLURM alone: no telemetry to claim
-        order = sorted(range(len(self.jobs)), key=lambda j: (self.jobs[j].start, self.jobs[j].key))
-        for j in order:
-            job = self.jobs[j]
-            if job.source != "slurm":
+        t = self.jobs
+        for j in sorted(range(len(t)), key=lambda j: (t.start[j], t.key[j])):
+            job = t[j]
+            if t.source[j] != SLURM:
                 continue
             for host, k in job.gpus_by_host.items():
                 if host in self.labelled_hosts:
                     continue
                 gpus = self.host_gpus.get(host, [])
                 if not gpus:
-                    job.notes.append(f"node {host}: no GPU telemetry in Prometheus; its {k} GPU(s) are not measured")
+                    job.note(f"node {host}: no GPU telemetry in Prometheus; its {k} GPU(s) are not measured")
                     continue
                 free = [d for d in gpus if not any(c.start < job.end and job.start < c.end for c in self.claims.get(d.id, []))]
                 if len(gpus) <= k:
@@ -228,20 +222,22 @@ class Plan:
                     )
                     if len(chosen) < k:
                         note += f"; only {len(chosen)} were free (overlapping allocations in sacct?)"
-                job.notes.append(note)
+                job.note(note)
                 for d in chosen:
                     self._claim(d.id, Claim(job.start, job.end, j))
 
     def _claims_host_meters(self) -> None:
+        """Each job's share of its nodes' CPU/RAM meters: its GPUs there over the node's (jobs x their nodes, not
+        jobs x meters)."""
+        meters: dict[str, list[Device]] = {}
         for d in self.tel.devices:
-            if d.kind not in (CPU, RAM):
-                continue
-            n_gpus = len(self.host_gpus.get(d.host, []))
-            for j, job in enumerate(self.jobs):
-                k = job.gpus_by_host.get(d.host)
-                if not k or not n_gpus:
-                    continue
-                self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
+            if d.kind in (CPU, RAM):
+                meters.setdefault(d.host, []).append(d)
+        for j, job in enumerate(self.jobs if meters else ()):
+            for host, k in job.gpus_by_host.items():
+                n_gpus = len(self.host_gpus.get(host, []))
+                for d in meters.get(host, []) if k and n_gpus else ():
+                    self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
         for claims in self.claims.values():
             claims.sort(key=lambda c: c.start)
 

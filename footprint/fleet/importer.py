@@ -23,6 +23,8 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet.attribution import GAP, UNALLOCATED, Activity, Job, LabelStats, Plan, Totals, attribute
 from footprint.fleet.prometheus import PromConfig, PrometheusClient
+from footprint.fleet.records import run_record
+from footprint.fleet.sacct_jobs import SacctJobs
 from footprint.fleet.slurm import SacctResult
 from footprint.fleet.store import FleetWriter
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Chunk, DcgmNames, Device, Fetcher, describe
@@ -66,15 +68,15 @@ class ImportSummary:
 
 def _window(opts: ImportOptions, now: float) -> tuple[float, float]:
     start, end = opts.start, opts.end
-    jobs = opts.sacct.jobs if opts.sacct else []
+    jobs = SacctJobs.of(opts.sacct.jobs if opts.sacct else [])
     if start is None:
         if not jobs:
             raise FootprintError("give --start (no sacct jobs to take the window from)", key="--start")
-        start = min(j.start for j in jobs)
+        start = float(jobs.column("start").min())
     if end is None:
         if not jobs:
             raise FootprintError("give --end (no sacct jobs to take the window from)", key="--end")
-        end = max((j.end if j.end is not None else now) for j in jobs)
+        end = float(np.nan_to_num(jobs.column("end"), nan=now).max())
     if end <= start:
         raise FootprintError(f"--end {_iso(end)} is not after --start {_iso(start)}", key="--end")
     return start, min(end, now) if opts.end is None else end
@@ -115,9 +117,8 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
 def _from_prometheus(
     w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
 ) -> ImportSummary:
-    assert opts.prom is not None
-    client = PrometheusClient(opts.prom)
-    fetch = Fetcher(client, opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
+    fetch = _connect(opts, window)
+    client = fetch.client
     fetch.discover()
     tel = fetch.t
     stats, activity = _spool(w, fetch, window, progress)
@@ -127,16 +128,10 @@ def _from_prometheus(
     plan.build(opts.sacct.jobs if opts.sacct else None, stats, activity, now)
     totals = _attribute_spool(w, plan, opts.keep_series, progress)
     pairs = _pairs(totals)
-    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])]}
+    source = _source(opts, window)
     for j, job in enumerate(plan.jobs):
         w.add_job(_write_job(w, j, job, plan, pairs.get(j), opts, source))
-    gpus = _gpus_table(tel.devices, totals)
-    gpus.to_parquet(w.path("gpus.parquet"), index=False)
-    meta = _meta(opts, window, len(plan.jobs), tel.notes + plan.notes, client_info(client))
-    meta["telemetry"] = t = _telemetry_meta(gpus, plan)
-    w.write_meta(meta)
-    total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
-    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+    return _close(w, opts, window, plan, _gpus_table(tel.devices, totals), tel.notes + plan.notes, client_info(client), {})
 
 
 def _aggregated(
@@ -146,9 +141,8 @@ def _aggregated(
 
     from footprint.fleet import aggregate, promql
 
-    assert opts.prom is not None
-    client = PrometheusClient(opts.prom)
-    fetch = Fetcher(client, opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
+    fetch = _connect(opts, window)
+    client = fetch.client
     found = aggregate.discover(client, fetch, window)
     tel = fetch.t
     plan = Plan(tel, window)
@@ -162,10 +156,10 @@ def _aggregated(
         (lambda done, total: progress("querying", total, 1)) if progress else None,
         resume,
     )
-    source = {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])], "method": "server-side increase()"}
+    source = {**_source(opts, window), "method": "server-side increase()"}
     try:
         act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
-        plan.build(opts.sacct.jobs if opts.sacct else None, aggregate.label_stats(found), act, now)
+        plan.build(opts.sacct.jobs if opts.sacct else None, found.jobs_on, act, now)
         aggregate.refine_label_jobs(plan, found, ev)
         e, chunks = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
         for jobs, part in chunks:  # a chunk of jobs evaluated, written and dropped
@@ -176,8 +170,6 @@ def _aggregated(
             raise
         more = f" ({kept} answers kept in {resume}: the same command resumes from them)"
         raise type(exc)(exc.detail + more, exc.file, exc.key) from None
-    gpus = aggregate.gpu_rows(found, plan, e)
-    gpus.to_parquet(w.path("gpus.parquet"), index=False)
     agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
     if e.by_activity:
         plan.notes.append(
@@ -190,13 +182,41 @@ def _aggregated(
         agg["partial"] = True
     else:
         meta_notes = []
-    meta = _meta(opts, window, len(plan.jobs), meta_notes + tel.notes + plan.notes, prom)
+    notes = meta_notes + tel.notes + plan.notes
+    extra = {"method": "aggregated", "partial": bool(client.warnings)}
+    return _close(w, opts, window, plan, aggregate.gpu_rows(found, plan, e), notes, prom, extra)
+
+
+def _connect(opts: ImportOptions, window: tuple[float, float]) -> Fetcher:
+    """The server's client and the series fetcher over the window (both imports start here)."""
+    assert opts.prom is not None
+    return Fetcher(PrometheusClient(opts.prom), opts.names, window[0], window[1], opts.chunk_s, opts.max_gap_s)
+
+
+def _source(opts: ImportOptions, window: tuple[float, float]) -> dict[str, Any]:
+    assert opts.prom is not None
+    return {"prometheus": opts.prom.url, "window": [_iso(window[0]), _iso(window[1])]}
+
+
+def _close(
+    w: FleetWriter,
+    opts: ImportOptions,
+    window: tuple[float, float],
+    plan: Plan,
+    gpus: Any,
+    notes: list[str],
+    prom: dict[str, Any],
+    extra: dict[str, Any],
+) -> ImportSummary:
+    """gpus.parquet and fleet.json written; the summary of an import with telemetry."""
+    gpus.to_parquet(w.path("gpus.parquet"), index=False)
+    meta = _meta(opts, window, len(plan.jobs), notes, prom)
     meta["telemetry"] = t = _telemetry_meta(gpus, plan)
-    meta["method"] = "aggregated"
-    meta["partial"] = bool(client.warnings)
+    meta.update(extra)
     w.write_meta(meta)
     total, alloc = t["gpu_energy_j"], t["allocated_energy_j"]
-    return ImportSummary(w.out, len(plan.jobs), len(tel.devices), total, alloc, total - alloc, meta["skipped"], meta["notes"])
+    n = len(plan.tel.devices)
+    return ImportSummary(w.out, len(plan.jobs), n, total, alloc, total - alloc, meta["skipped"], meta["notes"])
 
 
 def _write_chunk(w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOptions, source: dict[str, Any]) -> None:
@@ -209,12 +229,13 @@ def _write_chunk(w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOp
     for j in jobs:
         job, rows = plan.jobs[j], by_job.get(j)
         if j in e.exact_jobs:
-            job.notes.append(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
+            job.note(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
         if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
             pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
             w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
         else:
             w.add_job(_ledger_row(w, job, rows or [], plan, opts))
+        plan.jobs.notes.pop(j, None)  # written: its notes are no longer held
 
 
 def resume_dir(out: Path) -> Path:
@@ -436,7 +457,25 @@ def _ledger_row(w: FleetWriter, job: Job, pairs: list[tuple[int, float, float]],
     w.add_job_devices(job.key, rows)
     known = [v for v in sums.values() if v is not None]
     total = sum(known) if known else None
+    energy = {"gpu_j": sums["gpu"], "cpu_j": sums["cpu"], "ram_j": sums["ram"], "total_j": total}
     gpu_name = Counter(names).most_common(1)[0][0] if names else None
+    method = "+".join(sorted(methods)) or "none"
+    return _index_row(job, opts, len(names), gpu_name, energy, method, coverage, None, list(dict.fromkeys(notes)))
+
+
+def _index_row(
+    job: Job,
+    opts: ImportOptions,
+    gpu_count: int,
+    gpu_name: str | None,
+    energy: dict[str, float | None],
+    method: str,
+    coverage: float | None,
+    run_dir: str | None,
+    notes: list[str],
+) -> dict[str, Any]:
+    """The job's ledger row (`store.INDEX_COLUMNS` less those the writer derives) from its energies
+    (``energy``: `runrecord.energy_summary`'s keys)."""
     sj = job.slurm
     return {
         "job_id": job.key,
@@ -449,20 +488,20 @@ def _ledger_row(w: FleetWriter, job: Job, pairs: list[tuple[int, float, float]],
         "start": job.start,
         "end": job.end,
         "duration_s": job.duration_s,
-        "gpu_count": len(names),
+        "gpu_count": gpu_count,
         "gpu_name": gpu_name,
         "gpu_model": catalogue_id(gpu_name),
         "nodes": ",".join(job.gpus_by_host) or None,
-        "gpu_energy_j": sums["gpu"],
-        "cpu_energy_j": sums["cpu"],
-        "ram_energy_j": sums["ram"],
-        "energy_j": total,
-        "energy_method": "+".join(sorted(methods)) or "none" if total is not None else "none",
+        "gpu_energy_j": energy["gpu_j"],
+        "cpu_energy_j": energy["cpu_j"],
+        "ram_energy_j": energy["ram_j"],
+        "energy_j": energy["total_j"],
+        "energy_method": method if energy["total_j"] is not None else "none",
         "coverage": coverage,
         "grid": (opts.site or {}).get("grid"),
         "pue": (opts.site or {}).get("pue"),
-        "run_dir": None,
-        "notes": "; ".join(dict.fromkeys(notes)) or None,
+        "run_dir": run_dir,
+        "notes": "; ".join(notes) or None,
     }
 
 
@@ -530,67 +569,26 @@ def _finish(
 ) -> dict[str, Any]:
     """Write the job's run record and return its index row."""
     from footprint.lca.workload import run_scenario
-    from footprint.tracking import runrecord
 
     sj = job.slurm
-    gpus = [d for d in devices if d["component"] == "gpu"]
-    hosts: dict[str, list[str]] = {}
-    for d in gpus:
-        hosts.setdefault(d["host"], []).append(d["uuid"])
-    record: dict[str, Any] = {
-        "format": runrecord.FORMAT,
-        "version": runrecord.VERSION,
-        "name": (sj.name if sj and sj.name else None) or job.key,
-        "job_id": job.key,
-        "imported_from": "+".join(p for p in ("prometheus-dcgm" if telemetry else "", "slurm" if sj else "") if p),
-        "start_utc": runrecord.utc_iso(job.start),
-        "end_utc": runrecord.utc_iso(job.end),
-        "duration_s": job.duration_s,
-        "steps": 0,
-        "tokens": 0,
-        "flops": None,
-        "mfu": None,
-        "devices": devices,
-        "energy": runrecord.energy_summary(devices),
-        "ranks": [],
-        "hosts": [{"host": h, "gpus": u} for h, u in hosts.items()],
-        "site": dict(opts.site) if opts.site else None,
-        "slurm": _slurm_block(job) if sj else None,
-        "telemetry": {**telemetry, "coverage": coverage, "method": method} if telemetry else None,
-        "windows": [],
-        "notes": list(dict.fromkeys(notes)),
-    }
+    record = run_record(
+        name=(sj.name if sj and sj.name else None) or job.key,
+        job_id=job.key,
+        imported_from="+".join(p for p in ("prometheus-dcgm" if telemetry else "", "slurm" if sj else "") if p),
+        start=job.start,
+        end=job.end,
+        duration_s=job.duration_s,
+        devices=devices,
+        site=dict(opts.site) if opts.site else None,
+        slurm=_slurm_block(job) if sj else None,
+        telemetry={**telemetry, "coverage": coverage, "method": method} if telemetry else None,
+        notes=notes,
+    )
     rel = w.write_record(job.key, record) if w.records else None
     w.add_job_devices(job.key, devices)
-    scen = run_scenario(record)
-    gpu_name = scen["hardware"].get("gpu")
-    e = record["energy"]
-    return {
-        "job_id": job.key,
-        "name": record["name"],
-        "user": sj.user if sj else None,
-        "account": (sj.account if sj else None) or (job.key.split("/")[0] if "/" in job.key else None),
-        "partition": sj.partition if sj else None,
-        "state": sj.state if sj else None,
-        "source": job.source,
-        "start": job.start,
-        "end": job.end,
-        "duration_s": job.duration_s,
-        "gpu_count": len(gpus),
-        "gpu_name": gpu_name,
-        "gpu_model": catalogue_id(gpu_name),
-        "nodes": ",".join(job.gpus_by_host) or None,
-        "gpu_energy_j": e["gpu_j"],
-        "cpu_energy_j": e["cpu_j"],
-        "ram_energy_j": e["ram_j"],
-        "energy_j": e["total_j"],
-        "energy_method": method if e["total_j"] is not None else "none",
-        "coverage": coverage,
-        "grid": (opts.site or {}).get("grid"),
-        "pue": (opts.site or {}).get("pue"),
-        "run_dir": rel,
-        "notes": "; ".join(record["notes"]) or None,
-    }
+    gpus = sum(1 for d in devices if d["component"] == "gpu")
+    gpu_name = run_scenario(record)["hardware"].get("gpu")
+    return _index_row(job, opts, gpus, gpu_name, record["energy"], method, coverage, rel, record["notes"])
 
 
 def _slurm_block(job: Job) -> dict[str, Any]:

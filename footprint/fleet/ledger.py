@@ -21,6 +21,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import store
+from footprint.fleet.records import run_record
 from footprint.lca import DEFAULT_SAMPLES
 
 
@@ -70,7 +71,6 @@ def read_jobs(fleet: str | Path, columns: tuple[str, ...]) -> Any:
 
 def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
     """The job's run record: as written when the import wrote records, else rebuilt from its ledger rows."""
-    from footprint.tracking import runrecord
 
     rows = query(fleet, "SELECT * FROM jobs WHERE job_id = ?", [str(job_id)])
     if rows.empty:
@@ -86,35 +86,24 @@ def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
     meta = store.read_meta(fleet)
     notes = [n for n in str(row.get("notes") or "").split("; ") if n]
     site = {k: _num(row.get(k)) if k == "pue" else row.get(k) for k in ("grid", "pue") if _present(row.get(k))}
-    start, end = row["start"].timestamp(), row["end"].timestamp()
-    return {
-        "format": runrecord.FORMAT,
-        "version": runrecord.VERSION,
-        "name": row.get("name") or str(job_id),
-        "job_id": str(job_id),
-        "imported_from": "+".join(x for x in ("prometheus-dcgm" if row.get("source") != "slurm-only" else "", "slurm") if x),
-        "start_utc": runrecord.utc_iso(start),
-        "end_utc": runrecord.utc_iso(end),
-        "duration_s": _num(row.get("duration_s")),
-        "steps": 0,
-        "tokens": 0,
-        "flops": None,
-        "mfu": None,
-        "devices": devices,
-        "energy": runrecord.energy_summary(devices),
-        "ranks": [],
-        "hosts": _hosts(devices),
-        "site": site or None,
-        "slurm": {k: row.get(k) for k in ("user", "account", "partition", "state")} if row.get("user") else None,
-        "telemetry": {
+    return run_record(
+        name=row.get("name") or str(job_id),
+        job_id=str(job_id),
+        imported_from="+".join(x for x in ("prometheus-dcgm" if row.get("source") != "slurm-only" else "", "slurm") if x),
+        start=row["start"].timestamp(),
+        end=row["end"].timestamp(),
+        duration_s=_num(row.get("duration_s")),
+        devices=devices,
+        site=site or None,
+        slurm={k: row.get(k) for k in ("user", "account", "partition", "state")} if row.get("user") else None,
+        telemetry={
             "coverage": _num(row.get("coverage")),
             "method": row.get("energy_method"),
             "import": meta.get("method", "exact"),
             "window": meta.get("window"),
-        },  # fmt: skip
-        "windows": [],
-        "notes": notes + ["rebuilt from the fleet ledger (its job and job_gpus rows) by `footprint fleet job`"],
-    }
+        },
+        notes=notes + ["rebuilt from the fleet ledger (its job and job_gpus rows) by `footprint fleet job`"],
+    )
 
 
 def _devices(fleet: str | Path, job_id: str) -> list[dict[str, Any]]:
@@ -132,14 +121,6 @@ def _devices(fleet: str | Path, job_id: str) -> list[dict[str, Any]]:
         d["measured"] = bool(d.get("measured"))
         out.append(d)
     return out
-
-
-def _hosts(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    hosts: dict[str, list[str]] = {}
-    for d in devices:
-        if d.get("component") == "gpu" and d.get("host"):
-            hosts.setdefault(d["host"], []).append(d["uuid"])
-    return [{"host": h, "gpus": u} for h, u in hosts.items()]
 
 
 def _present(v: Any) -> bool:

@@ -20,6 +20,7 @@ output at all is one clear error.
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import os
@@ -27,11 +28,15 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
+import numpy as np
+
 from footprint.errors import FootprintError
+from footprint.fleet.sacct_jobs import Allocation, SacctJobs, SlurmJob
 from footprint.inputs import MAX_RECORD_DEVICES
 
 SACCT_FIELDS = (
@@ -172,59 +177,9 @@ def parse_tres(text: str) -> GpuTres:
 # ---- jobs ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    """GPUs a job (or a het-job component) holds: ``gpus_per_node`` on each of ``nodes``."""
-
-    nodes: tuple[str, ...]
-    gpus_per_node: tuple[int, ...]
-    gpu_type: str | None
-
-
-@dataclass(slots=True)
-class SlurmJob:
-    job_id: str  # as sacct prints it: 1001, 1003_2 (array task), 1010 (het job, components folded)
-    raw_id: str | None
-    name: str | None
-    user: str | None
-    account: str | None
-    partition: str | None
-    state: str
-    start: float
-    end: float | None  # None: still running when sacct ran
-    elapsed_s: float | None
-    allocations: list[Allocation]
-    consumed_energy_j: float | None = None
-    consumed_energy_from: str | None = None
-    line: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def gpu_count(self) -> int:
-        return sum(sum(a.gpus_per_node) for a in self.allocations)
-
-    @property
-    def nodes(self) -> list[str]:
-        return list(dict.fromkeys(n for a in self.allocations for n in a.nodes))
-
-    @property
-    def ids(self) -> set[str]:
-        """Every id a job label may carry for this job (sacct's JobID and JobIDRaw)."""
-        return {self.job_id} | ({self.raw_id} if self.raw_id else set())
-
-    def gpus_on(self) -> dict[str, list[tuple[int, str | None]]]:
-        """node -> [(count, gres type)] over the job's allocations."""
-        out: dict[str, list[tuple[int, str | None]]] = {}
-        for a in self.allocations:
-            for n, k in zip(a.nodes, a.gpus_per_node, strict=True):
-                if k:
-                    out.setdefault(n, []).append((k, a.gpu_type))
-        return out
-
-
 @dataclass
 class SacctResult:
-    jobs: list[SlurmJob]
+    jobs: SacctJobs  # a sequence of SlurmJob, held in columns
     skipped: list[str]  # one line per job or line left out, saying why
     source: str
     fields: tuple[str, ...]
@@ -288,17 +243,18 @@ def _energy(text: str) -> float | None:
     return v if 0 < v < 1.8e19 else None
 
 
-def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
-    """Jobs with GPUs from ``sacct --parsable2`` text (header line required)."""
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
+    """Jobs with GPUs from ``sacct --parsable2`` output (header line required): a string, or its lines one at a
+    time (an open file), so that a month's sacct is never held whole."""
+    lines = _numbered(io.StringIO(text, newline=None) if isinstance(text, str) else text)
+    first, head = next(((i, line) for i, line in lines if line.strip()), (None, ""))
     if first is None:
         raise FootprintError("empty: expected `sacct --parsable2` output with its header line", source)
-    header = [h.strip() for h in lines[first].split(delimiter)]
+    header = [h.strip() for h in head.split(delimiter)]
     if "JobID" not in header:
         raise FootprintError(
-            f"line {first + 1}: expected the header line of `sacct --parsable2` (fields separated by "
-            f"{delimiter!r}, e.g. {'|'.join(SACCT_FIELDS)}); got {lines[first][:80]!r}",
+            f"line {first}: expected the header line of `sacct --parsable2` (fields separated by "
+            f"{delimiter!r}, e.g. {'|'.join(SACCT_FIELDS)}); got {head[:80]!r}",
             source,
         )
     missing = [f for f in REQUIRED if f not in header]
@@ -306,11 +262,42 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    jobs: dict[str, SlurmJob] = {}
+    out = SacctJobs()
+    jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter, out)
+    for job, parts in het.items():
+        jobs[job] = out.append(_fold_het(job, parts))
+    for job, (step, e) in step_energy.items():
+        i = jobs.get(job)
+        if i is not None and math.isnan(out.num["consumed_energy_j"][i]):
+            out.set_energy(i, e, f"step {job}.{step} (the largest of its steps)")
+    gpus = [i for i in jobs.values() if out.gpu_count(i) > 0]
+    skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
+                for i in jobs.values() if out.gpu_count(i) == 0]  # fmt: skip
+    out = out.take(sorted(gpus, key=lambda i: (out.num["start"][i], out.job_id[i])))
+    # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
+    # (and it ran after every End it prints)
+    start, end, elapsed = (out.column(k) for k in ("start", "end", "elapsed_s"))
+    running = np.isnan(end) & (elapsed > 0)
+    seen = np.concatenate([start[running] + elapsed[running], end[~np.isnan(end)]])
+    return SacctResult(out, skipped, source, tuple(header), float(seen.max()) if len(seen) else None)
+
+
+def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(line number, line without its end) of each line."""
+    for i, line in enumerate(lines, start=1):
+        yield i, line.rstrip("\r\n")
+
+
+def _read_lines(
+    lines: Iterator[tuple[int, str]], header: list[str], tz: tzinfo, delimiter: str, out: SacctJobs
+) -> tuple[dict[str, int], dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
+    """Every line: jobs appended to ``out`` (job id -> its row), het-job components and steps' largest energy
+    aside, skipped lines noted."""
+    jobs: dict[str, int] = {}
     het: dict[str, list[SlurmJob]] = {}
     skipped: list[str] = []
-    step_energy: dict[str, list[tuple[str, float]]] = {}
-    for lineno, line in enumerate(lines[first + 1 :], start=first + 2):
+    step_energy: dict[str, tuple[str, float]] = {}  # job -> its step with the largest energy
+    for lineno, line in lines:
         if not line.strip():
             continue
         try:
@@ -321,8 +308,8 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
             job, het_off, step = m.group("job"), m.group("het"), m.group("step")
             if step is not None:  # steps fold into their job: only their energy is kept
                 e = _energy(row.get("ConsumedEnergyRaw", ""))
-                if e is not None:
-                    step_energy.setdefault(job, []).append((step, e))
+                if e is not None and e > step_energy.get(job, ("", -1.0))[1]:
+                    step_energy[job] = (step, e)
                 continue
             if "[" in job:
                 skipped.append(f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
@@ -335,29 +322,13 @@ def parse_sacct(text: str, tz: tzinfo, source: str = "sacct", delimiter: str = "
             continue
         if isinstance(sj, str):
             skipped.append(f"line {lineno}: job {job}: {sj}")
-            continue
-        if het_off is not None:
+        elif het_off is not None:
             het.setdefault(job, []).append(sj)
         elif job in jobs:
             skipped.append(f"line {lineno}: job {job} appears twice (sacct --duplicates?); the first line is kept")
         else:
-            jobs[job] = sj
-    for job, parts in het.items():
-        jobs[job] = _fold_het(job, parts)
-    out: list[SlurmJob] = []
-    for job, sj in jobs.items():
-        if sj.consumed_energy_j is None and step_energy.get(job):
-            step, e = max(step_energy[job], key=lambda se: se[1])
-            sj.consumed_energy_j, sj.consumed_energy_from = e, f"step {job}.{step} (the largest of its steps)"
-        if sj.gpu_count == 0:
-            skipped.append(f"line {sj.line}: job {job}: no GPU in AllocTRES, left out (CPU-only job)")
-            continue
-        out.append(sj)
-    out.sort(key=lambda j: (j.start, j.job_id))
-    # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
-    # (and it ran after every End it prints)
-    seen = [j.start + j.elapsed_s for j in out if j.end is None and j.elapsed_s] + [j.end for j in out if j.end is not None]
-    return SacctResult(out, skipped, source, tuple(header), max(seen) if seen else None)
+            jobs[job] = out.append(sj)
+    return jobs, het, skipped, step_energy
 
 
 def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | str | None:
@@ -423,10 +394,10 @@ def read_sacct(path: str | Path, tz: tzinfo, delimiter: str = "|") -> SacctResul
     if p.stat().st_size > MAX_SACCT_BYTES:
         raise FootprintError(f"larger than {MAX_SACCT_BYTES} bytes: split the sacct export by time", str(p))
     try:
-        text = p.read_text()
+        with p.open(newline=None) as f:  # line by line: a month's sacct is never held whole
+            result = parse_sacct(f, tz, str(p), delimiter)
     except UnicodeDecodeError:
         raise FootprintError("not a text file (expected `sacct --parsable2` output)", str(p)) from None
-    result = parse_sacct(text, tz, str(p), delimiter)
     if result.taken_at is None:
         result.taken_at = p.stat().st_mtime  # no running job to tell: the file was written when sacct ran
     return result

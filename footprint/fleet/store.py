@@ -73,7 +73,7 @@ INDEX_COLUMNS = (
 
 
 FLOAT_COLUMNS = ("duration_s", "gpu_hours", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue")
-ROWS_PER_PART = 5_000  # the ledger is written in row groups of this many rows: memory stays bounded
+ROWS_PER_PART = 500  # ledger rows (and device rows) buffered as dicts, then written as a row group: memory stays bounded
 
 
 def index_schema() -> Any:
