@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from footprint.errors import FootprintError
 from footprint.serving import store
 from footprint.serving.assess import Site
 from footprint.serving.report import build, series
@@ -161,8 +162,49 @@ def test_the_watch_scrapes_at_each_window_edge(tmp_path: Path) -> None:
 def test_window_lines_without_or_with_a_damaged_start_give_finite_rates(tmp_path: Path) -> None:
     old = json.loads(_window(0.0, 101.0, 300.0, 500.0, 1.0))
     del old["start"]  # written before windows had a start: a whole window
-    (tmp_path / "windows.jsonl").write_text(json.dumps(old) + "\n" + _window(109.0, 102.0, 400.0, 500.0, 1.0))
+    damaged = _window(109.0, 102.0, 400.0, 500.0, 1.0) + _window(103.0, 103.0, 400.0, 500.0, 1.0)  # start >= end
+    (tmp_path / "windows.jsonl").write_text(json.dumps(old) + "\n" + damaged)
     meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
-    assert a.models_w["seconds"].tolist() == [1.0, 0.001] and meta["partial_windows"] == {"1": 0.001}
+    # a damaged start is no length: the window is whole (it was 1 ms: 400 kW from one H100, 500,000 tokens/s)
+    assert a.models_w["seconds"].tolist() == [1.0, 1.0, 1.0] and meta["partial_windows"] == {}
     rep = build(meta, a, Site("FRA", 1.2))
     assert np.isfinite(series(a.models_w, a.window_s)["tokens_per_s"]).all() and np.isfinite(rep["days"])
+
+
+def test_a_repeated_or_torn_line_is_counted_once_and_a_damaged_one_is_named(tmp_path: Path) -> None:
+    good = _window(100.5, 101.0, 200.0, 250.0, 0.5) + _window(101.0, 102.0, 400.0, 500.0, 1.0)
+    (tmp_path / "windows.jsonl").write_text(good + good.splitlines(keepends=True)[1] + '{"start": 102.0, "end"')
+    _, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    assert a.metered_gpu_j == pytest.approx(600.0) and a.models_w["seconds"].tolist() == [0.5, 1.0]
+    line = json.loads(_window(102.0, 103.0, 400.0, 500.0, 1.0))
+    for key, value, expected in [
+        ("window_s", 0, "expected a number in (0"),  # was ZeroDivisionError
+        ("window_s", -1.0, "expected a number in (0"),  # was a negative length of the watch
+        ("window_s", 2.0, "restarted with another --window"),  # was windows of 1 s and 2 s on one index
+        ("scrape_s", 0, "expected a number in (0"),
+        ("end", "later", "expected a number"),  # was a TypeError
+        ("end", 1e300, "expected a number"),  # was an OverflowError
+        ("gpus", [1], "expected {uuid"),
+        ("gpus", {"GPU-1": [0, "H100", -5.0]}, "joules >= 0"),
+        ("engines", None, "expected {engine|model"),
+    ]:
+        (tmp_path / "windows.jsonl").write_text(good + json.dumps(line | {key: value}) + "\n")
+        with pytest.raises(FootprintError) as exc:
+            build_record(tmp_path, Site("FRA", 1.2))
+        assert expected in str(exc.value) and f"line 3: {key}" in str(exc.value), str(exc.value)
+    for text in ("[1, 2]", "5", '{"end": NaN}'):
+        (tmp_path / "windows.jsonl").write_text(good + text + "\n")
+        with pytest.raises(FootprintError, match="line 3"):
+            build_record(tmp_path, Site("FRA", 1.2))
+
+
+def test_a_watch_with_another_window_over_the_same_directory_is_refused_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from footprint.cli.app import main
+
+    (tmp_path / "windows.jsonl").write_text(_window(100.5, 101.0, 200.0, 250.0, 0.5))
+    args = ["serving", "watch", "--metrics-url", "http://127.0.0.1:9/metrics", "-o", str(tmp_path), "--duration", "1s"]
+    assert main([*args, "--window", "5m"]) == 2
+    err = capsys.readouterr().err
+    assert "windows of 1 s" in err and "--window" in err and "cannot scrape" not in err, err

@@ -16,6 +16,7 @@ GPU mapped to the served model(s).
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -35,6 +36,7 @@ from footprint.serving.scrape import parse
 from footprint.serving.telemetry import ENGINE_COLS, GPU_COLS, HOST_COLS, PLACE_COLS, Telemetry, model_of
 
 MAX_BODY = 20_000_000
+MAX_TIME_S = 253402300799.0  # 9999-12-31: a later window end is damage
 
 
 def fetch_url(url: str, timeout: float = 5.0) -> str:
@@ -169,31 +171,24 @@ class Watcher:
 
 def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
     """The windows written so far as telemetry, and the map of every local GPU to the served models."""
-    lines = []
     path = out / "windows.jsonl"
-    if path.exists():
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                lines.append(json.loads(raw))
-            except ValueError:
-                continue  # a torn last line after a crash
+    lines = read_windows(path)
     if not lines:
         raise FootprintError("no complete window yet (watch for at least one --window)", str(path))
     w_s = float(lines[0]["window_s"])
     start = min(x["end"] for x in lines) - w_s
     g, e = [], []
-    partial = {}
+    seconds: dict[int, float] = {}
     for x in lines:
         w = int(round((x["end"] - start) / w_s)) - 1
-        # a line without a start (written before windows had one) was whole; a damaged one is kept within (1 ms, window]
-        secs = min(w_s, max(1e-3, x["end"] - x.get("start", x["end"] - w_s)))
-        if secs < w_s:
-            partial[w] = secs
+        secs = _seconds(x, w_s)
+        seconds[w] = min(w_s, seconds.get(w, 0.0) + secs)  # a restart inside a window: its two parts
         for u, (i, name, j) in x["gpus"].items():
             g.append((w, x["host"], str(i), u, name, float(j), "nvml", int(secs / x["scrape_s"]), 0))
         for k, d in x["engines"].items():
             engine, _, model = k.partition("|")
-            e.append((w, engine, "", "", "", model, "", *(d.get(f, float("nan")) for f in eng.FIELDS), 0))
+            e.append((w, engine, "", "", "", model, "", *(_count(d.get(f)) for f in eng.FIELDS), 0))
+    partial = {w: s for w, s in seconds.items() if s < w_s}
     gpus, engines = pd.DataFrame(g, columns=GPU_COLS), pd.DataFrame(e, columns=ENGINE_COLS)
     end = max(x["end"] for x in lines)
     tel = Telemetry(
@@ -219,6 +214,76 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
     return tel, {"pods": {}, "gpus": gmap}
 
 
+def read_windows(path: Path) -> list[dict[str, Any]]:
+    """The lines of ``windows.jsonl``, each checked: a torn line (a crash mid-write) is left out, a repeated line
+    counted once (the same window, not more energy), and a line that parses but is not a window of this watch is
+    one error naming the file, the line and the key (never a traceback, a nan rate or a negative length)."""
+    lines: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    if not path.exists():
+        return lines
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, raw in enumerate(fh, 1):
+            raw = raw.strip()
+            if not raw or hash(raw) in seen:
+                continue
+            seen.add(hash(raw))
+            try:
+                x = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            lines.append(_check_window(x, f"line {n}", lines[0]["window_s"] if lines else None, str(path)))
+    return lines
+
+
+def _check_window(x: Any, where: str, window_s: float | None, file: str) -> dict[str, Any]:
+    if not isinstance(x, dict):
+        raise FootprintError(f"expected a window (a JSON object), got {type(x).__name__}", file, where)
+
+    def number(key: str, lo: float, hi: float = MAX_TIME_S) -> float:
+        v = x.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not lo < v <= hi:
+            raise FootprintError(f"expected a number in ({lo:g}, {hi:g}], got {str(v)[:40]!r}", file, f"{where}: {key}")
+        return float(v)
+
+    number("end", 0.0)
+    w_s = number("window_s", 0.0, 366 * 86400)
+    number("scrape_s", 0.0, 366 * 86400)
+    if window_s is not None and w_s != window_s:
+        raise FootprintError(
+            f"a window of {w_s:g} s after windows of {window_s:g} s: the watch was restarted with another --window "
+            "(watch into another -o directory)",
+            file,
+            f"{where}: window_s",
+        )
+    gpus, engines = x.get("gpus"), x.get("engines")
+    ok_gpus = isinstance(gpus, dict) and all(
+        isinstance(v, list) and len(v) == 3 and _count(v[2]) == _count(v[2]) for v in gpus.values()
+    )
+    if not ok_gpus or not isinstance(engines, dict) or not all(isinstance(d, dict) for d in engines.values()):
+        key = "gpus" if not ok_gpus else "engines"
+        want = "{uuid: [index, name, joules >= 0]}" if key == "gpus" else "{engine|model: {counter: value}}"
+        raise FootprintError(f"expected {want}", file, f"{where}: {key}")
+    x.setdefault("host", "?")
+    return x
+
+
+def _seconds(x: dict[str, Any], w_s: float) -> float:
+    """A window's real length: from its start (a watch's first window is partial) to its end; a line without a start
+    (written before windows had one) or with one outside [end - window, end) is a whole window."""
+    start = x.get("start")
+    if isinstance(start, int | float) and not isinstance(start, bool) and 0 < x["end"] - start <= w_s:
+        return float(x["end"] - start)
+    return w_s
+
+
+def _count(v: Any) -> float:
+    """A counter's increase as written; a missing, non-numeric, negative or non-finite one is not available (nan)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
+        return math.nan
+    return float(v)
+
+
 def build_record(out: Path, site: Any) -> Path:
     from footprint.serving import store
     from footprint.serving.attribution import attribute
@@ -232,6 +297,13 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     from footprint.outputs import check_dir_target
 
     check_dir_target(out)
+    earlier = read_windows(out / "windows.jsonl")  # a damaged journal or another --window: said now, not at the end
+    if earlier and earlier[0]["window_s"] != window_s:
+        raise FootprintError(
+            f"this directory holds windows of {earlier[0]['window_s']:g} s: watch with that --window, or into another -o",
+            str(out / "windows.jsonl"),
+            "--window",
+        )
     until = time.monotonic() + duration_s if duration_s else None
     w = Watcher(url, out, window_s, interval_s).start()
     stop = threading.Event()
