@@ -208,3 +208,24 @@ def test_a_watch_with_another_window_over_the_same_directory_is_refused_before_i
     assert main([*args, "--window", "5m"]) == 2
     err = capsys.readouterr().err
     assert "windows of 1 s" in err and "--window" in err and "cannot scrape" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--grid", "XXX"], "--grid: unknown grid zone"),  # was accepted, and refused by the first report
+        (["--lifetime", "banana"], "--lifetime: cannot read"),
+        (["--metrics-url", "file:///etc/passwd"], "expected an http:// or https:// URL"),  # was read, its line quoted
+    ],
+)
+def test_a_bad_site_or_url_is_refused_before_the_watch_starts(
+    option: list[str], expected: str, endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from footprint.cli.app import main
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xH100-SXM5-80GB")
+    args = ["serving", "watch", "--metrics-url", endpoint, "-o", str(tmp_path / "w"), "--window", "1s", "--duration", "2s"]
+    assert main([*args, *option]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "watching" not in err and "root:" not in err, err
+    assert not (tmp_path / "w").exists()

@@ -108,9 +108,19 @@ def _life_args(p: argparse.ArgumentParser, required: bool = False) -> None:
 
 
 def _site(args: argparse.Namespace, meta: dict[str, Any] | None = None) -> Any:
+    """The site, checked now: an unknown --grid or --lifetime was accepted by an import or a day-long watch and
+    refused only by the first report."""
+    from footprint.errors import FootprintError
+    from footprint.serving.assess import template
     from footprint.serving.store import site_of
 
-    return site_of(meta or {}, args.grid, args.pue, args.lifetime)
+    site = site_of(meta or {}, args.grid, args.pue, args.lifetime)
+    try:
+        template("H100-SXM5-80GB", site, True, site.pue)
+    except FootprintError as exc:
+        flag = {"site.grid": "--grid", "hardware.lifetime": "--lifetime"}.get(exc.key or "", exc.key)
+        raise FootprintError(exc.detail, key=flag) from None
+    return site
 
 
 def _done(path: Any, a: Any) -> int:

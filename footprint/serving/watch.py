@@ -296,6 +296,8 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     """Watch until Ctrl-C, SIGTERM or ``duration_s``; then rebuild the record from every window written."""
     from footprint.outputs import check_dir_target
 
+    if not url.startswith(("http://", "https://")):  # urllib also opens file:// and ftp://: never a /metrics
+        raise FootprintError(f"expected an http:// or https:// URL, got {url[:100]!r}", key="--metrics-url")
     check_dir_target(out)
     earlier = read_windows(out / "windows.jsonl")  # a damaged journal or another --window: said now, not at the end
     if earlier and earlier[0]["window_s"] != window_s:
