@@ -229,3 +229,37 @@ def test_a_bad_site_or_url_is_refused_before_the_watch_starts(
     err = capsys.readouterr().err
     assert expected in err and "watching" not in err and "root:" not in err, err
     assert not (tmp_path / "w").exists()
+
+
+def test_a_watch_stopped_inside_a_window_keeps_what_it_measured(
+    endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open window is closed, partial, on stop: a 2 s watch with 1 h windows was "no complete window yet"
+    (exit 2, nothing kept)."""
+    from footprint.cli.app import main
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xH100-SXM5-80GB")
+    args = ["serving", "watch", "--metrics-url", endpoint, "-o", str(tmp_path), "--interval", "0.2", "--window", "1h"]
+    assert main([*args, "--duration", "2s"]) == 0
+    (line,) = [json.loads(x) for x in (tmp_path / "windows.jsonl").read_text().splitlines()]
+    assert line["end"] - line["start"] == pytest.approx(2.0, abs=0.5) and line["engines"]["vllm|llama"]["tokens_out"] > 0
+    meta, a = store.read(tmp_path / "record")
+    assert meta["start_s"] == line["start"] and meta["end_s"] == line["end"]  # not the hour's edge
+    assert meta["partial_windows"] == {"0": pytest.approx(line["end"] - line["start"])} and a.metered_gpu_j > 0
+    rep = build(meta, a, Site("FRA", 1.2))
+    assert rep["days"] * 86400 == pytest.approx(line["end"] - line["start"])
+
+
+def test_a_watch_stopped_and_restarted_inside_one_window_fills_it_once(tmp_path: Path) -> None:
+    """Stopped 0.4 s into window 1 (its part closed on stop), restarted 0.6 s in: window 1 holds both parts, 0.8 s."""
+    (tmp_path / "windows.jsonl").write_text(
+        _window(100.5, 101.0, 200.0, 250.0, 0.5)
+        + _window(101.0, 101.4, 160.0, 200.0, 0.4)  # the stop
+        + _window(101.6, 102.0, 160.0, 200.0, 0.4)  # the restart's first window
+        + _window(102.0, 103.0, 400.0, 500.0, 1.0)
+    )
+    meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    mw = a.models_w.set_index("window")
+    assert mw["seconds"].tolist() == pytest.approx([0.5, 0.8, 1.0]) and mw["tokens_out"].tolist() == [250.0, 400.0, 500.0]
+    assert a.metered_gpu_j == pytest.approx(920.0) and meta["start_s"] == 100.5 and meta["end_s"] == 103.0
+    assert np.isfinite(series(a.models_w, a.window_s)["tokens_per_s"]).all()

@@ -7,7 +7,7 @@ sampler's progress events). Every window, one line goes to ``windows.jsonl`` (fl
 a crash loses at most the open window): its start and end, each GPU's energy increase and each model's
 token, request and busy-time increases (the same reset rule as the import). The first window runs from
 the watch's start to the next window edge: it is partial, kept with its real length, and every rate of
-it divides by that length. Memory holds one window, whatever the length of the watch. On stop (Ctrl-C,
+it divides by that length; on stop the open window is closed there, partial too. Memory holds one window, whatever the length of the watch. On stop (Ctrl-C,
 SIGTERM or ``--duration``), and again on every later start over the same directory, ``record/`` is
 rebuilt from all the windows: the same serving record as `footprint serving import`, with every local
 GPU mapped to the served model(s).
@@ -164,6 +164,16 @@ class Watcher:
         left = (self.window_end or 0.0) - self.clock()
         return max(0.01, min(self.interval_s, left + 0.001))
 
+    def finish(self) -> None:
+        """On stop: the open window up to now, partial, so that what was measured since the last edge is kept (a watch
+        stopped before its first edge had nothing)."""
+        if self.sampler is None or self.window_end is None:
+            return
+        self._scrape()
+        now = self.clock()
+        if now > self.window_start:
+            self._close_window(now)
+
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.stop()
@@ -176,11 +186,12 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
     if not lines:
         raise FootprintError("no complete window yet (watch for at least one --window)", str(path))
     w_s = float(lines[0]["window_s"])
-    start = min(x["end"] for x in lines) - w_s
+    first = min(_slot(x["end"], w_s) for x in lines)
+    start = first * w_s
     g, e = [], []
     seconds: dict[int, float] = {}
     for x in lines:
-        w = int(round((x["end"] - start) / w_s)) - 1
+        w = _slot(x["end"], w_s) - first
         secs = _seconds(x, w_s)
         seconds[w] = min(w_s, seconds.get(w, 0.0) + secs)  # a restart inside a window: its two parts
         for u, (i, name, j) in x["gpus"].items():
@@ -202,6 +213,7 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
         pd.DataFrame(columns=HOST_COLS),
         f"footprint serving watch ({lines[0]['host']})",
         partial=partial,
+        began=min(x["end"] - _seconds(x, w_s) for x in lines),
     )
     gmap = pd.DataFrame(
         [
@@ -268,6 +280,12 @@ def _check_window(x: Any, where: str, window_s: float | None, file: str) -> dict
     return x
 
 
+def _slot(end: float, w_s: float) -> int:
+    """The window a line belongs to: the one whose edge (a multiple of the window, as the watch cuts them) is its end
+    or, for the last window of a stopped watch, the next edge after it."""
+    return math.ceil(end / w_s - 1e-6) - 1
+
+
 def _seconds(x: dict[str, Any], w_s: float) -> float:
     """A window's real length: from its start (a watch's first window is partial) to its end; a line without a start
     (written before windows had one) or with one outside [end - window, end) is a whole window."""
@@ -318,5 +336,8 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     except KeyboardInterrupt:
         pass
     finally:
-        w.close()
+        try:
+            w.finish()
+        finally:
+            w.close()
     return build_record(out, site)
