@@ -235,6 +235,7 @@ def test_a_bad_connection_option_is_one_line_in_the_serving_import(capsys, tmp_p
     [
         ("--window", "9" * 400 + "s", "at most 100 years"),  # float() makes inf of 400 digits
         ("--scrape-interval", "1000000w", "at most 100 years"),
+        ("--window", "45s", "fewer than two scrapes of 30 s"),  # was imported: 100 % unattributed
         ("--chunk", "9" * 400 + "h", "at most 100 years"),
         ("--max-gap", "1000000w", "at most 100 years"),
         ("--start", "9" * 400, "from 1970 to 9999"),  # was a ValueError traceback (nan windows)
