@@ -22,6 +22,9 @@ from footprint.inputs import number_arg
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d|w)$")
 UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 MAX_DURATION_S = 100 * 365.25 * 86400  # a century: longer is a typo (or 1e400 digits that float() makes inf)
+#: Headers that frame the request or the connection: the client's own (RFC 9110 section 7.6.1, RFC 9112 section 6).
+FRAMING = {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "expect"}
+FRAMING |= {"proxy-connection"}
 MAX_TIME_S = 253402300799.0  # 9999-12-31T23:59:59Z, the last time ISO 8601 and Prometheus can write
 
 
@@ -106,6 +109,12 @@ def headers(items: list[str]) -> dict[str, str]:
         if not sep or not name.strip():
             raise FootprintError(f"expected 'Name: value', got {item!r}", key="--header")
         check_header(name.strip(), value.strip())
+        if name.strip().lower() in FRAMING:
+            raise FootprintError(
+                f"{name.strip()} is set by the HTTP client: given here it would break the request's framing "
+                "(a Content-Length made every request wait for a body until --timeout)",
+                key="--header",
+            )
         out[name.strip()] = value.strip()
     return out
 
