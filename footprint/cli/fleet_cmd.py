@@ -240,6 +240,8 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
             recorded=args.recorded or "",
         )
         chunk, gap = parse_duration(args.chunk, "--chunk"), parse_duration(args.max_gap, "--max-gap")
+        if chunk < 60:  # 1s over a month was 2.6 million round trips per series: a hang, not an import
+            raise FootprintError(f"expected at least 1m (a query per chunk and series), got {args.chunk!r}", key="--chunk")
         agg = {
             "exact": args.exact,
             "exact_below_s": parse_duration(args.exact_below, "--exact-below"),
