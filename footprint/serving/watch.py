@@ -7,10 +7,10 @@ sampler's progress events). Every window, one line goes to ``windows.jsonl`` (fl
 a crash loses at most the open window): its start and end, each GPU's energy increase and each model's
 token, request and busy-time increases (the same reset rule as the import). The first window runs from
 the watch's start to the next window edge: it is partial, kept with its real length, and every rate of
-it divides by that length; on stop the open window is closed there, partial too. Memory holds one window, whatever the length of the watch. On stop (Ctrl-C,
-SIGTERM or ``--duration``), and again on every later start over the same directory, ``record/`` is
-rebuilt from all the windows: the same serving record as `footprint serving import`, with every local
-GPU mapped to the served model(s).
+it divides by that length; on stop the open window is closed there, partial too. Memory holds one
+window, whatever the length of the watch. On stop (Ctrl-C, SIGTERM or ``--duration``), and again on
+every later start over the same directory, ``record/`` is rebuilt from all the windows: the same serving
+record as `footprint serving import`, with every local GPU mapped to the served model(s).
 """
 
 from __future__ import annotations
