@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
+from footprint.escaping import md_text
 from footprint.lca import categories as cat
 from footprint.lca.assessment import lifetimes, num
 from footprint.lca.units import display_unit
@@ -161,5 +162,5 @@ def render(samples: int) -> None:
         with st.expander(f"Not assessed: {len(rep.not_assessed)} job(s)"):
             st.dataframe(rep.not_assessed, hide_index=True, **ui.WIDE)
     with st.expander("Warnings and method"):
-        for w in rep.warnings:
-            st.markdown(f"- {w}")
+        for w in rep.warnings:  # job names and users come from sacct: any user's job name could hold a link or image
+            st.markdown(f"- {md_text(w)}")

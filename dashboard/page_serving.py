@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
+from footprint.escaping import md_text
 from footprint.lca import categories as cat
 from footprint.lca.assessment import num
 from footprint.lca.units import display_unit
@@ -85,7 +86,10 @@ def render(samples: int) -> None:  # noqa: ARG001 - the serving report has no Mo
     )
     training = st.text_input("Training record (optional)", key="serving_training", help="a run directory or scenario YAML")
     if root is None or not (root / "serving.json").is_file():
-        st.info(f"No serving record in {root or '(empty)'}. Write one with `footprint serving import metrics FILES -o serving`.")
+        st.info(
+            f"No serving record in {md_text(root or '(empty)')}. "
+            "Write one with `footprint serving import metrics FILES -o serving`."
+        )
         return
     try:
         rep, models_w = serving_report(str(root), boundary, training.strip(), (root / "serving.json").stat().st_mtime)
@@ -132,7 +136,7 @@ def render(samples: int) -> None:  # noqa: ARG001 - the serving report has no Mo
         with st.expander(f"Counter health: {len(health)} counter(s) with gaps or resets"):
             st.dataframe(health, hide_index=True, **ui.WIDE)
     with st.expander("Notes and method"):
-        for n in rep["notes"]:
-            st.markdown(f"- {n}")
+        for n in rep["notes"]:  # model names and server warnings: a label could hold a link or an outside image
+            st.markdown(f"- {md_text(n)}")
         for k, v in rep["method"].items():
-            st.markdown(f"- **{k}**: {v}")
+            st.markdown(f"- **{md_text(k)}**: {md_text(v)}")

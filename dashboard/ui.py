@@ -21,6 +21,7 @@ from footprint.lca.assessment import (
     plain,
     sensitivity_rows,
 )
+from footprint.lca.render import NOT_MODELLED
 from footprint.lca.units import display_unit
 from footprint.reports import palette
 
@@ -85,8 +86,7 @@ def categories(a: Assessment, base: Assessment | None = None) -> None:
     stage_chart(core.stage_shares(a), order=STAGE_ORDER)
     st.caption(
         "Shares: stage / total (Manuf. manufacturing, Transp. transport, EoL end of life). n/a = not available (no open "
-        "data for that stage), never zero; n/a stages are left out of the chart. Not modelled = no open factor for any "
-        "technology of the grid mix: that category then gives no stage shares."
+        f"data for that stage), never zero; n/a stages are left out of the chart. Not modelled = {NOT_MODELLED}."
     )
     sens = sensitivity_rows(a)
     if sens:

@@ -191,11 +191,12 @@ def test_every_prometheus_reader_offers_the_same_connection_options(tmp_path: Pa
     from footprint.cli.prom_options import prom_config
     from footprint.fleet.prometheus import PromConfig
 
+    ca, cert, key = (str(p) for p in _certificates(tmp_path))
     (tmp_path / "sacct.txt").write_text("")
     conn = [
         "--url", "https://mimir.example/prometheus", "--selector", 'cluster="a"', "--max-response-mb", "3",
-        "--timeout", "7.5", "--retries", "1", "--bearer-token-file", "tok", "--ca-file", "ca.pem",
-        "--client-cert", "me.pem", "--client-key", "me.key", "--insecure-skip-verify",
+        "--timeout", "7.5", "--retries", "1", "--bearer-token-file", "tok", "--ca-file", ca,
+        "--client-cert", cert, "--client-key", key, "--insecure-skip-verify",
         "--header", "X-Scope-OrgID: t1", "--header", "X-Other: 2",
     ]  # fmt: skip
     window = ["--start", "now-1h", "--end", "now", "-o", str(tmp_path / "out")]
@@ -209,9 +210,9 @@ def test_every_prometheus_reader_offers_the_same_connection_options(tmp_path: Pa
         timeout_s=7.5,
         retries=1,
         bearer_token_file="tok",
-        ca_file="ca.pem",
-        client_cert="me.pem",
-        client_key="me.key",
+        ca_file=ca,
+        client_cert=cert,
+        client_key=key,
         insecure_skip_verify=True,
         headers={"X-Scope-OrgID": "t1", "X-Other": "2"},
         max_response_bytes=3 * 2**20,
@@ -227,3 +228,59 @@ def test_a_bad_connection_option_is_one_line_in_the_serving_import(capsys, tmp_p
         main([*base, "-o", str(tmp_path / "o"), "--max-response-mb", "0"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "--max-response-mb" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("--window", "9" * 400 + "s", "at most 100 years"),  # float() makes inf of 400 digits
+        ("--scrape-interval", "1000000w", "at most 100 years"),
+        ("--window", "45s", "fewer than two scrapes of 30 s"),  # was imported: 100 % unattributed
+        ("--chunk", "9" * 400 + "h", "at most 100 years"),
+        ("--chunk", "1s", "expected at least 1m"),  # 10,800 queries per job over 3 h
+        ("--max-gap", "1000000w", "at most 100 years"),
+        ("--start", "9" * 400, "from 1970 to 9999"),  # was a ValueError traceback (nan windows)
+        ("--end", "9" * 400, "from 1970 to 9999"),
+        ("--start", "now-" + "9" * 400 + "w", "at most 100 years"),
+        ("--start", "0001-01-01", "from 1970 to 9999"),
+        ("--ca-file", "missing.pem", "no such file"),  # was "footprint: error: OSError"
+        ("--ca-file", ".", "is a directory"),
+        ("--ca-file", "sacct.txt", "cannot load it"),
+        ("--client-cert", ".", "is a directory"),
+        ("--client-cert", "sacct.txt", "cannot load it"),
+        ("--client-key", "server.key", "needs its certificate"),  # was silently ignored
+        ("--header", "Content-Length: 99999", "set by the HTTP client"),  # every request hung until --timeout
+        ("--header", "Transfer-Encoding: chunked", "set by the HTTP client"),
+    ],
+)
+def test_a_bad_window_or_tls_file_is_one_line_before_any_request(
+    option: str, value: str, expected: str, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durations and times are finite and plausible; the CA bundle and client certificate are loaded before the
+    first request, so a wrong file is named with its option instead of failing inside the HTTP client."""
+    _certificates(tmp_path)
+    (tmp_path / "sacct.txt").write_text("not a certificate\n")
+    monkeypatch.chdir(tmp_path)
+    window = {"--start": "now-1h", "--end": "now", option: value}
+    args = [a for k, v in window.items() for a in (k, v)]
+    url = ["--url", "https://127.0.0.1:9", "--retries", "0", "-o", "out"]  # nothing listens: any request fails
+    serving_only, fleet_only = option in ("--window", "--scrape-interval"), option in ("--chunk", "--max-gap")
+    commands = [["serving", "import", "prometheus"]] * (not fleet_only) + [["fleet", "import", "prometheus"]] * (not serving_only)
+    for cmd in commands:
+        code, _, err = run(capsys, *cmd, *url, *args)
+        assert code == 2 and expected in err and option in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1 and "cannot reach" not in err, err
+
+
+def test_a_client_key_that_is_not_the_certificates_is_named_before_any_request(capsys, tmp_path: Path) -> None:
+    _certificates(tmp_path)
+    mtls = ["--client-cert", str(tmp_path / "ca.pem"), "--client-key", str(tmp_path / "server.key")]
+    window = ["--start", "now-1h", "--end", "now", "--retries", "0", "-o", str(tmp_path / "out")]
+    code, _, err = run(capsys, "serving", "import", "prometheus", "--url", "https://127.0.0.1:9", *window, *mtls)
+    assert code == 2 and "--client-cert" in err and "key values mismatch" in err and "cannot reach" not in err, err
+
+
+def _certificates(d: Path) -> tuple[Path, Path, Path]:
+    from test_fleet_prometheus import _certificates as make  # one private CA maker for every TLS test
+
+    return make(d)

@@ -394,3 +394,38 @@ def test_audit_lists_every_factor_with_ratio_year_and_licence() -> None:
     hydro_tox = [r for r in rows if (r["zone"], r["technology"], r["category"]) == ("any", "hydro", "human_toxicity_cancer")]
     assert {r["source"] for r in hydro_tox} == {"unece-2022-lca-electricity", "d4b-energy-impacts"}
     assert all(r["independent_sources"] == "1" for r in hydro_tox)  # UNECE global and UNECE Europe: one study
+
+
+@pytest.mark.parametrize("grid", ["PRY", "NOR"])  # 100 % hydro; 88 % hydro with some fossil and bioenergy
+def test_a_mix_without_an_open_factor_is_not_modelled_or_a_lower_bound_in_every_face(grid: str) -> None:
+    """Paraguay generates only with hydro, which has no open factor for five categories: its use stage there is
+    "not modelled" (null, never 0) in every output, and every output says what that means; Norway's use stage in
+    four of them is the rest of its mix, a stated lower bound. The batch gives the engine's numbers."""
+    from footprint.lca.batch import assess_many
+    from footprint.lca.render import NOT_MODELLED, SHARES_NOTE, render
+    from footprint.reports.report import methods_text
+
+    w = load_scenario(SCENARIOS / "bloom-176b.yaml", [f"site.grid={grid}"])
+    a = assess(w, samples=200)
+    lacking = ["ozone_depletion", "photochemical_ozone_formation", "eutrophication_terrestrial", "eutrophication_marine"]
+    lacking += ["resource_use_fossils"]
+    for k in lacking:
+        r = a[k]
+        if grid == "PRY" or k == "ozone_depletion":  # no technology of the mix has an open factor
+            assert r.by_stage["use"] is None and list(r.not_modelled) == ["use"], k
+        else:
+            assert r.by_stage["use"] > 0 and not r.not_modelled, k
+            assert "lower bound" in electricity.zone(grid).factors[k].scope, k
+        assert np.isfinite([r.total, r.low, r.high]).all(), k
+    js = render(a, "json")
+    assert np.isfinite(a.single_score["value"]) and "NaN" not in js and "Infinity" not in js
+    table, md = render(a, "table"), render(a, "md")
+    assert "not modelled  " in table and "| not modelled |" in md
+    assert SHARES_NOTE in table and SHARES_NOTE in md  # the Markdown table showed the cells without their meaning
+    assert f"Not modelled means {NOT_MODELLED}." in methods_text(a)[-1]  # the report said "covers part of it"
+    batch = assess_many([w]).assessment(0)
+    for k in lacking:
+        use = a[k].by_stage["use"]
+        assert batch[k].by_stage["use"] == (None if use is None else pytest.approx(use, rel=1e-12)), k
+        assert batch[k].total == pytest.approx(a[k].total, rel=1e-12), k
+    assert batch.single_score["value"] == pytest.approx(a.single_score["value"], rel=1e-12)

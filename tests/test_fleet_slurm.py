@@ -256,6 +256,11 @@ def test_run_sacct_uses_utc_and_the_standard_time_format(tmp_path: Path) -> None
             ["fleet", "import", "slurm", "SACCT", "--tz", "UTC", "--start", "2025-03-04", "--end", "2025-03-03", "-o", "OUT"],
             "not after",
         ),
+        (["fleet", "import", "slurm", "SACCT", "--delimiter", "", "-o", "OUT"], "the delimiter sacct wrote"),  # a traceback
+        # connection options without --url were ignored: the user believed the server was read
+        (["fleet", "import", "slurm", "SACCT", "--ca-file", "ca.pem", "-o", "OUT"], "--ca-file: it is for the Prometheus"),
+        (["fleet", "import", "slurm", "SACCT", "--header", "X-Scope-OrgID: t", "-o", "OUT"], "add --url"),
+        (["fleet", "import", "slurm", "SACCT", "--selector", 'cluster="a"', "-o", "OUT"], "--selector: it is for the"),
     ],
 )
 def test_bad_arguments_exit_2_and_write_nothing(args: list[str], pattern: str, tmp_path: Path) -> None:

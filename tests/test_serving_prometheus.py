@@ -208,6 +208,16 @@ def test_server_side_aggregation_only(prom: str) -> None:
         assert 0 < len(some) < len(rows) and {lab["Hostname"] for lab, _, _ in some} == {"node-b"}
 
 
+def test_a_selector_that_matches_nothing_is_one_line(prom: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Was an ArrowInvalid traceback (pandas merging the engines' empty frames)."""
+    window = ["--start", str(T0), "--end", str(T0 + 3600), "--window", "5m", "--scrape-interval", "15s"]
+    args = ["serving", "import", "prometheus", "--url", prom, *window, "--selector", 'Hostname="nowhere"']
+    assert main([*args, "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "no GPU energy reading in the window" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
 # ---- a deployment's Prometheus: TLS and basic auth, reached with the options `fleet import` has -----------------
 
 

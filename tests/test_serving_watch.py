@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from footprint.errors import FootprintError
 from footprint.serving import store
 from footprint.serving.assess import Site
 from footprint.serving.report import build, series
@@ -161,8 +162,104 @@ def test_the_watch_scrapes_at_each_window_edge(tmp_path: Path) -> None:
 def test_window_lines_without_or_with_a_damaged_start_give_finite_rates(tmp_path: Path) -> None:
     old = json.loads(_window(0.0, 101.0, 300.0, 500.0, 1.0))
     del old["start"]  # written before windows had a start: a whole window
-    (tmp_path / "windows.jsonl").write_text(json.dumps(old) + "\n" + _window(109.0, 102.0, 400.0, 500.0, 1.0))
+    damaged = _window(109.0, 102.0, 400.0, 500.0, 1.0) + _window(103.0, 103.0, 400.0, 500.0, 1.0)  # start >= end
+    (tmp_path / "windows.jsonl").write_text(json.dumps(old) + "\n" + damaged)
     meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
-    assert a.models_w["seconds"].tolist() == [1.0, 0.001] and meta["partial_windows"] == {"1": 0.001}
+    # a damaged start is no length: the window is whole (it was 1 ms: 400 kW from one H100, 500,000 tokens/s)
+    assert a.models_w["seconds"].tolist() == [1.0, 1.0, 1.0] and meta["partial_windows"] == {}
     rep = build(meta, a, Site("FRA", 1.2))
     assert np.isfinite(series(a.models_w, a.window_s)["tokens_per_s"]).all() and np.isfinite(rep["days"])
+
+
+def test_a_repeated_or_torn_line_is_counted_once_and_a_damaged_one_is_named(tmp_path: Path) -> None:
+    good = _window(100.5, 101.0, 200.0, 250.0, 0.5) + _window(101.0, 102.0, 400.0, 500.0, 1.0)
+    (tmp_path / "windows.jsonl").write_text(good + good.splitlines(keepends=True)[1] + '{"start": 102.0, "end"')
+    _, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    assert a.metered_gpu_j == pytest.approx(600.0) and a.models_w["seconds"].tolist() == [0.5, 1.0]
+    line = json.loads(_window(102.0, 103.0, 400.0, 500.0, 1.0))
+    for key, value, expected in [
+        ("window_s", 0, "expected a number in (0"),  # was ZeroDivisionError
+        ("window_s", -1.0, "expected a number in (0"),  # was a negative length of the watch
+        ("window_s", 2.0, "restarted with another --window"),  # was windows of 1 s and 2 s on one index
+        ("scrape_s", 0, "expected a number in (0"),
+        ("end", "later", "expected a number"),  # was a TypeError
+        ("end", 1e300, "expected a number"),  # was an OverflowError
+        ("gpus", [1], "expected {uuid"),
+        ("gpus", {"GPU-1": [0, "H100", -5.0]}, "joules >= 0"),
+        ("engines", None, "expected {engine|model"),
+    ]:
+        (tmp_path / "windows.jsonl").write_text(good + json.dumps(line | {key: value}) + "\n")
+        with pytest.raises(FootprintError) as exc:
+            build_record(tmp_path, Site("FRA", 1.2))
+        assert expected in str(exc.value) and f"line 3: {key}" in str(exc.value), str(exc.value)
+    for text in ("[1, 2]", "5", '{"end": NaN}'):
+        (tmp_path / "windows.jsonl").write_text(good + text + "\n")
+        with pytest.raises(FootprintError, match="line 3"):
+            build_record(tmp_path, Site("FRA", 1.2))
+
+
+def test_a_watch_with_another_window_over_the_same_directory_is_refused_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from footprint.cli.app import main
+
+    (tmp_path / "windows.jsonl").write_text(_window(100.5, 101.0, 200.0, 250.0, 0.5))
+    args = ["serving", "watch", "--metrics-url", "http://127.0.0.1:9/metrics", "-o", str(tmp_path), "--duration", "1s"]
+    assert main([*args, "--window", "5m"]) == 2
+    err = capsys.readouterr().err
+    assert "windows of 1 s" in err and "--window" in err and "cannot scrape" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--grid", "XXX"], "--grid: unknown grid zone"),  # was accepted, and refused by the first report
+        (["--lifetime", "banana"], "--lifetime: cannot read"),
+        (["--metrics-url", "file:///etc/passwd"], "expected an http:// or https:// URL"),  # was read, its line quoted
+    ],
+)
+def test_a_bad_site_or_url_is_refused_before_the_watch_starts(
+    option: list[str], expected: str, endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from footprint.cli.app import main
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xH100-SXM5-80GB")
+    args = ["serving", "watch", "--metrics-url", endpoint, "-o", str(tmp_path / "w"), "--window", "1s", "--duration", "2s"]
+    assert main([*args, *option]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "watching" not in err and "root:" not in err, err
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_watch_stopped_inside_a_window_keeps_what_it_measured(
+    endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open window is closed, partial, on stop: a 2 s watch with 1 h windows was "no complete window yet"
+    (exit 2, nothing kept)."""
+    from footprint.cli.app import main
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xH100-SXM5-80GB")
+    args = ["serving", "watch", "--metrics-url", endpoint, "-o", str(tmp_path), "--interval", "0.2", "--window", "1h"]
+    assert main([*args, "--duration", "2s"]) == 0
+    (line,) = [json.loads(x) for x in (tmp_path / "windows.jsonl").read_text().splitlines()]
+    assert line["end"] - line["start"] == pytest.approx(2.0, abs=0.5) and line["engines"]["vllm|llama"]["tokens_out"] > 0
+    meta, a = store.read(tmp_path / "record")
+    assert meta["start_s"] == line["start"] and meta["end_s"] == line["end"]  # not the hour's edge
+    assert meta["partial_windows"] == {"0": pytest.approx(line["end"] - line["start"])} and a.metered_gpu_j > 0
+    rep = build(meta, a, Site("FRA", 1.2))
+    assert rep["days"] * 86400 == pytest.approx(line["end"] - line["start"])
+
+
+def test_a_watch_stopped_and_restarted_inside_one_window_fills_it_once(tmp_path: Path) -> None:
+    """Stopped 0.4 s into window 1 (its part closed on stop), restarted 0.6 s in: window 1 holds both parts, 0.8 s."""
+    (tmp_path / "windows.jsonl").write_text(
+        _window(100.5, 101.0, 200.0, 250.0, 0.5)
+        + _window(101.0, 101.4, 160.0, 200.0, 0.4)  # the stop
+        + _window(101.6, 102.0, 160.0, 200.0, 0.4)  # the restart's first window
+        + _window(102.0, 103.0, 400.0, 500.0, 1.0)
+    )
+    meta, a = store.read(build_record(tmp_path, Site("FRA", 1.2)))
+    mw = a.models_w.set_index("window")
+    assert mw["seconds"].tolist() == pytest.approx([0.5, 0.8, 1.0]) and mw["tokens_out"].tolist() == [250.0, 400.0, 500.0]
+    assert a.metered_gpu_j == pytest.approx(920.0) and meta["start_s"] == 100.5 and meta["end_s"] == 103.0
+    assert np.isfinite(series(a.models_w, a.window_s)["tokens_per_s"]).all()

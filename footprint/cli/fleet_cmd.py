@@ -155,7 +155,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA)")
     p.add_argument("--pue", type=bounds.arg("site.pue"), help="PUE of the site (1 to 3, footprint/bounds.py)")
     p.add_argument("--tz", default=None, help="time zone of the sacct file's timestamps (default: this machine's)")
-    p.add_argument("--delimiter", default="|", help="sacct field delimiter (default |)")
+    p.add_argument("--delimiter", type=_delimiter, default="|", help="sacct field delimiter (default |)")
     p.add_argument(
         "--gpu-type", action="append", default=[], metavar="TYPE=GPU", help="SLURM gres type -> GPU, e.g. a100=A100-SXM4-80GB"
     )
@@ -165,6 +165,25 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 # ---- parsing helpers ------------------------------------------------------------------------------
+
+
+def _delimiter(text: str) -> str:
+    """What `sacct --delimiter` was given: some characters, no line break ('' made str.split raise)."""
+    if not 0 < len(text) <= 16 or "\n" in text or "\r" in text:
+        raise argparse.ArgumentTypeError(f"expected the delimiter sacct wrote, such as | or ',', got {text[:20]!r}")
+    return text
+
+
+#: Options that only mean something with --url (``fleet import slurm`` without it reads no server).
+_SERVER_ONLY = ("selector", "bearer_token_file", "basic_auth_user", "basic_auth_password_file", "ca_file", "client_cert",
+                "client_key", "insecure_skip_verify", "header", "recorded", "exact")  # fmt: skip
+
+
+def _no_server_options(args: argparse.Namespace) -> None:
+    given = [n for n in _SERVER_ONLY if getattr(args, n, None)]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise FootprintError("it is for the Prometheus server: add --url (or leave it out)", key=flag)
 
 
 def _tz(name: str | None) -> Any:
@@ -205,7 +224,9 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
     names = DcgmNames()
     chunk, gap = 6 * 3600.0, 300.0
     agg: dict[str, Any] = {}
-    if getattr(args, "url", None):
+    if not getattr(args, "url", None):
+        _no_server_options(args)
+    else:
         labels = tuple(x.strip() for x in args.job_label.split(",") if x.strip())
         if not labels:
             raise FootprintError("give at least one label name", key="--job-label")
@@ -219,6 +240,8 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
             recorded=args.recorded or "",
         )
         chunk, gap = parse_duration(args.chunk, "--chunk"), parse_duration(args.max_gap, "--max-gap")
+        if chunk < 60:  # 1s over a month was 2.6 million round trips per series: a hang, not an import
+            raise FootprintError(f"expected at least 1m (a query per chunk and series), got {args.chunk!r}", key="--chunk")
         agg = {
             "exact": args.exact,
             "exact_below_s": parse_duration(args.exact_below, "--exact-below"),

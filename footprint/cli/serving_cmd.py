@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from footprint.cli.prom_options import add_connection_args, parse_duration, parse_when, prom_config
+from footprint.errors import FootprintError
 from footprint.inputs import number_arg
 
 
@@ -108,9 +109,18 @@ def _life_args(p: argparse.ArgumentParser, required: bool = False) -> None:
 
 
 def _site(args: argparse.Namespace, meta: dict[str, Any] | None = None) -> Any:
+    """The site, checked now: an unknown --grid or --lifetime was accepted by an import or a day-long watch and
+    refused only by the first report."""
+    from footprint.serving.assess import template
     from footprint.serving.store import site_of
 
-    return site_of(meta or {}, args.grid, args.pue, args.lifetime)
+    site = site_of(meta or {}, args.grid, args.pue, args.lifetime)
+    try:
+        template("H100-SXM5-80GB", site, True, site.pue)
+    except FootprintError as exc:
+        flag = {"site.grid": "--grid", "hardware.lifetime": "--lifetime"}.get(exc.key or "", exc.key)
+        raise FootprintError(exc.detail, key=flag) from None
+    return site
 
 
 def _done(path: Any, a: Any) -> int:
@@ -130,13 +140,19 @@ def import_prometheus(args: argparse.Namespace) -> int:
     from footprint.serving.importer import load_map
 
     start, end = parse_when(args.start, "--start"), parse_when(args.end, "--end")
+    window, scrape = parse_duration(args.window, "--window"), parse_duration(args.scrape_interval, "--scrape-interval")
+    if window < 2 * scrape:  # increase() over fewer than two samples is empty: every model's energy went unattributed
+        raise FootprintError(
+            f"a window of {window:g} s holds fewer than two scrapes of {scrape:g} s: give at least {2 * scrape:g}s",
+            key="--window",
+        )
     path, a = run(
         args.output,
         PrometheusClient(prom_config(args)),
         start,
         end,
-        parse_duration(args.window, "--window"),
-        parse_duration(args.scrape_interval, "--scrape-interval"),
+        window,
+        scrape,
         _site(args),
         args.selector,
         load_map(args.map),

@@ -85,6 +85,12 @@ def single_score_line(a: Assessment) -> str | None:
 
 
 NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
+#: What a "not modelled" cell means, for every face that shows one (table, Markdown, report methods, dashboard).
+NOT_MODELLED = (
+    "no open factor for any technology of the electricity mix (no share is then given); a partly covered mix is a "
+    "lower bound (notes)"
+)
+SHARES_NOTE = f"Shares: stage / total. n/a = not available (no data), never zero; not modelled = {NOT_MODELLED}."
 
 
 def to_table(a: Assessment, details: bool = False) -> str:
@@ -102,11 +108,7 @@ def to_table(a: Assessment, details: bool = False) -> str:
     score = single_score_line(a)
     if score:
         out.append(score)
-    out.append(
-        "Shares: stage / total. n/a = not available (no data), never zero; not modelled = no open factor for any "
-        "technology of the electricity mix (no share is then given); a partly covered mix is a lower bound (notes). "
-        + NORMALISATION_NOTE
-    )
+    out.append(SHARES_NOTE + " " + NORMALISATION_NOTE)
     if a.use_factors is not None:
         out.append(f"Electricity: {a.use_factors.label}.")
     groups = note_groups(a)
@@ -128,8 +130,7 @@ def to_markdown(a: Assessment) -> str:
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
     score = single_score_line(a)
-    if score:
-        out += ["", score, "", NORMALISATION_NOTE]
+    out += ["", score, "", SHARES_NOTE + " " + NORMALISATION_NOTE] if score else ["", SHARES_NOTE]
     sens = sensitivity_rows(a)
     if sens:
         out += ["", "## What drives the uncertainty", "", SENSITIVITY_NOTE, ""]

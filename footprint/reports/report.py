@@ -36,7 +36,7 @@ from footprint.lca.assessment import (
     training_facts,
 )
 from footprint.lca.notes import NoteGroup, note_count, note_groups
-from footprint.lca.render import md_source, to_csv
+from footprint.lca.render import NOT_MODELLED, md_source, to_csv
 from footprint.lca.units import display_unit
 from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
@@ -283,8 +283,8 @@ def methods_text(a: Assessment) -> list[str]:
         f"Embodied: {d['embodied']}.",
         f"Use phase: {d['use']}.",
         f"Uncertainty: {d['uncertainty']}.",
-        "Not available (n/a) means no data exists for that part; it is never counted as zero. Not modelled means no "
-        "open factor covers part of it (its lower bound is stated in the notes, never as its value): no stage share.",
+        "Not available (n/a) means no data exists for that part; it is never counted as zero. "
+        f"Not modelled means {NOT_MODELLED}.",
     ]
 
 

@@ -178,7 +178,8 @@ def _engines(
             labels = {"namespace": "namespace", "pod": "pod", "instance": "instance", "__model": "model", "__flag": "model_flag"}
             fr = frame(named, labels, f).assign(engine=e.name)
             fr = fr.groupby(keys, as_index=False, dropna=False)[f].sum(min_count=1)
-            merged = fr if merged is None else merged.merge(fr, on=keys, how="outer")
+            if len(fr):  # an empty frame's keys have no type: pandas cannot merge on them (ArrowInvalid)
+                merged = fr if merged is None else merged.merge(fr, on=keys, how="outer")
         if merged is not None and len(merged):
             out.append(merged)
     if not out:

@@ -52,6 +52,8 @@ class Telemetry:
     #: windows shorter than ``window_s`` -> their real length (a live watch's first window runs from its start to the
     #: next window edge); every per-window rate divides by `seconds`, never by ``window_s``
     partial: dict[int, float] = field(default_factory=dict)
+    #: when the first window really began, where it does not end at an edge (a watch stopped inside its first window)
+    began: float | None = None
 
     @property
     def n_windows(self) -> int:
@@ -71,7 +73,7 @@ class Telemetry:
     @property
     def first_start(self) -> float:
         """When the first window really began (later than ``start`` where that window is partial)."""
-        return float(self.window_end(0) - self.seconds(0))
+        return float(self.window_end(0) - self.seconds(0)) if self.began is None else self.began
 
 
 def short_host(instance: str) -> str:

@@ -7,15 +7,16 @@ sampler's progress events). Every window, one line goes to ``windows.jsonl`` (fl
 a crash loses at most the open window): its start and end, each GPU's energy increase and each model's
 token, request and busy-time increases (the same reset rule as the import). The first window runs from
 the watch's start to the next window edge: it is partial, kept with its real length, and every rate of
-it divides by that length. Memory holds one window, whatever the length of the watch. On stop (Ctrl-C,
-SIGTERM or ``--duration``), and again on every later start over the same directory, ``record/`` is
-rebuilt from all the windows: the same serving record as `footprint serving import`, with every local
-GPU mapped to the served model(s).
+it divides by that length; on stop the open window is closed there, partial too. Memory holds one
+window, whatever the length of the watch. On stop (Ctrl-C, SIGTERM or ``--duration``), and again on
+every later start over the same directory, ``record/`` is rebuilt from all the windows: the same serving
+record as `footprint serving import`, with every local GPU mapped to the served model(s).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -35,6 +36,7 @@ from footprint.serving.scrape import parse
 from footprint.serving.telemetry import ENGINE_COLS, GPU_COLS, HOST_COLS, PLACE_COLS, Telemetry, model_of
 
 MAX_BODY = 20_000_000
+MAX_TIME_S = 253402300799.0  # 9999-12-31: a later window end is damage
 
 
 def fetch_url(url: str, timeout: float = 5.0) -> str:
@@ -162,6 +164,16 @@ class Watcher:
         left = (self.window_end or 0.0) - self.clock()
         return max(0.01, min(self.interval_s, left + 0.001))
 
+    def finish(self) -> None:
+        """On stop: the open window up to now, partial, so that what was measured since the last edge is kept (a watch
+        stopped before its first edge had nothing)."""
+        if self.sampler is None or self.window_end is None:
+            return
+        self._scrape()
+        now = self.clock()
+        if now > self.window_start:
+            self._close_window(now)
+
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.stop()
@@ -169,31 +181,25 @@ class Watcher:
 
 def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
     """The windows written so far as telemetry, and the map of every local GPU to the served models."""
-    lines = []
     path = out / "windows.jsonl"
-    if path.exists():
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                lines.append(json.loads(raw))
-            except ValueError:
-                continue  # a torn last line after a crash
+    lines = read_windows(path)
     if not lines:
         raise FootprintError("no complete window yet (watch for at least one --window)", str(path))
     w_s = float(lines[0]["window_s"])
-    start = min(x["end"] for x in lines) - w_s
+    first = min(_slot(x["end"], w_s) for x in lines)
+    start = first * w_s
     g, e = [], []
-    partial = {}
+    seconds: dict[int, float] = {}
     for x in lines:
-        w = int(round((x["end"] - start) / w_s)) - 1
-        # a line without a start (written before windows had one) was whole; a damaged one is kept within (1 ms, window]
-        secs = min(w_s, max(1e-3, x["end"] - x.get("start", x["end"] - w_s)))
-        if secs < w_s:
-            partial[w] = secs
+        w = _slot(x["end"], w_s) - first
+        secs = _seconds(x, w_s)
+        seconds[w] = min(w_s, seconds.get(w, 0.0) + secs)  # a restart inside a window: its two parts
         for u, (i, name, j) in x["gpus"].items():
             g.append((w, x["host"], str(i), u, name, float(j), "nvml", int(secs / x["scrape_s"]), 0))
         for k, d in x["engines"].items():
             engine, _, model = k.partition("|")
-            e.append((w, engine, "", "", "", model, "", *(d.get(f, float("nan")) for f in eng.FIELDS), 0))
+            e.append((w, engine, "", "", "", model, "", *(_count(d.get(f)) for f in eng.FIELDS), 0))
+    partial = {w: s for w, s in seconds.items() if s < w_s}
     gpus, engines = pd.DataFrame(g, columns=GPU_COLS), pd.DataFrame(e, columns=ENGINE_COLS)
     end = max(x["end"] for x in lines)
     tel = Telemetry(
@@ -207,6 +213,7 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
         pd.DataFrame(columns=HOST_COLS),
         f"footprint serving watch ({lines[0]['host']})",
         partial=partial,
+        began=min(x["end"] - _seconds(x, w_s) for x in lines),
     )
     gmap = pd.DataFrame(
         [
@@ -217,6 +224,82 @@ def telemetry(out: Path) -> tuple[Telemetry, dict[str, Any]]:
         columns=["host", "gpu", "model"],
     )
     return tel, {"pods": {}, "gpus": gmap}
+
+
+def read_windows(path: Path) -> list[dict[str, Any]]:
+    """The lines of ``windows.jsonl``, each checked: a torn line (a crash mid-write) is left out, a repeated line
+    counted once (the same window, not more energy), and a line that parses but is not a window of this watch is
+    one error naming the file, the line and the key (never a traceback, a nan rate or a negative length)."""
+    lines: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    if not path.exists():
+        return lines
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, raw in enumerate(fh, 1):
+            raw = raw.strip()
+            if not raw or hash(raw) in seen:
+                continue
+            seen.add(hash(raw))
+            try:
+                x = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            lines.append(_check_window(x, f"line {n}", lines[0]["window_s"] if lines else None, str(path)))
+    return lines
+
+
+def _check_window(x: Any, where: str, window_s: float | None, file: str) -> dict[str, Any]:
+    if not isinstance(x, dict):
+        raise FootprintError(f"expected a window (a JSON object), got {type(x).__name__}", file, where)
+
+    def number(key: str, lo: float, hi: float = MAX_TIME_S) -> float:
+        v = x.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not lo < v <= hi:
+            raise FootprintError(f"expected a number in ({lo:g}, {hi:g}], got {str(v)[:40]!r}", file, f"{where}: {key}")
+        return float(v)
+
+    number("end", 0.0)
+    w_s = number("window_s", 0.0, 366 * 86400)
+    number("scrape_s", 0.0, 366 * 86400)
+    if window_s is not None and w_s != window_s:
+        raise FootprintError(
+            f"a window of {w_s:g} s after windows of {window_s:g} s: the watch was restarted with another --window "
+            "(watch into another -o directory)",
+            file,
+            f"{where}: window_s",
+        )
+    gpus, engines = x.get("gpus"), x.get("engines")
+    ok_gpus = isinstance(gpus, dict) and all(
+        isinstance(v, list) and len(v) == 3 and _count(v[2]) == _count(v[2]) for v in gpus.values()
+    )
+    if not ok_gpus or not isinstance(engines, dict) or not all(isinstance(d, dict) for d in engines.values()):
+        key = "gpus" if not ok_gpus else "engines"
+        want = "{uuid: [index, name, joules >= 0]}" if key == "gpus" else "{engine|model: {counter: value}}"
+        raise FootprintError(f"expected {want}", file, f"{where}: {key}")
+    x.setdefault("host", "?")
+    return x
+
+
+def _slot(end: float, w_s: float) -> int:
+    """The window a line belongs to: the one whose edge (a multiple of the window, as the watch cuts them) is its end
+    or, for the last window of a stopped watch, the next edge after it."""
+    return math.ceil(end / w_s - 1e-6) - 1
+
+
+def _seconds(x: dict[str, Any], w_s: float) -> float:
+    """A window's real length: from its start (a watch's first window is partial) to its end; a line without a start
+    (written before windows had one) or with one outside [end - window, end) is a whole window."""
+    start = x.get("start")
+    if isinstance(start, int | float) and not isinstance(start, bool) and 0 < x["end"] - start <= w_s:
+        return float(x["end"] - start)
+    return w_s
+
+
+def _count(v: Any) -> float:
+    """A counter's increase as written; a missing, non-numeric, negative or non-finite one is not available (nan)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
+        return math.nan
+    return float(v)
 
 
 def build_record(out: Path, site: Any) -> Path:
@@ -231,7 +314,16 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     """Watch until Ctrl-C, SIGTERM or ``duration_s``; then rebuild the record from every window written."""
     from footprint.outputs import check_dir_target
 
+    if not url.startswith(("http://", "https://")):  # urllib also opens file:// and ftp://: never a /metrics
+        raise FootprintError(f"expected an http:// or https:// URL, got {url[:100]!r}", key="--metrics-url")
     check_dir_target(out)
+    earlier = read_windows(out / "windows.jsonl")  # a damaged journal or another --window: said now, not at the end
+    if earlier and earlier[0]["window_s"] != window_s:
+        raise FootprintError(
+            f"this directory holds windows of {earlier[0]['window_s']:g} s: watch with that --window, or into another -o",
+            str(out / "windows.jsonl"),
+            "--window",
+        )
     until = time.monotonic() + duration_s if duration_s else None
     w = Watcher(url, out, window_s, interval_s).start()
     stop = threading.Event()
@@ -244,5 +336,8 @@ def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: f
     except KeyboardInterrupt:
         pass
     finally:
-        w.close()
+        try:
+            w.finish()
+        finally:
+            w.close()
     return build_record(out, site)
