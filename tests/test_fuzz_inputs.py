@@ -323,10 +323,29 @@ def test_ctrl_c_during_a_report_exits_130_in_one_line_and_leaves_nothing_half_wr
     assert "Traceback" not in err, err[-500:]
     assert proc.returncode in (0, 130), (proc.returncode, err[-300:])
     if proc.returncode == 130:
-        assert err.strip().splitlines()[-1].startswith("footprint: interrupted") and not out.exists()
+        assert err.strip().splitlines()[-1].startswith("footprint: interrupted")
+    if out.exists():  # renamed into place before the signal (the last step): whole, never a part
+        assert out.read_text().rstrip().endswith("</html>")
     else:
-        assert out.read_text().rstrip().endswith("</html>")  # finished before the signal: whole
+        assert proc.returncode == 130
     assert [p.name for p in tmp_path.iterdir()] in ([], ["r.html"])
+
+
+def test_a_ctrl_c_after_the_work_is_done_does_not_turn_success_into_a_signal_exit() -> None:
+    """The console script ignores SIGINT once main() has returned (every file is whole by then): a Ctrl-C landing
+    between the return and the exit would otherwise end a successful run by SIGINT (exit -2). main() itself, called
+    from Python, leaves the caller's signal handling alone."""
+    code = (
+        "import os, signal, sys\n"
+        "import footprint.cli as cli\n"
+        "sys.argv = ['footprint', '--version']\n"
+        "assert cli.main(['--version']) == 0 and signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+        "rc = cli.console()\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.exit(rc)\n"
+    )
+    p = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
 
 
 def test_a_ctrl_c_inside_a_garbage_collector_callback_still_stops_the_command() -> None:

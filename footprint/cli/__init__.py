@@ -14,6 +14,7 @@ import _thread
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import threading
 from typing import Any
@@ -66,4 +67,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["build_parser", "main"]
+def console() -> int:
+    """The `footprint` console script and `python -m footprint.cli`: main(), then Ctrl-C ignored until the exit.
+    The work is over and every file is whole, so an interrupt landing between the return and the exit changes
+    nothing (it would otherwise end a successful process by SIGINT, exit -2). A caller of main() keeps its signals."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
+__all__ = ["build_parser", "console", "main"]

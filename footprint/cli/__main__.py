@@ -2,6 +2,6 @@
 
 import sys
 
-from footprint.cli import main
+from footprint.cli import console
 
-sys.exit(main())
+sys.exit(console())
