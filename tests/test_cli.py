@@ -251,6 +251,7 @@ def test_a_bad_connection_option_is_one_line_in_the_serving_import(capsys, tmp_p
         ("--client-key", "server.key", "needs its certificate"),  # was silently ignored
         ("--header", "Content-Length: 99999", "set by the HTTP client"),  # every request hung until --timeout
         ("--header", "Transfer-Encoding: chunked", "set by the HTTP client"),
+        ("--header", "Host: elsewhere", "set by the HTTP client"),
     ],
 )
 def test_a_bad_window_or_tls_file_is_one_line_before_any_request(

@@ -163,6 +163,32 @@ def test_bad_headers(server: str, header: str, pattern: str, tmp_path: Path, cap
 
 
 @pytest.mark.parametrize(
+    ("config", "pattern"),
+    [
+        ({"headers": {"Content-Length": "99999"}}, "Content-Length is set by the HTTP client"),
+        ({"headers": {"transfer-encoding": "chunked"}}, "set by the HTTP client"),
+        ({"headers": {"Host": "elsewhere"}}, "set by the HTTP client"),
+        ({"headers": {"X-A": "b\r\nX-Evil: 1"}}, "control characters"),
+        ({"basic_auth_user": "ops\nX-Evil: 1"}, "control characters"),
+        ({"ca_file": "missing.pem"}, "--ca-file: no such file"),
+        ({"ca_file": "tok"}, "--ca-file: TLS error: cannot load it"),
+        ({"client_cert": "tok"}, "--client-cert: TLS error: cannot load it"),
+        ({"client_key": "tok"}, "needs its certificate"),
+    ],
+)
+def test_a_config_built_in_python_is_checked_like_the_cli_options(
+    config: dict, pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`PromConfig.check` is the one check: a client built without the CLI refuses the same headers and TLS files,
+    when it is built, before any request (nothing listens on port 9)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tok").write_text("not a PEM file\n")
+    with pytest.raises(FootprintError, match=pattern) as exc:
+        PrometheusClient(PromConfig("https://127.0.0.1:9", retries=0, **config))
+    assert len(str(exc.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
     ("content", "pattern"),
     [
         (b"\xff\xfe\x00\x01binary", "not UTF-8"),

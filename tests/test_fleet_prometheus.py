@@ -374,7 +374,58 @@ def test_unknown_metric_and_empty_window_are_clear_errors(prom: str, tmp_path: P
         capsys,
     )
     _fails(base + ["--start", "2019-01-01T00:00:00Z", "--end", "2019-01-02T00:00:00Z"], tmp_path, "no series of", capsys)
-    _fails(base + window + ["--selector", 'Hostname=~"('], tmp_path, "bad_data", capsys)
+    _fails(base + window + ["--selector", 'Hostname=~"("'], tmp_path, "bad_data", capsys)  # a bad regex: the server's
+
+
+INJECTIONS = [
+    'a="b"} or vector(1) or {c="d"',  # closes our braces, adds a series to every answer
+    'a="b"} or vector(1)',
+    'a="b" or vector(1)',
+    '{{a="b"}}',
+    'a="b"}',
+    '{a="b"',
+    'a="b"\nc="d"',
+    'a="b\nc"',
+    "a=b",
+    "a='b'",
+    '1a="b"',
+    'a=="b"',
+    'a="b" c="d"',
+    'a="b",,c="d"',
+    'a="b\\"',  # the closing quote escaped: the value never ends
+]
+
+
+@pytest.mark.parametrize("selector", INJECTIONS)
+@pytest.mark.parametrize("cmd", [["fleet", "import", "prometheus"], ["serving", "import", "prometheus"]])
+def test_a_selector_that_is_not_matchers_is_refused_before_any_request(
+    cmd: list[str], selector: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--selector goes inside the braces of every query: anything but ``label op "value"`` matchers is refused
+    (nothing listens on port 9: a request would fail as 'cannot reach')."""
+    window = ["--start", "now-1h", "--end", "now", "-o", str(tmp_path / "out")]
+    code, _, err = _main(capsys, *cmd, "--url", "http://127.0.0.1:9", "--retries", "0", *window, "--selector", selector)
+    assert code == 2 and "--selector: expected label matchers" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("selector", "matchers"),
+    [
+        ("", ""),
+        ("{}", ""),
+        ('cluster="a"', 'cluster="a"'),
+        ('{ cluster = "a" , ns!~"test|dev", }', 'cluster="a",ns!~"test|dev"'),
+        ('a="x\\"} or vector(1)"', 'a="x\\"} or vector(1)"'),  # an escaped quote: still one value
+        ('_x=~"\\\\d+"', '_x=~"\\\\d+"'),
+    ],
+)
+def test_selector_matchers_keep_what_promql_accepts(selector: str, matchers: str) -> None:
+    from footprint.fleet.promql import selector_matchers
+    from footprint.fleet.telemetry import DcgmNames
+
+    assert selector_matchers(selector) == matchers
+    assert DcgmNames(selector=selector).matchers() == ("{" + matchers + "}" if matchers else "")
 
 
 def test_unreachable_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ import footprint
 from footprint.errors import FootprintError
 from footprint.fleet import synthetic
 from footprint.fleet.importer import ImportOptions, import_fleet
-from footprint.fleet.report import build_report, to_json
+from footprint.fleet.report import build_report, to_csv, to_json, to_table
 from footprint.fleet.slurm import parse_sacct
 from footprint.fleet.store import read_index
 from footprint.reports.fleet import write_report
@@ -118,6 +118,37 @@ def test_reprojection_with_set(fleet: Path) -> None:
     assert pol.totals.gpu_hours == base.totals.gpu_hours
     with pytest.raises(FootprintError, match="unknown grid zone"):
         build_report(fleet, "user", sets=["site.grid=ATLANTIS"])
+
+
+@pytest.mark.parametrize("sets", [None, ["site.grid=PRY"]])  # PRY: 100 % hydro, most categories' use not modelled
+def test_a_stage_not_modelled_is_marked_as_a_runs_assessment_marks_it(
+    fleet: Path, tmp_path: Path, sets: list[str] | None
+) -> None:
+    """A total without its use stage (no open factor for the grid mix) is the same "partial: use not modelled" in
+    the fleet's JSON, CSV, table and page as in `footprint assess` of one of its jobs, never a bare hardware total."""
+    import csv
+
+    from footprint.lca import render
+    from footprint.reports.fleet import to_html
+
+    idx = read_index(fleet)
+    one = idx[idx["gpu_model"].notna() & (idx["energy_j"] > 0)]["run_dir"].iloc[0]
+    run = footprint.assess(fleet / one, samples=0, set=sets)
+    want = {k: list(r.not_modelled) for k, r in run.impacts.items()}
+    assert "use" in want["ozone_depletion"]
+    rep = build_report(fleet, "user", sets=sets, samples=0)
+    doc = json.loads(to_json(rep))
+    for row in [doc["totals"], *doc["groups"]]:
+        for k, v in row["impacts"].items():
+            assert v["not_modelled"] == want[k] and v.get("partial", False) == bool(want[k]), (row["group"], k)
+            assert all(v["by_stage"][s] is None for s in want[k])
+    run_csv = {(x["category"], x["stage"]): x["status"] for x in csv.DictReader(render.to_csv(run).splitlines())}
+    total = [x for x in csv.DictReader(to_csv(rep).splitlines()) if x["row"] == "total"][0]
+    for k in want:
+        assert total[f"{k} status"] == run_csv.get((k, "total"), render.total_status(want[k])), k
+    assert total["ozone_depletion status"] == "partial: use not modelled"
+    for text in (to_table(rep), to_html(rep)):
+        assert "ozone depletion (partial: use not modelled)" in text and render.NOT_MODELLED in text
 
 
 def test_report_errors(fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,6 @@ import math
 import re
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
@@ -22,9 +21,6 @@ from footprint.inputs import number_arg
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d|w)$")
 UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 MAX_DURATION_S = 100 * 365.25 * 86400  # a century: longer is a typo (or 1e400 digits that float() makes inf)
-#: Headers that frame the request or the connection: the client's own (RFC 9110 section 7.6.1, RFC 9112 section 6).
-FRAMING = {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "expect"}
-FRAMING |= {"proxy-connection"}
 MAX_TIME_S = 253402300799.0  # 9999-12-31T23:59:59Z, the last time ISO 8601 and Prometheus can write
 
 
@@ -55,8 +51,7 @@ def prom_config(args: argparse.Namespace) -> Any:
     """The client's configuration from the options `add_connection_args` added."""
     from footprint.fleet.prometheus import PromConfig
 
-    check_tls_files(args.ca_file, args.client_cert, args.client_key)
-    return PromConfig(
+    config = PromConfig(
         url=args.url,
         timeout_s=args.timeout,
         retries=args.retries,
@@ -70,51 +65,17 @@ def prom_config(args: argparse.Namespace) -> Any:
         headers=headers(args.header),
         max_response_bytes=int(args.max_response_mb * 2**20),
     )
-
-
-def check_tls_files(ca_file: str | None, cert: str | None, key: str | None) -> None:
-    """Load the CA bundle and the client certificate with its key once, before any request: the HTTP client reads
-    them only at the first https request, where a missing CA file is a bare "OSError" and a key that is not the
-    certificate's looks like the server's fault. An encrypted key is refused, never prompted for."""
-    import ssl
-
-    if key and not cert:
-        raise FootprintError("a client key needs its certificate: add --client-cert CERT.pem", key="--client-key")
-    for opt, path in (("--ca-file", ca_file), ("--client-cert", cert), ("--client-key", key)):
-        if path and not Path(path).is_file():
-            why = "is a directory" if Path(path).is_dir() else "no such file"
-            raise FootprintError(f"{why}: expected a PEM file", file=path, key=opt)
-    opt, path = "--ca-file", ca_file
-    try:
-        if ca_file:
-            ssl.create_default_context(cafile=ca_file)
-        if cert:
-            opt, path = "--client-cert", cert
-            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key, password=b"")
-    except ssl.SSLError as exc:
-        why = (exc.reason or "not PEM").replace("_", " ").lower()
-        hint = "a PEM certificate bundle" if opt == "--ca-file" else "a PEM certificate and its unencrypted key"
-        raise FootprintError(f"TLS error: cannot load it ({why}): expected {hint}", file=path, key=opt) from None
-    except OSError as exc:
-        raise FootprintError(f"cannot read it ({exc.strerror or exc})", file=path, key=opt) from None
+    config.check()  # before any slow step (sacct, the ledger): the client checks it again, the same way
+    return config
 
 
 def headers(items: list[str]) -> dict[str, str]:
-    """``--header 'Name: value'`` options as a mapping, each checked for what would split a request."""
-    from footprint.fleet.prometheus import check_header
-
+    """``--header 'Name: value'`` options as a mapping (`PromConfig.check` checks each)."""
     out = {}
     for item in items:
         name, sep, value = item.partition(":")
         if not sep or not name.strip():
             raise FootprintError(f"expected 'Name: value', got {item!r}", key="--header")
-        check_header(name.strip(), value.strip())
-        if name.strip().lower() in FRAMING:
-            raise FootprintError(
-                f"{name.strip()} is set by the HTTP client: given here it would break the request's framing "
-                "(a Content-Length made every request wait for a body until --timeout)",
-                key="--header",
-            )
         out[name.strip()] = value.strip()
     return out
 

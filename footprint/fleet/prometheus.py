@@ -21,6 +21,12 @@ DEFAULT_RETRIES = 3
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 2**20  # a decoded answer larger than this is refused, not read to the end
 MAX_REDIRECTS = 5
 MAX_SECRET_BYTES = 64 * 1024
+#: Headers that frame the request or the connection, or name its target: the client's own (RFC 9110 sections 7.2
+#: and 7.6.1, RFC 9112 section 6). Given by hand, a Content-Length made every request wait for a body until the timeout.
+FRAMING = frozenset(
+    {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "expect"}
+    | {"proxy-connection", "host"}
+)
 LIMIT_HINTS = ("too many samples", "max-samples", "max samples", "sample limit", "maximum number of samples", "max_samples")
 
 
@@ -46,6 +52,50 @@ class PromConfig:
     insecure_skip_verify: bool = False
     headers: dict[str, str] = field(default_factory=dict)
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+    def check(self) -> None:
+        """Refuse what would fail later, or silently, inside the HTTP client: the URL, every header (framing
+        headers, CR/LF), and the CA bundle and client certificate, loaded once here. The one check of the CLI's
+        options and of a config built in Python; secrets files are read by the client itself."""
+        _check_url(self.url.strip().rstrip("/"), self.url)
+        for name, value in self.headers.items():
+            check_header(name, value)
+            if name.lower() in FRAMING:
+                raise PrometheusError(
+                    f"{name} is set by the HTTP client: given here it would break the request's framing "
+                    "(a Content-Length made every request wait for a body until --timeout)",
+                    key="--header",
+                )
+        if self.basic_auth_user:
+            check_header("user", self.basic_auth_user)
+        check_tls_files(self.ca_file, self.client_cert, self.client_key)
+
+
+def check_tls_files(ca_file: str | None, cert: str | None, key: str | None) -> None:
+    """Load the CA bundle and the client certificate with its key once, before any request: the HTTP client reads
+    them only at the first https request, where a missing CA file is a bare "OSError" and a key that is not the
+    certificate's looks like the server's fault. An encrypted key is refused, never prompted for."""
+    import ssl
+
+    if key and not cert:
+        raise PrometheusError("a client key needs its certificate: add --client-cert CERT.pem", key="--client-key")
+    for opt, path in (("--ca-file", ca_file), ("--client-cert", cert), ("--client-key", key)):
+        if path and not Path(path).is_file():
+            why = "is a directory" if Path(path).is_dir() else "no such file"
+            raise PrometheusError(f"{why}: expected a PEM file", file=path, key=opt)
+    opt, path = "--ca-file", ca_file
+    try:
+        if ca_file:
+            ssl.create_default_context(cafile=ca_file)
+        if cert:
+            opt, path = "--client-cert", cert
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key, password=b"")
+    except ssl.SSLError as exc:
+        why = (exc.reason or "not PEM").replace("_", " ").lower()
+        hint = "a PEM certificate bundle" if opt == "--ca-file" else "a PEM certificate and its unencrypted key"
+        raise PrometheusError(f"TLS error: cannot load it ({why}): expected {hint}", file=path, key=opt) from None
+    except OSError as exc:
+        raise PrometheusError(f"cannot read it ({exc.strerror or exc})", file=path, key=opt) from None
 
 
 def _secret(path: str, what: str) -> str:
@@ -120,10 +170,8 @@ class PrometheusClient:
     def __init__(self, config: PromConfig, session: Any = None) -> None:
         import requests
 
+        config.check()
         url = config.url.strip().rstrip("/")
-        _check_url(url, config.url)
-        for name, value in config.headers.items():
-            check_header(name, value)
         self.config = config
         self.base = url
         self.session = session or requests.Session()
@@ -135,7 +183,6 @@ class PrometheusClient:
         if config.bearer_token_file:
             self.session.headers["Authorization"] = "Bearer " + _secret(config.bearer_token_file, "bearer token")
         if config.basic_auth_user:
-            check_header("user", config.basic_auth_user)
             pw = _secret(config.basic_auth_password_file, "password") if config.basic_auth_password_file else ""
             self.session.auth = (config.basic_auth_user, pw)
         # given per request: requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE override a session's own `verify`

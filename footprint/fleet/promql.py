@@ -23,6 +23,7 @@ Reusable by any producer that needs "energy of these series over these windows" 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -100,6 +101,35 @@ def braced(*matchers: str) -> str:
     """Label matchers (each without braces, or a user's ``{...}`` selector) joined into one ``{...}``; "" if none."""
     parts = [p for p in (m.strip().strip("{}") for m in matchers) if p]
     return "{" + ",".join(parts) + "}" if parts else ""
+
+
+#: One ``label op "value"`` matcher: a PromQL label name, an operator, a double-quoted value with backslash escapes
+#: (no raw line break or control character), then a comma or the end. Anything else is not a matcher.
+MATCHER = re.compile(
+    r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*(=~|!~|!=|=)[ \t]*("(?:[^"\\\x00-\x1f\x7f]|\\[^\x00-\x1f\x7f])*")[ \t]*(,|\Z)'
+)
+
+
+def selector_matchers(text: str) -> str:
+    """A user's ``--selector`` as matchers without braces (``a="b",c=~"d|e"``): a comma-separated list of
+    ``label op "value"``, optionally in one pair of braces. Anything else is refused, so that the selector cannot
+    close the braces it is put in and add to the query (``a="b"} or vector(1) or {c="d"``)."""
+    body = (text or "").strip(" \t")
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    out: list[str] = []
+    pos = 0
+    while pos < len(body) and body[pos:].strip(" \t"):
+        m = MATCHER.match(body, pos)
+        if not m:
+            raise FootprintError(
+                'expected label matchers such as cluster="a",namespace!~"test|dev" (label =, !=, =~ or !~ a '
+                f"double-quoted value, optionally in one pair of braces), got {text[:80]!r} (at character {pos + 1})",
+                key="--selector",
+            )
+        out.append(f"{m.group(1)}{m.group(2)}{m.group(3)}")
+        pos = m.end()
+    return ",".join(out)
 
 
 def batches(terms: list[Term], scrape_s: float, max_samples: float, max_terms: int = MAX_TERMS) -> list[list[Term]]:
@@ -304,5 +334,6 @@ __all__ = [
     "regex_alt",
     "render",
     "scrape_interval",
+    "selector_matchers",
     "window_expr",
 ]

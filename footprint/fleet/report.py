@@ -42,9 +42,17 @@ class Rows:
     gpu_equivalents: int
     impacts: dict[str, float | None]
     by_stage: dict[str, dict[str, float | None]]
-    partial: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # totals that leave something out (a stage not modelled)
     single_score_pt: float | None = None  # EF 3.1 weighted single score of the summed impacts
     ranges: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # low-high of the sums, per key
+    not_modelled: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per key: stages some factor set lacks
+
+    def status(self, key: str) -> str:
+        """A total's status as a run's CSV writes it ("partial: use not modelled"; "" when whole)."""
+        from footprint.lca.render import total_status
+
+        nm = self.not_modelled.get(key, ())
+        return total_status(nm) if nm or key not in self.partial else "partial"
 
     def to_dict(self, units: dict[str, str]) -> dict[str, Any]:
         return {
@@ -63,6 +71,7 @@ class Rows:
                     "total": v,
                     "low_high": self.ranges.get(k),
                     "by_stage": self.by_stage[k],
+                    "not_modelled": list(self.not_modelled.get(k, ())),
                     **({"partial": True} if k in self.partial else {}),
                 }
                 for k, v in self.impacts.items()
@@ -149,6 +158,7 @@ def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...], 
     fac, _ = sums.value("facility_energy_kwh")
     score = sums.single_score()
     ranges = sums.ranges(samples, seed) if samples > 1 else {}
+    not_modelled = {k: sums.not_modelled(k) for k in keys}
 
     def low_high(key: str, g: int) -> tuple[float, float] | None:
         lo, hi = ranges[key][g] if key in ranges else (np.nan, np.nan)
@@ -165,9 +175,10 @@ def _rows(labels: list[str], sums: Any, jobs: list[int], keys: tuple[str, ...], 
             int(sums.gpu_equivalents[g]),
             {k: opt(totals[k][0][g]) for k in keys},
             {k: {s: opt(stages[(k, s)][g]) for s in cat.stages()} for k in keys},
-            [k for k in keys if totals[k][1][g]],
+            [k for k in keys if totals[k][1][g] or not_modelled[k][g]],
             float(score[g]),
             {k: low_high(k, g) for k in (*keys, "single_score")} if ranges else {},
+            {k: not_modelled[k][g] for k in keys if not_modelled[k][g]},
         )
         for g, label in enumerate(labels)
     ]
@@ -357,6 +368,7 @@ def to_csv(r: FleetReport) -> str:
         + ["single_score [Pt]", "single_score low", "single_score high"]
         + [f"{c.key} [{display_unit(c.unit)}]" for c in cats]
         + [f"{c.key} {end}" for c in cats for end in ("low", "high")]
+        + [f"{c.key} status" for c in cats]
     )
 
     def bounds(x: Rows, key: str) -> list[str]:
@@ -377,6 +389,7 @@ def to_csv(r: FleetReport) -> str:
             + [x.gpu_equivalents, "" if x.single_score_pt is None else repr(x.single_score_pt), *bounds(x, "single_score")]
             + ["" if x.impacts.get(c.key) is None else repr(x.impacts[c.key]) for c in cats]
             + [b for c in cats for b in bounds(x, c.key)]
+            + [x.status(c.key) for c in cats]
         )
 
     for g in r.groups:
@@ -437,8 +450,22 @@ def to_table(r: FleetReport) -> str:
             "",
             f"Not assessed: {len(r.not_assessed)} job(s), e.g. {r.not_assessed[0]['job_id']}: {r.not_assessed[0]['reason']}",
         ]
+    note = not_modelled_note(r)
+    lines += [note] if note else []
     lines += ["", "All 16 categories: -o fleet.html | .csv | .json. Warnings:"] + [f"  - {w}" for w in r.warnings]
     return "\n".join(lines) + "\n"
+
+
+def not_modelled_note(r: FleetReport) -> str | None:
+    """The categories whose totals leave a stage out (no open electricity factor for the grid mix), with what
+    "not modelled" means in a run's report; None when every total is whole."""
+    from footprint.lca import categories as cat
+    from footprint.lca.render import NOT_MODELLED
+
+    rows = [r.totals, *([r.unallocated] if r.unallocated else [])]
+    status = {k: next((x.status(k) for x in rows if x.status(k)), "") for k in r.units}
+    items = [f"{cat.by_key(k).name.lower()} ({v})" for k, v in status.items() if v]
+    return f"Partial totals: {', '.join(items)}; not modelled = {NOT_MODELLED}." if items else None
 
 
 def _columns(heads: list[str], rows: list[list[str]]) -> list[str]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet.prometheus import PrometheusClient
+from footprint.fleet.promql import selector_matchers
 from meters.importers import MAX_DEVICE_POWER_W
 
 GPU_COUNTER, GPU_GAUGE, CPU, RAM = 0, 1, 2, 3
@@ -62,8 +63,11 @@ class DcgmNames:
     cpu_source: str = "auto"  # auto | rapl | kepler | none
     cpu_host_label: str = "instance"
 
+    def __post_init__(self) -> None:  # the user's selector, checked and without its braces: it cannot close ours
+        object.__setattr__(self, "selector", selector_matchers(self.selector))
+
     def matchers(self, extra: str = "") -> str:
-        parts = [p for p in (self.selector.strip().strip("{}"), extra) if p]
+        parts = [p for p in (self.selector, extra) if p]
         return "{" + ",".join(parts) + "}" if parts else ""
 
 

@@ -342,6 +342,17 @@ class GroupSums:
     def total(self, key: str) -> np.ndarray:
         return self.value("impacts", key, "total")[0]
 
+    def not_modelled(self, key: str) -> list[tuple[str, ...]]:
+        """Per group, the stages of ``key`` that some factor set of the group does not model (the engine's
+        `CategoryResult.not_modelled`, e.g. use with no open factor for the grid): the group's total leaves them out
+        for those sets, as a run's total does."""
+        used = (self.gpu_hours_by_template + self.energy_kwh_by_template) > 0
+        per_set = [
+            set(b.per_gpu_hour.impacts[key].not_modelled) | set(b.per_kwh.impacts[key].not_modelled) for b in self.batch.bases
+        ]
+        order = cat.stages()
+        return [tuple(s for s in order if any(s in per_set[t] for t in np.flatnonzero(row))) for row in used]
+
     def ranges(self, samples: int, seed: int = 0, max_cells: int = 20_000_000) -> dict[str, np.ndarray]:
         """Low-high of each group's sums: {indicator key or "single_score": (groups, 2)}, the 2.5th and 97.5th
         percentiles of the group's summed Monte Carlo draws (see the module docstring), widened to include

@@ -90,6 +90,13 @@ NOT_MODELLED = (
     "no open factor for any technology of the electricity mix (no share is then given); a partly covered mix is a "
     "lower bound (notes)"
 )
+
+
+def total_status(not_modelled: tuple[str, ...] | list[str]) -> str:
+    """What a total that leaves stages out is, in every CSV that has a status (a run's, a fleet's): "" when whole."""
+    return f"partial: {', '.join(not_modelled)} not modelled" if not_modelled else ""
+
+
 SHARES_NOTE = f"Shares: stage / total. n/a = not available (no data), never zero; not modelled = {NOT_MODELLED}."
 
 
@@ -178,7 +185,7 @@ def to_csv(a: Assessment) -> str:
         pe = (a.normalised.get(k) or {}).get("person_equivalents")
         wr.writerow(
             [k, r.name, display_unit(r.unit), "total", repr(r.total), "1", repr(r.low), repr(r.high)]
-            + ["" if pe is None else repr(pe), f"partial: {', '.join(r.not_modelled)} not modelled" if r.not_modelled else ""]
+            + ["" if pe is None else repr(pe), total_status(r.not_modelled)]
         )
     return buf.getvalue()
 

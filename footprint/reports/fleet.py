@@ -23,6 +23,7 @@ from footprint.fleet.report import (
     build_report,
     infer_format,
     low_high,
+    not_modelled_note,
     to_csv,
     to_json,
     to_table,
@@ -80,6 +81,7 @@ def to_html(r: FleetReport) -> str:
         + [num(g.impacts.get(c.key)) for g in shown]
         + [num(t.impacts.get(c.key)), low_high(t, c.key) or "n/a"]
         + [num(r.unallocated.impacts.get(c.key)) if r.unallocated else "n/a"]
+        + [t.status(c.key)]
         for c in cat.categories()
     ]
     top_rows = [
@@ -104,8 +106,11 @@ def to_html(r: FleetReport) -> str:
         _table(head, group_rows),
         "<h2>All 16 EF 3.1 categories</h2>",
         '<div class="cmp">',
-        _table(["Category", "Unit"] + [g.label for g in shown] + ["All jobs", "All jobs low-high", UNALLOCATED], cat_rows),
+        _table(
+            ["Category", "Unit"] + [g.label for g in shown] + ["All jobs", "All jobs low-high", UNALLOCATED, "Status"], cat_rows
+        ),
         "</div>",
+        f"<p class='sub'>{html.escape(note)}</p>" if (note := not_modelled_note(r)) else "",
         f"<p class='sub'>{len(r.groups) - len(shown)} more group(s) in the CSV/JSON output.</p>"
         if len(r.groups) > len(shown)
         else "",

@@ -19,7 +19,7 @@ import pandas as pd
 
 from footprint.errors import FootprintError
 from footprint.fleet.prometheus import PrometheusClient
-from footprint.fleet.promql import braced, range_of, window_expr
+from footprint.fleet.promql import braced, range_of, selector_matchers, window_expr
 from footprint.serving import engines as eng
 from footprint.serving.telemetry import (
     ENERGY,
@@ -49,7 +49,7 @@ class Queries:
 
     def __init__(self, window_s: float, selector: str = "") -> None:
         self.w = range_of(window_s)
-        self.sel = selector
+        self.sel = selector_matchers(selector)  # checked: a selector cannot close the braces it is put in
 
     def _of(self, metric: str, *extra: str) -> str:
         return f"{metric}{braced(self.sel, *extra)}[{self.w}]"
@@ -126,11 +126,11 @@ GKEYS = ["window", "host", "gpu", "uuid", "gpu_model"]
 
 def read(client: PrometheusClient, start: float, end: float, window_s: float, scrape_s: float, selector: str = "") -> Telemetry:
     """One import's telemetry: found metric names decide the engines; every number is a server-side aggregate."""
+    q = Queries(window_s, selector)  # first: a bad --selector is refused before any request
     names = set(client.metric_names())
     if ENERGY not in names and POWER not in names:
         raise FootprintError(f"no DCGM series ({ENERGY} or {POWER}) on this server", client.base, "--url")
     found = eng.detect(names, client.base)
-    q = Queries(window_s, selector)
     parts = []
     place = pd.DataFrame(columns=PLACE_COLS)
     if ENERGY in names:
