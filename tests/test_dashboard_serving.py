@@ -58,17 +58,6 @@ def test_serving_page_shows_the_report(record: Path) -> None:
 def test_notes_from_the_served_models_are_shown_as_typed(record: Path, tmp_path: Path) -> None:
     """A note carries model names and server warnings: Markdown in one (an outside image, a link) is shown as text,
     never rendered (the image would be fetched when the page opens)."""
-    import json
-    import shutil
+    from _dashboard_notes import assert_notes_shown_as_typed
 
-    rec = Path(shutil.copytree(record, tmp_path / "rec"))
-    meta = json.loads((rec / "serving.json").read_text())
-    meta["notes"] = [*meta.get("notes", []), "model ![t](http://203.0.113.9/t.png) [x](http://203.0.113.9/)"]
-    (rec / "serving.json").write_text(json.dumps(meta))
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.sidebar.radio(key="page").set_value("Serving").run()
-    at.text_input(key="serving_dir").set_value(str(rec)).run()
-    assert not at.exception and not at.error
-    shown = [m.value for m in at.markdown if "203.0.113.9" in m.value]
-    assert shown and all("![t](" not in v and "[x](" not in v for v in shown), shown
+    assert_notes_shown_as_typed(record, tmp_path, "serving.json", "Serving", "serving_dir", "model")

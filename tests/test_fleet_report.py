@@ -206,21 +206,9 @@ def test_fleet_page_shows_warnings_as_typed(fleet: Path, tmp_path: Path) -> None
     """A warning can carry a job name or user from sacct, which any cluster user chooses: Markdown in it (an outside
     image fetched when an administrator opens the page, a link) is shown as text, never rendered."""
     pytest.importorskip("streamlit")
-    import shutil
+    from _dashboard_notes import assert_notes_shown_as_typed
 
-    from streamlit.testing.v1 import AppTest
-
-    copy = Path(shutil.copytree(fleet, tmp_path / "fleet"))
-    meta = json.loads((copy / "fleet.json").read_text())
-    meta["notes"] = [*meta.get("notes", []), "job ![t](http://203.0.113.9/t.png) [x](http://203.0.113.9/)"]
-    (copy / "fleet.json").write_text(json.dumps(meta))
-    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
-    at.run()
-    at.sidebar.radio(key="page").set_value("Fleet").run()
-    at.text_input(key="fleet_dir").set_value(str(copy)).run()
-    assert not at.exception and not at.error
-    shown = [m.value for m in at.markdown if "203.0.113.9" in m.value]
-    assert shown and all("![t](" not in v and "[x](" not in v for v in shown), shown
+    assert_notes_shown_as_typed(fleet, tmp_path, "fleet.json", "Fleet", "fleet_dir", "job")
 
 
 def test_without_duckdb_pandas_gives_the_same_report(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
