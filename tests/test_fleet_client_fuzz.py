@@ -179,8 +179,8 @@ def test_bad_headers(server: str, header: str, pattern: str, tmp_path: Path, cap
 def test_a_config_built_in_python_is_checked_like_the_cli_options(
     config: dict, pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`PromConfig.check` is the one check: a client built without the CLI refuses the same headers and TLS files,
-    when it is built, before any request (nothing listens on port 9)."""
+    """A `PromConfig` checks itself as it is made, the one check: a config built without the CLI refuses the same
+    headers and TLS files, before any request (nothing listens on port 9)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tok").write_text("not a PEM file\n")
     with pytest.raises(FootprintError, match=pattern) as exc:

@@ -51,7 +51,7 @@ def prom_config(args: argparse.Namespace) -> Any:
     """The client's configuration from the options `add_connection_args` added."""
     from footprint.fleet.prometheus import PromConfig
 
-    config = PromConfig(
+    return PromConfig(  # checked as it is made: before any slow step (sacct, the ledger)
         url=args.url,
         timeout_s=args.timeout,
         retries=args.retries,
@@ -65,12 +65,10 @@ def prom_config(args: argparse.Namespace) -> Any:
         headers=headers(args.header),
         max_response_bytes=int(args.max_response_mb * 2**20),
     )
-    config.check()  # before any slow step (sacct, the ledger): the client checks it again, the same way
-    return config
 
 
 def headers(items: list[str]) -> dict[str, str]:
-    """``--header 'Name: value'`` options as a mapping (`PromConfig.check` checks each)."""
+    """``--header 'Name: value'`` options as a mapping (the PromConfig checks each)."""
     out = {}
     for item in items:
         name, sep, value = item.partition(":")

@@ -53,10 +53,10 @@ class PromConfig:
     headers: dict[str, str] = field(default_factory=dict)
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         """Refuse what would fail later, or silently, inside the HTTP client: the URL, every header (framing
-        headers, CR/LF), and the CA bundle and client certificate, loaded once here. The one check of the CLI's
-        options and of a config built in Python; secrets files are read by the client itself."""
+        headers, CR/LF), and the CA bundle and client certificate, loaded once here, when the config is made (from
+        the CLI's options or in Python), before any slow step or request; secrets files are read by the client."""
         _check_url(self.url.strip().rstrip("/"), self.url)
         for name, value in self.headers.items():
             check_header(name, value)
@@ -170,7 +170,6 @@ class PrometheusClient:
     def __init__(self, config: PromConfig, session: Any = None) -> None:
         import requests
 
-        config.check()
         url = config.url.strip().rstrip("/")
         self.config = config
         self.base = url
