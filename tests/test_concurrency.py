@@ -10,7 +10,6 @@ totals are partial and from which ranks.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,20 +17,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from _paths import REPO
+from _torchrun import clean_env, torchrun
 
 import footprint
 
 pytestmark = pytest.mark.timeout(300)
 PY = sys.executable
 N = 4
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
-    env["PYTHONPATH"] = str(REPO)
-    env.update(extra)
-    return env
 
 
 def _runs(out: Path) -> list[Path]:
@@ -42,7 +34,7 @@ def test_n_processes_on_one_name_each_get_a_directory(tmp_path: Path) -> None:
     procs = [
         subprocess.Popen(
             [PY, "-m", "footprint.cli", "run", "--name", "same", "--output-dir", str(tmp_path), "--", PY, "-c", "pass"],
-            env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"),
+            env=clean_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"),
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -84,7 +76,7 @@ def test_n_threads_on_one_name_each_get_a_directory(tmp_path: Path, monkeypatch:
 def test_a_run_name_with_terminal_escapes_is_refused(tmp_path: Path) -> None:
     proc = subprocess.run(
         [PY, "-m", "footprint.cli", "run", "--name", "bad\x1b[31mred", "--output-dir", str(tmp_path), "--", PY, "-c", "pass"],
-        env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"),
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"),
         capture_output=True,
         text=True,
         timeout=60,
@@ -107,26 +99,15 @@ TORCHRUN = textwrap.dedent("""
 """)
 
 
-def _torchrun(script: Path, out: Path, port: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={port}", str(script), str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB"),
-    )
-
-
 def test_a_torchrun_rerun_under_the_same_name_gets_a_new_suffix(tmp_path: Path) -> None:
     pytest.importorskip("torch.distributed")
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN)
     out = tmp_path / "runs"
-    first = _torchrun(script, out, 29581)
+    first = torchrun(script, out, 29581)
     assert first.returncode == 0, first.stderr[-2000:]
     before = (out / "ddp" / "run.json").read_bytes()
-    second = _torchrun(script, out, 29582)
+    second = torchrun(script, out, 29582)
     assert second.returncode == 0, second.stderr[-2000:]
     assert [r.name for r in _runs(out)] == ["ddp", "ddp-2"]
     assert (out / "ddp" / "run.json").read_bytes() == before  # the first run is untouched
@@ -151,7 +132,7 @@ def _slurm_launch(out: Path, step: str) -> None:
     procs = [
         subprocess.Popen(
             [PY, "-c", RANK, str(out)],
-            env=_env(
+            env=clean_env(
                 FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB",
                 RANK=str(r),
                 LOCAL_RANK=str(r),
@@ -199,17 +180,10 @@ def test_a_failing_rank_is_recovered_and_its_partial_counts_are_said(tmp_path: P
     script = tmp_path / "fail.py"
     script.write_text(FAILING)
     out = tmp_path / "runs"
-    proc = subprocess.run(
-        [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29583", str(script), str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB", FOOTPRINT_GATHER_TIMEOUT_S="5"),
-    )
+    proc = torchrun(script, out, 29583, FOOTPRINT_GATHER_TIMEOUT_S="5")
     assert proc.returncode != 0
     run_dir = out / "fail"
-    rec = subprocess.run([PY, "-m", "footprint.cli", "recover", str(run_dir)], capture_output=True, text=True, env=_env())
+    rec = subprocess.run([PY, "-m", "footprint.cli", "recover", str(run_dir)], capture_output=True, text=True, env=clean_env())
     assert rec.returncode == 0, rec.stderr[-800:]
     run = json.loads((run_dir / "run.json").read_text())
     assert sorted(r["rank"] for r in run["ranks"]) == [0, 1]  # no rank lost

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _torchrun import clean_env, torchrun
 
 import footprint
 from footprint import FootprintWarning
@@ -37,16 +38,6 @@ pytestmark = [
     pytest.mark.timeout(120),
     pytest.mark.skipif(sys.platform != "linux", reason="Linux process and file system faults"),
 ]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "FOOTPRINT_PARENT_RUN")
-    }
-    env.update(extra)
-    return env
 
 
 # ================================================================================================
@@ -133,7 +124,7 @@ def test_same_name_twice_gets_a_suffix_with_a_message(tmp_path: Path, capsys: py
         [PY, "-m", "footprint.cli", "run", "--name", "same", "--output-dir", str(tmp_path), "--", "true"],
         capture_output=True,
         text=True,
-        env=_env(FOOTPRINT_FAKE_NVML="1xL4"),
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xL4"),
         timeout=60,
     )
     assert out.returncode == 0 and "recorded as 'same-3'" in out.stderr and (tmp_path / "same-3" / "run.json").is_file()
@@ -147,7 +138,7 @@ def test_name_cannot_escape_the_output_dir(tmp_path: Path, name: str) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        env=_env(FOOTPRINT_FAKE_NVML="1xL4"),
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xL4"),
         timeout=60,
     )
     assert proc.returncode == 2 and "footprint: error: --name" in proc.stderr and "Traceback" not in proc.stderr
@@ -216,7 +207,7 @@ def _run_on_tmpfs(tmp: Path, mount_opts: str, gpus: str, name: str, args: str, a
     run = f"{mnt}/runs/{name}"
     script = f"{PY} -m footprint.cli run --name {name} --output-dir {mnt}/runs {args}; echo rc=$?; {after.format(run=run)}"
     cmd = f"mount -t tmpfs -o {mount_opts} tmpfs {mnt} && {script}"
-    env = _env(FOOTPRINT_FAKE_NVML=gpus, TMPDIR=str(tmp))
+    env = clean_env(FOOTPRINT_FAKE_NVML=gpus, TMPDIR=str(tmp))
     proc = subprocess.run([*NAMESPACE, "sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=90)
     assert "rc=0" in proc.stdout and "Traceback" not in proc.stderr, proc.stderr
     return proc, json.loads((next((tmp / "footprint-runs").glob(f"{name}-*")) / "run.json").read_text())
@@ -301,7 +292,7 @@ def _supervised(tmp_path: Path, mode: str, send: str) -> tuple[int, str, str]:
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child process
         os.chdir(tmp_path)
-        os.environ.update(_env(FOOTPRINT_FAKE_NVML="1xL4"))
+        os.environ.update(clean_env(FOOTPRINT_FAKE_NVML="1xL4"))
         os.execv(PY, [PY, "-m", "footprint.cli", "run", "--output-dir", "runs", "--", PY, "child.py", str(out), mode])
     t0 = time.time()
     while not (tmp_path / "got.ready").exists() and time.time() - t0 < 60:
@@ -358,7 +349,7 @@ def test_the_command_is_not_left_unmeasured_when_footprint_run_dies(tmp_path: Pa
     code = f"import os, time; open({str(ready)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     parent = subprocess.Popen(
         [PY, "-m", "footprint.cli", "run", "--output-dir", str(tmp_path / "runs"), "--", PY, "-c", code],
-        env=_env(FOOTPRINT_FAKE_NVML="1xL4"),
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xL4"),
     )
     t0 = time.time()
     while not ready.exists() and time.time() - t0 < 60:
@@ -417,13 +408,7 @@ def test_a_rank_that_raises_does_not_block_the_exit_gather(tmp_path: Path) -> No
     script = tmp_path / "ddp.py"
     script.write_text(RAISING_RANK)
     t0 = time.time()
-    proc = subprocess.run(
-        [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29571", str(script), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB", FOOTPRINT_GATHER_TIMEOUT_S="5"),
-        timeout=100,
-    )
+    proc = torchrun(script, tmp_path, 29571, timeout=100, FOOTPRINT_GATHER_TIMEOUT_S="5")
     assert time.time() - t0 < 60, "the ranks blocked at exit"
     assert proc.returncode != 0  # the job failed, as it should
     ranks = tmp_path / "ddp" / "ranks"

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from _paths import REPO
+from _torchrun import torchrun
 
 import footprint
 
@@ -416,16 +417,7 @@ def test_torchrun_trainer_counts_each_gpu_once_and_the_true_tokens(tmp_path: Pat
     pytest.importorskip("torch.distributed")
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN_HF)
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "FOOTPRINT_PARENT_RUN")}
-    env.update(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB", OMP_NUM_THREADS="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29541", str(script), str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    proc = torchrun(script, tmp_path, 29541, timeout=300, OMP_NUM_THREADS="1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = json.loads((tmp_path / "ddp" / "run.json").read_text())
     gpus = [d for d in run["devices"] if d["component"] == "gpu"]
@@ -500,23 +492,18 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN_LOGGERS)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "FOOTPRINT_PARENT_RUN")}
-    env.update(
-        FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB",
+    proc = torchrun(
+        script,
+        tmp_path,
+        29543,
+        cwd=tmp_path,  # MLflow puts a sqlite store's artifacts under ./mlruns
+        timeout=400,
         OMP_NUM_THREADS="1",
         MLFLOW_TRACKING_URI=uri,
         MLFLOW_EXPERIMENT_NAME="ddp",
         WANDB_MODE="offline",
         WANDB_DIR=str(tmp_path),
         WANDB_SILENT="true",
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29543", str(script), str(tmp_path)],
-        cwd=tmp_path,  # MLflow puts a sqlite store's artifacts under ./mlruns
-        capture_output=True,
-        text=True,
-        timeout=400,
-        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = json.loads((tmp_path / "ddp" / "run.json").read_text())

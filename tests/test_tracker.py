@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from _paths import REPO
+from _torchrun import clean_env, torchrun
 
 import footprint
 from footprint.tracking import runrecord
@@ -21,12 +22,6 @@ from footprint.tracking.tracker import DistInfo, gpus_for_rank
 from meters.fake_nvml import FakeNVML, Faults
 
 PY = sys.executable
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
-    env.update(extra)
-    return env
 
 
 def test_context_manager_measures_each_gpu_and_assesses(tmp_path: Path, monkeypatch) -> None:
@@ -124,7 +119,7 @@ KILLED = textwrap.dedent("""
 
 
 def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> None:
-    proc = subprocess.Popen([PY, "-c", KILLED, str(tmp_path)], cwd=REPO, env=_env())
+    proc = subprocess.Popen([PY, "-c", KILLED, str(tmp_path)], cwd=REPO, env=clean_env())
     time.sleep(2.5)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -148,7 +143,7 @@ def test_sigkill_keeps_samples_and_recover_rebuilds_the_run(tmp_path: Path) -> N
 
 
 def test_sigterm_finalises_the_run(tmp_path: Path) -> None:
-    proc = subprocess.Popen([PY, "-c", KILLED.replace("killed", "termed"), str(tmp_path)], cwd=REPO, env=_env())
+    proc = subprocess.Popen([PY, "-c", KILLED.replace("killed", "termed"), str(tmp_path)], cwd=REPO, env=clean_env())
     time.sleep(2.0)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=20)
@@ -172,7 +167,7 @@ def test_ranks_without_process_group_then_merge(tmp_path: Path) -> None:
         subprocess.Popen(
             [PY, "-c", RANK, str(tmp_path)],
             cwd=REPO,
-            env=_env(
+            env=clean_env(
                 FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB",
                 RANK=str(r),
                 LOCAL_RANK=str(r),
@@ -221,14 +216,7 @@ def test_torchrun_two_cpu_ranks_count_each_gpu_once(tmp_path: Path) -> None:
     pytest.importorskip("torch.distributed")
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN)
-    proc = subprocess.run(
-        [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=29533", str(script), str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=_env(FOOTPRINT_FAKE_NVML="2xA100-SXM4-40GB"),
-    )
+    proc = torchrun(script, tmp_path, 29533)
     assert proc.returncode == 0, proc.stderr[-2000:]
     runs = list(tmp_path.glob("*/run.json"))
     assert len(runs) == 1
@@ -273,7 +261,7 @@ def test_footprint_run_wraps_a_command(tmp_path: Path) -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        env=_env(FOOTPRINT_FAKE_NVML="1xL4"),
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xL4"),
     )
     assert proc.returncode == 3  # the command's exit code
     run = json.loads((tmp_path / "wrapped" / "run.json").read_text())
@@ -293,7 +281,11 @@ def test_footprint_run_wraps_a_command(tmp_path: Path) -> None:
 )
 def test_bad_arguments_get_clear_errors(args: list[str], pattern: str, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [PY, "-m", "footprint.cli", *args], cwd=tmp_path, capture_output=True, text=True, env=_env(FOOTPRINT_FAKE_NVML="1xL4")
+        [PY, "-m", "footprint.cli", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xL4"),
     )
     assert proc.returncode == 2 and pattern in proc.stderr and "Traceback" not in proc.stderr
 
@@ -368,7 +360,7 @@ def test_interpreter_exit_without_stop_finalises(tmp_path: Path) -> None:
         "t = footprint.track(name='atexit', output_dir=sys.argv[1], host=False).start()\n"
         "t.step(); time.sleep(0.3)\n"
     )
-    proc = subprocess.run([PY, "-c", code, str(tmp_path)], cwd=REPO, env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"))
+    proc = subprocess.run([PY, "-c", code, str(tmp_path)], cwd=REPO, env=clean_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"))
     assert proc.returncode == 0
     run = json.loads((tmp_path / "atexit" / "run.json").read_text())
     assert run["steps"] == 1 and run["energy"]["gpu_j"] > 0 and len(runrecord.read_samples(tmp_path / "atexit")) > 0

@@ -4,7 +4,6 @@ dtype of the MFU peak, the training story in `assess` and reports, and `footprin
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _paths import REPO
+from _torchrun import clean_env
 
 import footprint
 from footprint.lca.assessment import pct_sig
@@ -185,19 +185,13 @@ def test_callbacks_join_a_running_tracker(tmp_path: Path) -> None:
     assert outer.run["tokens"] == 5 and any("joined" in n for n in outer.run["notes"])
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
-    env.update(extra)
-    return env
-
-
 def _run(tmp_path: Path, name: str, code: str, *flags: str) -> dict:
     proc = subprocess.run(
         [PY, "-m", "footprint.cli", "run", "--name", name, "--output-dir", str(tmp_path), *flags, "--", PY, "-c", code],
         cwd=REPO,
         capture_output=True,
         text=True,
-        env=_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"),
+        env=clean_env(FOOTPRINT_FAKE_NVML="1xA100-SXM4-40GB"),
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
