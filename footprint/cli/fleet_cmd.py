@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from footprint import bounds
-from footprint.cli.prom_options import add_connection_args, parse_duration, parse_when, prom_config
+from footprint.cli.prom_options import add_connection_args, add_window_args, parse_duration, prom_config, window_args
 from footprint.errors import FootprintError
 from footprint.inputs import number_arg
 
@@ -48,8 +48,7 @@ footprint fleet import prometheus --url https://mimir/prometheus --header 'X-Sco
 footprint fleet import prometheus --url http://prometheus:9090 --job-label namespace,pod --start now-1d --end now -o fleet""",
     )
     _prometheus_args(pr, required=True)
-    pr.add_argument("--start", required=True, help="window start: ISO 8601 (UTC unless it says), Unix seconds, or now-7d")
-    pr.add_argument("--end", required=True, help="window end (same forms; 'now')")
+    add_window_args(pr)
     pr.add_argument("--sacct", metavar="FILE", help="also join this `sacct --parsable2` output (user, account, windows)")
     _common(pr)
     pr.set_defaults(handler=import_prometheus)
@@ -71,8 +70,7 @@ footprint fleet import slurm --run-sacct --start now-30d --end now -o fleet""",
         "--run-sacct", action="store_true", help="run `sacct --allusers --parsable2` for the window (needs --start/--end)"
     )
     _prometheus_args(sl, required=False)
-    sl.add_argument("--start", help="window start (default: the first job's start)")
-    sl.add_argument("--end", help="window end (default: the last job's end, or now)")
+    add_window_args(sl, "the first job's start", "the last job's end, or now")
     sl.add_argument(
         "--slurm-energy-scope",
         choices=("gpu", "cpu"),
@@ -296,7 +294,7 @@ def _run(args: argparse.Namespace, opts: Any) -> int:
 def import_prometheus(args: argparse.Namespace) -> int:
     from footprint.fleet.slurm import read_sacct
 
-    start, end = parse_when(args.start, "--start"), parse_when(args.end, "--end")
+    start, end = window_args(args)
     sacct = read_sacct(args.sacct, _tz(args.tz), args.delimiter) if args.sacct else None
     return _run(args, _options(args, start, end, sacct))
 
@@ -304,8 +302,7 @@ def import_prometheus(args: argparse.Namespace) -> int:
 def import_slurm(args: argparse.Namespace) -> int:
     from footprint.fleet.slurm import parse_sacct, read_sacct, run_sacct
 
-    start = parse_when(args.start, "--start") if args.start else None
-    end = parse_when(args.end, "--end") if args.end else None
+    start, end = window_args(args)
     if args.run_sacct == bool(args.sacct):
         raise FootprintError("give a sacct output file or --run-sacct (one of them)", key="sacct")
     if args.run_sacct:

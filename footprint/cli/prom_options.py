@@ -89,6 +89,22 @@ def parse_duration(text: str, key: str) -> float:
     return seconds
 
 
+def add_window_args(p: argparse.ArgumentParser, first: str | None = None, last: str | None = None) -> None:
+    """``--start`` and ``--end`` in the forms `parse_when` reads: required, or optional where ``first``/``last`` say
+    what the window defaults to."""
+    start = "window start: ISO 8601 (UTC unless it says), Unix seconds, or now-7d"
+    end = "window end: the same forms, or now"
+    p.add_argument("--start", required=first is None, help=start + (f" (default: {first})" if first else ""))
+    p.add_argument("--end", required=last is None, help=end + (f" (default: {last})" if last else ""))
+
+
+def window_args(args: argparse.Namespace) -> tuple[float | None, float | None]:
+    """``--start`` and ``--end`` as Unix seconds (None where an optional one was not given)."""
+    start = parse_when(args.start, "--start") if args.start else None
+    end = parse_when(args.end, "--end") if args.end else None
+    return start, end
+
+
 def parse_when(text: str, key: str, now: float | None = None) -> float:
     """ISO 8601 (UTC unless it has an offset), Unix seconds, ``now`` or ``now-7d``: a time from 1970 to 9999."""
     t = str(text).strip()

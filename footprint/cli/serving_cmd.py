@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from footprint.cli.prom_options import add_connection_args, parse_duration, parse_when, prom_config
+from footprint.cli.prom_options import add_connection_args, add_window_args, parse_duration, prom_config, window_args
 from footprint.errors import FootprintError
 from footprint.inputs import number_arg
 
@@ -29,15 +29,13 @@ footprint serving watch --metrics-url http://127.0.0.1:8000/metrics -o serving-l
     pr = command(imp, "prometheus", "DCGM and engine series aggregated by Prometheus (Thanos, Mimir): increase() per window")
     g = pr.add_argument_group("Prometheus")
     add_connection_args(g, required=True)
-    pr.add_argument("--start", required=True, help="ISO 8601 (UTC unless it says), Unix seconds, or now-7d")
-    pr.add_argument("--end", required=True, help="same forms, or now")
+    add_window_args(pr)
     pr.add_argument("--scrape-interval", default="30s", help="the exporters' scrape interval (default 30s): gap detection")
     _common(pr)
     pr.set_defaults(handler=import_prometheus)
     me = command(imp, "metrics", "recorded /metrics files (timestamped samples of DCGM, node and engine series)")
     me.add_argument("files", nargs="+", help="files in the Prometheus text format or OpenMetrics")
-    me.add_argument("--start", help="window start (default: the first sample)")
-    me.add_argument("--end", help="window end (default: the last sample)")
+    add_window_args(me, "the first sample", "the last sample")
     _common(me)
     me.set_defaults(handler=import_metrics)
 
@@ -139,7 +137,7 @@ def import_prometheus(args: argparse.Namespace) -> int:
     from footprint.serving.importer import import_prometheus as run
     from footprint.serving.importer import load_map
 
-    start, end = parse_when(args.start, "--start"), parse_when(args.end, "--end")
+    start, end = window_args(args)
     window, scrape = parse_duration(args.window, "--window"), parse_duration(args.scrape_interval, "--scrape-interval")
     if window < 2 * scrape:  # increase() over fewer than two samples is empty: every model's energy went unattributed
         raise FootprintError(
@@ -164,8 +162,7 @@ def import_prometheus(args: argparse.Namespace) -> int:
 def import_metrics(args: argparse.Namespace) -> int:
     from footprint.serving.importer import import_files, load_map
 
-    start = parse_when(args.start, "--start") if args.start else None
-    end = parse_when(args.end, "--end") if args.end else None
+    start, end = window_args(args)
     path, a = import_files(
         args.output, args.files, parse_duration(args.window, "--window"), _site(args), load_map(args.map), start, end, args.force
     )
