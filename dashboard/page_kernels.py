@@ -166,21 +166,7 @@ def show_analysis(r: dict[str, Any]) -> None:
         chart.append({"category": c, "time_us": float(e["kernel_time_us"] or 0.0)})
     st.subheader("Where the GPU time goes")
     st.dataframe(rows, hide_index=True, **ui.WIDE)
-    ui.vega(
-        chart,
-        {
-            "mark": {"type": "bar"},
-            "height": max(120, 28 * len(chart)),
-            "encoding": {
-                "y": {"field": "category", "type": "nominal", "sort": "-x", "title": None},
-                "x": {"field": "time_us", "type": "quantitative", "title": "kernel time (us)"},
-                "tooltip": [
-                    {"field": "category", "type": "nominal"},
-                    {"field": "time_us", "type": "quantitative", "format": ",.1f"},
-                ],
-            },
-        },
-    )
+    _kernel_time_bars(chart, "category", max(120, 28 * len(chart)))
     st.caption(
         f"Computation {format_us(tl.get('computation_us'))}, exposed communication "
         f"{format_us(tl.get('exposed_communication_us'))}, exposed memcpy {format_us(tl.get('exposed_memcpy_us'))}."
@@ -423,20 +409,7 @@ def show_diff(d: dict[str, Any]) -> None:
         chart += [{"class": c, "trace": "A", "time_us": ta}, {"class": c, "trace": "B", "time_us": tb}]
     st.subheader("Kernel classes")
     st.dataframe(rows, hide_index=True, **ui.WIDE)
-    ui.vega(
-        chart,
-        {
-            "mark": {"type": "bar"},
-            "height": max(120, 40 * len(rows)),
-            "encoding": {
-                "y": {"field": "class", "type": "nominal", "title": None},
-                "yOffset": {"field": "trace"},
-                "x": {"field": "time_us", "type": "quantitative", "title": "kernel time (us)"},
-                "color": {"field": "trace", "type": "nominal", "scale": {"range": ui.PALETTE[:2]}},
-                "tooltip": [{"field": "class"}, {"field": "trace"}, {"field": "time_us", "format": ",.1f"}],
-            },
-        },
-    )
+    _kernel_time_bars(chart, "class", max(120, 40 * len(rows)), by_trace=True)
     st.subheader("Ops that changed most")
     st.dataframe(
         [
@@ -465,3 +438,18 @@ def show_diff(d: dict[str, Any]) -> None:
 
 def _abd(f: dict[str, Any]) -> dict[str, str]:
     return {"A": num(f["a"]), "B": num(f["b"]), "B - A": num(f["delta"]), "Change": _pct(f["relative"], 100)}
+
+
+def _kernel_time_bars(chart: list[dict[str, Any]], y: str, height: int, by_trace: bool = False) -> None:
+    """Horizontal bars of kernel time per ``y``: one trace sorted by time, or traces A and B side by side."""
+    time = {"field": "time_us", "type": "quantitative"}
+    enc: dict[str, Any] = {
+        "y": {"field": y, "type": "nominal", "title": None, **({} if by_trace else {"sort": "-x"})},
+        "x": {**time, "title": "kernel time (us)"},
+        "tooltip": [{"field": y, "type": "nominal"}, {**time, "format": ",.1f"}],
+    }
+    if by_trace:
+        enc["yOffset"] = {"field": "trace"}
+        enc["color"] = {"field": "trace", "type": "nominal", "scale": {"range": ui.PALETTE[:2]}}
+        enc["tooltip"].insert(1, {"field": "trace", "type": "nominal"})
+    ui.vega(chart, {"mark": {"type": "bar"}, "height": height, "encoding": enc})
