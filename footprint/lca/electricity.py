@@ -148,13 +148,13 @@ def _not_modelled_rows() -> dict[str, dict[str, str]]:
     return out
 
 
-def _not_modelled(c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> ZoneFactor | None:
-    """The category's factor when no technology of the mix has an open life-cycle factor (ozone depletion): not
-    modelled. None otherwise: where the rest of the mix has factors, their share-weighted sum is the value, labelled
-    a lower bound with what it lacks (``_scope_note``): dropping it would put 0 in the total for a stage that a
-    known bound shows to be large (a grid's fuel burned is most of its fossil resource use)."""
+def _not_modelled(c: cat.Category, shares: dict[str, float]) -> ZoneFactor | None:
+    """The factor of a category none of whose technologies in the mix has a factor, where some of them are listed as
+    having no open life-cycle value (ozone depletion): not modelled, never 0. (Where the rest of the mix has factors,
+    their sum is the value, labelled a lower bound by ``_scope_note``: dropping it would put 0 in the total for a
+    stage a known bound shows to be large; a grid's fuel burned is most of its fossil resource use.)"""
     lacking = {f: t for f, t in _not_modelled_rows().get(c.key, {}).items() if shares.get(f, 0) > 0}
-    if not lacking or (per and _mix_sum(per, shares)[3] > 0):
+    if not lacking:
         return None
     share = _share(sum(shares[f] for f in lacking))
     scope = f"use phase not modelled: no open life-cycle factor for {', '.join(sorted(lacking.values()))} ({share} of generation)"
@@ -448,12 +448,11 @@ def zone(code: str) -> Zone:
             scope = "off-site water of generation only (no fuel chain); " + ewif.method + "; " + aware.method
             srcs = (*ewif.sources, *aware.sources)
             factors[c.key] = ZoneFactor(v, unit, 1.0, srcs, lo, hi, "EWIF x AWARE", scope, "lognormal" if lo < v < hi else "")
-        elif (nm := _not_modelled(c, per, shares)) is not None:
-            factors[c.key] = nm
         else:
             value, lo, hi, cov = _mix_sum(per, shares)
             if not per or cov <= 0:
-                factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor")
+                missing = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor")
+                factors[c.key] = _not_modelled(c, shares) or missing
                 continue
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
             note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
