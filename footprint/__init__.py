@@ -54,7 +54,7 @@ _LAZY = {
     "track": ("footprint.tracking.tracker", "track"),
     "measure_flops": ("footprint.flops", "measure_flops"),
     "transformer_flops": ("footprint.flops", "transformer_flops"),
-    "compute_mfu": ("footprint.flops", "compute_mfu"),
+    "compute_mfu": ("footprint.lca.catalogue", "compute_mfu"),
     "Tracker": ("footprint.tracking.tracker", "Tracker"),
     "read_samples": ("footprint.tracking.runrecord", "read_samples"),
     "power_timeline": ("footprint.tracking.runrecord", "power_timeline"),

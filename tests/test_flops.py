@@ -13,7 +13,8 @@ import pytest
 from _paths import REPO, SCENARIOS
 
 from footprint.errors import FootprintError
-from footprint.flops import compute_mfu, measure_flops, transformer_flops
+from footprint.flops import measure_flops, transformer_flops
+from footprint.lca.catalogue import compute_mfu
 
 PY = sys.executable
 

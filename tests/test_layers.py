@@ -124,6 +124,18 @@ def test_no_import_runs_up_a_layer() -> None:
     )
 
 
+def test_flop_arithmetic_stays_below_the_lca_core() -> None:
+    """footprint.flops is the core's lowest part: the LCA core builds on it, so it never looks a card up in it."""
+    into_lca = sorted(
+        (a, b)
+        for a, targets in graph().items()
+        if a.startswith("footprint.flops")
+        for b in targets
+        if b.startswith("footprint.lca")
+    )
+    assert not into_lca, f"footprint.flops imports the LCA core: {into_lca}"
+
+
 def test_the_allow_list_names_only_live_edges() -> None:
     edges = graph()
     stale = sorted(edge for edge in ALLOWED_UP | ALLOWED_CIRCLE if edge[1] not in edges.get(edge[0], ()))

@@ -90,7 +90,7 @@ def flops_transformer(args: argparse.Namespace) -> int:
 
 def mfu(args: argparse.Namespace) -> int:
     from footprint.errors import FootprintError
-    from footprint.flops import compute_mfu
+    from footprint.lca.catalogue import compute_mfu
 
     if args.achieved_tflops is None and (args.flops is None or args.gpu_hours is None):
         raise FootprintError("give --flops and --gpu-hours, or --achieved-tflops", key="mfu")

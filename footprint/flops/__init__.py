@@ -8,20 +8,21 @@ Conventions (README "FLOPs and MFU"):
 - Peaks are dense, per dtype, from lca_data (never the 2x "with sparsity" datasheet figures).
 
 Owns: analytical FLOPs (`analytical`), measured FLOPs (`counting`), MFU/HFU (`mfu`).
-May import: `footprint.errors`, `footprint.lca.database` (dense peaks), torch (lazily, only when measuring).
+May import: `footprint.errors`, torch (lazily, only when measuring). Never `footprint.lca`: the dense peak of a card
+is looked up there (`footprint.lca.catalogue.compute_mfu`) and passed in.
 """
 
 from footprint.flops.analytical import RECOMPUTE, TransformerFlops, transformer_flops
 from footprint.flops.counting import cpu_attention_formulas, measure_flops
-from footprint.flops.mfu import MFU_WARN, Mfu, compute_mfu
+from footprint.flops.mfu import MFU_WARN, Mfu, mfu_against_peak
 
 __all__ = [
     "MFU_WARN",
     "RECOMPUTE",
     "Mfu",
     "TransformerFlops",
-    "compute_mfu",
     "cpu_attention_formulas",
     "measure_flops",
+    "mfu_against_peak",
     "transformer_flops",
 ]

@@ -1,4 +1,4 @@
-"""MFU and HFU against a card's dense peak for a dtype (peaks from lca_data, never the sparse datasheet figures)."""
+"""MFU and HFU against a dense peak for a dtype (the caller passes the card's peak: never the sparse datasheet figure)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ class Mfu:
         }
 
 
-def compute_mfu(
+def mfu_against_peak(
+    peak_tflops: float,
     gpu: str,
     dtype: str = "bf16",
     *,
@@ -38,24 +39,21 @@ def compute_mfu(
     gpu_hours: float | None = None,
     achieved_tflops: float | None = None,
 ) -> Mfu:
-    """MFU from total FLOPs over GPU-hours, or from achieved TFLOP/s per GPU, against the dense peak."""
-    from footprint.lca.database import db
+    """MFU from total FLOPs over GPU-hours, or from achieved TFLOP/s per GPU, against a dense peak.
 
-    card = db().find_gpu(gpu, key="--gpu")
-    try:
-        peak = card.peak_flops(dtype) / 1e12
-    except KeyError as exc:
-        raise FootprintError(str(exc.args[0]), key="--dtype") from None
+    The peak is the caller's (the catalogue's card, `footprint.lca.catalogue.compute_mfu`): FLOP
+    arithmetic stays below the LCA core and never looks a card up itself.
+    """
     if achieved_tflops is None:
         if not flops or not gpu_hours or flops <= 0 or gpu_hours <= 0:
             raise FootprintError("give --flops and --gpu-hours (both > 0), or --achieved-tflops", key="--flops")
         achieved_tflops = flops / (gpu_hours * 3600) / 1e12
     elif achieved_tflops <= 0:
         raise FootprintError(f"must be > 0, got {achieved_tflops}", key="--achieved-tflops")
-    value = achieved_tflops / peak
+    value = achieved_tflops / peak_tflops
     if value > 1.0:
         raise FootprintError(
-            f"MFU {value:.0%} is above 100 % of the dense {dtype} peak of {card.name} ({peak:g} TFLOP/s): likely a "
+            f"MFU {value:.0%} is above 100 % of the dense {dtype} peak of {gpu} ({peak_tflops:g} TFLOP/s): likely a "
             "sparse peak or a sparsity-inflated FLOP count, the wrong dtype (e.g. fp8 work against a bf16 peak), "
             "GPU-hours that miss GPUs, or FLOPs counted for several ranks on one GPU",
             key="mfu",
@@ -65,4 +63,4 @@ def compute_mfu(
         notes = (
             f"MFU {value:.0%} is above {MFU_WARN:.0%}: plausible only for single large GEMMs; check the FLOP count and the dtype",
         )
-    return Mfu(value, peak, achieved_tflops, card.name, dtype, notes)
+    return Mfu(value, peak_tflops, achieved_tflops, gpu, dtype, notes)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from footprint.errors import FootprintError
+from footprint.flops.mfu import Mfu, mfu_against_peak
 from footprint.lca import categories as cat
 from footprint.lca.database import IDX, db
 
@@ -70,3 +72,21 @@ def gpu_card(name: str, variant: str | None = None) -> dict[str, Any]:
         "notes": list(g.notes) + list(emb.notes),
         "sources": d.cite((*emb.sources, *g.sources)),
     }
+
+
+def compute_mfu(
+    gpu: str,
+    dtype: str = "bf16",
+    *,
+    flops: float | None = None,
+    gpu_hours: float | None = None,
+    achieved_tflops: float | None = None,
+) -> Mfu:
+    """MFU of a catalogue card: its dense peak for `dtype` (lca_data, the one source of peaks) against FLOPs over
+    GPU-hours or achieved TFLOP/s per GPU."""
+    card = db().find_gpu(gpu, key="--gpu")
+    try:
+        peak = card.peak_flops(dtype) / 1e12
+    except KeyError as exc:
+        raise FootprintError(str(exc.args[0]), key="--dtype") from None
+    return mfu_against_peak(peak, card.name, dtype, flops=flops, gpu_hours=gpu_hours, achieved_tflops=achieved_tflops)
