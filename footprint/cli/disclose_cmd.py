@@ -34,9 +34,16 @@ footprint disclose fleet --job 1001 --as eu-ai-act -o job-1001.md""",
         help="SCI's functional unit R: token, m-tokens, step, pflop, run (training; default m-tokens); "
         "request, 1k-requests, token, m-tokens, run (served model; default request)",
     )
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default: the form's rows; the card with its front matter), json or yaml")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="md",
+        help="md (default: the form's rows; the card with its front matter), json or yaml",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    p.add_argument("--merge", metavar="README", help="--as hf: update this model card's metadata (co2_eq_emissions), its text untouched")
+    p.add_argument(
+        "--merge", metavar="README", help="--as hf: update this model card's metadata (co2_eq_emissions), its text untouched"
+    )
     p.add_argument("--job", metavar="ID", help="the job of a fleet directory (`footprint fleet report DIR --by job` lists them)")
     p.add_argument("--model", metavar="NAME", help="the model of a serving record that serves several")
     p.add_argument("--training-type", choices=TRAINING_TYPES, help="--as hf: the card's training_type (not written unless given)")

@@ -70,9 +70,7 @@ def measured(value: float | None, unit: str, method: str, boundary: str = "", di
     return fact(value, unit, "measured", method, boundary, digits, reason)
 
 
-def fact(
-    value: Any, unit: str, origin: str, method: str, boundary: str = "", digits: int | None = 3, reason: str = ""
-) -> Fact:
+def fact(value: Any, unit: str, origin: str, method: str, boundary: str = "", digits: int | None = 3, reason: str = "") -> Fact:
     """A Fact, rounded to ``digits`` significant figures when it is a number; None (with ``reason``) when missing."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return Fact(None, unit, reason=reason or "not recorded")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from footprint.disclosures import TRAINING_TYPES, common
-from footprint.disclosures.facts import Fact, Form, fact, full_assessment, md_cell, md_rows, missing
+from footprint.disclosures.facts import Fact, Form, fact, full_assessment, md_cell, md_rows, missing, sig
 from footprint.disclosures.target import Subject
 from footprint.errors import FootprintError
 
@@ -45,7 +45,7 @@ def metadata(s: Subject, training_type: str | None) -> dict[str, Any]:
     """The card's front matter: ``co2_eq_emissions`` as the Hub expects it, for a training target; {} when serving."""
     if not s.training:
         return {}
-    co2: dict[str, Any] = {"emissions": round(common.climate(s)["use"] * 1000, 1), "source": "footprint"}
+    co2: dict[str, Any] = {"emissions": sig(common.climate(s)["use"] * 1000, 4), "source": "footprint"}
     if training_type:
         co2["training_type"] = training_type
     co2["geographical_location"] = common.location(s)
@@ -78,11 +78,29 @@ def figures(s: Subject) -> dict[str, Fact]:
     window = f"{s.serving['start']} to {s.serving['end']}"  # type: ignore[index]
     return {
         "emissions_g": missing(NO_TRAINING, "g CO2 eq"),
-        "energy_kwh": fact(sv["kwh"], "kWh", "measured", f"DCGM GPU energy {window}, with host share, idle reserve, x PUE", "+pue"),
+        "energy_kwh": fact(
+            sv["kwh"], "kWh", "measured", f"DCGM GPU energy {window}, with host share, idle reserve, x PUE", "+pue"
+        ),
         "climate_kg": fact(sv["climate"], "kg CO2 eq", "modelled", "use + embodied share (footprint.serving.assess)", "+pue"),
-        "per_1000_requests_g": fact(sv["climate"] * 1e6 / req if req else None, "g CO2 eq", "modelled", "climate / requests x 1,000", "+pue", reason="no requests counted"),
-        "requests": fact(int(req) if req else None, "", "measured", "counted by the serving engine", reason="no requests counted"),
-        "water_l": fact(sv["impacts"].get("water_l"), "L", "modelled", "WUE on site + the grid's water intensity off site", "+pue", reason="not modelled for this site"),
+        "per_1000_requests_g": fact(
+            sv["climate"] * 1e6 / req if req else None,
+            "g CO2 eq",
+            "modelled",
+            "climate / requests x 1,000",
+            "+pue",
+            reason="no requests counted",
+        ),
+        "requests": fact(
+            int(req) if req else None, "", "measured", "counted by the serving engine", reason="no requests counted"
+        ),
+        "water_l": fact(
+            sv["impacts"].get("water_l"),
+            "L",
+            "modelled",
+            "WUE on site + the grid's water intensity off site",
+            "+pue",
+            reason="not modelled for this site",
+        ),
         "gpu_lifetimes": missing("serving charges embodied impacts by GPU time / lifetime: see `footprint serving report`"),
     }
 

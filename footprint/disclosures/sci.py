@@ -75,8 +75,8 @@ def _r(s: Subject, per: str) -> Fact:
         elif per == "step":
             n, origin, how = (rec or {}).get("steps"), "measured", "optimizer steps counted by the tracker"
         else:
-            c = common.compute(s)
-            n, origin, how = (c.value if c.available else None), c.origin, f"training compute ({c.method})"
+            c = common.compute(s)  # its method and origin; the count unrounded (the EU form rounds it to 2 figures)
+            n, origin, how = (w.flops if c.available else None), c.origin, f"training compute ({c.method})"
         if not n:
             return missing(f"the {s.kind} records no {UNITS[per].split(' ')[-1]}s", UNITS[per])
         return fact(float(n) / scale, UNITS[per], origin, how, digits=4)
@@ -107,7 +107,13 @@ def terms(s: Subject) -> dict[str, Fact]:
             else f"grid mix of {common.location(s)}: {a.zone.factors['climate_change'].note or 'lca_data factor'}"
         )
         i = fact(cc["use"] * 1000 / e_kwh if e_kwh else None, "g CO2 eq/kWh", "stated" if stated else "modelled", i_how, digits=4)
-        m = fact(cc["embodied"] * 1000, "g CO2 eq", "modelled", "manufacturing + transport + end of life, allocated M = TE x TS x RS", digits=4)
+        m = fact(
+            cc["embodied"] * 1000,
+            "g CO2 eq",
+            "modelled",
+            "manufacturing + transport + end of life, allocated M = TE x TS x RS",
+            digits=4,
+        )
         return {"E_kwh": e, "I_g_per_kwh": i, "M_g": m, **_allocation(s)}
     sv = common.served(s)
     pue = float(s.serving["site"].get("pue") or 1.0)  # type: ignore[index]

@@ -68,8 +68,12 @@ def resolve(target: Any, *, job: str | None = None, model: str | None = None, li
 
         record = read_record(sp / "run.json" if sp.is_dir() else sp)
         rd = str(sp if sp.is_dir() else sp.parent)
-        return Subject("run", w.name, str(target), _link(f"footprint report {rd} -o report.html", link), assess(w, samples=0), record)
-    return Subject("scenario", w.name, str(target), _link(f"footprint report {target} -o report.html", link), assess(w, samples=0))
+        return Subject(
+            "run", w.name, str(target), _link(f"footprint report {rd} -o report.html", link), assess(w, samples=0), record
+        )
+    return Subject(
+        "scenario", w.name, str(target), _link(f"footprint report {target} -o report.html", link), assess(w, samples=0)
+    )
 
 
 def _run(record: dict[str, Any], where: str, link: str | None, kind: str = "run", command: str = "") -> Subject:
@@ -77,7 +81,9 @@ def _run(record: dict[str, Any], where: str, link: str | None, kind: str = "run"
     from footprint.tracking.to_workload import workload_from_run
 
     w = workload_from_run(record)
-    return Subject(kind, w.name, where, _link(command or f"footprint report {where} -o report.html", link), assess(w, samples=0), record)
+    return Subject(
+        kind, w.name, where, _link(command or f"footprint report {where} -o report.html", link), assess(w, samples=0), record
+    )
 
 
 def _fleet_job(fleet: Path, job: str | None, link: str | None) -> Subject:
