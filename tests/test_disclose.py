@@ -270,3 +270,30 @@ def test_bad_served_and_fleet_targets(serving: Path, fleet: Path, capsys: pytest
     ):
         rc, out, err = _cli(capsys, "disclose", *args)
         assert rc == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+@pytest.mark.parametrize(
+    ("card", "needle"),
+    [
+        ("---\n- a\n- b\n---\ntext\n", "its metadata block is a list, expected a mapping"),
+        ("---\na: [\n---\ntext\n", "malformed YAML"),
+        (
+            "---\na: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+            + "".join(f"{k}: &{k} [{', '.join([f'*{p}'] * 10)}]\n" for p, k in zip("abcdef", "bcdefg", strict=True))
+            + "---\ntext\n",
+            "alias bomb",
+        ),
+        (None, "is a directory"),
+    ],
+)
+def test_merge_refuses_a_card_it_cannot_read_and_leaves_it(
+    card: str | None, needle: str, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    readme = tmp_path / "README.md"
+    if card is None:
+        readme.mkdir()
+    else:
+        readme.write_text(card)
+    rc, out, err = _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(readme))
+    assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert card is None or readme.read_text() == card

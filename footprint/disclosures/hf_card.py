@@ -184,14 +184,20 @@ def merge(form: Form, readme: str | Path) -> Path:
         from huggingface_hub import metadata_load, metadata_save
     except ImportError:
         raise FootprintError("--merge needs huggingface_hub: pip install 'footprint[integrations]'", key="--merge") from None
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    from footprint.inputs import decode, load_yaml
+
     original = read_bytes(readme, "model card")
+    block = REGEX_YAML_BLOCK.search(decode(original, str(readme), "model card").removeprefix("\ufeff"))
+    if block is not None:  # read with the input contract's limits first (no alias bombs), then by huggingface_hub
+        meta = load_yaml(block.group(2), str(readme), "metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise FootprintError(f"its metadata block is a {type(meta).__name__}, expected a mapping", str(readme), "metadata")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d) / "README.md"
         tmp.write_bytes(original)
-        try:
-            data = metadata_load(tmp) or {}
-        except Exception as exc:  # a front matter that is not YAML or not a mapping
-            raise FootprintError(f"its metadata block does not parse: {str(exc).splitlines()[0]}", str(readme)) from None
+        data = metadata_load(tmp) or {}
         data.update(form["metadata"])
         metadata_save(tmp, data)
         updated = tmp.read_bytes()
