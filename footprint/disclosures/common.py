@@ -46,7 +46,11 @@ def compute(s: Subject) -> Fact:
     """Training compute in FLOP, 2 significant figures: counted, stated or modelled (6ND and its variants)."""
     w = s.assessment.workload  # type: ignore[union-attr]
     if w.flops is None:
-        return missing("no FLOP count: the target states neither training.flops nor model.parameters and tokens", "FLOP")
+        why = {
+            "run": "the run record counted no FLOPs (give footprint.track a model= parameter count, or step(flops=...))",
+            "fleet job": "a scheduler's record holds no FLOP count",
+        }.get(s.kind, "the scenario states neither training.flops nor model.parameters and model.tokens")
+        return missing(why, "FLOP")
     how = (s.record or {}).get("flops_method") or ""
     if s.record is not None and how.startswith("measured"):
         origin, method = "measured", f"counted by the tracker ({how})"

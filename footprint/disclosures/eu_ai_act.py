@@ -30,7 +30,7 @@ LABELS = {
     "energy_per_request_facility_wh": "Inference energy per request at the facility (Wh)",
     "energy_per_output_token_j": "Inference energy per output token (J)",
 }
-NO_SERVING = "no serving telemetry for this target: import it (`footprint serving import`) and disclose the serving record"
+NO_SERVING = "no serving telemetry for this target: import it with footprint serving import and disclose the serving record"
 NO_TRAINING = "a serving record holds no training; disclose the training run or scenario for this section"
 
 
@@ -66,6 +66,12 @@ def inference(s: Subject) -> dict[str, Fact]:
             out[k] = missing(NO_SERVING)
         return out
     m, pue = s.model, float(s.serving["site"].get("pue") or 1.0)
+    gpu = m.get("gpu_model")
+    out["hardware"] = (
+        fact(str(gpu), "", "measured", "GPU model of the serving GPUs (the exporter's modelName label)", digits=None)
+        if isinstance(gpu, str) and gpu
+        else missing("the serving telemetry names no GPU model")
+    )
     req = m.get("requests")
     if not req:
         why = "the serving record counted no requests for this model"
@@ -97,12 +103,14 @@ def _flop_per_token(s: Subject) -> Fact:
     model = s.assessment.workload.model if s.assessment is not None else {}
     n = model.get("parameters")
     if not n:
-        why = "the serving record does not state the model's parameters" if s.serving else "the target states no model.parameters"
+        why = f"the {'serving record' if s.serving else s.kind + ' record' if s.record else 'scenario'} states no parameter count"
         return missing(why, "FLOP")
     from footprint.flops import transformer_flops
 
     f = transformer_flops(n, 1.0, active_params=model.get("active_parameters"), inference=True)
-    return fact(f.flops_per_token, "FLOP", "modelled", f"{f.formula} (`footprint flops transformer --inference`)", digits=2)
+    return fact(
+        f.flops_per_token, "FLOP", "modelled", f"{f.formula}, as footprint flops transformer --inference counts", digits=2
+    )
 
 
 def build(s: Subject) -> Form:

@@ -101,7 +101,7 @@ def figures(s: Subject) -> dict[str, Fact]:
             "+pue",
             reason="not modelled for this site",
         ),
-        "gpu_lifetimes": missing("serving charges embodied impacts by GPU time / lifetime: see `footprint serving report`"),
+        "gpu_lifetimes": missing("serving charges embodied impacts by GPU time / lifetime: see footprint serving report"),
     }
 
 

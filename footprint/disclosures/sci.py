@@ -159,7 +159,7 @@ def _allocation(s: Subject) -> dict[str, Fact]:
             f"GPU-hours per GPU / (lifetime {w.lifetime_years:.3g} years x utilisation {w.utilization:g})",
             digits=4,
         ),
-        "RS": fact(1.0, "", "stated", "whole GPUs reserved; the host by its per-GPU share (lca_data host_share)", digits=None),
+        "RS": fact(1.0, "", "modelled", "whole GPUs reserved; the host by its per-GPU share (lca_data host_share)", digits=None),
     }
 
 
