@@ -79,7 +79,7 @@ def _r(s: Subject, per: str) -> Fact:
             n, origin, how = (w.flops if c.available else None), c.origin, f"training compute ({c.method})"
         if not n:
             return missing(f"the {s.kind} records no {UNITS[per].split(' ')[-1]}s", UNITS[per])
-        return fact(float(n) / scale, UNITS[per], origin, how, digits=4)
+        return fact(float(n) / scale, _r_unit(per, scale), origin, how, digits=4)
     m = s.model
     if per in ("request", "1k-requests"):
         n, how = m.get("requests"), "requests counted by the serving engine"
@@ -88,7 +88,12 @@ def _r(s: Subject, per: str) -> Fact:
         how = "input + output tokens counted by the serving engine on metered GPUs"
     if not n:
         return missing(f"the serving record counted no {UNITS[per].split(' ')[-1]} for this model", UNITS[per])
-    return fact(float(n) / scale, UNITS[per], "measured", how, digits=4)
+    return fact(float(n) / scale, _r_unit(per, scale), "measured", how, digits=4)
+
+
+def _r_unit(per: str, scale: float) -> str:
+    """R's unit: "token", or "x 1,000 requests" where a unit counts many (R = 46.35 x 1,000 requests)."""
+    return f"x {UNITS[per]}" if scale != 1.0 else UNITS[per]
 
 
 def terms(s: Subject) -> dict[str, Fact]:
@@ -126,7 +131,7 @@ def terms(s: Subject) -> dict[str, Fact]:
         digits=4,
     )
     grid = common.location(s)
-    i = fact(sv["use"] * 1000 / sv["kwh"] if sv["kwh"] else None, "g CO2 eq/kWh", "modelled", f"grid mix of {grid}", digits=4)
+    i = fact(sv["use"] * 1000 / sv["kwh"] if sv["kwh"] else None, "g CO2 eq/kWh", "modelled", f"location-based: {grid}", digits=4)
     m = fact(
         sv["embodied"] * 1000,
         "g CO2 eq",
