@@ -193,6 +193,13 @@ def test_hf_card_of_bloom_parses_with_emissions_in_grams(capsys: pytest.CaptureF
     assert co2["source"] == "footprint" and co2["training_type"] == "pre-training"
     assert co2["geographical_location"] == "France (grid zone FRA)" and "A100" in co2["hardware_used"]
     assert "USE PHASE" in card.text and "life cycle" in card.text
+    # the Hub's emissions filter (list_models(emissions_thresholds=...), grams) finds it where its grams are
+    from types import SimpleNamespace
+
+    from huggingface_hub.utils.endpoint_helpers import _is_emission_within_threshold
+
+    info = SimpleNamespace(card_data=card.data)
+    assert _is_emission_within_threshold(info, 2.9e7, 3.0e7) and not _is_emission_within_threshold(info, 0, 5.3e4)
     assert card.text.count("| ") > 16 and "Resource use, minerals and metals" in card.text and "Water" in card.text
 
 

@@ -16,7 +16,7 @@ USE_BOUNDARY = "+pue"  # the serving boundary the forms use: model's GPU energy,
 
 def energy_origin(s: Subject) -> tuple[str, str]:
     """(origin, method) of the IT energy: measured by a meter, simulated (a fake meter: modelled), stated, modelled."""
-    w = s.assessment.workload  # type: ignore[union-attr]
+    w = s.assessed.workload
     if s.record is not None:
         gpus = [d for d in s.record.get("devices", []) if d.get("component", "gpu") == "gpu"]
         fake = [d for d in gpus if d.get("measured") is False]
@@ -34,7 +34,7 @@ def energy_origin(s: Subject) -> tuple[str, str]:
 
 
 def it_boundary(s: Subject) -> str:
-    w = s.assessment.workload  # type: ignore[union-attr]
+    w = s.assessed.workload
     if s.record is not None:
         return "IT equipment as metered (GPUs, and host CPU/RAM where the record has them); no facility overhead"
     if w.energy_method == "stated/measured energy":
@@ -44,7 +44,7 @@ def it_boundary(s: Subject) -> str:
 
 def compute(s: Subject) -> Fact:
     """Training compute in FLOP, 2 significant figures: counted, stated or modelled (6ND and its variants)."""
-    w = s.assessment.workload  # type: ignore[union-attr]
+    w = s.assessed.workload
     if w.flops is None:
         why = {
             "run": "the run record counted no FLOPs (give footprint.track a model= parameter count, or step(flops=...))",
@@ -68,15 +68,14 @@ def compute(s: Subject) -> Fact:
 
 def energy_mwh(s: Subject) -> Fact:
     origin, method = energy_origin(s)
-    kwh = s.assessment.workload.it_energy_kwh  # type: ignore[union-attr]
+    kwh = s.assessed.workload.it_energy_kwh
     return fact(kwh / 1000, "MWh", origin, method, it_boundary(s))
 
 
 def facility_mwh(s: Subject) -> Fact:
     from footprint.lca.assessment import pue_text
 
-    a = s.assessment
-    assert a is not None
+    a = s.assessed
     return fact(
         a.facility_energy_kwh / 1000,
         "MWh",
@@ -87,14 +86,14 @@ def facility_mwh(s: Subject) -> Fact:
 
 
 def gpu_hours(s: Subject) -> Fact:
-    w = s.assessment.workload  # type: ignore[union-attr]
+    w = s.assessed.workload
     m = w.gpu_hours_method
     origin = "measured" if m.startswith("measured") else "stated" if m.startswith("stated") else "modelled"
     return fact(w.gpu_hours, "GPU-hours", origin, m, "the run's GPUs")
 
 
 def time_days(s: Subject) -> Fact:
-    w = s.assessment.workload  # type: ignore[union-attr]
+    w = s.assessed.workload
     duration = (s.record or {}).get("duration_s")
     if s.record is not None:
         if not duration:
@@ -111,8 +110,7 @@ def time_days(s: Subject) -> Fact:
 def hardware(s: Subject) -> Fact:
     from footprint.lca.assessment import gpus_text
 
-    a = s.assessment
-    assert a is not None
+    a = s.assessed
     origin = "measured" if s.record is not None else "stated"
     how = "device names read from the meters (NVML) or telemetry" if s.record is not None else "stated in the scenario"
     return fact(gpus_text(a), "", origin, how, digits=None)
@@ -129,20 +127,20 @@ def location(s: Subject) -> str:
 
 def climate(s: Subject) -> dict[str, float]:
     """Climate change (kg CO2 eq): life cycle, use phase and embodied, of a training target."""
-    cc = s.assessment.impacts["climate_change"]  # type: ignore[union-attr]
+    cc = s.assessed.impacts["climate_change"]
     use = cc.by_stage.get("use") or 0.0
     return {"total": cc.total, "use": use, "embodied": cc.total - use}
 
 
 def served(s: Subject, boundary: str = USE_BOUNDARY) -> dict[str, Any]:
     """A served model's figures at ``boundary``: its energy (kWh), climate change (kg: use and embodied) and traffic."""
-    m, site = s.model, (s.serving or {}).get("site", {})
+    m = s.model
     joules = {
         "accelerators": m["gpu_j"],
         "+host": m["gpu_j"] + (m["host_j"] or 0.0),
         "+idle": m["gpu_j"] + (m["host_j"] or 0.0) + m["idle_reserve_j"],
     }
-    joules["+pue"] = joules["+idle"] * float(site.get("pue") or 1.0)
+    joules["+pue"] = joules["+idle"] * s.pue
     imp = m["impacts"][boundary]
     cc = imp["climate_change"] or 0.0
     embodied = cc * (imp.get("embodied_share_climate") or 0.0)

@@ -65,7 +65,7 @@ def inference(s: Subject) -> dict[str, Fact]:
         for k in ("energy_per_request_wh", "energy_per_request_facility_wh", "energy_per_output_token_j"):
             out[k] = missing(NO_SERVING)
         return out
-    m, pue = s.model, float(s.serving["site"].get("pue") or 1.0)
+    m, pue = s.model, s.pue
     gpu = m.get("gpu_model")
     out["hardware"] = (
         fact(str(gpu), "", "measured", "GPU model of the serving GPUs (the exporter's modelName label)", digits=None)
@@ -81,8 +81,7 @@ def inference(s: Subject) -> dict[str, Fact]:
             m["gpu_j"] / req / 3600,
             "Wh",
             "measured",
-            "the model's active GPU energy (DCGM counter, idle power removed) / requests served, "
-            f"{s.serving['start']} to {s.serving['end']}",
+            f"the model's active GPU energy (DCGM counter, idle power removed) / requests served, {s.window}",
             "accelerators: the model's busy GPU time; no host, no idle reserve, no facility overhead",
         )
         facility = common.served(s, "+pue")["kwh"] * 1000 / req

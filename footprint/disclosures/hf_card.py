@@ -55,8 +55,7 @@ def metadata(s: Subject, training_type: str | None) -> dict[str, Any]:
 
 def figures(s: Subject) -> dict[str, Fact]:
     if s.training:
-        a = s.assessment
-        assert a is not None
+        a = s.assessed
         cc, (origin, how) = common.climate(s), common.energy_origin(s)
         w = a.workload
         return {
@@ -75,7 +74,7 @@ def figures(s: Subject) -> dict[str, Fact]:
         }
     sv, m = common.served(s), s.model
     req = m.get("requests")
-    window = f"{s.serving['start']} to {s.serving['end']}"  # type: ignore[index]
+    window = s.window
     return {
         "emissions_g": missing(NO_TRAINING, "g CO2 eq"),
         "energy_kwh": fact(
@@ -113,7 +112,7 @@ def categories(s: Subject) -> list[tuple[str, str, str]]:
     out = []
     for c in cat.categories():
         if s.training:
-            r = s.assessment.impacts[c.key]  # type: ignore[union-attr]
+            r = s.assessed.impacts[c.key]
             v: float | None = r.total if c.key not in r.not_available else None
         else:
             v = common.served(s)["impacts"].get(c.key)

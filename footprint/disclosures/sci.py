@@ -64,10 +64,10 @@ def _r(s: Subject, per: str) -> Fact:
     """R, the number of functional units, with where the count came from."""
     scale = {"m-tokens": 1e6, "1k-requests": 1e3, "pflop": 1e15}.get(per, 1.0)
     if per == "run":
-        what = "the training run" if s.training else f"the served window {s.serving['start']} to {s.serving['end']}"  # type: ignore[index]
+        what = "the training run" if s.training else f"the served window {s.window}"
         return fact(1.0, UNITS[per], "stated", what, digits=None)
     if s.training:
-        w = s.assessment.workload  # type: ignore[union-attr]
+        w = s.assessed.workload
         rec = s.record
         if per in ("token", "m-tokens"):
             n = (rec or {}).get("tokens") or (w.model.get("tokens") if rec is None else None)
@@ -99,8 +99,7 @@ def _r_unit(per: str, scale: float) -> str:
 def terms(s: Subject) -> dict[str, Fact]:
     """E, I and M of the whole target (training run or served window) with their origins."""
     if s.training:
-        a = s.assessment
-        assert a is not None
+        a = s.assessed
         w, cc = a.workload, common.climate(s)
         origin, how = common.energy_origin(s)
         e_kwh = a.facility_energy_kwh
@@ -121,7 +120,7 @@ def terms(s: Subject) -> dict[str, Fact]:
         )
         return {"E_kwh": e, "I_g_per_kwh": i, "M_g": m, **_allocation(s)}
     sv = common.served(s)
-    pue = float(s.serving["site"].get("pue") or 1.0)  # type: ignore[index]
+    pue = s.pue
     e = fact(
         sv["kwh"],
         "kWh",
@@ -146,8 +145,7 @@ def _allocation(s: Subject) -> dict[str, Fact]:
     """TE, TS and RS of a training target: TE assessed by the engine for one whole life in use of every GPU."""
     from footprint.lca.engine import assess
 
-    a = s.assessment
-    assert a is not None
+    a = s.assessed
     w = a.workload
     if w.parts:
         why = "several GPU models: each has its own lifetime; M is their sum (see the full assessment)"

@@ -35,6 +35,24 @@ class Subject:
     def training(self) -> bool:
         return self.assessment is not None
 
+    @property
+    def window(self) -> str:
+        """A served model's window: "2025-03-03T08:00:00Z to 2025-03-03T10:30:00Z"."""
+        rep = self.serving or {}
+        return f"{rep.get('start')} to {rep.get('end')}"
+
+    @property
+    def pue(self) -> float:
+        """The serving site's PUE (the serving record's, default 1.2 as `footprint serving report`)."""
+        return float(((self.serving or {}).get("site") or {}).get("pue") or 1.0)
+
+    @property
+    def assessed(self) -> Assessment:
+        """The Assessment of a training target (a served model has none: callers check `training` first)."""
+        if self.assessment is None:
+            raise TypeError(f"a {self.kind} has no training assessment")
+        return self.assessment
+
 
 def _link(command: str, link: str | None) -> str:
     """Where the full assessment is: the given address, else the command that writes it."""
