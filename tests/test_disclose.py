@@ -154,6 +154,8 @@ def test_sci_of_a_tracked_run_per_token_step_and_run(run_dir: Path, capsys: pyte
     assert per["token"]["R"] == 12000 and per["step"]["R"] == 12 and per["run"]["R"] == 1
     assert per["run"]["sci"] == pytest.approx(a.impacts["climate_change"].total * 1000, rel=0.01)
     assert per["token"]["provenance"]["R"]["origin"] == "measured"
+    record = json.loads((run_dir / "run.json").read_text())  # the Python API takes the record itself too
+    assert footprint.disclose(record, "sci", per="run").data["sci"] == per["run"]["sci"]
 
 
 def test_sci_of_a_served_model_matches_the_serving_report(serving: Path, capsys: pytest.CaptureFixture) -> None:

@@ -88,7 +88,7 @@ def disclose(
     training_type: str | None = None,
 ) -> Disclosure:
     """Fill in ``form`` ("eu-ai-act", "hf" or "sci") for a scenario (path or shipped name), a run directory, a fleet
-    directory with ``job``, a serving record (``model`` picks one of its models) or a run record dict.
+    directory with ``job``, a serving record (``model`` picks one of its models), a run record dict or a stopped tracker.
 
     ``per`` is SCI's functional unit (token, m-tokens, step, pflop, run; request, 1k-requests for a served model);
     ``link`` is where the full assessment is published (default: the command that writes it); ``training_type``

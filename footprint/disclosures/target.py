@@ -61,10 +61,12 @@ def _link(command: str, link: str | None) -> str:
 
 def resolve(target: Any, *, job: str | None = None, model: str | None = None, link: str | None = None) -> Subject:
     """The Subject of ``target``: a scenario file or shipped scenario's name, a run directory (or its run.json),
-    a fleet directory with ``job``, a serving record directory (``model`` picks one of its models), or a run
-    record dict."""
+    a fleet directory with ``job``, a serving record directory (``model`` picks one of its models), a run record
+    dict or a stopped Tracker."""
     from footprint.lca.engine import assess
 
+    run = getattr(target, "run", None)  # a stopped Tracker
+    target = run if isinstance(run, dict) else target
     if isinstance(target, dict):
         return _run(target, str(target.get("run_dir") or target.get("name") or "run record"), link)
     p = Path(str(target))
