@@ -8,8 +8,9 @@ SCI = (E x I + M) per R, every term shown with its origin:
   (use-phase climate change / E, so E x I is exactly the assessment's use phase);
 - M (g CO2 eq): embodied emissions (manufacturing, transport, end of life) allocated as the SCI does,
   M = TE x TS x RS: TE the embodied emissions of the GPUs (with their host share), TS the time share (time reserved /
-  expected life in use: GPU-hours per GPU / (lifetime x utilisation)), RS the resource share (whole GPUs reserved;
-  the host counts by its per-GPU share);
+  expected lifespan: GPU-hours per GPU / lifetime), RS the resource share (whole GPUs reserved; the host counts by
+  its per-GPU share). Where a scenario states a utilisation below 1, the assessment charges the idle part of the
+  hardware's life to its users too (embodied / utilisation); SCI does not, and M says so;
 - R: the functional unit, ``--per`` token, m-tokens, step, pflop or run for training; request, 1k-requests, token,
   m-tokens or run (the served window) for a served model.
 """
@@ -111,13 +112,7 @@ def terms(s: Subject) -> dict[str, Fact]:
             else f"grid mix of {common.location(s)}: {a.zone.factors['climate_change'].note or 'lca_data factor'}"
         )
         i = fact(cc["use"] * 1000 / e_kwh if e_kwh else None, "g CO2 eq/kWh", "stated" if stated else "modelled", i_how, digits=4)
-        m = fact(
-            cc["embodied"] * 1000,
-            "g CO2 eq",
-            "modelled",
-            "manufacturing + transport + end of life, allocated M = TE x TS x RS",
-            digits=4,
-        )
+        m = fact(sci_embodied(a) * 1000, "g CO2 eq", "modelled", _m_method(a), digits=4)
         return {"E_kwh": e, "I_g_per_kwh": i, "M_g": m, **_allocation(s)}
     sv = common.served(s)
     pue = s.pue
@@ -141,25 +136,47 @@ def terms(s: Subject) -> dict[str, Fact]:
     return {"E_kwh": e, "I_g_per_kwh": i, "M_g": m}
 
 
+def sci_embodied(a: Any) -> float:
+    """M in kg: the embodied stages with SCI's time share, time reserved / expected lifespan. The assessment spreads
+    a GPU's embodied impacts over its busy share of life (lifetime x utilisation), so M = its embodied x utilisation
+    (per GPU model, for a run with several)."""
+    parts = a.parts or (a,)
+    return sum(
+        (p.impacts["climate_change"].total - (p.impacts["climate_change"].by_stage.get("use") or 0.0)) * p.workload.utilization
+        for p in parts
+    )
+
+
+def _m_method(a: Any) -> str:
+    w = a.workload
+    text = "manufacturing + transport + end of life, M = TE x TS x RS"
+    if w.utilization != 1.0 or any(p.workload.utilization != 1.0 for p in a.parts):
+        whole = (a.impacts["climate_change"].total - (a.impacts["climate_change"].by_stage.get("use") or 0.0)) * 1000
+        text += (
+            f"; the assessment's embodied figure ({whole:.4g} g) spreads the hardware over its busy share of life "
+            f"(utilisation {w.utilization:g}), SCI's time share over the whole expected lifespan"
+        )
+    return text
+
+
 def _allocation(s: Subject) -> dict[str, Fact]:
-    """TE, TS and RS of a training target: TE assessed by the engine for one whole life in use of every GPU."""
+    """TE, TS and RS of a training target: TE assessed by the engine for one whole life of every GPU."""
     from footprint.lca.engine import assess
 
     a = s.assessed
     w = a.workload
     if w.parts:
-        why = "several GPU models: each has its own lifetime; M is their sum (see the full assessment)"
+        why = "several GPU models, each with its own lifetime: M is the sum of theirs (see the full assessment)"
         return {"TE_g": missing(why, "g CO2 eq"), "TS": missing(why), "RS": missing(why)}
-    life_h = w.lifetime_h * w.utilization
-    whole = assess(w.with_(gpu_hours=w.count * life_h), samples=0)
+    whole = assess(w.with_(gpu_hours=w.count * w.lifetime_h * w.utilization), samples=0)  # the engine's L = 1 per GPU
     te = sum(v or 0.0 for st, v in whole.impacts["climate_change"].by_stage.items() if st != "use") * 1000
     return {
         "TE_g": fact(te, "g CO2 eq", "modelled", f"{w.count:,} x {w.gpu.name} with their host share, one whole life", digits=4),
         "TS": fact(
-            w.gpu_hours / w.count / life_h,
+            w.gpu_hours / w.count / w.lifetime_h,
             "",
             "modelled",
-            f"GPU-hours per GPU / (lifetime {w.lifetime_years:.3g} years x utilisation {w.utilization:g})",
+            f"time reserved / expected lifespan: GPU-hours per GPU / lifetime {w.lifetime_years:.3g} years",
             digits=4,
         ),
         "RS": fact(1.0, "", "modelled", "whole GPUs reserved; the host by its per-GPU share (lca_data host_share)", digits=None),
@@ -187,8 +204,8 @@ def build(s: Subject, per: str | None = None) -> Form:
         "formula": "SCI = (E x I + M) per R",
         "sections": {"_": top, **({"M_allocation": alloc} if alloc else {})},
         "notes": [
-            "E x I is the use phase of the assessment's climate change; M its embodied stages; I is location-based "
-            "(the grid zone's average, or the stated factor).",
+            "E x I is the use phase of the assessment's climate change; M its embodied stages with SCI's time share "
+            "(time reserved / expected lifespan); I is location-based (the grid zone's average, or the stated factor).",
             "SCI is a rate, not a total: compare it only between targets with the same functional unit and boundary.",
         ],
     }
