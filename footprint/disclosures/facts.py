@@ -35,8 +35,10 @@ class Fact:
     reason: str = ""
 
     def __post_init__(self) -> None:
-        assert self.value is None or self.origin in ORIGINS, self.origin
-        assert self.value is not None or self.reason, "a missing figure needs its reason"
+        if self.value is not None and self.origin not in ORIGINS:
+            raise ValueError(f"a disclosed figure is measured, stated or modelled, not {self.origin!r}")
+        if self.value is None and not self.reason:
+            raise ValueError("a figure that is not available needs its reason")
 
     @property
     def available(self) -> bool:
@@ -64,10 +66,6 @@ class Fact:
         else:
             shown = f"{v:.{self.digits or 3}g}"
         return f"{shown} {self.unit}".strip()
-
-
-def measured(value: float | None, unit: str, method: str, boundary: str = "", digits: int | None = 3, reason: str = "") -> Fact:
-    return fact(value, unit, "measured", method, boundary, digits, reason)
 
 
 def fact(value: Any, unit: str, origin: str, method: str, boundary: str = "", digits: int | None = 3, reason: str = "") -> Fact:

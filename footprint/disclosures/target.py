@@ -14,8 +14,6 @@ from typing import Any
 from footprint.errors import FootprintError
 from footprint.lca.assessment import Assessment
 
-KINDS = ("scenario", "run", "fleet job", "served model")
-
 
 @dataclass(frozen=True)
 class Subject:
