@@ -118,6 +118,12 @@ def test_eu_ai_act_of_a_fleet_job(fleet: Path, capsys: pytest.CaptureFixture) ->
     t = _json(capsys, str(fleet), "--job", "1001", "--as", "eu-ai-act")["training"]
     assert t["energy_mwh"] == sig(2901233 / 3.6e9, 3) and t["provenance"]["energy_mwh"]["origin"] == "measured"
     assert "ConsumedEnergyRaw" in t["energy_method"] and t["gpu_hours"] == sig(4 * 40 / 60, 3)
+    sci = _json(capsys, str(fleet), "--job", "1001", "--as", "sci")  # a scheduler counts no tokens: per run
+    from footprint.fleet.ledger import job_record
+
+    a = footprint.assess(job_record(fleet, "1001"), samples=0)  # as `footprint fleet job` + `footprint assess` give it
+    assert sci["functional_unit"] == "run" and sci["E_kwh"] == pytest.approx(a.facility_energy_kwh, rel=1e-3)
+    _recomputes(sci)
     assert t["compute_flop"] is None and "no FLOP count" in t["not_available"]["compute_flop"]
 
 

@@ -51,10 +51,11 @@ LABELS = {
 
 
 def check_per(s: Subject, per: str | None) -> str:
-    """The functional unit, the default when none is given (per million tokens, or per request when serving)."""
+    """The functional unit; without one, per request when serving, per million tokens for training that counted
+    tokens, else per run (a scheduler's job, a scenario without model.tokens)."""
     allowed = TRAINING_PER if s.training else SERVING_PER
     if per is None:
-        return "request" if not s.training else "m-tokens"
+        return "request" if not s.training else "m-tokens" if _r(s, "m-tokens").available else "run"
     if per not in allowed:
         what = "training target" if s.training else "served model"
         raise FootprintError(f"--per {per} does not apply to a {what} (choose from {', '.join(allowed)})", key="--per")
