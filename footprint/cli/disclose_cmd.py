@@ -31,7 +31,7 @@ footprint disclose fleet --job 1001 --as eu-ai-act -o job-1001.md""",
     p.add_argument(
         "--per",
         choices=PER,
-        help="SCI's functional unit R: token, m-tokens, step, pflop, run (training; default m-tokens); "
+        help="SCI's functional unit R: token, m-tokens, step, pflop, run (training; default m-tokens, or run without tokens); "
         "request, 1k-requests, token, m-tokens, run (served model; default request)",
     )
     p.add_argument(
