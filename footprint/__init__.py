@@ -12,6 +12,8 @@ Public API (imported lazily so that ``import footprint`` costs milliseconds):
     measure_flops(fn, *args) -> int; transformer_flops(params, tokens, ...); compute_mfu(gpu, dtype, ...)
     analyze_trace(trace, include_unlinked=False, ...) -> dict; diff_traces(a, b, train_steps=..., scenario=...) -> dict
     serving_report(record, grid=None, pue=None, boundary="+pue", training=None) -> dict  (as `footprint serving report`)
+    disclose(target, "eu-ai-act" | "hf" | "sci", per=None, job=None, model=None) -> Disclosure  (as `footprint disclose`:
+        .data, .text("md" | "json" | "yaml"), .merge("README.md") for the model card)
     Workload, Assessment, FootprintError, FootprintWarning (a bad track() argument, worked around)
 """
 
@@ -31,6 +33,7 @@ __all__ = [
     "assess_many",
     "compute_mfu",
     "diff_traces",
+    "disclose",
     "load_scenario",
     "measure_flops",
     "power_timeline",
@@ -61,6 +64,7 @@ _LAZY = {
     "analyze_trace": ("footprint.kernels.trace", "analyze_trace"),
     "diff_traces": ("footprint.kernels.diff", "diff_traces"),
     "serving_report": ("footprint.serving.report", "serving_report"),
+    "disclose": ("footprint.disclosures", "disclose"),
 }
 
 

@@ -73,11 +73,12 @@ def _writers(good_run: Path) -> dict[str, list[str]]:
         "emissions-csv": ["export", "emissions-csv", str(good_run), "-o", "{}"],
         "prometheus": ["export", "prometheus", str(good_run), "--samples", "50", "-o", "{}"],
         "import-smi": ["import", "nvidia-smi", str(SMI_LOG), "--gpu", "A100-PCIe-40GB", "-o", "{}"],
+        "disclose": ["disclose", str(SCENARIO), "--as", "sci", "-o", "{}"],
     }
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("writer", ["assess", "report", "report-md", "emissions-csv", "prometheus", "import-smi"])
+@pytest.mark.parametrize("writer", ["assess", "report", "report-md", "emissions-csv", "prometheus", "import-smi", "disclose"])
 def test_every_writer_refuses_what_is_not_a_new_or_regular_file(
     cli: CliServer, good_run: Path, tmp_path: Path, writer: str, kind: str
 ) -> None:

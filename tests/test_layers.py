@@ -29,7 +29,7 @@ LAYERS = (
         ),
     ),
     (2, ("footprint.tracking", "footprint.kernels", "footprint.fleet", "footprint.serving")),
-    (3, ("footprint.reports", "footprint.integrations", "footprint.api", "footprint.builders")),
+    (3, ("footprint.reports", "footprint.integrations", "footprint.disclosures", "footprint.api", "footprint.builders")),
     (4, ("footprint.cli", "dashboard")),
 )
 NAMES = ("data and meters", "core", "producers", "consumers", "faces")

@@ -132,6 +132,9 @@ def test_boamps_export(tmp_path: Path) -> None:
     assert d["measures"][0]["unit"] == "kWh" and d["measures"][0]["powerConsumption"] == pytest.approx(433196)
     assert d["infrastructure"]["components"][0]["nbComponent"] == 384
     assert d["footprintExtension"]["impacts"]["climate_change"]["total"] > 0
+    # averageUtilizationGpu is GPU utilisation, which footprint does not record: never the MFU in its place
+    assert "averageUtilizationGpu" not in d["measures"][0]
+    assert 0 < d["footprintExtension"]["mfu"] < 1 and d["footprintExtension"]["mfuMethod"].startswith("derived")
 
 
 def test_report_of_a_tracked_run_has_power_and_mfu(tmp_path: Path, monkeypatch) -> None:

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "catalogue_cmd",
     "tracking_cmd",
     "export_cmd",
+    "disclose_cmd",
     "fleet_cmd",
     "serving_cmd",
     "flops_cmd",

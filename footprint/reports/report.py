@@ -621,7 +621,8 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
                 "unit": "kWh",
                 "powerConsumption": w.it_energy_kwh,
                 "measurementDuration": w.gpu_hours * 3600 / max(w.count, 1),
-                "averageUtilizationGpu": w.mfu,
+                # averageUtilizationGpu is the GPU's busy share (NVML/DCGM utilisation), which footprint does not
+                # record: left out rather than filled with the MFU, a different quantity (in footprintExtension)
             }
         ],
         "infrastructure": {
@@ -645,6 +646,8 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
             "facilityEnergyKwh": a.facility_energy_kwh,
             "gpuHours": w.gpu_hours,
             "gpuEquivalents": w.gpu_equivalents,
+            "mfu": w.mfu,  # model FLOPs utilisation: useful FLOPs / dense peak, not the GPU's busy share
+            "mfuMethod": w.mfu_method,
             "waterL": a.water_l,
             "impacts": {
                 k: {"unit": r.unit, "total": r.total, "low": r.low, "high": r.high}
