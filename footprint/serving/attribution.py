@@ -179,7 +179,7 @@ def _flag_estimates(models: pd.DataFrame, slots: pd.DataFrame, notes: list[str])
     est = slots[slots["unit"].str.startswith("estimate")]
     if not len(est):
         return
-    share = est.groupby("model")["active_j"].sum() / slots.groupby("model")["active_j"].sum()
+    share = (est.groupby("model")["active_j"].sum() / slots.groupby("model")["active_j"].sum()).dropna()
     for i, m in enumerate(models["model"]):
         if m in share.index:
             f = (

@@ -51,25 +51,22 @@ def exact_increases(
     out = []
     for key, e in edges.items():
         lab = labels[key]
-        first, rst = firsts.get(key, np.full(n, np.nan)), resets.get(key, np.zeros(n))
-        ws, vs = [], []
-        prev = e[0]
-        for w in range(n):
-            last = e[w + 1]
-            if np.isnan(last):
-                continue
-            if np.nan_to_num(rst[w]) > 0:
-                inc = _with_resets(client, metric, lab, start + (w + 1) * window_s, rng, prev)
-            elif np.isnan(prev):
-                inc = last - (first[w] if not np.isnan(first[w]) else last)
-            else:
-                inc = last - prev
-            ws.append(w)
-            vs.append(inc)
-            prev = last
-        if ws:
-            out.append((lab, np.asarray(ws, np.int64), np.asarray(vs, float)))
+        first, rst = firsts.get(key, np.full(n, np.nan)), np.nan_to_num(resets.get(key, np.zeros(n)))
+        prev = _ffill(e)[:-1]  # the last edge value before each window (NaN: the series had not appeared yet)
+        last = e[1:]
+        inc = np.where(np.isnan(prev), last - np.where(np.isnan(first), last, first), last - prev)
+        ws = np.nonzero(~np.isnan(last))[0]
+        for w in ws[rst[ws] > 0].tolist():  # the rare windows with a reset: from their raw samples
+            inc[w] = _with_resets(client, metric, lab, start + (w + 1) * window_s, rng, prev[w])
+        if len(ws):
+            out.append((lab, ws.astype(np.int64), inc[ws]))
     return out
+
+
+def _ffill(a: np.ndarray) -> np.ndarray:
+    """Each NaN replaced by the last number before it (leading NaNs stay: they point at index 0, a NaN)."""
+    idx = np.maximum.accumulate(np.where(~np.isnan(a), np.arange(len(a)), 0))
+    return a[idx]
 
 
 def _with_resets(client: Any, metric: str, labels: dict[str, str], at: float, rng: str, prev: float) -> float:

@@ -154,7 +154,7 @@ def table(rep: dict[str, Any]) -> str:
     if h:
         lines.append("Counter health (gaps and resets widen the energy range; lost energy is estimated, not added):")
         lines += _grid(
-            ["counter", "where", "which", "windows", "gaps", "resets", "lost kWh (est.)"],
+            ["counter", "where", "which", "windows", "gaps", "resets", "lost kWh (est.)", "at most kWh"],
             [
                 [
                     r["counter"],
@@ -164,6 +164,7 @@ def table(rep: dict[str, Any]) -> str:
                     str(r["gaps"]),
                     str(r["resets"]),
                     _f(r["lost_j"] / 3.6e6),
+                    _f((r.get("lost_hi_j") if r.get("lost_hi_j") is not None else r["lost_j"]) / 3.6e6),
                 ]
                 for r in h
             ],

@@ -190,7 +190,8 @@ def from_samples(
                         k = (e.name, labels.get("namespace", ""), labels.get("pod", ""), labels.get("instance", ""), model, flag)
                         row = eng_rows.setdefault(k, {g: np.full(n, np.nan) for g in FIELDS} | {"resets": np.zeros(n)})
                         row[f] = np.where(cnt > 0, np.nan_to_num(row[f]) + inc, row[f])
-                        row["resets"] = row["resets"] + rst
+                        if f == "tokens_out":  # one restart resets every counter: counted once, as from Prometheus
+                            row["resets"] = row["resets"] + rst
     gpus = _gpu_frame(gpu_rows, power, start, window_s, n, scrape_s)
     engines_df = _engine_frame(eng_rows, n)
     hosts = pd.DataFrame(
