@@ -27,23 +27,13 @@ from datetime import UTC, datetime
 import numpy as np
 
 from footprint.serving.engines import BY_NAME
+from footprint.serving.synthetic import Model
 from footprint.serving.telemetry import ENERGY, GPU, GPU_MODEL, HOST, UUID
 
 START = datetime(2025, 4, 7, 8, 0, tzinfo=UTC).timestamp()
 SCRAPE = 15.0
 H100 = "NVIDIA H100 80GB HBM3"  # lca_data: TDP 700 W
 IDLE_W, DYN_W = 70.0, 520.0
-
-
-@dataclass(frozen=True)
-class Model:
-    name: str
-    engine: str
-    in_tok_s: float  # input tokens per prefill second
-    out_tok_s: float  # output tokens per decode second
-    prefill_share: float
-    out_per_request: float
-    load: float
 
 
 @dataclass
@@ -56,11 +46,11 @@ class Pod:
     restart_at: float | None = None  # the engine restarts: its counters go back to 0
 
 
-LLAMA70 = Model("meta-llama/Llama-3.1-70B-Instruct", "vllm", 4000.0, 450.0, 0.2, 350.0, 0.75)
-MISTRAL = Model("mistralai/Mistral-7B-Instruct-v0.3", "vllm", 9000.0, 1300.0, 0.22, 280.0, 0.6)
-GEMMA = Model("google/gemma-2-9b-it", "sglang", 7000.0, 1100.0, 0.25, 300.0, 0.45)
-TINY = Model("TinyLlama-1.1B-Chat-GGUF", "llamacpp", 2500.0, 300.0, 0.3, 200.0, 0.35)
-QWEN = Model("Qwen/Qwen2.5-14B-Instruct", "vllm", 5200.0, 800.0, 0.2, 400.0, 0.85)
+LLAMA70 = Model("meta-llama/Llama-3.1-70B-Instruct", "vllm", 4000.0, 450.0, 350.0, 0.2, 0.75)
+MISTRAL = Model("mistralai/Mistral-7B-Instruct-v0.3", "vllm", 9000.0, 1300.0, 280.0, 0.22, 0.6)
+GEMMA = Model("google/gemma-2-9b-it", "sglang", 7000.0, 1100.0, 300.0, 0.25, 0.45)
+TINY = Model("TinyLlama-1.1B-Chat-GGUF", "llamacpp", 2500.0, 300.0, 200.0, 0.3, 0.35)
+QWEN = Model("Qwen/Qwen2.5-14B-Instruct", "vllm", 5200.0, 800.0, 400.0, 0.2, 0.85)
 NAMESPACE = "serving"
 MAP_PODS = {"tinyllama-0": TINY.name}  # llama.cpp publishes no model label: the map names it, as a user would
 
