@@ -3,7 +3,8 @@
 
 - **Both pod-label layouts.** ``layout="pod"``: dcgm-exporter scraped with ``honor_labels`` (the GPU's pod in
   ``namespace``/``pod``); ``layout="exported"``: scraped through a Service without it, so Prometheus renamed them
-  ``exported_namespace``/``exported_pod`` and ``namespace``/``pod`` name the exporter's own pod.
+  ``exported_namespace``/``exported_pod`` and ``namespace``/``pod`` name the exporter's own pod; ``layout="mixed"``:
+  node-1's exporter one way, node-2's the other.
 - **A model over two pods**: a LeaderWorkerSet group, leader ``llama70-0`` (vLLM counters) on node-1 GPUs 0-1 and
   worker ``llama70-0-1`` (no engine series) on node-2 GPUs 0-1, in lockstep: the worker's GPUs are busy when the
   leader is. kube-state-metrics' ``kube_pod_labels`` carries ``leaderworkerset.sigs.k8s.io/name`` and group index
@@ -155,13 +156,14 @@ class Cluster:
                 e = np.where(self.t >= self.gap[3], e - float(np.interp(self.gap[2] + 600.0, self.t, e)), e)
             base = {GPU: str(i), UUID: f"GPU-{h}-{i}", "device": f"nvidia{i}", GPU_MODEL: H100, HOST: h}
             exporter = {"namespace": "gpu-operator", "pod": f"nvidia-dcgm-exporter-{h}", "container": "nvidia-dcgm-exporter"}
-            if self.layout == "exported":
+            exported = self.layout == "exported" or (self.layout == "mixed" and h == "node-1")
+            if exported:
                 base |= exporter | {"job": "nvidia-dcgm-exporter", "service": "nvidia-dcgm-exporter", "instance": f"{h}:9400"}
             for p in self.on(h, i) or [None]:
                 lab = dict(base)
                 if p is not None:
                     pod = {"namespace": NAMESPACE, "pod": p.name, "container": "engine"}
-                    lab |= {f"exported_{k}": v for k, v in pod.items()} if self.layout == "exported" else pod
+                    lab |= {f"exported_{k}": v for k, v in pod.items()} if exported else pod
                 yield ("energy", ENERGY, lab, self.t[keep], e[keep] * 1000.0)
 
     def _engine(self, p: Pod) -> Iterator[tuple[str, str, dict[str, str], np.ndarray, np.ndarray]]:

@@ -192,3 +192,33 @@ def test_recorded_files_group_pods_by_name_without_kube_labels(tmp_path: Path) -
     assert any("by name prefix" in n for n in meta["notes"]) and meta["scrape_s"] == 15.0
     m = _model(rep, MISTRAL.name)
     assert m["tokens_out"] == c.counted(MISTRAL.name, "tokens_out") and m["requests"] == c.counted(MISTRAL.name, "requests")
+    low, high = _model(rep, QWEN.name)["gpu_j_range"]
+    assert low < c.model_energy_j(QWEN.name) <= high  # the gap, reduced locally: the same bound
+
+
+def test_a_cluster_scraping_exporters_both_ways(tmp_path: Path) -> None:
+    """node-1's exporter behind a Service (exported_pod), node-2's with honor_labels: each GPU by the layout its engine
+    pods match."""
+    c = Cluster("mixed")
+    f = synthetic.write(c, tmp_path / "mixed.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.build(meta, a, SITE)
+    for name in (*CLEAN, QWEN.name):
+        low, high = _model(rep, name)["gpu_j_range"]
+        assert low <= c.model_energy_j(name) * 1.01 and c.model_energy_j(name) <= high * 1.01, name
+    assert _model(rep, LLAMA70.name)["gpu_j"] == pytest.approx(c.model_energy_j(LLAMA70.name), rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("meta-llama/Llama-3.1-70B-Instruct", 70e9),
+        ("TinyLlama-1.1B-Chat-GGUF", 1.1e9),
+        ("HuggingFaceTB/SmolLM-135M", 135e6),
+        ("Qwen/Qwen2.5-7B-Instruct-AWQ-4bit", 7e9),
+        ("microsoft/Phi-3-mini-4k-instruct", None),
+    ],
+)
+def test_the_cost_model_reads_the_size_from_the_name(name: str, params: float | None) -> None:
+    assert params_of(name) == params

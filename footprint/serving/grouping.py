@@ -26,27 +26,35 @@ from footprint.serving.telemetry import LAYOUTS, Telemetry
 
 
 def choose_layout(place: pd.DataFrame, eng: pd.DataFrame, pod_label: str | None, notes: list[str]) -> pd.DataFrame:
-    """The placement rows of one layout: ``pod_label``'s, else the one most engine pods match (``pod`` on a tie)."""
+    """The placement rows of one layout per GPU: ``pod_label``'s; else, on each GPU, the layout whose pods the engines'
+    series name (a cluster may scrape some exporters each way); on a GPU where none does (a worker pod, an idle GPU),
+    of the layouts it has, the one most GPUs matched by (``pod`` on a tie)."""
     if not len(place):
         return place
-    layouts = list(dict.fromkeys(place["layout"]))
     if pod_label:
         return place[place["layout"] == pod_label]
     pods = set(zip(eng["namespace"], eng["pod"], strict=True))
-
-    def matched(layout: str) -> int:
-        p = place[place["layout"] == layout]
-        return len(pods & set(zip(p["namespace"], p["pod"], strict=True)))
-
-    order = [pl for _, pl in LAYOUTS if pl in layouts] + [x for x in layouts if x not in {pl for _, pl in LAYOUTS}]
-    best = max(order, key=lambda x: (matched(x), -order.index(x)))
-    if best != "pod":
-        ns = dict((p, n) for n, p in LAYOUTS).get(best, "namespace")
+    place = place.assign(hit=[k in pods for k in zip(place["namespace"], place["pod"], strict=True)])
+    hits = place[place["hit"]].drop_duplicates(["host", "gpu", "layout"])
+    known = [pl for _, pl in LAYOUTS]
+    order = sorted(set(place["layout"]), key=lambda x: (-int((hits["layout"] == x).sum()), known.index(x) if x in known else 9))
+    rank = {x: i for i, x in enumerate(order)}
+    # per GPU: a layout its engine pods match first, else the best-ranked layout it has
+    cand = place.groupby(["host", "gpu", "layout"], as_index=False)["hit"].any()
+    cand = cand.assign(r=cand["layout"].map(rank) - len(rank) * cand["hit"].astype(int))
+    best = cand.sort_values("r").drop_duplicates(["host", "gpu"])
+    chosen = {(h, g): lay for h, g, lay in zip(best["host"], best["gpu"], best["layout"], strict=True)}
+    keep = [chosen[(h, g)] == lay for h, g, lay in zip(place["host"], place["gpu"], place["layout"], strict=True)]
+    out = place[np.asarray(keep, dtype=bool)].drop(columns="hit")
+    used = sorted(set(out["layout"]) - {"pod"})
+    if used:
+        ns = dict((p, n) for n, p in LAYOUTS)
+        said = ", ".join(f"{ns.get(u, 'namespace')}/{u}" for u in used)
         notes.append(
-            f"GPUs joined to pods by {ns}/{best}: dcgm-exporter is scraped through a Service without honor_labels "
+            f"GPUs joined to pods by {said}: dcgm-exporter is scraped through a Service without honor_labels "
             "(its series' pod label names the exporter)"
         )
-    return place[place["layout"] == best]
+    return out
 
 
 def group_workers(
