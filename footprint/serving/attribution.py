@@ -321,9 +321,10 @@ def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
         resets = int(d["resets"].sum())
         hidden_s = float(hidden.sum()) + resets * tel.scrape_s  # a reset hides at most one scrape interval
         power = (x["energy_j"] / T).where(~(missing | short))
-        around = pd.concat([power.ffill(), power.bfill()], axis=1).mean(axis=1).fillna(float(power.median()))
-        lost = float((hidden * around).sum()) + resets * tel.scrape_s * float(power.median())
-        limit = max(tdp_w(d["gpu_model"].iloc[0]) or 0.0, float(power.max()))
+        typical = float(power.median()) if power.notna().any() else 0.0
+        around = pd.concat([power.ffill(), power.bfill()], axis=1).mean(axis=1).fillna(typical)
+        lost = float((hidden * around).sum()) + resets * tel.scrape_s * typical
+        limit = max(tdp_w(d["gpu_model"].iloc[0]), float(power.max()) if power.notna().any() else 0.0)
         gaps = int((missing | short).sum())
         rows.append(("gpu", d["host"].iloc[0], str(d["gpu"].iloc[0]), len(d), gaps, resets, lost, limit * hidden_s))
     for (pod, model), d in eng.groupby(["pod", "model"]):
@@ -331,11 +332,11 @@ def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["counter", "where", "which", "windows", "gaps", "resets", "lost_j", "lost_hi_j"])
 
 
-def tdp_w(gpu_model: Any) -> float | None:
-    """The card's TDP from lca_data (None for a card not in the catalogue)."""
+def tdp_w(gpu_model: Any) -> float:
+    """The card's TDP from lca_data; for a card not in the catalogue, the highest TDP there (still a bound)."""
     from footprint.lca.database import db
 
     try:
         return float(db().find_gpu(str(gpu_model)).tdp_w)
     except (FootprintError, TypeError, ValueError, KeyError):
-        return None
+        return max(float(g.tdp_w) for g in db().gpus.values() if g.tdp_w)
