@@ -60,7 +60,13 @@ class Cluster:
     """Two nodes of 4 H100s, 2 hours at 15 s (480 scrapes): series, truth and counter totals."""
 
     def __init__(
-        self, layout: str = "pod", kube_labels: bool = True, hours: float = 2.0, seed: int = 3, cluster: str = ""
+        self,
+        layout: str = "pod",
+        kube_labels: bool = True,
+        hours: float = 2.0,
+        seed: int = 3,
+        cluster: str = "",
+        worker: str = "llama70-0-1",
     ) -> None:
         self.layout, self.kube_labels = layout, kube_labels
         self.extra = {"cluster": cluster} if cluster else {}  # several clusters in one Prometheus, told apart
@@ -70,7 +76,7 @@ class Cluster:
         lws = {"label_leaderworkerset_sigs_k8s_io_name": "llama70", "label_leaderworkerset_sigs_k8s_io_group_index": "0"}
         self.pods = [
             Pod("llama70-0", LLAMA70, [("node-1", 0), ("node-1", 1)], labels=lws),
-            Pod("llama70-0-1", None, [("node-2", 0), ("node-2", 1)], leader="llama70-0", labels=lws),
+            Pod(worker, None, [("node-2", 0), ("node-2", 1)], leader="llama70-0", labels=lws),
             Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=START + 3000.0 + 7.0),
             Pod("gemma-9b-0", GEMMA, [("node-1", 3)]),
             Pod("tinyllama-0", TINY, [("node-1", 3)]),

@@ -196,6 +196,21 @@ def test_recorded_files_group_pods_by_name_without_kube_labels(tmp_path: Path) -
     assert low < c.model_energy_j(QWEN.name) <= high  # the gap, reduced locally: the same bound
 
 
+def test_a_worker_named_in_the_map_joins_its_model(tmp_path: Path) -> None:
+    """No kube-state-metrics and a worker name unlike its leader's (a Ray worker): --map names its model."""
+    c = Cluster("pod", kube_labels=False, worker="ray-llama70-worker-gpu-7kq2x")
+    f = synthetic.write(c, tmp_path / "ray.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "alone", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, a = store.read(tmp_path / "alone")
+    half = _model(report.build(meta, a, SITE), LLAMA70.name)["gpu_j"]  # unnamed, the worker's GPUs are no model's
+    assert half == pytest.approx(c.model_energy_j(LLAMA70.name) / 2, rel=0.01)
+    named = {"pods": MAP_PODS | {"ray-llama70-worker-gpu-7kq2x": LLAMA70.name}, "gpus": None}
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, named, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    assert _model(report.build(meta, a, SITE), LLAMA70.name)["gpu_j"] == pytest.approx(c.model_energy_j(LLAMA70.name), rel=0.01)
+    assert any("1 by --map" in n for n in meta["notes"])
+
+
 def test_a_cluster_scraping_exporters_both_ways(tmp_path: Path) -> None:
     """node-1's exporter behind a Service (exported_pod), node-2's with honor_labels: each GPU by the layout its engine
     pods match."""

@@ -211,7 +211,7 @@ def spacing(client: PrometheusClient, q: Queries, gpus: pd.DataFrame, metric: st
     """The scrape interval the data shows: the median spacing of the raw samples of one window of a few GPUs (the
     window where each has most samples; at most 8 series read, a window each)."""
     if not len(gpus):
-        raise FootprintError("no GPU sample in the window to read the scrape interval from", key="--scrape-interval")
+        raise FootprintError("no GPU energy reading in the window (DCGM counter or power gauge)", client.base)
     best = gpus.sort_values("samples", ascending=False).drop_duplicates(["host", "gpu"]).head(8)
     steps = []
     for host, gpu, w in zip(best["host"], best["gpu"], best["window"], strict=True):
