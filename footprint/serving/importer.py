@@ -46,7 +46,8 @@ def layouts_of(pod_label: str | None, namespace_label: str | None) -> tuple[tupl
 def _check_window(window_s: float, scrape_s: float) -> None:
     if window_s < 2 * scrape_s:  # increase() over fewer than two samples is empty: every model's energy went unattributed
         raise FootprintError(
-            f"a window of {window_s:g} s holds fewer than two scrapes of {scrape_s:g} s: give at least {2 * scrape_s:g}s",
+            f"a window of {window_s:g} s holds fewer than two scrapes of {scrape_s:g} s (--scrape-interval, or the data's "
+            f"sample spacing): give at least {2 * scrape_s:g}s",
             key="--window",
         )
 
