@@ -189,7 +189,7 @@ def test_recorded_files_group_pods_by_name_without_kube_labels(tmp_path: Path) -
     meta, a = store.read(tmp_path / "rec")
     rep = report.build(meta, a, SITE)
     assert _model(rep, LLAMA70.name)["gpu_j"] == pytest.approx(c.model_energy_j(LLAMA70.name), rel=0.01)
-    assert any("by name prefix" in n for n in meta["notes"]) and meta["scrape_s"] == 15.0
+    assert any("by name (<leader>-<index>)" in n for n in meta["notes"]) and meta["scrape_s"] == 15.0
     m = _model(rep, MISTRAL.name)
     assert m["tokens_out"] == c.counted(MISTRAL.name, "tokens_out") and m["requests"] == c.counted(MISTRAL.name, "requests")
     low, high = _model(rep, QWEN.name)["gpu_j_range"]

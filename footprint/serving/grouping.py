@@ -10,8 +10,8 @@ Two facts of real clusters decide it:
 - **A model over several pods.** Multi-node serving (a LeaderWorkerSet's leader and workers, a Ray cluster) publishes
   engine counters on the leader only. A GPU pod with no engine series of its own joins the engine pods of its
   deployment: the same set (kube-state-metrics' ``kube_pod_labels``: ``leaderworkerset.sigs.k8s.io/name`` + group
-  index, ``ray.io/cluster``), else the model ``--map`` names for it, else the engine pod whose name plus ``-`` begins
-  its name (LeaderWorkerSet names a group's workers ``<leader>-<index>``). Its GPUs then carry the leader's activity.
+  index, ``ray.io/cluster``), else the model ``--map`` names for it, else the engine pod it is named after plus
+  ``-<index>`` (LeaderWorkerSet names a group's workers ``<leader>-<index>``; nothing else is guessed). Its GPUs then carry the leader's activity.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def group_workers(
     place: pd.DataFrame, eng: pd.DataFrame, sets: pd.DataFrame, pod_models: dict[str, str], notes: list[str]
 ) -> pd.DataFrame:
     """The placement with every GPU pod that has no engine series of its own re-pointed at its deployment's engine
-    pods (one row per leader): by set label, by ``--map`` pod -> model, by name prefix."""
+    pods (one row per leader): by set label, by ``--map`` pod -> model, by name (``<leader>-<index>``)."""
     place = place.assign(via="")  # via: the worker pod a row was re-pointed from
     if not len(place) or not len(eng):
         return place
@@ -106,9 +106,9 @@ def _leaders(
         pick = local if len(local) else m
         if len(pick):
             return sorted(set(zip(pick["namespace"], pick["pod"], strict=True))), "--map"
-    prefix = [(n, p) for n, p in have if n == ns and pod.startswith(p + "-")]
-    if prefix:
-        return [max(prefix, key=lambda k: len(k[1]))], "name prefix"
+    prefix = [(n, p) for n, p in have if n == ns and pod.startswith(p + "-") and pod[len(p) + 1 :].isdigit()]
+    if prefix:  # LeaderWorkerSet's naming: <leader>-<worker index>; any other pod is not guessed into a deployment
+        return prefix, "name (<leader>-<index>)"
     return [], ""
 
 
