@@ -11,7 +11,8 @@ Two facts of real clusters decide it:
   engine counters on the leader only. A GPU pod with no engine series of its own joins the engine pods of its
   deployment: the same set (kube-state-metrics' ``kube_pod_labels``: ``leaderworkerset.sigs.k8s.io/name`` + group
   index, ``ray.io/cluster``), else the model ``--map`` names for it, else the engine pod it is named after plus
-  ``-<index>`` (LeaderWorkerSet names a group's workers ``<leader>-<index>``; nothing else is guessed). Its GPUs then carry the leader's activity.
+  ``-<index>`` (LeaderWorkerSet names a group's workers ``<leader>-<index>``; nothing else is guessed). Its GPUs
+  then carry the leader's activity.
 """
 
 from __future__ import annotations
