@@ -235,7 +235,7 @@ def test_a_bad_connection_option_is_one_line_in_the_serving_import(capsys, tmp_p
     [
         ("--window", "9" * 400 + "s", "at most 100 years"),  # float() makes inf of 400 digits
         ("--scrape-interval", "1000000w", "at most 100 years"),
-        ("--window", "45s", "fewer than two scrapes of 30 s"),  # was imported: 100 % unattributed
+        ("--scrape-interval", "200s", "fewer than two scrapes of 200 s"),  # was imported: 100 % unattributed
         ("--chunk", "9" * 400 + "h", "at most 100 years"),
         ("--chunk", "1s", "expected at least 1m"),  # 10,800 queries per job over 3 h
         ("--max-gap", "1000000w", "at most 100 years"),

@@ -30,12 +30,16 @@ footprint serving watch --metrics-url http://127.0.0.1:8000/metrics -o serving-l
     g = pr.add_argument_group("Prometheus")
     add_connection_args(g, required=True)
     add_window_args(pr)
-    pr.add_argument("--scrape-interval", default="30s", help="the exporters' scrape interval (default 30s): gap detection")
+    pr.add_argument(
+        "--scrape-interval",
+        help="the exporters' scrape interval, for gap detection (default: read from the data's sample spacing)",
+    )
     _common(pr)
     pr.set_defaults(handler=import_prometheus)
     me = command(imp, "metrics", "recorded /metrics files (timestamped samples of DCGM, node and engine series)")
     me.add_argument("files", nargs="+", help="files in the Prometheus text format or OpenMetrics")
     add_window_args(me, "the first sample", "the last sample")
+    me.add_argument("--scrape-interval", help="the exporters' scrape interval (default: the files' median sample spacing)")
     _common(me)
     me.set_defaults(handler=import_metrics)
 
@@ -86,6 +90,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing record directory (atomically)")
     p.add_argument("--window", "--step", dest="window", default="5m", help="window of every figure (default 5m)")
     p.add_argument("--map", help="YAML: gpus: [{host, gpus: [0, 1], model}] and/or pods: {pod: model}")
+    p.add_argument(
+        "--pod-label",
+        help="the DCGM series' pod label (default: pod or exported_pod, whichever the engines' pods match; exported_pod "
+        "when dcgm-exporter is scraped through a Service without honor_labels)",
+    )
+    p.add_argument("--namespace-label", help="the DCGM series' namespace label (default: the one beside --pod-label)")
     _site_args(p)
 
 
@@ -138,12 +148,8 @@ def import_prometheus(args: argparse.Namespace) -> int:
     from footprint.serving.importer import load_map
 
     start, end = window_args(args)
-    window, scrape = parse_duration(args.window, "--window"), parse_duration(args.scrape_interval, "--scrape-interval")
-    if window < 2 * scrape:  # increase() over fewer than two samples is empty: every model's energy went unattributed
-        raise FootprintError(
-            f"a window of {window:g} s holds fewer than two scrapes of {scrape:g} s: give at least {2 * scrape:g}s",
-            key="--window",
-        )
+    window = parse_duration(args.window, "--window")
+    scrape = parse_duration(args.scrape_interval, "--scrape-interval") if args.scrape_interval else None
     path, a = run(
         args.output,
         PrometheusClient(prom_config(args)),
@@ -155,6 +161,8 @@ def import_prometheus(args: argparse.Namespace) -> int:
         args.selector,
         load_map(args.map),
         args.force,
+        args.pod_label,
+        args.namespace_label,
     )
     return _done(path, a)
 
@@ -163,8 +171,20 @@ def import_metrics(args: argparse.Namespace) -> int:
     from footprint.serving.importer import import_files, load_map
 
     start, end = window_args(args)
+    scrape = parse_duration(args.scrape_interval, "--scrape-interval") if args.scrape_interval else None
+    window = parse_duration(args.window, "--window")
     path, a = import_files(
-        args.output, args.files, parse_duration(args.window, "--window"), _site(args), load_map(args.map), start, end, args.force
+        args.output,
+        args.files,
+        window,
+        _site(args),
+        load_map(args.map),
+        start,
+        end,
+        args.force,
+        args.pod_label,
+        args.namespace_label,
+        scrape,
     )
     return _done(path, a)
 

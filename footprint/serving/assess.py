@@ -68,15 +68,18 @@ def model_totals(a: Attribution) -> pd.DataFrame:
     return out
 
 
-def lost_j(a: Attribution) -> dict[str, float]:
-    """Per model: the energy its GPUs' resets and gaps may hide (the health table's estimate), by its share of each GPU."""
+def lost_j(a: Attribution) -> tuple[dict[str, float], dict[str, float]]:
+    """Per model: (the energy its GPUs' resets and gaps may hide, by its share of each GPU: the health table's estimate;
+    the most they may hide: each GPU's bound whole, since its share inside a gap is not measured)."""
     h = a.health[a.health["counter"] == "gpu"].rename(columns={"where": "host", "which": "gpu"})
     if not len(h) or not len(a.usage):
-        return {}
-    u = a.usage.merge(h[["host", "gpu", "lost_j"]], on=["host", "gpu"])
+        return {}, {}
+    if "lost_hi_j" not in h:  # records written before the bound: the estimate is all they have
+        h = h.assign(lost_hi_j=h["lost_j"])
+    u = a.usage.merge(h[["host", "gpu", "lost_j", "lost_hi_j"]], on=["host", "gpu"])
     tot = u.groupby(["host", "gpu"])["active_j"].transform("sum")
     u["lost"] = u["lost_j"] * u["active_j"] / tot.where(tot > 0)
-    return u.groupby("model")["lost"].sum().fillna(0.0).to_dict()
+    return u.groupby("model")["lost"].sum().fillna(0.0).to_dict(), u.groupby("model")["lost_hi_j"].sum().fillna(0.0).to_dict()
 
 
 def _rows(t: pd.DataFrame) -> list[tuple[int, str, float, float]]:
@@ -167,7 +170,16 @@ def _num(x: Any) -> float | None:
     return float(x) if x is not None and x == x else None
 
 
-def _model_result(r: pd.Series, batch: Any, rows: list[int], lost: dict[str, float]) -> dict[str, Any]:
+def _count(x: Any) -> int | float | None:
+    """A count (tokens, requests): an integer where the counters' differences are whole, as the engines' are."""
+    v = _num(x)
+    return int(v) if v is not None and v.is_integer() else v
+
+
+def _model_result(
+    r: pd.Series, batch: Any, rows: list[int], lost_pair: tuple[dict[str, float], dict[str, float]]
+) -> dict[str, Any]:
+    lost, bound = lost_pair
     b = {BOUNDARIES[k]: _impacts(batch, [rows[k]]) for k in range(len(BOUNDARIES))}
     active = float(r["active_j"])
     pre = _num(r["prefill_j"])
@@ -187,8 +199,11 @@ def _model_result(r: pd.Series, batch: Any, rows: list[int], lost: dict[str, flo
     flags = [f for f in [r.get("flag")] if isinstance(f, str) and f]
     if not r["split"]:
         flags.append("no prefill/decode time histograms: tokens split the GPU, no separate input/output figures")
-    if lost.get(r["model"], 0.0) > 0:
-        flags.append(f"counter resets or gaps on its GPUs may hide up to {lost[r['model']] / 3.6e6:.3g} kWh (gpu_j_range)")
+    if bound.get(r["model"], 0.0) > 0:
+        flags.append(
+            f"counter resets or gaps on its GPUs may hide about {lost.get(r['model'], 0.0) / 3.6e6:.3g} kWh (at the power "
+            f"around them), at most {bound[r['model']] / 3.6e6:.3g} kWh (at the GPU's limit): gpu_j_range"
+        )
     if _num(r.get("tokens_out_unmetered")):
         flags.append(f"{r['tokens_out_unmetered']:,.0f} output tokens without an energy reading, left out of per-token figures")
     return {
@@ -196,17 +211,17 @@ def _model_result(r: pd.Series, batch: Any, rows: list[int], lost: dict[str, flo
         "engine": r.get("engine"),
         "gpu_model": r.get("gpu_model"),
         "gpu_j": active,
-        "gpu_j_range": [active, active + lost.get(r["model"], 0.0)],  # what resets and gaps may hide widens it upward
+        "gpu_j_range": [active, active + bound.get(r["model"], 0.0)],  # what resets and gaps may hide, at most
         "prefill_j": pre,
         "decode_j": _num(r["decode_j"]),
         "host_j": _num(r["host_j"]),
         "idle_reserve_j": float(r["idle_j"]),
         "gpu_hours": float(r["gpu_s"]) / 3600,
         "idle_reserve_gpu_hours": float(r["idle_s"]) / 3600,
-        "tokens_in": _num(r["tokens_in"]),
-        "tokens_out": _num(r["tokens_out"]),
-        "requests": _num(r["requests"]),
-        "tokens_out_unmetered": _num(r.get("tokens_out_unmetered")),
+        "tokens_in": _count(r["tokens_in"]),
+        "tokens_out": _count(r["tokens_out"]),
+        "requests": _count(r["requests"]),
+        "tokens_out_unmetered": _count(r.get("tokens_out_unmetered")),
         "j_per_output_token": (_num(r["decode_j"]) / r["tokens_out"])
         if _num(r["decode_j"]) is not None and _num(r["tokens_out"])
         else None,

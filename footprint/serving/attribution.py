@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from footprint.errors import FootprintError
+from footprint.serving import costmodel, grouping
 from footprint.serving.telemetry import Telemetry, short_host
 
 GAP_SHARE = 0.5  # a window with fewer than half its expected samples is a gap in the health table
@@ -76,36 +77,49 @@ def parse_map(data: Any, file: str) -> dict[str, Any]:
     return {"pods": pods, "gpus": pd.DataFrame(rows, columns=["host", "gpu", "model"])}
 
 
-def _slots(tel: Telemetry, eng: pd.DataFrame, gmap: pd.DataFrame | None) -> pd.DataFrame:
-    """(window, host, gpu, model, prefill_s, decode_s, tokens): each engine row on each GPU it ran on."""
+def _slots(eng: pd.DataFrame, gmap: pd.DataFrame | None, place: pd.DataFrame) -> pd.DataFrame:
+    """(window, host, gpu, model, prefill_s, decode_s, tokens): each engine row on each GPU it ran on. GPUs the map
+    names go to its models; every other GPU keeps its pod-based attribution, the mapped models' pods included."""
+    mapped_gpus: set[tuple[str, str]] = set()
     if gmap is not None and len(gmap):
+        mapped_gpus = set(zip(gmap["host"], gmap["gpu"].astype(str), strict=True))
+        keep = [(h, str(g)) not in mapped_gpus for h, g in zip(place["host"], place["gpu"], strict=True)]
+        place = place[np.asarray(keep, dtype=bool)]
+    pl = place.drop_duplicates(["window", "host", "gpu", "namespace", "pod"])
+    pod = eng.merge(pl, on=["window", "namespace", "pod"])[["window", "host", "gpu", "model", "engine_row", "via"]]
+    parts = [pod.drop(columns="via")]
+    if mapped_gpus:
         e = eng.assign(ehost=eng["instance"].map(short_host))
-        on_host = e.merge(gmap, left_on=["model", "ehost"], right_on=["model", "host"])
-        rest = e[~e["model"].isin(set(on_host["model"]))].merge(gmap, on="model")  # no host label to match: the model's GPUs
-        mapped = pd.concat([on_host, rest], ignore_index=True)[["window", "host", "gpu", "model", "engine_row"]]
-        by_pod = eng[~eng["model"].isin(set(gmap["model"]))]
-    else:
-        mapped = None
-        by_pod = eng
-    pl = tel.placement.drop_duplicates(["window", "host", "gpu", "namespace", "pod"])
-    pod = by_pod.merge(pl, on=["window", "namespace", "pod"])[["window", "host", "gpu", "model", "engine_row"]]
-    parts = [x for x in (mapped, pod) if x is not None and len(x)]
+        on_host = e.merge(gmap, left_on=["model", "ehost"], right_on=["model", "host"])  # type: ignore[arg-type]
+        placed = set(pod.loc[pod["via"] == "", "engine_row"])  # rows on their own pods' GPUs stay there only
+        free = e[~e["model"].isin(set(on_host["model"])) & ~e["engine_row"].isin(placed)]
+        rest = free.merge(gmap, on="model")  # type: ignore[arg-type]  # no host label to match: the model's GPUs
+        cols = ["window", "host", "gpu", "model", "engine_row"]
+        parts += [on_host[cols], rest[cols]]
+    parts = [x for x in parts if len(x)]
     slots = pd.concat(parts, ignore_index=True).drop_duplicates() if parts else pod
     slots = slots.astype({"window": "int64", "engine_row": "int64"})
     cols = ["prefill_s", "decode_s", "tokens_in", "tokens_out"]
     return slots.merge(eng[["engine_row", *cols]], on="engine_row")
 
 
-def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribution:
-    """Split every metered GPU- and host-joule between the models, the idle reserve and the unattributed residual."""
+def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: str | None = None) -> Attribution:
+    """Split every metered GPU- and host-joule between the models, the idle reserve and the unattributed residual.
+    ``pod_label``: the DCGM series' pod label (default: the layout the engines' pods match)."""
     notes = list(tel.notes)
     eng = tel.engines.copy()
-    if gpu_map and gpu_map["pods"]:
-        named = eng["pod"].map(gpu_map["pods"])
+    pod_models = (gpu_map or {}).get("pods") or {}
+    if pod_models:
+        named = eng["pod"].map(pod_models)
         eng["model_flag"] = np.where(named.notna(), "", eng["model_flag"])
         eng["model"] = named.fillna(eng["model"])
     eng["engine_row"] = np.arange(len(eng))
-    slots = _slots(tel, eng, gpu_map["gpus"] if gpu_map else None)
+    place = grouping.choose_layout(tel.placement, eng, pod_label, notes)
+    place = grouping.group_workers(place, eng, tel.pod_sets, pod_models, notes)
+    gmap = gpu_map["gpus"] if gpu_map else None
+    slots = _slots(eng, gmap, place)
+    if not len(slots) and len(eng):
+        raise grouping.no_match(tel, place, eng, pod_label is not None)
     g, info = _gpu_rows(tel.gpus)
     g["T"] = tel.seconds(g["window"])  # each window's real length: a live watch's first one is partial
     slots["gkey"] = _keys(slots, info)
@@ -113,10 +127,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
     # "without energy" rather than charged a fraction of the window's energy
     g["short"] = (g["method"] == "dcgm_energy_counter") & (g["samples"] < GAP_SHARE * g["T"] / tel.scrape_s)
     slots = slots.merge(g.loc[~g["short"], ["window", "gkey"]], on=["window", "gkey"], how="inner")
-    timed = slots["prefill_s"].notna() & slots["decode_s"].notna()  # both phases timed, else tokens are the activity
-    slots["busy_s"] = slots["prefill_s"].fillna(0) + slots["decode_s"].fillna(0)
-    slots["act"] = np.where(timed, slots["busy_s"], slots["tokens_in"].fillna(0) + slots["tokens_out"].fillna(0))
-    slots["timed"] = timed
+    slots = costmodel.activity(slots, notes)  # one unit per GPU and window: busy seconds, or tokens x a cost model
     per = slots.groupby(["window", "gkey"]).agg(sum_act=("act", "sum"), all_timed=("timed", "all"), busy=("busy_s", "sum"))
     g = g.merge(per, left_on=["window", "gkey"], right_index=True, how="left")
     g["has_model"] = g["sum_act"].notna()
@@ -152,6 +163,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
     models = eng.groupby("model")[["engine", "model_flag"]].first().rename(columns={"model_flag": "flag"}).reset_index()
     gm = slots.merge(g[["window", "gkey", "gpu_model"]], on=["window", "gkey"]).groupby("model")["gpu_model"].agg(_mode)
     models["gpu_model"] = models["model"].map(gm)
+    _flag_estimates(models, slots, notes)
     if len(unmetered):
         n = unmetered["tokens_out"].sum()
         notes.append(
@@ -160,6 +172,25 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None) -> Attribut
         )
     usage = slots.groupby(["host", "gpu", "model"], as_index=False)["active_j"].sum()
     return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, tel.window_s, notes)
+
+
+def _flag_estimates(models: pd.DataFrame, slots: pd.DataFrame, notes: list[str]) -> None:
+    """A model that shared a GPU with an engine timing in another unit: its energy there is the cost model's estimate."""
+    est = slots[slots["unit"].str.startswith("estimate")]
+    if not len(est):
+        return
+    share = (est.groupby("model")["active_j"].sum() / slots.groupby("model")["active_j"].sum()).dropna()
+    for i, m in enumerate(models["model"]):
+        if m in share.index:
+            f = (
+                f"{share[m] * 100:.0f} % of its GPU energy is an estimate: shared a GPU with engines timing other "
+                f"units, split by {costmodel.COST_MODEL}"
+            )
+            models.loc[i, "flag"] = "; ".join(x for x in (models.loc[i, "flag"], f) if isinstance(x, str) and x)
+    gpus = sorted({f"{h}/{x}" for h, x in zip(est["host"], est["gpu"], strict=True)})
+    notes.append(
+        f"GPU(s) {', '.join(gpus)} shared by engines without a common time unit: split by {costmodel.COST_MODEL} (an estimate)"
+    )
 
 
 def _keys(df: pd.DataFrame, info: pd.DataFrame) -> np.ndarray:
@@ -266,23 +297,46 @@ def _gpu_table(g: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
         seconds=("T", "sum"),
     )
     t["models"] = [models.get(k, "") for k in t.index]
+    unit = slots.groupby("gkey")["unit"].agg(lambda u: "; ".join(sorted(set(u))))
+    t["split"] = [unit.get(k, "") for k in t.index]  # the unit its models were split in (an estimate says so)
     t["busy_s"] = t.index.map(busy).fillna(0.0)
     return t.reset_index(drop=True)
 
 
 def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
-    """Per GPU counter: windows missing or short of samples (gaps) and resets, with the energy they may hide."""
+    """Per GPU counter: windows missing or short of samples (gaps) and resets, with the energy they may hide: an
+    estimate at the power measured around them (``lost_j``) and a bound at the GPU's limit (``lost_hi_j``, its TDP from
+    lca_data or its highest measured power, whichever is higher): the range a model's energy is stated in."""
     n = tel.n_windows
     rows = []
     for _, d in g.groupby("gkey"):
-        span = int(d["window"].max()) - int(d["window"].min()) + 1
-        expected = np.maximum(1.0, d["T"] / tel.scrape_s)
-        short = int((d["samples"] < GAP_SHARE * expected).sum()) if d["method"].iloc[0] == "dcgm_energy_counter" else 0
-        missing = span - len(d)
+        d = d.sort_values("window")
+        full = pd.RangeIndex(int(d["window"].min()), int(d["window"].max()) + 1)
+        x = d.set_index("window").reindex(full)
+        T = x["T"].fillna(tel.window_s)
+        short = x["samples"] < GAP_SHARE * np.maximum(1.0, T / tel.scrape_s)
+        short = short.fillna(False).astype(bool) & (d["method"].iloc[0] == "dcgm_energy_counter")
+        missing = x["energy_j"].isna()
+        hidden = np.where(missing | short, T, np.maximum(0.0, T - x["samples"].fillna(0) * tel.scrape_s))
         resets = int(d["resets"].sum())
-        p = float(np.median(d["energy_j"] / d["T"]))  # its typical power: a missing window is a whole one
-        lost = p * tel.window_s * missing + p * tel.scrape_s * (resets + short)  # a reset hides at most one scrape
-        rows.append(("gpu", d["host"].iloc[0], str(d["gpu"].iloc[0]), len(d), missing + short, resets, lost))
+        hidden_s = float(hidden.sum()) + resets * tel.scrape_s  # a reset hides at most one scrape interval
+        power = (x["energy_j"] / T).where(~(missing | short))
+        typical = float(power.median()) if power.notna().any() else 0.0
+        around = pd.concat([power.ffill(), power.bfill()], axis=1).mean(axis=1).fillna(typical)
+        lost = float((hidden * around).sum()) + resets * tel.scrape_s * typical
+        limit = max(tdp_w(d["gpu_model"].iloc[0]), float(power.max()) if power.notna().any() else 0.0)
+        gaps = int((missing | short).sum())
+        rows.append(("gpu", d["host"].iloc[0], str(d["gpu"].iloc[0]), len(d), gaps, resets, lost, limit * hidden_s))
     for (pod, model), d in eng.groupby(["pod", "model"]):
-        rows.append(("engine", pod, model, len(d), n - len(d) if len(d) < n else 0, int(d["resets"].sum()), 0.0))
-    return pd.DataFrame(rows, columns=["counter", "where", "which", "windows", "gaps", "resets", "lost_j"])
+        rows.append(("engine", pod, model, len(d), n - len(d) if len(d) < n else 0, int(d["resets"].sum()), 0.0, 0.0))
+    return pd.DataFrame(rows, columns=["counter", "where", "which", "windows", "gaps", "resets", "lost_j", "lost_hi_j"])
+
+
+def tdp_w(gpu_model: Any) -> float:
+    """The card's TDP from lca_data; for a card not in the catalogue, the highest TDP there (still a bound)."""
+    from footprint.lca.database import db
+
+    try:
+        return float(db().find_gpu(str(gpu_model)).tdp_w)
+    except (FootprintError, TypeError, ValueError, KeyError):
+        return max(float(g.tdp_w) for g in db().gpus.values() if g.tdp_w)

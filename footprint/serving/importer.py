@@ -11,7 +11,7 @@ from footprint.serving import engines as eng
 from footprint.serving import scrape, store
 from footprint.serving.assess import Site
 from footprint.serving.attribution import attribute, parse_map
-from footprint.serving.telemetry import Telemetry, from_samples
+from footprint.serving.telemetry import LAYOUTS, Telemetry, from_samples
 
 
 def load_map(path: str | None) -> dict[str, Any] | None:
@@ -35,6 +35,23 @@ def _windows(span_s: float, window_s: float, where: str) -> int:
     return max(1, n)
 
 
+def layouts_of(pod_label: str | None, namespace_label: str | None) -> tuple[tuple[str, str], ...]:
+    """The DCGM series' pod-label layouts to read: both known ones, or the one the user names."""
+    if not pod_label and not namespace_label:
+        return LAYOUTS
+    pod = pod_label or "pod"
+    return ((namespace_label or ("exported_namespace" if pod == "exported_pod" else "namespace"), pod),)
+
+
+def _check_window(window_s: float, scrape_s: float) -> None:
+    if window_s < 2 * scrape_s:  # increase() over fewer than two samples is empty: every model's energy went unattributed
+        raise FootprintError(
+            f"a window of {window_s:g} s holds fewer than two scrapes of {scrape_s:g} s (--scrape-interval, or the data's "
+            f"sample spacing): give at least {2 * scrape_s:g}s",
+            key="--window",
+        )
+
+
 def _check(tel: Telemetry, where: str) -> None:
     if not len(tel.gpus):
         raise FootprintError("no GPU energy reading in the window (DCGM counter or power gauge)", where)
@@ -48,20 +65,27 @@ def import_prometheus(
     start: float,
     end: float,
     window_s: float,
-    scrape_s: float,
+    scrape_s: float | None,
     site: Site,
     selector: str = "",
     gpu_map: dict[str, Any] | None = None,
     force: bool = False,
+    pod_label: str | None = None,
+    namespace_label: str | None = None,
 ) -> tuple[Path, Any]:
+    """``scrape_s`` None: the scrape interval is read from the data; ``pod_label``/``namespace_label``: the DCGM
+    series' pod labels (default: both layouts read, the one the engines' pods match kept)."""
     from footprint.serving.promsource import read
 
     if end - start < window_s:
         raise FootprintError(f"the window ({end - start:g} s) is shorter than one step ({window_s:g} s)", key="--start/--end")
     end = start + _windows(end - start, window_s, "--start/--end") * window_s
-    tel = read(client, start, end, window_s, scrape_s, selector)
+    if scrape_s is not None:
+        _check_window(window_s, scrape_s)
+    tel = read(client, start, end, window_s, scrape_s, selector, layouts_of(pod_label, namespace_label))
+    _check_window(window_s, tel.scrape_s)
     _check(tel, client.base)
-    a = attribute(tel, gpu_map)
+    a = attribute(tel, gpu_map, pod_label and layouts_of(pod_label, namespace_label)[0][1])
     return store.write(out, tel, a, site, force), a
 
 
@@ -74,8 +98,12 @@ def import_files(
     start: float | None = None,
     end: float | None = None,
     force: bool = False,
+    pod_label: str | None = None,
+    namespace_label: str | None = None,
+    scrape_s: float | None = None,
 ) -> tuple[Path, Any]:
     series, step = scrape.read_series(files)
+    step = scrape_s or step  # the median sample spacing, unless given
     names = {k[0] for k in series}
     found = eng.detect(names, ", ".join(files))
     t0 = min(float(t[0]) for t, _ in series.values())
@@ -87,8 +115,15 @@ def import_files(
     )  # whole windows: a partial last one would charge its tokens part of its energy
     where = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"
     tel = from_samples(
-        ((k[0], dict(k[1]), t, v) for k, (t, v) in series.items()), lo, lo + n * window_s, window_s, step, found, where
+        ((k[0], dict(k[1]), t, v) for k, (t, v) in series.items()),
+        lo,
+        lo + n * window_s,
+        window_s,
+        step,
+        found,
+        where,
+        layouts_of(pod_label, namespace_label),
     )
     _check(tel, where)
-    a = attribute(tel, gpu_map)
+    a = attribute(tel, gpu_map, pod_label and layouts_of(pod_label, namespace_label)[0][1])
     return store.write(out, tel, a, site, force), a

@@ -102,6 +102,11 @@ def _f(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 1e5 else f"{x:,.0f}"
 
 
+def _n(x: Any) -> str:
+    """A count as the counters give it: whole, with thousands separators."""
+    return _f(x) if not isinstance(x, int) else f"{x:,}"
+
+
 def _cc(m: dict[str, Any], b: str, unit: str) -> Any:
     pu = m["per_unit"][b]
     v = pu.get(unit) if pu else None
@@ -129,9 +134,9 @@ def table(rep: dict[str, Any]) -> str:
                 m["model"].split("/")[-1][:32],
                 m["engine"] or "",
                 _f(m["gpu_j"] / 3.6e6),
-                _f(m["tokens_in"]),
-                _f(m["tokens_out"]),
-                _f(m["requests"]),
+                _n(m["tokens_in"]),
+                _n(m["tokens_out"]),
+                _n(m["requests"]),
                 _f(m["j_per_output_token"]),
                 _f(m["j_per_input_token"]),
             ]
@@ -149,7 +154,7 @@ def table(rep: dict[str, Any]) -> str:
     if h:
         lines.append("Counter health (gaps and resets widen the energy range; lost energy is estimated, not added):")
         lines += _grid(
-            ["counter", "where", "which", "windows", "gaps", "resets", "lost kWh (est.)"],
+            ["counter", "where", "which", "windows", "gaps", "resets", "lost kWh (est.)", "at most kWh"],
             [
                 [
                     r["counter"],
@@ -159,6 +164,7 @@ def table(rep: dict[str, Any]) -> str:
                     str(r["gaps"]),
                     str(r["resets"]),
                     _f(r["lost_j"] / 3.6e6),
+                    _f((r.get("lost_hi_j") if r.get("lost_hi_j") is not None else r["lost_j"]) / 3.6e6),
                 ]
                 for r in h
             ],

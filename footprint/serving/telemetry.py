@@ -27,12 +27,24 @@ from footprint.serving.engines import FIELDS
 #: dcgm-exporter's labels (defaults as NVIDIA ships them) and the Kubernetes pod mapping's.
 HOST, GPU, UUID, GPU_MODEL, MIG = "Hostname", "gpu", "UUID", "modelName", "GPU_I_ID"
 POD_LABELS = ("namespace", "pod", "container")
+#: (namespace label, pod label) of the GPU's pod on dcgm-exporter's series: as the exporter writes them (scraped with
+#: ``honor_labels``), or renamed ``exported_*`` by Prometheus when it is scraped through a Service without it (``pod``
+#: then names the exporter itself). Both are read; the attribution keeps the one the engines' pods match.
+LAYOUTS = (("namespace", "pod"), ("exported_namespace", "exported_pod"))
+#: kube-state-metrics' ``kube_pod_labels``: the pod labels that make several pods one deployment (a LeaderWorkerSet's
+#: group: ``leaderworkerset.sigs.k8s.io/name`` and ``/group-index``; a Ray cluster: ``ray.io/cluster``), as exposed
+KUBE_POD_LABELS = "kube_pod_labels"
+SET_LABELS = (
+    ("label_leaderworkerset_sigs_k8s_io_name", "label_leaderworkerset_sigs_k8s_io_group_index"),
+    ("label_ray_io_cluster", ""),
+)
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since the driver loaded
 POWER = "DCGM_FI_DEV_POWER_USAGE"  # W
 HOST_COUNTERS = ("node_rapl_package_joules_total", "node_rapl_dram_joules_total")
 
 GPU_COLS = ["window", "host", "gpu", "uuid", "gpu_model", "energy_j", "method", "samples", "resets"]
-PLACE_COLS = ["window", "host", "gpu", "mig", "namespace", "pod"]
+PLACE_COLS = ["window", "host", "gpu", "mig", "namespace", "pod", "layout"]  # layout: the pod label it came from
+SET_COLS = ["namespace", "pod", "set"]
 ENGINE_COLS = ["window", "engine", "namespace", "pod", "instance", "model", "model_flag", *FIELDS, "resets"]
 HOST_COLS = ["window", "host", "energy_j"]
 
@@ -54,6 +66,8 @@ class Telemetry:
     partial: dict[int, float] = field(default_factory=dict)
     #: when the first window really began, where it does not end at an edge (a watch stopped inside its first window)
     began: float | None = None
+    #: pods that form one deployment (kube-state-metrics' pod labels): namespace, pod, set
+    pod_sets: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SET_COLS))
 
     @property
     def n_windows(self) -> int:
@@ -79,6 +93,22 @@ class Telemetry:
 def short_host(instance: str) -> str:
     """``gpu-01:9100`` -> ``gpu-01``: node-exporter's instance label against DCGM's Hostname."""
     return instance.rsplit(":", 1)[0] if ":" in instance and instance.rsplit(":", 1)[1].isdigit() else instance
+
+
+def place_of(labels: dict[str, str], layouts: tuple[tuple[str, str], ...] = LAYOUTS) -> list[tuple[str, str, str]]:
+    """(namespace, pod, layout) of a DCGM series under every pod-label layout it carries."""
+    return [(labels.get(ns, ""), labels[pod], pod) for ns, pod in layouts if labels.get(pod)]
+
+
+def pod_set(labels: dict[str, str]) -> tuple[str, str, str] | None:
+    """(namespace, pod, set) of a ``kube_pod_labels`` series; None when it names no set. kube-state-metrics scraped
+    without ``honor_labels`` has the pod in ``exported_pod``."""
+    pod = labels.get("exported_pod") or labels.get("pod")
+    for name, group in SET_LABELS:
+        if labels.get(name) and pod:
+            key = f"{name.removeprefix('label_')}={labels[name]}" + (f"/{labels.get(group, '')}" if group else "")
+            return labels.get("exported_namespace") or labels.get("namespace", ""), pod, key
+    return None
 
 
 def window_increases(t: np.ndarray, v: np.ndarray, start: float, window_s: float, n: int, max_gap_s: float) -> tuple:
@@ -113,6 +143,7 @@ def from_samples(
     scrape_s: float,
     engines: list[Any],
     source: str,
+    layouts: tuple[tuple[str, str], ...] = LAYOUTS,
 ) -> Telemetry:
     """Reduce raw samples ``(metric, labels, t, v)`` to windows (scrape files, the live watcher)."""
     from footprint.errors import FootprintError
@@ -125,6 +156,7 @@ def from_samples(
     host_rows: dict[str, np.ndarray] = {}
     power: dict[tuple[str, str, str, str], tuple[np.ndarray, np.ndarray]] = {}
     notes: list[str] = []
+    sets: set[tuple[str, str, str]] = set()
     fields_of = {e.name: {f: e.metric(f) for f in FIELDS} for e in engines}
     read_here = {ENERGY, POWER, *HOST_COUNTERS} | {m[0] for d in fields_of.values() for m in d.values() if m}
     for metric, labels, t, v in series:
@@ -134,9 +166,12 @@ def from_samples(
             inc, cnt, rst = window_increases(t, v / 1000.0, start, window_s, n, max_gap)
             key = (labels.get(HOST, ""), labels.get(GPU, ""), labels.get(UUID, ""), labels.get(GPU_MODEL, ""))
             gpu_rows.append({"key": key, "inc": inc, "cnt": cnt, "rst": rst})
-            if labels.get("pod"):
+            for ns, pod, layout in place_of(labels, layouts):
                 for wi in np.nonzero(cnt)[0].tolist():
-                    place.add((wi, key[0], key[1], labels.get(MIG, ""), labels.get("namespace", ""), labels["pod"]))
+                    place.add((wi, key[0], key[1], labels.get(MIG, ""), ns, pod, layout))
+        elif metric == KUBE_POD_LABELS:
+            if (s := pod_set(labels)) is not None:
+                sets.add(s)
         elif metric == POWER:
             key = (labels.get(HOST, ""), labels.get(GPU, ""), labels.get(UUID, ""), labels.get(GPU_MODEL, ""))
             power.setdefault(key, (t, v))
@@ -148,19 +183,24 @@ def from_samples(
             for e in engines:
                 for f, m in fields_of[e.name].items():
                     if m and m[0] == metric and _matches(labels, m[1]):
-                        inc, cnt, rst = window_increases(t, v, start, window_s, n, max_gap)
+                        # every increment counts, across gaps too: exact counts (an engine gap moves its tokens to the
+                        # window after it, where they are "without energy" if the GPU was not metered there)
+                        inc, cnt, rst = window_increases(t, v, start, window_s, n, np.inf)
                         model, flag = model_of(e, labels)
                         k = (e.name, labels.get("namespace", ""), labels.get("pod", ""), labels.get("instance", ""), model, flag)
                         row = eng_rows.setdefault(k, {g: np.full(n, np.nan) for g in FIELDS} | {"resets": np.zeros(n)})
                         row[f] = np.where(cnt > 0, np.nan_to_num(row[f]) + inc, row[f])
-                        row["resets"] = row["resets"] + rst
+                        if f == "tokens_out":  # one restart resets every counter: counted once, as from Prometheus
+                            row["resets"] = row["resets"] + rst
     gpus = _gpu_frame(gpu_rows, power, start, window_s, n, scrape_s)
     engines_df = _engine_frame(eng_rows, n)
     hosts = pd.DataFrame(
         [{"window": w, "host": h, "energy_j": float(x[w])} for h, x in host_rows.items() for w in range(n)], columns=HOST_COLS
     )
     placement = pd.DataFrame(sorted(place), columns=PLACE_COLS)
-    return Telemetry(start, start + n * window_s, window_s, scrape_s, gpus, placement, engines_df, hosts, source, notes)
+    tel = Telemetry(start, start + n * window_s, window_s, scrape_s, gpus, placement, engines_df, hosts, source, notes)
+    tel.pod_sets = pd.DataFrame(sorted(sets), columns=SET_COLS)
+    return tel
 
 
 def _matches(labels: dict[str, str], matchers: str) -> bool:
