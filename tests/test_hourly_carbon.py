@@ -150,3 +150,30 @@ def test_energy_is_split_at_hour_boundaries() -> None:
     t0 = T0.timestamp()
     t = np.asarray([t0 + 1800, t0 + 5400])  # 3,600 J spread evenly over half past 0 to half past 1
     assert hourly.energy_by_hour(t, np.asarray([0.0, 3600.0])) == {t0: 1800.0, t0 + 3600: 1800.0}
+
+
+def test_the_runs_page_draws_the_hourly_profile_against_the_intensity(run3h: Path) -> None:
+    """The Runs page's re-projection takes the hourly file and draws energy per hour beside the intensity."""
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    from footprint.tracking.to_workload import workload_from_run
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=60)
+    at.query_params["run"] = str(run3h / "run")
+    at.run()
+    at.text_input(key="run_hourly").set_value(str(run3h / "ci.csv")).run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    import pyarrow as pa
+
+    chart = next(
+        c for c in at.get("vega_lite_chart") if json.loads(c.proto.spec).get("resolve") == {"scale": {"y": "independent"}}
+    )
+    rows = pa.ipc.open_stream(chart.proto.data.data).read_all().to_pylist()  # the chart data, as Streamlit ships it
+    assert [r["g CO2 eq/kWh"] for r in rows] == list(G_PER_KWH)
+    expected = workload_from_run(run3h / "run", [f"site.carbon_intensity_hourly={run3h / 'ci.csv'}"]).hourly
+    assert [r["IT energy (kWh)"] for r in rows] == pytest.approx(list(expected.kwh))
+    assert sum(r["IT energy (kWh)"] for r in rows) == pytest.approx(1.2, rel=1e-3)
+    res = at.session_state["run_result"]
+    assert res["sets"] == [f"site.carbon_intensity_hourly={run3h / 'ci.csv'}"]
+    assert any("Hourly profile: hourly: climate change" in c.value for c in at.caption)
