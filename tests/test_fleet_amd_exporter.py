@@ -93,3 +93,31 @@ def test_the_dcgm_names_find_nothing_and_say_which_exporter_to_use(prom: tuple[s
     proc = _import(url, d, cluster, "fleet-dcgm")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "gpu_energy_consumed, gpu_power_usage (--exporter amd)" in proc.stderr
+
+
+def test_a_fleet_job_of_an_exact_import_is_matched_hour_by_hour(prom: tuple[str, Path], cluster: Cluster) -> None:
+    """`footprint fleet job` keeps the job's energy per UTC hour (from series/); `footprint assess` matches it to an
+    hourly intensity file. Job 502 runs 08:50-09:20: a sixth of its energy in the 100 g hour, the rest in the 500 g one."""
+    url, d = prom
+    if not (d / "fleet-exact").is_dir():
+        assert _import(url, d, cluster, "fleet-exact", "--exporter", "amd", "--exact").returncode == 0
+    env_run = [sys.executable, "-m", "footprint.cli"]
+    proc = subprocess.run(
+        [*env_run, "fleet", "job", str(d / "fleet-exact"), "502", "-o", str(d / "job502")], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    (d / "ci.csv").write_text("datetime_utc,g_per_kwh\n2025-03-03T08:00Z,100\n2025-03-03T09:00Z,500\n")
+    args = ["assess", str(d / "job502"), "--set", f"site.carbon_intensity_hourly={d / 'ci.csv'}", "--set", "site.pue=1"]
+    out = subprocess.run([*env_run, *args, "--samples", "0", "--format", "json"], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    a = __import__("json").loads(out.stdout)
+    job = next(j for j in cluster.jobs if j.job_id == "502")
+    split = T0 + 60 * MIN
+    by_hour = [
+        sum(cluster.energy_j(g, a_, b_) for g in cluster.gpus if (g.host, g.index) in job.gpus)
+        for a_, b_ in ((job.start, split), (split, job.end))
+    ]
+    weighted = (by_hour[0] * 100 + by_hour[1] * 500) / sum(by_hour)
+    shown = a["site"]["carbon_intensity_hourly"]["energy_weighted_g_per_kwh"]
+    assert shown == pytest.approx(weighted, rel=1e-3)  # the series' hours against the generated truth's
+    assert a["impacts"]["climate_change"]["by_stage"]["use"] == pytest.approx(a["energy_kwh"] * shown / 1000, rel=1e-9)

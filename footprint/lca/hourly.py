@@ -168,6 +168,50 @@ def energy_by_hour(t_unix: np.ndarray, energy_j: np.ndarray) -> dict[float, floa
     return {float(a): float(j) for a, j in zip(edges[:-1].tolist(), per.tolist(), strict=True) if j > 0}
 
 
+def intervals_by_hour(t0: np.ndarray, t1: np.ndarray, energy_j: np.ndarray) -> dict[float, float]:
+    """Joules per UTC hour of energy intervals ``(t0, t1]`` (a fleet's telemetry), each spread evenly over its span."""
+    a, b, e = (np.asarray(x, float) for x in (t0, t1, energy_j))
+    ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(e) & (b >= a) & (e > 0)
+    a, b, e = a[ok], b[ok], e[ok]
+    ha, hb = np.floor(a / HOUR_S), np.floor(np.nextafter(b, -np.inf) / HOUR_S)
+    out: dict[float, float] = {}
+    one = (ha == hb) | (b == a)
+    hours = np.unique(ha[one])
+    if len(hours):
+        idx = np.searchsorted(hours, ha[one])
+        sums = np.bincount(idx, weights=e[one], minlength=len(hours))
+        out = {float(h) * HOUR_S: float(j) for h, j in zip(hours.tolist(), sums.tolist(), strict=True)}
+    for x, y, j in zip(a[~one].tolist(), b[~one].tolist(), e[~one].tolist(), strict=True):  # the few that cross an hour
+        edges = np.arange(math.floor(x / HOUR_S) * HOUR_S, y + HOUR_S, HOUR_S)
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+            part = j * (min(hi, y) - max(lo, x)) / (y - x)
+            if part > 0:
+                out[lo] = out.get(lo, 0.0) + part
+    return out
+
+
+def hours_from_record(value: object) -> dict[float, float] | None:
+    """A run record's ``energy_by_hour_utc`` ({"2025-03-03T08:00Z": J}, written by `footprint fleet job`) as hour
+    start -> J; None where it is absent or not such a mapping (a record is user input: nothing in it is trusted)."""
+    if not isinstance(value, dict) or not value:
+        return None
+    out = {}
+    for k, v in value.items():
+        try:
+            t = _parse_time(str(k), "run.json", 0)
+        except FootprintError:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            return None
+        out[t] = float(v)
+    return out
+
+
+def iso_hours(profile_j: dict[float, float]) -> dict[str, float]:
+    """hour start -> J as the run record keeps it: ISO UTC hour -> J."""
+    return {_iso(h): j for h, j in sorted(profile_j.items())}
+
+
 def match(profile_j: dict[float, float], intensity: HourlyIntensity, total_kwh: float) -> HourlyMatch:
     """Each hour the job drew energy in, with its intensity; the profile scaled to ``total_kwh`` (the workload's IT
     energy, of which the samples give the shape). One clear error where the file misses an hour of the job."""

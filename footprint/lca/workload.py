@@ -294,8 +294,9 @@ def _hourly(w: Workload, energy_by_hour: dict[float, float] | None, file: str | 
 
     if energy_by_hour is None:
         raise ScenarioError(
-            "needs the energy's timing (a run record or an imported log with its samples: footprint assess RUN_DIR "
-            "--set site.carbon_intensity_hourly=FILE); a scenario of totals has no hours to match",
+            "needs the energy's timing (a run record or an imported log with its samples, or a fleet job of an --exact "
+            "import: footprint assess RUN_DIR --set site.carbon_intensity_hourly=FILE); a scenario of totals, or a fleet "
+            "report's linear batch, has no hours to match",
             file,
             hourly.KEY,
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 from footprint.errors import ScenarioError
 from footprint.lca.assessment import pct_sig
+from footprint.lca.hourly import hours_from_record
 from footprint.lca.workload import Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
 from footprint.tracking.runrecord import clean_record, read_record
 from footprint.tracking.story import training_story
@@ -59,7 +60,9 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         path = path / "run.json" if path.is_dir() else path
         record, file, run_dir = read_record(path), str(path), path.parent
     data = apply_overrides(run_scenario(record), sets or [], file, flag)
-    hours = run_energy_by_hour(run_dir) if (data.get("site") or {}).get("carbon_intensity_hourly") is not None else None
+    hours = None
+    if (data.get("site") or {}).get("carbon_intensity_hourly") is not None:
+        hours = run_energy_by_hour(run_dir) or hours_from_record(record.get("energy_by_hour_utc"))
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
         total = (record.get("energy") or {}).get("total_j")
