@@ -177,3 +177,22 @@ def test_the_runs_page_draws_the_hourly_profile_against_the_intensity(run3h: Pat
     res = at.session_state["run_result"]
     assert res["sets"] == [f"site.carbon_intensity_hourly={run3h / 'ci.csv'}"]
     assert any("Hourly profile: hourly: climate change" in c.value for c in at.caption)
+
+
+def test_a_tracked_run_with_an_hourly_site_is_matched_to_its_hours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """track(site={"carbon_intensity_hourly": FILE}): the record keeps the key and the assessment matches its samples."""
+    import time
+
+    import footprint
+
+    monkeypatch.setenv("FOOTPRINT_FAKE_NVML", "1xA100-SXM4-40GB")
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    rows = [((now + timedelta(hours=h)).strftime("%Y-%m-%dT%H:%M:%SZ"), 200.0 + 10 * h) for h in range(-2, 3)]
+    (tmp_path / "ci.csv").write_text(_hours(rows))
+    site = {"grid": "FRA", "pue": 1.0, "carbon_intensity_hourly": str(tmp_path / "ci.csv")}
+    with footprint.track(name="h", output_dir=tmp_path, site=site, host=False, period_s=0.05):
+        time.sleep(0.3)
+    a = footprint.assess(tmp_path / "h", samples=0)
+    m = a.workload.hourly
+    assert m is not None and 1 <= len(m.hours) <= 2  # the run's hour (two if it crossed one)
+    assert set(m.g_per_kwh) <= {200.0, 210.0} and a.workload.carbon_intensity == pytest.approx(m.weighted_g_per_kwh / 1000)
