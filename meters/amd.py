@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import AVERAGE_POWER, ENERGY_COUNTER, INSTANT_POWER, UNAVAILABLE, DeviceInfo, DeviceSample
+from .base import AVERAGE_POWER, ENERGY_COUNTER, INSTANT_POWER, UNAVAILABLE, DeviceInfo
+from .gpu_meter import GpuMeter
 from .nvml import counter_delta_mj
 
 ENV_FAKE = "FOOTPRINT_FAKE_AMDSMI"
@@ -88,7 +88,7 @@ class _Gpu:
     lost: bool = False
 
 
-class AmdMeter:
+class AmdMeter(GpuMeter):
     """Energy of AMD Instinct GPUs through amdsmi.
 
     m = AmdMeter(); m.start(); samples = m.sample(); ...; m.stop(); m.devices -> [DeviceInfo]
@@ -96,9 +96,11 @@ class AmdMeter:
     `amdsmi`: an amdsmi-like module (default: FakeAmdSmi if FOOTPRINT_FAKE_AMDSMI is set, else amdsmi).
     `devices`: indices into amdsmi's processor handles and/or UUIDs; default every GPU. `poll_period_s`: the power
     polling period where a GPU has no energy counter; `background_poll`: poll from a thread (else between samples).
+    Start, sample and stop: `meters.gpu_meter.GpuMeter`, as for NVML.
     """
 
     name = "amdsmi"
+    library = "amdsmi"
 
     def __init__(
         self,
@@ -109,71 +111,8 @@ class AmdMeter:
         background_poll: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(devices, poll_period_s, background_poll, clock)
         self._lib = amdsmi
-        self._selection = list(devices) if devices is not None else None
-        self.poll_period_s = float(poll_period_s)
-        self.background_poll = background_poll
-        self._clock = clock
-        self._lock = threading.RLock()
-        self._gpus: list[_Gpu] = []
-        self.notes: list[str] = []
-        self._initialised = self._started = False
-        self._stop_event = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def devices(self) -> list[DeviceInfo]:
-        with self._lock:
-            return [g.info for g in self._gpus]
-
-    @property
-    def available(self) -> bool:
-        return any(g.info.method != UNAVAILABLE for g in self._gpus)
-
-    def start(self) -> None:
-        """Initialise amdsmi, choose a method per GPU and take the baseline readings. Never raises."""
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-            try:
-                self._start()
-            except Exception as exc:  # never break the training job
-                self.notes.append(f"amdsmi meter failed to start: {type(exc).__name__}: {exc}")
-        if self.background_poll and any(g.info.method in (INSTANT_POWER, AVERAGE_POWER) for g in self._gpus):
-            self._thread = threading.Thread(target=self._poll_loop, name="amdsmi-power-poll", daemon=True)
-            self._thread.start()
-
-    def sample(self) -> list[DeviceSample]:
-        """Cumulative energy (J since start) and power of every measured GPU. Never raises."""
-        out = []
-        with self._lock:
-            for g in self._gpus:
-                if g.info.method == UNAVAILABLE:
-                    continue
-                try:
-                    self._read(g)
-                except Exception as exc:  # defensive: _read handles library errors itself
-                    self._on_error(g, exc)
-                out.append(DeviceSample(g.info.uuid, g.last_t if g.last_t is not None else self._clock(), g.energy_j, g.power_w))
-        return out
-
-    def stop(self) -> None:
-        """Stop polling, write summary notes, shut amdsmi down. Never raises."""
-        self._stop_event.set()
-        if self._thread is not None:
-            self._thread.join(timeout=max(1.0, 5 * self.poll_period_s))
-            self._thread = None
-        with self._lock:
-            for g in self._gpus:
-                if g.info.errors:
-                    g.info.note(f"{g.info.errors} failed readings in total")
-            if self._initialised:
-                self._initialised = False
-                try:
-                    self._lib.amdsmi_shut_down()
-                except Exception as exc:
-                    self.notes.append(f"amdsmi_shut_down failed: {exc}")
 
     # --- discovery ----------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -280,15 +219,12 @@ class AmdMeter:
         return g
 
     # --- reading ------------------------------------------------------------------------------------
-    def _poll_loop(self) -> None:
-        while not self._stop_event.wait(max(self.poll_period_s, 0.001)):
-            with self._lock:
-                for g in self._gpus:
-                    if g.info.method in (INSTANT_POWER, AVERAGE_POWER):
-                        try:
-                            self._read_power(g)
-                        except Exception as exc:
-                            self._on_error(g, exc)
+    @staticmethod
+    def _needs_polling(g: _Gpu) -> bool:
+        return g.info.method in (INSTANT_POWER, AVERAGE_POWER)
+
+    def _shutdown(self) -> None:
+        self._lib.amdsmi_shut_down()
 
     def _read(self, g: _Gpu) -> None:
         if g.lost:
@@ -303,7 +239,7 @@ class AmdMeter:
         try:
             ticks = int(self._lib.amdsmi_get_energy_count(g.handle)["energy_accumulator"])
         except Exception as exc:
-            self._on_error(g, exc)
+            self._on_error(g, exc, t)
             return
         assert g.last_ticks is not None and g.last_t is not None
         dt = t - g.last_t
@@ -317,7 +253,7 @@ class AmdMeter:
         g.energy_j += delta * mj_per_tick / 1000.0
         if dt > 0:
             g.last_p = g.power_w = delta * mj_per_tick / 1000.0 / dt
-            g.info.max_gap_s = max(g.info.max_gap_s or 0.0, dt)
+            self._track_gap(g, dt)
         g.last_ticks, g.last_t = ticks, t
 
     def _read_power(self, g: _Gpu) -> None:
@@ -325,17 +261,17 @@ class AmdMeter:
         try:
             p = _number(self._lib.amdsmi_get_power_info(g.handle).get(g.power_key))
         except Exception as exc:
-            self._on_error(g, exc)
+            self._on_error(g, exc, t)
             return
         if p is None:
             g.info.errors += 1
             return
         if g.last_t is not None and g.last_p is not None and t > g.last_t:
             g.energy_j += 0.5 * (p + g.last_p) * (t - g.last_t)
-            g.info.max_gap_s = max(g.info.max_gap_s or 0.0, t - g.last_t)
+            self._track_gap(g, t - g.last_t)
         g.last_t, g.last_p, g.power_w = t, p, p
 
-    def _on_error(self, g: _Gpu, exc: BaseException) -> None:
+    def _on_error(self, g: _Gpu, exc: BaseException, t: float) -> None:
         if _code(exc) == _NOT_FOUND:
             if not g.lost:
                 g.lost, g.power_w = True, None
