@@ -127,22 +127,26 @@ class AmdMeter(GpuMeter):
         if not handles:
             self.notes.append("amdsmi found no AMD GPU")
             return
-        chosen = self._select(handles)
-        seen: dict[str, _Gpu] = {}
-        for index, h in chosen:
-            asic = self._get("amdsmi_get_gpu_asic_info", h) or {}
-            serial = str(asic.get("asic_serial") or "N/A")
-            partition = self._get("amdsmi_get_gpu_compute_partition", h)
-            parent = seen.get(serial) if serial != "N/A" else None
-            if parent is not None:  # another partition of a GPU already measured
-                parent.info.note(
-                    f"compute partition {partition} of {parent.info.name}: the GPU's handles each report the whole "
-                    "device's power and energy, so it is measured once (its first partition); the energy is shared by "
-                    "every partition on it"
-                )
+        asics = [self._get("amdsmi_get_gpu_asic_info", h) or {} for h in handles]
+        first: dict[str, int] = {}  # ASIC serial -> its first handle: partitions of one GPU share the serial
+        for i, asic in enumerate(asics):
+            first.setdefault(str(asic.get("asic_serial") or f"N/A {i}"), i)
+        measured: set[int] = set()
+        for index, _ in self._select(handles):
+            serial = str(asics[index].get("asic_serial") or f"N/A {index}")
+            parent = first[serial]
+            if parent in measured:
                 continue
-            g = self._probe(h, index, asic, partition)
-            seen[serial] = g
+            measured.add(parent)
+            partition = self._get("amdsmi_get_gpu_compute_partition", handles[parent])
+            g = self._probe(handles[parent], parent, asics[parent], partition)
+            shared = sum(1 for a in asics if str(a.get("asic_serial")) == serial)
+            if shared > 1:
+                g.info.note(
+                    f"compute partition {partition}: {shared} handles on this GPU each report the whole device's power and "
+                    "energy, so it is measured once, as its first partition (every process on any of its partitions "
+                    "records that one UUID, and a job merging them counts it once); the energy is shared by its partitions"
+                )
             self._gpus.append(g)
 
     def _select(self, handles: list[Any]) -> list[tuple[int, Any]]:

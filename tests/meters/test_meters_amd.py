@@ -56,8 +56,21 @@ def test_a_partitioned_gpu_is_measured_once_and_says_its_energy_is_shared() -> N
     meter, fake, t0 = run("1xMI300X:CPX,1xMI300X")
     assert len(fake.handles) == 9 and len(meter.devices) == 2
     cpx = meter.devices[0]
-    assert any("compute partition CPX" in n and "shared by every partition" in n for n in cpx.notes)
+    assert any("compute partition CPX: 8 handles" in n and "measured once" in n for n in cpx.notes)
     assert meter.sample()[0].energy_j_cumulative == pytest.approx(truth_j(fake, 0, t0, 40.0), rel=1e-6)
+
+
+def test_a_process_on_any_partition_measures_the_gpu_as_its_first_partition() -> None:
+    """Ranks on partitions 3 and 5 of one CPX GPU record the same device (its partition 0's UUID): merged once."""
+    fake = FakeAmdSmi("1xMI300X:CPX,1xMI300X")
+    uuids = []
+    for rank_handle in (3, 5):
+        m = AmdMeter(fake, devices=[rank_handle], background_poll=False)
+        m.start()
+        uuids.append([d.uuid for d in m.devices])
+        m.stop()
+    fake.amdsmi_init()
+    assert uuids == [[fake.amdsmi_get_gpu_device_uuid(fake.handles[0])]] * 2
 
 
 def test_selection_by_index_and_uuid() -> None:
