@@ -196,3 +196,64 @@ def test_a_tracked_run_with_an_hourly_site_is_matched_to_its_hours(tmp_path: Pat
     m = a.workload.hourly
     assert m is not None and 1 <= len(m.hours) <= 2  # the run's hour (two if it crossed one)
     assert set(m.g_per_kwh) <= {200.0, 210.0} and a.workload.carbon_intensity == pytest.approx(m.weighted_g_per_kwh / 1000)
+
+
+def _serving_record(tmp_path: Path) -> Path:
+    """Two hours of a vLLM server on one H100 at 400 W (DCGM counter), 08:00-10:00 UTC, imported as a record."""
+    t0, n = T0.replace(hour=8).timestamp(), 121
+
+    def series(name: str, labels: dict[str, str], values: list[float], offset: float = 0.0) -> str:
+        lab = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+        return "".join(f"{name}{lab} {v:g} {int((t0 + offset + i * 60) * 1000)}\n" for i, v in enumerate(values))
+
+    gpu = {
+        "gpu": "0",
+        "UUID": "GPU-1",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "Hostname": "n1",
+        "namespace": "s",
+        "pod": "llama-0",
+    }
+    text = series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu, [1e9 + i * 60 * 400e3 for i in range(n)])
+    eng = {"namespace": "s", "pod": "llama-0", "instance": "llama-0:8000", "model_name": "llama"}
+    text += series("vllm:generation_tokens_total", eng, [1000.0 * i for i in range(n)], 1)
+    text += series("vllm:prompt_tokens_total", eng, [3000.0 * i for i in range(n)], 1)
+    text += series("vllm:request_success_total", eng, [10.0 * i for i in range(n)], 1)
+    text += series("vllm:request_prefill_time_seconds_sum", eng, [6.0 * i for i in range(n)], 1)
+    text += series("vllm:request_decode_time_seconds_sum", eng, [48.0 * i for i in range(n)], 1)
+    (tmp_path / "scrape.prom").write_text(text)
+    proc = _cli("serving", "import", "metrics", "scrape.prom", "-o", "rec", "--grid", "FRA", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path / "rec"
+
+
+def _serving(tmp_path: Path, rows: list[tuple[str, float]]) -> dict:
+    (tmp_path / "ci.csv").write_text(_hours(rows))
+    proc = _cli("serving", "report", "rec", "--carbon-intensity-hourly", "ci.csv", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_serving_windows_are_matched_hour_by_hour_per_model(tmp_path: Path) -> None:
+    _serving_record(tmp_path)
+    flat = _serving(tmp_path, [("2025-03-03T08:00Z", 250.0), ("2025-03-03T09:00Z", 250.0)])["models"][0]
+    r = _serving(tmp_path, [("2025-03-03T08:00Z", 100.0), ("2025-03-03T09:00Z", 400.0)])
+    m = r["models"][0]
+    h = m["carbon_intensity_hourly"]
+    assert h["hours_utc"] == ["2025-03-03T08:00Z", "2025-03-03T09:00Z"] and h["g_per_kwh"] == [100.0, 400.0]
+    share = h["it_energy_kwh"][0] / sum(h["it_energy_kwh"])
+    assert 0.4 < share < 0.6  # a constant 400 W over two hours
+    weighted = 100.0 * share + 400.0 * (1 - share)
+    assert h["energy_weighted_g_per_kwh"] == pytest.approx(weighted)
+    kwh = m["gpu_j"] / 3.6e6  # the accelerators boundary: the model's active energy, no PUE
+    diff = m["impacts"]["accelerators"]["climate_change"] - flat["impacts"]["accelerators"]["climate_change"]
+    assert diff == pytest.approx(kwh * (weighted - 250.0) / 1000, rel=1e-6)
+    assert any(n.startswith("hourly: climate change of electricity matched hour by hour") for n in r["notes"])
+
+
+def test_serving_hours_missing_from_the_file_are_one_line(tmp_path: Path) -> None:
+    _serving_record(tmp_path)
+    (tmp_path / "ci.csv").write_text(_hours([("2025-03-03T08:00Z", 100.0)]))
+    proc = _cli("serving", "report", "rec", "--carbon-intensity-hourly", "ci.csv", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "does not cover the run: no intensity for 2025-03-03T09:00Z" in proc.stderr
