@@ -86,7 +86,7 @@ class AmdModel:
 
 MODELS = {
     "MI300X": AmdModel("AMD Instinct MI300X", 0x74A1, "gfx942", 750.0, 304, True),
-    "MI250X": AmdModel("AMD Instinct MI250X", 0x740C, "gfx90a", 560.0, 110, False),  # one handle per GCD
+    "MI250X": AmdModel("AMD Instinct MI250X", 0x740C, "gfx90a", 560.0, 110, False),  # a spec item is one GCD (a handle)
     "MI210": AmdModel("AMD Instinct MI210", 0x740F, "gfx90a", 300.0, 104, False),
 }
 PARTITIONS = {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8}
