@@ -146,6 +146,17 @@ def test_the_cli_refuses_a_bad_file_in_one_line(run3h: Path, tmp_path: Path) -> 
     assert proc.returncode == 2 and "appears twice" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_earlier_electricity_maps_exports_are_read_too(tmp_path: Path) -> None:
+    """Exports before 2024 name the life-cycle column "Carbon Intensity gCO₂eq/kWh (LCA)"; the direct one is never read."""
+    p = tmp_path / "old.csv"
+    p.write_text(
+        "\ufeffDatetime (UTC),Country,Carbon Intensity gCO₂eq/kWh (direct),Carbon Intensity gCO₂eq/kWh (LCA)\r\n"
+        "2022-06-01 00:00:00,France,40.5,61.25\r\n2022-06-01 01:00:00,France,38.0,59.0\r\n"
+    )
+    got = hourly.read_intensity(p)
+    assert got.g_per_kwh == (61.25, 59.0) and got.column == "Carbon Intensity gCO₂eq/kWh (LCA)"
+
+
 def test_energy_is_split_at_hour_boundaries() -> None:
     t0 = T0.timestamp()
     t = np.asarray([t0 + 1800, t0 + 5400])  # 3,600 J spread evenly over half past 0 to half past 1

@@ -34,7 +34,9 @@ MAX_G_PER_KWH = 2000.0  # footprint.bounds' site.carbon_intensity: lignite plant
 EM_TIME = "Datetime (UTC)"
 EM_LIFE_CYCLE = "Carbon intensity gCO₂eq/kWh (Life cycle)"
 EM_DIRECT = "Carbon intensity gCO₂eq/kWh (direct)"
+EM_LCA_OLD = "Carbon Intensity gCO₂eq/kWh (LCA)"  # the same column in Electricity Maps' earlier exports
 PLAIN = ("datetime_utc", "g_per_kwh")
+FORMATS = ((EM_TIME, EM_LIFE_CYCLE), (EM_TIME, EM_LCA_OLD), PLAIN)  # (time column, g CO2 eq/kWh column)
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,14 @@ def _parse_time(text: str, file: str, row: int) -> float:
 
 def _columns(header: list[str], file: str) -> tuple[int, int, str]:
     names = [h.strip().lstrip("\ufeff") for h in header]
-    for time_col, value_col in ((EM_TIME, EM_LIFE_CYCLE), PLAIN):
-        if time_col in names and value_col in names:
-            return names.index(time_col), names.index(value_col), value_col
+    folded = [n.casefold() for n in names]
+    for time_col, value_col in FORMATS:
+        if time_col.casefold() in folded and value_col.casefold() in folded:
+            return (
+                folded.index(time_col.casefold()),
+                folded.index(value_col.casefold()),
+                names[folded.index(value_col.casefold())],
+            )
     raise FootprintError(
         f"expected Electricity Maps' hourly export ({EM_TIME!r} and {EM_LIFE_CYCLE!r}) or the columns "
         f"{','.join(PLAIN)}, got {', '.join(names[:6]) or 'no header'}",
