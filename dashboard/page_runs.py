@@ -263,6 +263,38 @@ def _training(run_dir: Path, rec: dict[str, Any], samples: int) -> None:
         st.warning(story["short_windows"])
 
 
+def _hourly(match: Any) -> None:
+    """The run's IT energy per UTC hour (bars) against that hour's carbon intensity (line, its own axis)."""
+    if match is None:
+        return
+    d = match.to_dict()
+    rows = [
+        {"hour (UTC)": h, "IT energy (kWh)": e, "g CO2 eq/kWh": g}
+        for h, e, g in zip(d["hours_utc"], d["it_energy_kwh"], d["g_per_kwh"], strict=True)
+    ]
+    x = {"field": "hour (UTC)", "type": "temporal", "title": "hour (UTC)"}
+    tip = [{"field": "hour (UTC)", "type": "temporal", "timeUnit": "yearmonthdatehours"}]
+    tip += [{"field": "IT energy (kWh)", "format": ".4g"}, {"field": "g CO2 eq/kWh", "format": ".4g"}]
+    ui.vega(
+        rows,
+        {
+            "height": 220,
+            "layer": [
+                {
+                    "mark": {"type": "bar", "color": palette.series(0), "opacity": 0.7},
+                    "encoding": {"x": x, "y": {"field": "IT energy (kWh)", "type": "quantitative"}, "tooltip": tip},
+                },
+                {
+                    "mark": {"type": "line", "point": True, "color": palette.series(1)},
+                    "encoding": {"x": x, "y": {"field": "g CO2 eq/kWh", "type": "quantitative"}, "tooltip": tip},
+                },
+            ],
+            "resolve": {"scale": {"y": "independent"}},
+        },
+    )
+    st.caption(md_text(f"Hourly profile: {match.method()}."))
+
+
 def _reproject(run_dir: Path, samples: int) -> None:
     st.subheader("Re-project the measured run")
     st.caption(
@@ -288,6 +320,12 @@ def _reproject(run_dir: Path, samples: int) -> None:
     c2.slider("PUE", 1.0, 3.0, step=0.01, key="run_pue")
     c3.selectbox("GPU generation", list(gpus), format_func=lambda g: gpus[g], key="run_gpu")
     c4.slider("Hardware lifetime (years)", 0.25, 10.0, step=0.25, key="run_lifetime_years")
+    hourly = st.text_input(
+        "Hourly carbon intensity (CSV path)",
+        key="run_hourly",
+        help="Electricity Maps' hourly export or a datetime_utc,g_per_kwh file: the run's energy is matched to it hour "
+        "by hour (climate change only), as --set site.carbon_intensity_hourly=FILE",
+    ).strip()
     sets = []
     if ss["run_grid"] != base["grid"]:
         sets.append(f"site.grid={ss['run_grid']}")
@@ -297,6 +335,8 @@ def _reproject(run_dir: Path, samples: int) -> None:
         sets.append(f"hardware.gpu={ss['run_gpu']}")
     if abs(ss["run_lifetime_years"] - base["lifetime_years"]) > 1e-9:
         sets.append(f"hardware.lifetime={ss['run_lifetime_years']:g} years")
+    if hourly:
+        sets.append(f"site.carbon_intensity_hourly={hourly}")
     try:
         a = core.assess_run(run_dir, sets, samples)
     except core.USER_ERRORS as exc:
@@ -305,6 +345,7 @@ def _reproject(run_dir: Path, samples: int) -> None:
     ss["run_result"] = {"run_dir": str(run_dir), "sets": sets, "totals": {k: r.total for k, r in a.impacts.items()}}
     if sets:
         st.code(core.cli_command(str(run_dir), sets), language="bash")
+    _hourly(a.workload.hourly)
     ui.headline(a, measured if sets else None)
     ui.categories(a, measured if sets else None)
     with st.expander("Summary"):

@@ -4,6 +4,8 @@ Submodules are imported lazily so that `import meters` stays cheap:
 
 - `meters.nvml.NvmlMeter`: GPU energy via NVML (counter, instant-power polling, fallbacks)
 - `meters.fake_nvml.FakeNVML`: in-process pynvml stand-in for tests and demos
+- `meters.amd.AmdMeter`: AMD Instinct GPU energy via amdsmi (energy accumulator, socket-power polling);
+  `meters.fake_amdsmi.FakeAmdSmi` its stand-in (FOOTPRINT_FAKE_AMDSMI=2xMI300X)
 - `meters.rapl.RaplMeter`, `meters.cpu_estimate.CpuEstimateMeter`: CPU/DRAM energy
 - `meters.replay.ReplayMeter`: a recorded power log played back as a live meter
 - `meters.importers`: nvidia-smi / codecarbon / PMD log readers and integration
@@ -23,6 +25,8 @@ _LAZY = {
     "NvmlMeter": "nvml",
     "FakeNVML": "fake_nvml",
     "Faults": "fake_nvml",
+    "AmdMeter": "amd",
+    "FakeAmdSmi": "fake_amdsmi",
     "RaplMeter": "rapl",
     "CpuEstimateMeter": "cpu_estimate",
     "host_meters": "cpu_estimate",

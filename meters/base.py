@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 # Measurement methods, as recorded per device (the run record says how each number was obtained).
-ENERGY_COUNTER = "energy_counter"  # NVML total-energy counter (Volta+): the GPU accounts energy itself
-INSTANT_POWER = "instant_power"  # NVML_FI_DEV_POWER_INSTANT polled and integrated (trapezoid)
-AVERAGE_POWER = "average_power"  # nvmlDeviceGetPowerUsage polled and integrated (pre-Ampere only)
+ENERGY_COUNTER = "energy_counter"  # the GPU accounts energy itself: NVML total energy (Volta+), amdsmi accumulator
+INSTANT_POWER = "instant_power"  # NVML_FI_DEV_POWER_INSTANT or amdsmi current_socket_power, polled and integrated
+AVERAGE_POWER = "average_power"  # nvmlDeviceGetPowerUsage (pre-Ampere only) or average_socket_power (MI200-), integrated
 RAPL = "rapl"  # Linux powercap energy counters (CPU package / DRAM)
 ESTIMATED = "estimated"  # modelled, not measured (codecarbon-style TDP x load)
 REPLAY = "replay"  # a recorded trace played back

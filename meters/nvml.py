@@ -18,7 +18,6 @@ handled and written into the device notes; nothing here raises into the caller a
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -31,8 +30,8 @@ from .base import (
     INSTANT_POWER,
     UNAVAILABLE,
     DeviceInfo,
-    DeviceSample,
 )
+from .gpu_meter import GpuMeter
 
 ENV_FAKE = "FOOTPRINT_FAKE_NVML"
 
@@ -154,7 +153,7 @@ class _Gpu:
     events: dict[str, int] = field(default_factory=dict)
 
 
-class NvmlMeter:
+class NvmlMeter(GpuMeter):
     """Energy of NVIDIA GPUs through NVML.
 
     m = NvmlMeter(); m.start(); samples = m.sample(); ...; m.stop(); m.devices -> [DeviceInfo]
@@ -164,10 +163,11 @@ class NvmlMeter:
     `poll_period_s`: instant/average power polling period (<= 0.1 s recommended).
     `background_poll`: poll from an internal thread (set False when the caller samples often enough
     itself, e.g. deterministic tests). `cross_check`: also integrate instant power on counter devices
-    and report the gap between the two in the notes.
+    and report the gap between the two in the notes. Start, sample and stop: `meters.gpu_meter.GpuMeter`.
     """
 
     name = "nvml"
+    library = "NVML"
 
     def __init__(
         self,
@@ -179,94 +179,10 @@ class NvmlMeter:
         cross_check: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(devices, poll_period_s, background_poll, clock)
         self._nvml = nvml
-        self._selection = list(devices) if devices is not None else None
-        self.poll_period_s = float(poll_period_s)
-        self.background_poll = background_poll
         self.cross_check = cross_check
-        self._clock = clock
-        self._lock = threading.RLock()
-        self._gpus: list[_Gpu] = []
-        self._failed: list[DeviceInfo] = []
-        self.notes: list[str] = []
         self.driver_version: str | None = None
-        self._initialised = False
-        self._started = False
-        self._t_start: float | None = None
-        self._stop_event = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    # --- public API ---------------------------------------------------------------------------------
-
-    @property
-    def devices(self) -> list[DeviceInfo]:
-        """One record per measured GPU (parents of MIG instances), then any that could not be opened."""
-        with self._lock:
-            return [g.info for g in self._gpus] + list(self._failed)
-
-    @property
-    def available(self) -> bool:
-        """True if at least one GPU is being measured."""
-        return any(g.info.method != UNAVAILABLE for g in self._gpus)
-
-    def start(self) -> None:
-        """Initialise NVML, choose a method per GPU and take the baseline readings. Never raises."""
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-            try:
-                self._start()
-            except Exception as exc:  # a bug or an exotic binding must not break the training job
-                self.notes.append(f"NVML meter failed to start: {type(exc).__name__}: {exc}")
-            self._t_start = self._clock()
-        if self.background_poll and any(self._needs_polling(g) for g in self._gpus):
-            self._stop_event.clear()
-            self._thread = threading.Thread(target=self._poll_loop, name="nvml-power-poll", daemon=True)
-            self._thread.start()
-
-    def sample(self) -> list[DeviceSample]:
-        """Current cumulative energy (J since start) and power of every measured GPU. Never raises."""
-        out: list[DeviceSample] = []
-        with self._lock:
-            for gpu in self._gpus:
-                if gpu.info.method == UNAVAILABLE:
-                    continue
-                try:
-                    self._read(gpu, cross=self.cross_check)
-                except Exception as exc:  # defensive: _read handles NVML errors itself
-                    self._on_error(gpu, exc, self._clock())
-                t = gpu.last_t if gpu.last_t is not None else self._clock()
-                out.append(DeviceSample(gpu.info.uuid, t, gpu.energy_j, gpu.power_w))
-        return out
-
-    def stop(self) -> None:
-        """Stop polling, write summary notes, shut NVML down. Never raises."""
-        self._stop_event.set()
-        if self._thread is not None:
-            self._thread.join(timeout=max(1.0, 5 * self.poll_period_s))
-            self._thread = None
-        with self._lock:
-            for gpu in self._gpus:
-                self._summarise(gpu)
-            if self._initialised:
-                self._initialised = False
-                try:
-                    self._nvml.nvmlShutdown()
-                except Exception as exc:
-                    self.notes.append(f"nvmlShutdown failed: {exc}")
-
-    def energy_j(self) -> dict[str, float]:
-        """Cumulative energy per GPU UUID as of the last reading."""
-        with self._lock:
-            return {g.info.uuid: g.energy_j for g in self._gpus if g.info.method != UNAVAILABLE}
-
-    def __enter__(self) -> NvmlMeter:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- start-up -----------------------------------------------------------------------------------
 
@@ -479,32 +395,21 @@ class NvmlMeter:
     def _needs_polling(gpu: _Gpu) -> bool:
         return gpu.info.method in (INSTANT_POWER, AVERAGE_POWER)
 
-    def _poll_loop(self) -> None:
-        period = max(self.poll_period_s, 0.001)
-        next_t = time.monotonic()
-        while not self._stop_event.is_set():
-            with self._lock:
-                for gpu in self._gpus:
-                    try:
-                        if self._needs_polling(gpu):
-                            self._read(gpu, cross=False)
-                        elif self.cross_check and gpu.info.method == ENERGY_COUNTER:
-                            self._read_cross(gpu)
-                    except Exception as exc:
-                        self._on_error(gpu, exc, self._clock())
-            next_t += period
-            delay = next_t - time.monotonic()
-            if delay < 0:  # overran: skip the missed slots instead of bursting
-                next_t = time.monotonic()
-                delay = 0.0
-            self._stop_event.wait(delay)
+    def _poll(self, gpu: _Gpu) -> None:
+        if self._needs_polling(gpu):
+            self._read(gpu, cross=False)
+        elif self.cross_check and gpu.info.method == ENERGY_COUNTER:
+            self._read_cross(gpu)
 
-    def _read(self, gpu: _Gpu, cross: bool) -> None:
+    def _shutdown(self) -> None:
+        self._nvml.nvmlShutdown()
+
+    def _read(self, gpu: _Gpu, cross: bool | None = None) -> None:
         if gpu.lost:
             return
         if gpu.info.method == ENERGY_COUNTER:
             self._read_counter(gpu)
-            if cross:
+            if self.cross_check if cross is None else cross:
                 self._read_cross(gpu)
         elif self._needs_polling(gpu):
             self._read_power(gpu)
@@ -590,10 +495,6 @@ class NvmlMeter:
             gpu.cross_energy_j += 0.5 * (p + gpu.cross_last[1]) * (t - gpu.cross_last[0])
         gpu.cross_last = (t, p)
         gpu.power_w = p
-
-    def _track_gap(self, gpu: _Gpu, dt: float) -> None:
-        if gpu.info.max_gap_s is None or dt > gpu.info.max_gap_s:
-            gpu.info.max_gap_s = dt
 
     def _on_error(self, gpu: _Gpu, exc: BaseException, t: float) -> None:
         since = t - (self._t_start if self._t_start is not None else t)

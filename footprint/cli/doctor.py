@@ -63,6 +63,51 @@ def gpu_check() -> Check:
     return Check("GPU energy (NVML)", status, summary, details)
 
 
+def amd_check() -> Check | None:
+    """Open amdsmi as the tracker does and report each AMD GPU, its catalogue card and energy method (None where
+    neither amdsmi with /dev/kfd nor FOOTPRINT_FAKE_AMDSMI is there: an NVIDIA or CPU machine)."""
+    from meters import amd
+    from meters.base import ENERGY_COUNTER, UNAVAILABLE
+
+    if not amd.wanted():
+        return None
+    lib, notes = amd.load_amdsmi()
+    if lib is None:
+        return Check("GPU energy (AMD SMI)", MISSING, "no AMD GPU energy will be measured", notes)
+    meter = amd.AmdMeter(lib, background_poll=False)
+    meter.start()
+    try:
+        devices = meter.devices
+        details = [
+            f"GPU {d.index}: {d.name} ({_catalogue(d.name)}): {d.method}"
+            + (f", driver {d.driver_version}" if d.driver_version else "")
+            + (f", power cap {d.power_limit_w:g} W" if d.power_limit_w else "")
+            + "".join(f"; {n}" for n in d.notes[:2])
+            for d in devices
+        ] + meter.notes
+    finally:
+        meter.stop()
+    fake = os.environ.get(amd.ENV_FAKE, "").strip()
+    source = f"fake amdsmi ({amd.ENV_FAKE}={fake})" if fake else "amdsmi"
+    measured = [d for d in devices if d.method != UNAVAILABLE]
+    if not measured:
+        return Check("GPU energy (AMD SMI)", MISSING, f"{source}: no AMD GPU can be measured", details)
+    counters = sum(d.method == ENERGY_COUNTER for d in measured)
+    summary = f"{source}: {len(measured)} GPU(s), {counters} with the energy accumulator"
+    return Check("GPU energy (AMD SMI)", OK if counters == len(measured) else WARN, summary, details)
+
+
+def _catalogue(name: str) -> str:
+    """The LCA catalogue card a device name maps to, or why none."""
+    from footprint.errors import FootprintError
+    from footprint.lca.database import db
+
+    try:
+        return f"catalogue: {db().find_gpu(name).name}"
+    except FootprintError:
+        return "not in the LCA catalogue: give --set hardware.gpu=NAME to assess"
+
+
 def cpu_check() -> Check:
     """RAPL when readable; otherwise codecarbon's TDP x load estimate (modelled)."""
     from meters.rapl import RaplMeter
@@ -129,7 +174,15 @@ def output_check(output_dir: str = "runs") -> Check:
 def environment() -> dict[str, Any]:
     from footprint import __version__
 
-    keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURM_JOB_ID", "CUDA_VISIBLE_DEVICES", "FOOTPRINT_FAKE_NVML")
+    keys = (
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "SLURM_JOB_ID",
+        "CUDA_VISIBLE_DEVICES",
+        "FOOTPRINT_FAKE_NVML",
+        "FOOTPRINT_FAKE_AMDSMI",
+    )
     return {
         "footprint": __version__,
         "python": platform.python_version(),
@@ -140,8 +193,10 @@ def environment() -> dict[str, Any]:
 
 
 def run_checks(output_dir: str = "runs") -> list[Check]:
+    amd = amd_check()
     return [
         gpu_check(),
+        *([amd] if amd is not None else []),
         cpu_check(),
         torch_check(),
         _module_check("streamlit", "streamlit", "footprint dashboard", "pip install 'footprint[dashboard]'"),

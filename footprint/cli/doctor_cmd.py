@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub,
         "doctor",
         "check what this machine can measure (GPU, CPU, RAM) and which optional parts work",
-        "footprint doctor\nFOOTPRINT_FAKE_NVML=2xH100-SXM5-80GB footprint doctor --format json",
+        "footprint doctor\nFOOTPRINT_FAKE_NVML=2xH100-SXM5-80GB footprint doctor --format json\n"
+        "FOOTPRINT_FAKE_AMDSMI=2xMI300X footprint doctor",
         handler=doctor,
     )
     d.add_argument("--output-dir", default="runs", help="where runs would be written (checked for write access)")

@@ -126,10 +126,22 @@ footprint assess run-1001""",
 def _prometheus_args(p: argparse.ArgumentParser, required: bool) -> None:
     g = p.add_argument_group("Prometheus")
     add_connection_args(g, required)
-    g.add_argument("--job-label", default="hpc_job", help="job label(s), comma-separated: hpc_job (default) or namespace,pod")
-    g.add_argument("--host-label", default="Hostname", help="node label of the DCGM series (default Hostname)")
-    g.add_argument("--energy-metric", default="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", help="energy counter (mJ)")
-    g.add_argument("--power-metric", default="DCGM_FI_DEV_POWER_USAGE", help="power gauge (W), for GPUs without the counter")
+    g.add_argument(
+        "--exporter",
+        choices=("dcgm", "amd"),
+        default="dcgm",
+        help="GPU exporter: NVIDIA's dcgm-exporter (default) or AMD's device-metrics-exporter (gpu_energy_consumed in µJ, "
+        "gpu_power_usage, labels hostname, gpu_id, job_id); the options below override its names",
+    )
+    g.add_argument("--job-label", help="job label(s), comma-separated: hpc_job (DCGM's default), job_id (AMD's) or namespace,pod")
+    g.add_argument("--host-label", help="node label of the GPU series (default Hostname; AMD: hostname)")
+    g.add_argument(
+        "--energy-metric", help="energy counter (default DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ; AMD: gpu_energy_consumed, µJ)"
+    )
+    g.add_argument(
+        "--power-metric",
+        help="power gauge (W) for GPUs without the counter (default DCGM_FI_DEV_POWER_USAGE; AMD: gpu_power_usage)",
+    )
     g.add_argument("--cpu", choices=("auto", "rapl", "kepler", "none"), default="auto", help="host CPU/RAM counters")
     g.add_argument("--exact", action="store_true", help="read every raw sample (default: the server aggregates per job)")
     g.add_argument(
@@ -217,7 +229,7 @@ def _site(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _options(args: argparse.Namespace, start: float | None, end: float | None, sacct: Any) -> Any:
     from footprint.fleet.importer import ImportOptions
-    from footprint.fleet.telemetry import DcgmNames
+    from footprint.fleet.telemetry import DcgmNames, exporter_names
 
     names = DcgmNames()
     chunk, gap = 6 * 3600.0, 300.0
@@ -225,10 +237,11 @@ def _options(args: argparse.Namespace, start: float | None, end: float | None, s
     if not getattr(args, "url", None):
         _no_server_options(args)
     else:
-        labels = tuple(x.strip() for x in args.job_label.split(",") if x.strip())
-        if not labels:
+        labels = tuple(x.strip() for x in args.job_label.split(",") if x.strip()) if args.job_label is not None else None
+        if labels == ():
             raise FootprintError("give at least one label name", key="--job-label")
-        names = DcgmNames(
+        names = exporter_names(
+            args.exporter,
             energy_metric=args.energy_metric,
             power_metric=args.power_metric,
             host_label=args.host_label,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from footprint.cli.prom_options import add_connection_args, add_window_args, parse_duration, prom_config, window_args
@@ -103,6 +105,13 @@ def _site_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", help="grid zone of the site (ISO3, e.g. FRA; default: the record's, else world average)")
     p.add_argument("--pue", type=number_arg(float, 1, 100), help="PUE of the site (>= 1; default the record's, else 1.2)")
     p.add_argument("--lifetime", help="GPU lifetime for the embodied share (default 3 years)")
+    p.add_argument(
+        "--carbon-intensity-hourly",
+        dest="hourly",
+        metavar="FILE.csv",
+        help="hourly carbon intensity (Electricity Maps' hourly export or datetime_utc,g_per_kwh) matched to each model's "
+        "windows: climate change only",
+    )
 
 
 def _life_args(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -122,7 +131,12 @@ def _site(args: argparse.Namespace, meta: dict[str, Any] | None = None) -> Any:
     from footprint.serving.assess import template
     from footprint.serving.store import site_of
 
-    site = site_of(meta or {}, args.grid, args.pue, args.lifetime)
+    site = site_of(meta or {}, args.grid, args.pue, args.lifetime, getattr(args, "hourly", None))
+    if site.hourly:
+        from footprint.lca.hourly import read_intensity
+
+        site = replace(site, hourly=str(Path(site.hourly).resolve()))  # the record keeps it: absolute
+        read_intensity(site.hourly)  # a bad file fails now, not after a day-long watch
     try:
         template("H100-SXM5-80GB", site, True, site.pue)
     except FootprintError as exc:
@@ -193,7 +207,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     from footprint.serving.report import load
 
     record = args.record if hasattr(args, "record") else args.serving
-    return load(record, args.grid, args.pue, args.lifetime, args.boundary, args.training, args.model, args.horizon)
+    return load(record, args.grid, args.pue, args.lifetime, args.boundary, args.training, args.model, args.horizon, args.hourly)
 
 
 def report(args: argparse.Namespace) -> int:

@@ -70,7 +70,41 @@ def read_jobs(fleet: str | Path, columns: tuple[str, ...]) -> Any:
 
 
 def job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
-    """The job's run record: as written when the import wrote records, else rebuilt from its ledger rows."""
+    """The job's run record: as written when the import wrote records, else rebuilt from its ledger rows; with its
+    energy per UTC hour where the import kept the per-interval series (--exact), for an hourly carbon intensity."""
+    rec = _job_record(fleet, job_id)
+    hours = job_energy_by_hour(fleet, str(job_id))
+    if hours:
+        from footprint.lca.hourly import iso_hours
+
+        rec["energy_by_hour_utc"] = iso_hours(hours)
+    return rec
+
+
+def job_energy_by_hour(fleet: str | Path, job_id: str) -> dict[float, float] | None:
+    """The job's energy per UTC hour (hour start -> J) from the series/ intervals attributed to it (DuckDB reads only
+    its rows); None where the import kept no series (the default server-side aggregation keeps none)."""
+    import duckdb
+
+    from footprint.lca.hourly import intervals_by_hour
+
+    parts = Path(fleet) / store.SERIES
+    if not parts.is_dir() or not any(parts.glob("*.parquet")):
+        return None
+    con = _connect()
+    try:
+        df = con.execute(
+            f"SELECT t0, t1, energy_j FROM read_parquet('{_sql_path(parts)}/*.parquet') WHERE CAST(job_id AS VARCHAR) = ?",
+            [job_id],
+        ).df()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return intervals_by_hour(df["t0"].to_numpy(), df["t1"].to_numpy(), df["energy_j"].to_numpy()) or None
+
+
+def _job_record(fleet: str | Path, job_id: str) -> dict[str, Any]:
 
     rows = query(fleet, "SELECT * FROM jobs WHERE job_id = ?", [str(job_id)])
     if rows.empty:

@@ -195,7 +195,7 @@ def openmetrics(c: Cluster, names: DcgmNames | None = None, power_gauge: bool = 
     yield f"# TYPE {n.energy_metric} unknown\n"
     for g in c.gpus:
         if g.counter:
-            yield from gpu_series(g, per_gpu[g.key][1], ".0f", n.energy_metric)
+            yield from gpu_series(g, per_gpu[g.key][1] * (1e-3 / n.energy_unit_j), ".0f", n.energy_metric)  # mJ -> its unit
     yield f"# TYPE {n.power_metric} gauge\n"
     for g in c.gpus:
         if power_gauge or not g.counter:

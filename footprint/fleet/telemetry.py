@@ -71,6 +71,37 @@ class DcgmNames:
         return "{" + ",".join(parts) + "}" if parts else ""
 
 
+#: Exporter dialects: the metric and label names, and the energy counter's unit, of the GPU exporters the import reads.
+#: NVIDIA's dcgm-exporter (the defaults above) and AMD's device-metrics-exporter (ROCm/device-metrics-exporter,
+#: docs/configuration/metricslist.md: GPU_ENERGY_CONSUMED "accumulated energy consumed by the GPU in micro Joules",
+#: GPU_POWER_USAGE in W, GPU_GFX_ACTIVITY in %; labels hostname, gpu_id, gpu_uuid, card_model, gpu_partition_id,
+#: and job_id from its SLURM prolog/epilog integration, docs/integrations/slurm-integration.md).
+EXPORTERS: dict[str, DcgmNames] = {
+    "dcgm": DcgmNames(),
+    "amd": DcgmNames(
+        energy_metric="gpu_energy_consumed",
+        energy_unit_j=1e-6,
+        activity_metric="gpu_gfx_activity",  # a share of a partitioned GPU's energy: relative, so % reads like DCGM's ratio
+        instance_label="gpu_partition_id",
+        power_metric="gpu_power_usage",
+        gpu_label="gpu_id",
+        uuid_label="gpu_uuid",
+        model_label="card_model",
+        host_label="hostname",
+        job_labels=("job_id",),
+    ),
+}
+
+
+def exporter_names(exporter: str, **changes: Any) -> DcgmNames:
+    """The names of an exporter dialect ("dcgm" or "amd"), with the options the user gave over them."""
+    from dataclasses import replace
+
+    if exporter not in EXPORTERS:
+        raise FootprintError(f"expected one of {', '.join(EXPORTERS)}, got {exporter!r}", key="--exporter")
+    return replace(EXPORTERS[exporter], **{k: v for k, v in changes.items() if v is not None})
+
+
 @dataclass
 class Device:
     """One physical meter: a GPU (host + index) or a host CPU/RAM counter."""
@@ -233,10 +264,14 @@ class Fetcher:
     def _no_series_message(self) -> str:
         n = self.names
         try:
-            known = [m for m in self.client.metric_names() if m.startswith("DCGM_")][:8]
+            names = self.client.metric_names()
         except FootprintError:
-            known = []
-        hint = f"; DCGM metrics this server has: {', '.join(known)}" if known else "; this server has no DCGM_ metric at all"
+            names = []
+        known = {e: [m for m in names if m in (x.energy_metric, x.power_metric)] for e, x in EXPORTERS.items()}
+        dcgm = [m for m in names if m.startswith("DCGM_")][:8]
+        hint = f"; DCGM metrics this server has: {', '.join(dcgm)}" if dcgm else "; this server has no DCGM_ metric at all"
+        other = [f"{', '.join(v)} (--exporter {e})" for e, v in known.items() if v and n.energy_metric not in v]
+        hint += f"; it has {'; '.join(other)}" if other else ""
         return (
             f"no series of {n.energy_metric} or {n.power_metric}{n.matchers()} between the window's start and end "
             f"at {self.client.base}: check --start/--end, --selector and the metric names{hint}"

@@ -154,6 +154,7 @@ class Assessment:
                 "ewif_method": w.ewif_method,
                 "electricity_factors": w.electricity_factors.path if w.electricity_factors is not None else None,
                 "carbon_intensity_kg_per_kwh": w.carbon_intensity,
+                "carbon_intensity_hourly": w.hourly.to_dict() if w.hourly is not None else None,
                 "preset": w.site_preset,
             },
             "method": {
@@ -162,6 +163,7 @@ class Assessment:
                 "embodied": f"{self.embodied_method}; allocated by GPU-hours / (lifetime x utilisation)",
                 "use": "facility energy (IT energy x PUE) x per-kWh factors of the electricity"
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
+                + (f"; {w.hourly.method()}" if w.hourly is not None else "")
                 + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
                 "normalisation": (self.single_score or {}).get("method"),
                 "uncertainty": f"Monte Carlo, {self.samples} samples: low-high the 2.5-97.5 percentiles, iqr the 25-75; "

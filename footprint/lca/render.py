@@ -117,7 +117,8 @@ def to_table(a: Assessment, details: bool = False) -> str:
         out.append(score)
     out.append(SHARES_NOTE + " " + NORMALISATION_NOTE)
     if a.use_factors is not None:
-        out.append(f"Electricity: {a.use_factors.label}.")
+        hourly = a.workload.hourly
+        out.append(f"Electricity: {a.use_factors.label}." + (f" Use phase {hourly.method()}." if hourly else ""))
     groups = note_groups(a)
     if groups and details:
         for g in groups:

@@ -47,7 +47,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "energy",
         "kernel_profile",
     ),
-    "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity", "electricity_factors"),
+    "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity", "carbon_intensity_hourly", "electricity_factors"),
     "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
 }
 DEFAULT_LIFETIME = "3 years"  # Boavizta / EcoLogits GPU default; see README "Method"
@@ -246,9 +246,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def workload_from_dict(data: dict[str, Any], file: str | None = None, kernel_profile: ProfileResolver | None = None) -> Workload:
+def workload_from_dict(
+    data: dict[str, Any],
+    file: str | None = None,
+    kernel_profile: ProfileResolver | None = None,
+    energy_by_hour: dict[float, float] | None = None,
+) -> Workload:
     """Validate a scenario mapping (see ARCHITECTURE.md) and resolve it into a Workload: one parser per section,
-    each with its error messages; ``kernel_profile`` resolves ``training.kernel_profile`` (see ProfileResolver)."""
+    each with its error messages; ``kernel_profile`` resolves ``training.kernel_profile`` (see ProfileResolver);
+    ``energy_by_hour`` (UTC hour start -> J, from timed samples) is matched to ``site.carbon_intensity_hourly``."""
     ctx = _Ctx(file)
     _check_sections(ctx, data)
     hw, tr, site = ctx.section(data, "hardware"), ctx.section(data, "training"), ctx.section(data, "site")
@@ -263,7 +269,7 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None, kernel_pro
         time.update(_derived_mfu(ctx, model, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
     name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
     _check_derived(ctx, energy["gpu_hours"], energy["it_energy_kwh"], hardware["lifetime_h"] * hardware["utilization"])
-    return Workload(
+    w = Workload(
         name=name,
         **hardware,
         **time,
@@ -276,6 +282,26 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None, kernel_pro
         notes=tuple(ctx.notes),
         sources=tuple(dict.fromkeys(ctx.srcs)),
     )
+    return _hourly(w, energy_by_hour, file)
+
+
+def _hourly(w: Workload, energy_by_hour: dict[float, float] | None, file: str | None) -> Workload:
+    """site.carbon_intensity_hourly matched to the job's energy per hour: the climate-change use factor becomes the
+    energy-weighted intensity (the hour-by-hour sum). A scenario of totals has no hours to match: refused."""
+    if w.hourly_intensity is None:
+        return w
+    from footprint.lca import hourly
+
+    if energy_by_hour is None:
+        raise ScenarioError(
+            "needs the energy's timing (a run record or an imported log with its samples, or a fleet job of an --exact "
+            "import: footprint assess RUN_DIR --set site.carbon_intensity_hourly=FILE); a scenario of totals, or a fleet "
+            "report's linear batch, has no hours to match",
+            file,
+            hourly.KEY,
+        )
+    m = hourly.match(energy_by_hour, w.hourly_intensity, w.it_energy_kwh)
+    return w.with_(carbon_intensity=m.weighted_g_per_kwh / 1000, hourly=m, notes=(*w.notes, m.method()))
 
 
 def _check_sections(ctx: _Ctx, data: Any) -> None:
@@ -474,6 +500,7 @@ def _site(ctx: _Ctx, site: dict[str, Any]) -> dict[str, Any]:
     ci = intensity_override(site["carbon_intensity"], ctx.file) if "carbon_intensity" in site else None
     if ci is not None:
         bounds.check("site.carbon_intensity", ci, ctx.file)
+    hourly = _hourly_intensity(ctx, site)
     ewif_stated, ewif_method = ewif is not None, "stated (site.ewif)" if "ewif" in site else f"site preset {preset_name}"
     if ewif is None:
         q = zone_ewif(grid)
@@ -490,8 +517,21 @@ def _site(ctx: _Ctx, site: dict[str, Any]) -> dict[str, Any]:
         "ewif_method": ewif_method if ewif is not None else "",
         "pue_method": _pue_method(site, preset_name),
         "electricity_factors": _factor_set(ctx, site, ci),
+        "hourly_intensity": hourly,
         "site_preset": preset_name,
     }
+
+
+def _hourly_intensity(ctx: _Ctx, site: dict[str, Any]) -> Any:
+    """site.carbon_intensity_hourly read and validated now (a bad file fails before anything is computed)."""
+    if "carbon_intensity_hourly" not in site:
+        return None
+    from footprint.lca import hourly
+
+    other = next((k for k in ("carbon_intensity", "electricity_factors") if k in site), None)
+    if other:
+        raise ctx.err(hourly.KEY, f"give either carbon_intensity_hourly or {other} (both set the climate factor), not both")
+    return hourly.read_intensity(hourly.resolve_path(site["carbon_intensity_hourly"], ctx.file), ctx.file)
 
 
 def _derived_mfu(ctx: _Ctx, model: dict[str, float], gpu: Gpu, dtype: str, gpu_hours: float) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from footprint.lca.units import Q
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.factorset import FactorSet
+    from footprint.lca.hourly import HourlyIntensity, HourlyMatch
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Workload:
         ""  # "stated", "preset NAME", or "default: ..." when the scenario gave neither (footprint.lca.assessment.pue_text)
     )
     electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
+    hourly_intensity: HourlyIntensity | None = None  # site.carbon_intensity_hourly, read and validated
+    hourly: HourlyMatch | None = None  # the energy per hour matched to it (footprint.lca.hourly): climate change only
     embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
     host: str | None = "default"
     embodied_override: dict[str, float] = field(default_factory=dict)

@@ -38,19 +38,51 @@ class Site:
     grid: str | None = None
     pue: float = 1.2
     lifetime: str = "3 years"
+    hourly: str | None = None  # an hourly carbon-intensity CSV (footprint.lca.hourly), matched to each model's windows
 
 
-def template(gpu: str, site: Site, host: bool, pue: float) -> Any:
-    """A one-GPU-hour, one-kWh Workload of this GPU and site (the batch scales it)."""
+def template(gpu: str, site: Site, host: bool, pue: float, g_per_kwh: float | None = None) -> Any:
+    """A one-GPU-hour, one-kWh Workload of this GPU and site (the batch scales it); ``g_per_kwh``: a model's
+    energy-weighted hourly intensity in place of the zone's annual climate factor."""
     from footprint.lca.workload import workload_from_dict
 
+    ci = {"carbon_intensity": f"{g_per_kwh} g/kWh"} if g_per_kwh is not None else {}
     data: dict[str, Any] = {
         "name": "serving",
         "hardware": {"gpu": gpu, "count": 1, "lifetime": site.lifetime, "host": "default" if host else "none"},
         "training": {"gpu_hours": 1.0, "energy": "1 kWh"},
-        "site": {"pue": pue, **({"grid": site.grid} if site.grid else {})},
+        "site": {"pue": pue, **({"grid": site.grid} if site.grid else {}), **ci},
     }
     return workload_from_dict(data, "serving site")
+
+
+def hourly_matches(a: Attribution, site: Site, origin_s: float | None) -> tuple[dict[str, Any], Any]:
+    """Per model, its active energy's windows matched hour by hour to ``site.hourly`` (and the residual's idle and
+    unused energy likewise): HourlyMatch objects, empty without an hourly file. ``origin_s``: the window grid's start
+    (window w ends at origin + (w + 1) x window)."""
+    if not site.hourly:
+        return {}, None
+    from footprint.lca import hourly
+
+    if origin_s is None:
+        raise FootprintError("the record does not say when its windows began: no hours to match", site.hourly, hourly.KEY)
+    ci = hourly.read_intensity(site.hourly)
+
+    def matched(windows: Any, seconds: Any, joules: Any) -> Any:
+        end = origin_s + (np.asarray(windows, float) + 1) * a.window_s
+        prof = hourly.intervals_by_hour(end - np.asarray(seconds, float), end, np.asarray(joules, float))
+        return hourly.match(prof, ci, sum(prof.values()) / 3.6e6) if prof else None
+
+    mw = a.models_w
+    seconds = mw["seconds"] if "seconds" in mw else np.full(len(mw), a.window_s)
+    per = {}
+    for model, idx in mw.groupby("model").indices.items():
+        m = matched(mw["window"].to_numpy()[idx], np.asarray(seconds)[idx], mw["active_j"].fillna(0.0).to_numpy()[idx])
+        if m is not None:
+            per[model] = m
+    r = a.residual_w
+    res = matched(r["window"], np.full(len(r), a.window_s), (r["idle_j"] + r["unused_j"]).to_numpy()) if len(r) else None
+    return per, res
 
 
 def model_totals(a: Attribution) -> pd.DataFrame:
@@ -94,8 +126,9 @@ def _rows(t: pd.DataFrame) -> list[tuple[int, str, float, float]]:
     return rows
 
 
-def assess(a: Attribution, site: Site, default_gpu: str = "H100-SXM5-80GB") -> dict[str, Any]:
-    """Every model's footprint at every boundary, its per-unit figures, and the unattributed residual."""
+def assess(a: Attribution, site: Site, default_gpu: str = "H100-SXM5-80GB", origin_s: float | None = None) -> dict[str, Any]:
+    """Every model's footprint at every boundary, its per-unit figures, and the unattributed residual; with an hourly
+    intensity file (``site.hourly``), each model's climate change from its own windows' hours."""
     from footprint.lca.batch import assess_arrays
 
     t = model_totals(a)
@@ -104,31 +137,43 @@ def assess(a: Attribution, site: Site, default_gpu: str = "H100-SXM5-80GB") -> d
     rows = _rows(t)
     res_gpu = a.gpus.groupby("gpu_model")[["idle_j", "unused_j"]].sum().sum(axis=1)
     res_time = _residual_hours(a)
-    keys: dict[tuple[str, str], int] = {}
+    hourly, res_hourly = hourly_matches(a, site, origin_s)
+    keys: dict[tuple[str, str, float | None], int] = {}
     templates: list[Any] = []
 
-    def tindex(gpu: str, boundary: str) -> int:
-        k = (gpu, boundary)
+    def tindex(gpu: str, boundary: str, match: Any = None) -> int:
+        ci = match.weighted_g_per_kwh if match is not None else None
+        k = (gpu, boundary, ci)
         if k not in keys:
             keys[k] = len(templates)
-            templates.append(template(gpu, site, boundary != "accelerators", site.pue if boundary == "+pue" else 1.0))
+            templates.append(template(gpu, site, boundary != "accelerators", site.pue if boundary == "+pue" else 1.0, ci))
         return keys[k]
 
     idx, gh, kwh = [], [], []
     for i, b, h, e in rows:
-        idx.append(tindex(_gpu(t.loc[i, "gpu_model"], default_gpu), b))
+        idx.append(tindex(_gpu(t.loc[i, "gpu_model"], default_gpu), b, hourly.get(t.loc[i, "model"])))
         gh.append(h)
         kwh.append(e)
     resid = []
     for g, j in res_gpu.items():
-        idx.append(tindex(_gpu(g, default_gpu), "+pue"))
+        idx.append(tindex(_gpu(g, default_gpu), "+pue", res_hourly))
         gh.append(res_time.get(g, 0.0))
         kwh.append(float(j) / 3.6e6)
         resid.append(len(gh) - 1)
     batch = assess_arrays(templates, np.asarray(idx), np.asarray(gh), np.asarray(kwh))
     lost = lost_j(a)
     models = [_model_result(t.loc[i], batch, [k for k, r in enumerate(rows) if r[0] == i], lost) for i in t.index]
-    return {"models": models, "unattributed": _residual(a, batch, resid), "site": site.__dict__, "boundaries": list(BOUNDARIES)}
+    for m in models:
+        m["carbon_intensity_hourly"] = hourly[m["model"]].to_dict() if m["model"] in hourly else None
+    out = {"models": models, "unattributed": _residual(a, batch, resid), "site": site.__dict__, "boundaries": list(BOUNDARIES)}
+    if site.hourly:
+        out["unattributed"]["carbon_intensity_hourly"] = res_hourly.to_dict() if res_hourly is not None else None
+        out["hourly_note"] = (
+            f"hourly: climate change of electricity matched hour by hour to {site.hourly}, each model over the windows "
+            "of its active energy (its host and idle energy take the same hours), the unattributed residual over its own "
+            "windows; the other 15 categories use the zone's annual mix"
+        )
+    return out
 
 
 def _gpu(name: Any, default: str) -> str:

@@ -23,7 +23,9 @@ from footprint.serving.attribution import Attribution
 
 def build(meta: dict[str, Any], a: Attribution, site: Site, boundary: str = "+pue") -> dict[str, Any]:
     """The report's numbers: every model with its 16 categories at ``boundary`` (and all boundaries), the residual."""
-    r = assess(a, site)
+    from footprint.serving.store import window_origin
+
+    r = assess(a, site, origin_s=window_origin(meta))
     for m in r["models"]:
         m["categories"] = {c.key: m["impacts"][boundary][c.key] for c in cat.categories()}
         m["water_l"] = m["impacts"][boundary]["water_l"]
@@ -49,7 +51,7 @@ def build(meta: dict[str, Any], a: Attribution, site: Site, boundary: str = "+pu
         "models": r["models"],
         "unattributed": un,
         "health": a.health.to_dict("records"),
-        "notes": list(a.notes) + list(meta.get("notes_extra", [])),
+        "notes": list(a.notes) + list(meta.get("notes_extra", [])) + ([r["hourly_note"]] if r.get("hourly_note") else []),
         "method": {
             "energy": "GPU energy per window from the DCGM counter (PromQL increase(), or the power gauge's mean x the window); "
             "repeated series of one GPU (MIG instances, pods sharing it) reduced by max",
@@ -69,12 +71,14 @@ def load(
     training: Any = None,
     model: str | None = None,
     horizon_days: float = 365.0,
+    hourly: str | None = None,
 ) -> tuple[dict[str, Any], Attribution]:
-    """A record's report (with ``training``: a model's life too) and its attribution tables (for the plots)."""
+    """A record's report (with ``training``: a model's life too) and its attribution tables (for the plots);
+    ``hourly``: an hourly carbon-intensity CSV matched to each model's windows (climate change only)."""
     from footprint.serving import store
 
     meta, a = store.read(record)
-    rep = build(meta, a, store.site_of(meta, grid, pue, lifetime), boundary)
+    rep = build(meta, a, store.site_of(meta, grid, pue, lifetime, hourly), boundary)
     if training is not None:
         from footprint.serving.life import life, training_workload
 
@@ -89,9 +93,11 @@ def serving_report(
     boundary: str = "+pue",
     training: Any = None,
     model: str | None = None,
+    hourly: str | None = None,
 ) -> dict[str, Any]:
-    """The numbers of `footprint serving report RECORD --format json` (with ``training``: a model's life too)."""
-    return load(record, grid, pue, None, boundary, training, model)[0]
+    """The numbers of `footprint serving report RECORD --format json` (with ``training``: a model's life too;
+    ``hourly``: an hourly carbon-intensity CSV, as --carbon-intensity-hourly)."""
+    return load(record, grid, pue, None, boundary, training, model, hourly=hourly)[0]
 
 
 def _f(x: Any, digits: int = 3) -> str:

@@ -120,8 +120,22 @@ def _whole_windows(tables: dict[str, pd.DataFrame], window_s: float) -> None:
         g["seconds"] = g["windows"] * window_s
 
 
-def site_of(meta: dict[str, Any], grid: str | None, pue: float | None, lifetime: str | None) -> Site:
+def site_of(meta: dict[str, Any], grid: str | None, pue: float | None, lifetime: str | None, hourly: str | None = None) -> Site:
     s = meta.get("site") or {}
     return Site(
-        grid or s.get("grid"), pue if pue is not None else float(s.get("pue", 1.2)), lifetime or s.get("lifetime", "3 years")
+        grid or s.get("grid"),
+        pue if pue is not None else float(s.get("pue", 1.2)),
+        lifetime or s.get("lifetime", "3 years"),
+        hourly or s.get("hourly"),
     )
+
+
+def window_origin(meta: dict[str, Any]) -> float | None:
+    """Where the record's window grid starts: its end less its whole number of windows (the first may be partial)."""
+    try:
+        start, end, w = (float(meta[k]) for k in ("start_s", "end_s", "window_s"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (math.isfinite(start) and math.isfinite(end) and w > 0):
+        return None
+    return end - math.ceil((end - start) / w - 1e-9) * w

@@ -15,6 +15,7 @@ from typing import Any
 
 from footprint.errors import ScenarioError
 from footprint.lca.assessment import pct_sig
+from footprint.lca.hourly import hours_from_record
 from footprint.lca.workload import Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
 from footprint.tracking.runrecord import clean_record, read_record
 from footprint.tracking.story import training_story
@@ -53,11 +54,15 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     if isinstance(target, dict):
         file = str(target.get("run_dir") or "run.json")
         record = clean_record(target, file)
+        run_dir = Path(target["run_dir"]) if target.get("run_dir") else None
     else:
         path = Path(target)
         path = path / "run.json" if path.is_dir() else path
-        record, file = read_record(path), str(path)
+        record, file, run_dir = read_record(path), str(path), path.parent
     data = apply_overrides(run_scenario(record), sets or [], file, flag)
+    hours = None
+    if (data.get("site") or {}).get("carbon_intensity_hourly") is not None:
+        hours = run_energy_by_hour(run_dir) or hours_from_record(record.get("energy_by_hour_utc"))
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
         total = (record.get("energy") or {}).get("total_j")
@@ -75,7 +80,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         )
     if not data["training"].get("energy"):
         raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file, "energy")
-    w = workload_from_dict(data, file)
+    w = workload_from_dict(data, file, energy_by_hour=hours)
     notes = energy_notes(record.get("devices", []))
     groups = gpu_groups(gpus)
     unnamed = len(gpus) - sum(n for _, n in groups)
@@ -86,7 +91,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         )
     parts: tuple[Workload, ...] = ()
     if len(groups) > 1 and not any(s.split("=", 1)[0].strip() in ("hardware.gpu", "hardware.count") for s in sets or []):
-        parts = _model_parts(record, gpus, groups, sets or [], file)
+        parts = _model_parts(record, gpus, groups, sets or [], file, hours)
         notes.append(
             "mixed GPU models, assessed per model (each its own embodied impacts and measured energy), then summed: "
             + ", ".join(f"{p.count} x {p.gpu.name} ({p.it_energy_kwh:.4g} kWh measured)" for p in parts)
@@ -120,13 +125,52 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     )
 
 
+def run_energy_by_hour(run_dir: Path | None) -> dict[float, float] | None:
+    """The run's energy per UTC hour (hour start -> J, every device of every rank) from its stored samples at 1 s
+    resolution or finer, streamed batch by batch (bounded memory at any run length): each rank's times are its start
+    (``start_unix``) plus the samples' seconds, every meter counting from 0 J at that start. None when the run kept
+    no timed samples (then an hourly intensity cannot be matched, and says so)."""
+    import numpy as np
+
+    from footprint.lca.hourly import energy_by_hour
+    from footprint.tracking.runrecord import _stores
+
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    out: dict[float, float] = {}
+    for _, _, store in _stores(run_dir):
+        start = store.header.get("start_unix")
+        if not isinstance(start, (int, float)) or isinstance(start, bool) or not math.isfinite(start):
+            continue
+        last: dict[str, tuple[float, float]] = {}  # per device, the reading that joins one batch to the next
+        for table in store.batches(resolution_s=1.0, columns=["uuid", "t_s", "energy_j"]):
+            uuids = np.asarray(table["uuid"].to_pylist(), dtype=object)
+            t_all = table["t_s"].to_numpy(zero_copy_only=False).astype(float)
+            e_all = table["energy_j"].to_numpy(zero_copy_only=False).astype(float)
+            for u in set(uuids.tolist()):
+                sel = uuids == u
+                t0, e0 = last.get(str(u), (0.0, 0.0))
+                t, e = np.concatenate([[t0], t_all[sel]]), np.concatenate([[e0], e_all[sel]])
+                for h, j in energy_by_hour(start + t, e).items():
+                    out[h] = out.get(h, 0.0) + j
+                ok = np.isfinite(t) & np.isfinite(e)
+                if ok.any():
+                    last[str(u)] = (float(t[ok][-1]), float(e[ok][-1]))
+    return out or None
+
+
 def _device_joules(d: dict[str, Any]) -> float:
     v = d.get("energy_j")
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else 0.0
 
 
 def _model_parts(
-    record: dict[str, Any], gpus: list[dict[str, Any]], groups: list[tuple[str, int]], sets: list[str], file: str
+    record: dict[str, Any],
+    gpus: list[dict[str, Any]],
+    groups: list[tuple[str, int]],
+    sets: list[str],
+    file: str,
+    hours: dict[float, float] | None = None,
 ) -> tuple[Workload, ...]:
     """One Workload per GPU model: its own devices, GPU-hours and share of the run's measured energy (split by each
     device's measured energy; by device count where no device has one), with the run's site and ``sets``."""
@@ -138,7 +182,7 @@ def _model_parts(
         data = run_scenario(record)
         data["hardware"] = {"gpu": name, "count": n}
         data["training"]["energy"] = f"{total * (joules[name] / named if named > 0 else n / devices)} J"
-        part = workload_from_dict(apply_overrides(data, sets, file), file)
+        part = workload_from_dict(apply_overrides(data, sets, file), file, energy_by_hour=hours)
         out.append(
             part.with_(
                 name=f"{part.name}: {n} x {part.gpu.name}",

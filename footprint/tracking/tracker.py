@@ -133,6 +133,20 @@ def gpus_for_rank(d: DistInfo, gpus: Any = None) -> list[int | str] | None:
     return [as_nvml(v) for v in visible] if visible else None
 
 
+def _gpu_meters(nvml: Any, selected: list[int | str] | None, poll_s: float) -> list[Any]:
+    """The GPU meters of this machine: AMD's (amdsmi) where an Instinct GPU or FOOTPRINT_FAKE_AMDSMI is there, NVIDIA's
+    (NVML) otherwise, or as well where NVIDIA's driver (/dev/nvidiactl) or a fake NVML is there too."""
+    from meters import amd
+    from meters.nvml import ENV_FAKE, NvmlMeter
+
+    out: list[Any] = []
+    if nvml is None and amd.wanted():
+        out.append(amd.AmdMeter(devices=selected, poll_period_s=poll_s))
+    if not out or os.environ.get(ENV_FAKE, "").strip() or os.path.exists("/dev/nvidiactl"):
+        out.append(NvmlMeter(nvml=nvml, devices=selected, poll_period_s=poll_s))
+    return out
+
+
 def _source_and_retention(problems: list[str], source: Any, retention: Any) -> tuple[str, Any]:
     """track()'s source label and segment retention, each replaced by the default (with a problem said) when unusable."""
     if not isinstance(source, str):
@@ -259,7 +273,6 @@ class Tracker:
         # exit hook once the interpreter is shutting down (a stop from atexit): import it now (~3 ms).
         import concurrent.futures.thread  # noqa: F401
 
-        from meters.nvml import NvmlMeter
         from meters.sampler import Sampler
 
         d = self.dist
@@ -267,7 +280,7 @@ class Tracker:
         meters: list[Any] = []
         selected = gpus_for_rank(d, self.gpus)
         if selected != []:
-            meters.append(NvmlMeter(nvml=self._nvml, devices=selected, poll_period_s=min(self.period_s, 0.1)))
+            meters += _gpu_meters(self._nvml, selected, min(self.period_s, 0.1))
         else:
             self._note(f"rank {d.rank}: no GPU visible for LOCAL_RANK {d.local_rank}")
         if self.measure_host and d.local_rank == 0:  # host CPU/RAM once per node

@@ -29,3 +29,4 @@ def power_data() -> Path:
 def _no_fake_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests opt in to FOOTPRINT_FAKE_NVML explicitly; a value in the caller's shell must not leak in."""
     monkeypatch.delenv("FOOTPRINT_FAKE_NVML", raising=False)
+    monkeypatch.delenv("FOOTPRINT_FAKE_AMDSMI", raising=False)
