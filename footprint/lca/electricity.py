@@ -506,7 +506,9 @@ def use_factors(w: Workload) -> UseFactors:
 
 def _from_set(fs: FactorSet) -> UseFactors:
     n = len(cat.keys())
-    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, ("",) * n, np.ones(n))
+    nm = fs.not_modelled or (False,) * n
+    scope = tuple(src if off else "" for src, off in zip(fs.row_sources, nm, strict=True))  # why, for the report
+    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, scope, np.ones(n), not_modelled=nm)
 
 
 @lru_cache(maxsize=64)
