@@ -338,6 +338,7 @@ def build(
                 direct = _direct(procs[i], cfs[key])
                 cov = _coverage(key, amounts, cfs[key])
                 row = _row(tech, pname, key, float(lca.score), direct, cov, chain)
+                row["note"] = f"main flows: {_contributors(amounts, cfs[key], float(lca.score))}; {row['note']}"
                 rows.append({**row, "role": "factor" if k == 0 else "variant"})
     return rows, counts
 
@@ -374,6 +375,17 @@ def chain_cutoffs(
                 seen.add(j)
                 stack.append(j)
     return len(seen), cut, sorted(names)
+
+
+def _contributors(amounts: dict[tuple, float], table: dict[tuple[str, str], float], score: float, n: int = 3) -> str:
+    """The flows that make most of a score (summed over compartments), with their shares: what a reader checks first."""
+    by: dict[str, float] = defaultdict(float)
+    for (name, c, sub, _), a in amounts.items():
+        cf = characterise(name, (c, sub), table)
+        if cf and a:
+            by[name] += a * cf
+    top = sorted(by.items(), key=lambda kv: -abs(kv[1]))[:n]
+    return ", ".join(f"{name} {v / score:.0%}" for name, v in top) if score else "none"
 
 
 def _direct(p: Process, table: dict[tuple[str, str], float]) -> float:
