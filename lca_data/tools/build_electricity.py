@@ -628,7 +628,7 @@ def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
             if upstream < 0:
                 raise SystemExit(f"{tech} {category}: the European direct emissions exceed the life-cycle factor")
             value = upstream + _direct(inp, category, filled)
-            if zone == EU_REFERENCE and base.scope != "direct" and base.source != S_INVENTORY:
+            if zone == EU_REFERENCE and base.scope != "direct" and not isinstance(base, InventoryFactor):
                 continue  # the life-cycle factor (UNECE Europe) already carries the European abatement level
             what = (
                 "direct stack emissions only (no upstream fuel chain), lower bound"
@@ -637,10 +637,11 @@ def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
                     f"life cycle: upstream and infrastructure {_g(upstream)} (UNECE Europe less the EU abated plant's direct)"
                     " + the fleet's direct emissions"
                 )
-                if base.source != S_INVENTORY
+                if not isinstance(base, InventoryFactor)
                 else (
-                    f"life cycle: upstream {_g(upstream)} (USLCI FY21 Q3 fuel chain, EF 3.1; a U.S. inventory, a proxy "
-                    "outside the USA) + the fleet's direct emissions"
+                    f"life cycle: upstream {_g(upstream)} (USLCI FY21 Q3 fuel chain, EF 3.1"
+                    + ("" if zone == inp.sources[S_INVENTORY].get("region") else "; a U.S. inventory: a proxy here")
+                    + ") + the fleet's direct emissions"
                 )
             )
             note = f"{variant}: {given} g/kWh" + (f"; {', '.join(lacking)} from EMEP/EEA Tier 1" if lacking else "") + f"; {what}"
