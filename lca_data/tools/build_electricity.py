@@ -541,8 +541,11 @@ def _prefer_inventory(factors: dict[tuple[str, str], Factor], path: Path | None 
             continue
         key = (r["technology"], r["category"])
         old = factors.get(key)
-        note = f"{r['inventory']}, {r['characterisation']} (Brightway); coverage {r['coverage'] or 'n/a'}; {r['note']}"
-        f = InventoryFactor(r["technology"], r["category"], float(r["value"]), S_INVENTORY, "life_cycle", note)
+        note = f"{r['inventory']}, {r['characterisation']} (Brightway); long-term emissions {r['long_term']}; "
+        note += f"coverage {r['coverage'] or 'n/a'}; {r['note']}"
+        year = int(r["data_year"]) if r["data_year"] else None  # the data's own year (2002 ...), not the release's
+        note += f"; data year {year}" if year else "; data year not stated"
+        f = InventoryFactor(r["technology"], r["category"], float(r["value"]), S_INVENTORY, "life_cycle", note, year=year)
         f.upstream, f.characterisation, f.long_term = float(r["upstream"]), r["characterisation"], r["long_term"]
         f.variants += [float(v["value"]) for v in rows if v["role"] == "variant" and (v["technology"], v["category"]) == key]
         if old is not None:

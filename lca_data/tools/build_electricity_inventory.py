@@ -158,6 +158,7 @@ FIELDS = [
     "characterisation",
     "long_term",
     "process",
+    "data_year",
     "note",
 ]
 
@@ -167,6 +168,7 @@ class Process:
     name: str
     location: str
     unit: str
+    year: int | None = None  # end of the data's time period (EcoSpold timePeriod; 9998 there means not stated)
     inputs: list[tuple[str, str | None, str, float, bool]] = field(default_factory=list)  # name, loc, unit, amount, cutoff
     flows: list[tuple[str, str, str, str, float, bool]] = field(default_factory=list)  # name, cat, sub, unit, amount, in
 
@@ -224,7 +226,9 @@ def parse(zip_bytes: bytes) -> list[Process]:
     for ds in root.findall(NS + "dataset"):
         info = ds.find(f"{NS}metaInformation/{NS}processInformation")
         rf, geo = info.find(NS + "referenceFunction"), info.find(NS + "geography")
-        p = Process(rf.get("name").strip(), geo.get("location"), rf.get("unit"))
+        end = info.findtext(f"{NS}timePeriod/{NS}endDate") or ""
+        year = int(end[:4]) if end[:4].isdigit() and int(end[:4]) < 9000 else None
+        p = Process(rf.get("name").strip(), geo.get("location"), rf.get("unit"), year)
         for e in ds.findall(f"{NS}flowData/{NS}exchange"):
             ig, og = e.find(NS + "inputGroup"), e.find(NS + "outputGroup")
             group = (ig if ig is not None else og).text
@@ -338,6 +342,7 @@ def build(
                 direct = _direct(procs[i], cfs[key])
                 cov = _coverage(key, amounts, cfs[key])
                 row = _row(tech, pname, key, float(lca.score), direct, cov, chain)
+                row["data_year"] = str(procs[i].year or "")
                 row["note"] = f"main flows: {_contributors(amounts, cfs[key], float(lca.score))}; {row['note']}"
                 rows.append({**row, "role": "factor" if k == 0 else "variant"})
     return rows, counts
