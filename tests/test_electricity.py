@@ -68,22 +68,30 @@ def test_zone_factor_is_the_share_weighted_technology_factors() -> None:
     assert not f.not_modelled and f.value == pytest.approx(expected) and f.coverage < 1
     assert expected > 0 and "lower bound" in f.scope and "wind" in f.scope  # coal, gas, oil, bioenergy burn fuel
     assert "no open life-cycle factor for" in f.scope
-    o = z.factors["ozone_depletion"]  # no technology has an open factor: not modelled, never 0
+    o = z.factors["ozone_depletion"]  # the open inventory (USLCI, American) covers the fuels: a proxy, a lower bound
+    assert o.value > 0 and not o.not_modelled and "USA inventory (uslci-fy21-q3) as a proxy" in o.scope
+    assert "lower bound" in o.scope
+    o = electricity.zone("ISL").factors["ozone_depletion"]  # hydro and geothermal only: no open factor, never 0
     assert o.value is None and o.not_modelled and "use phase not modelled" in o.scope
 
 
 def test_coal_carries_its_own_abatement_level_in_china_india_and_the_usa() -> None:
-    """The fleet's own direct emissions (CEMS, plant inventory, eGRID) replace Europe's: acidification of coal
-    = UNECE Europe's upstream part + the fleet's SO2 x 1.31 + NOx x 0.74 (EF 3.1, g/kWh -> kg)."""
+    """The fleet's own direct emissions (CEMS, plant inventory, eGRID, the EU abated plant) replace the inventory
+    plant's: acidification of coal = USLCI's upstream part (its total less its power plant's own emissions) + the
+    fleet's SO2 x 1.31 + NOx x 0.74 (EF 3.1, g/kWh -> kg)."""
     generic = {(r["technology"], r["category"]): r for r in loader.load_electricity_technologies()}
     own = {(r["zone"], r["technology"], r["category"]): r for r in loader.load_electricity_zone_technologies()}
-    upstream = float(generic[("coal", "acidification")]["value"]) - (0.057 * 1.31 + 0.415 * 0.74) / 1000  # EU abated plant
-    for zone, so2, nox in [("CHN", 0.1728, 0.2828), ("IND", 2.937, 2.797), ("USA", 0.965, 0.658)]:
+    inventory = {
+        (r["technology"], r["category"]): r for r in loader.read_csv("electricity_inventory_factors.csv") if r["role"] == "factor"
+    }
+    upstream = float(inventory[("coal", "acidification")]["upstream"])
+    assert generic[("coal", "acidification")]["source"] == "uslci-fy21-q3"
+    for zone, so2, nox in [("CHN", 0.1728, 0.2828), ("IND", 2.937, 2.797), ("USA", 0.965, 0.658), ("FRA", 0.057, 0.415)]:
         row = own[(zone, "coal", "acidification")]
         assert float(row["value"]) == pytest.approx(upstream + (so2 * 1.31 + nox * 0.74) / 1000, rel=2e-3), zone
         assert row["scope"] == "life_cycle" and row["source"] != generic[("coal", "acidification")]["source"]
     assert float(own[("IND", "coal", "acidification")]["value"]) > 3 * float(own[("CHN", "coal", "acidification")]["value"])
-    assert ("FRA", "coal", "acidification") not in own  # EU zones keep the life-cycle factor (European abatement)
+    assert "USLCI FY21 Q3 fuel chain" in own[("FRA", "coal", "acidification")]["note"]  # EU zones: the abated plant
 
 
 def test_world_weights_each_fleet_by_its_generation() -> None:
@@ -225,8 +233,9 @@ def test_contested_factors_reach_the_assessment_json_and_table() -> None:
 
 def test_scope_notes_say_direct_emissions_lower_bound() -> None:
     d = json.loads(_assess("POL").to_json())
-    assert "direct stack emissions only" in d["impacts"]["photochemical_ozone_formation"]["use_scope"]
-    assert "lower bound" in d["impacts"]["photochemical_ozone_formation"]["use_scope"]
+    pof = d["impacts"]["photochemical_ozone_formation"]["use_scope"]  # USLCI life cycle for oil and bioenergy
+    assert "USA inventory (uslci-fy21-q3) as a proxy for bioenergy, oil" in pof and "lower bound" in pof
+    assert "lower bound" in d["impacts"]["resource_use_fossils"]["use_scope"]
     assert "fuel burned at the plant" in d["impacts"]["resource_use_fossils"]["use_scope"]
     assert d["electricity_factors"]["set"].startswith("open factors for POL")
 
@@ -236,7 +245,8 @@ def test_scope_notes_say_direct_emissions_lower_bound() -> None:
 
 @pytest.mark.skipif(not OPEN.is_dir(), reason="../shared/reference/electricity/open-factors is not beside the repository")
 def test_emep_derivation_matches_the_reference_arithmetic() -> None:
-    """Our POF, eutrophication and fossil factors equal the reference's own DERIVED rows (3 s.f.)."""
+    """Our fossil factors equal the reference's own DERIVED rows (3 s.f.); POF and eutrophication of the fuels now come
+    from the open inventory (USLCI life cycle), which replaced these stack-only lower bounds."""
     derived = {}
     with (OPEN / "derived_direct_emissions_per_kwh.csv").open() as fh:
         for r in csv.DictReader(fh):
@@ -244,6 +254,7 @@ def test_emep_derivation_matches_the_reference_arithmetic() -> None:
             if parts[0] == "DERIVED EF3.1 direct":
                 derived[(parts[1], parts[2])] = float(r["value"])
     tech = {(r["technology"], r["category"]): float(r["value"]) for r in loader.load_electricity_technologies()}
+    sources = {(r["technology"], r["category"]): r["source"] for r in loader.load_electricity_technologies()}
     names = {"coal": "Hard Coal", "gas": "Natural gas", "oil": "Heavy Fuel Oil", "bioenergy": "Biomass"}
     cats = {
         "photochemical_ozone_formation": "Photochemical ozone formation",
@@ -259,9 +270,12 @@ def test_emep_derivation_matches_the_reference_arithmetic() -> None:
             if ref == 0:  # biomass burns no fossil fuel: no open life-cycle value, not modelled (never 0)
                 assert (t, k) in missing and (t, k) not in tech
                 continue
+            if k != "resource_use_fossils":
+                assert sources[(t, k)] == "uslci-fy21-q3", (t, k)  # (US plants: below or above EMEP's defaults)
+                continue
             assert tech[(t, k)] == pytest.approx(ref, rel=0.02, abs=1e-12), (t, k)
             n += 1
-    assert n == 15
+    assert n == 3
 
 
 def test_nuclear_fuel_and_fossil_heat_rates() -> None:
@@ -351,6 +365,8 @@ def test_no_unit_slip_in_any_category_nuclear_radiation_is_a_scope_gap() -> None
 
     checks = {c["category"]: c for c in comparison.unit_check()}
     assert len(checks) >= 12 and all(c["consistent"] for c in checks.values())
+    od = checks["ozone_depletion"]  # USLCI's chains carry few ozone-depleting flows: far below, and not uniformly
+    assert od["scope_gap"] and all(v < 0.01 for v in od["ratios"].values())
     ir = checks["ionising_radiation"]["ratios"]
     assert ir["nuclear"] < 0.1 and all(1 / 3 <= v <= 3 for t, v in ir.items() if t != "nuclear")
 
@@ -400,7 +416,8 @@ def test_audit_lists_every_factor_with_ratio_year_and_licence() -> None:
 def test_a_mix_without_an_open_factor_is_not_modelled_or_a_lower_bound_in_every_face(grid: str) -> None:
     """Paraguay generates only with hydro, which has no open factor for five categories: its use stage there is
     "not modelled" (null, never 0) in every output, and every output says what that means; Norway's use stage in
-    four of them is the rest of its mix, a stated lower bound. The batch gives the engine's numbers."""
+    all five is the rest of its mix (its fuels have the open inventory's factors), a stated lower bound. The batch gives
+    the engine's numbers."""
     from footprint.lca.batch import assess_many
     from footprint.lca.render import NOT_MODELLED, SHARES_NOTE, render
     from footprint.reports.report import methods_text
@@ -411,7 +428,7 @@ def test_a_mix_without_an_open_factor_is_not_modelled_or_a_lower_bound_in_every_
     lacking += ["resource_use_fossils"]
     for k in lacking:
         r = a[k]
-        if grid == "PRY" or k == "ozone_depletion":  # no technology of the mix has an open factor
+        if grid == "PRY":  # no technology of the mix has an open factor
             assert r.by_stage["use"] is None and list(r.not_modelled) == ["use"], k
         else:
             assert r.by_stage["use"] > 0 and not r.not_modelled, k
@@ -420,9 +437,10 @@ def test_a_mix_without_an_open_factor_is_not_modelled_or_a_lower_bound_in_every_
     js = render(a, "json")
     assert np.isfinite(a.single_score["value"]) and "NaN" not in js and "Infinity" not in js
     table, md = render(a, "table"), render(a, "md")
-    assert "not modelled  " in table and "| not modelled |" in md
+    if grid == "PRY":  # (Norway's fuels have the open inventory's factors: nothing is not modelled there)
+        assert "not modelled  " in table and "| not modelled |" in md
+        assert f"Not modelled means {NOT_MODELLED}." in methods_text(a)[-1]  # the report said "covers part of it"
     assert SHARES_NOTE in table and SHARES_NOTE in md  # the Markdown table showed the cells without their meaning
-    assert f"Not modelled means {NOT_MODELLED}." in methods_text(a)[-1]  # the report said "covers part of it"
     batch = assess_many([w]).assessment(0)
     for k in lacking:
         use = a[k].by_stage["use"]

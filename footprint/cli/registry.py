@@ -19,6 +19,7 @@ from typing import Any
 COMMAND_MODULES = (
     "assess_cmd",
     "catalogue_cmd",
+    "factors_cmd",
     "tracking_cmd",
     "export_cmd",
     "disclose_cmd",

@@ -293,9 +293,10 @@ def _around(central: float, lo: float, hi: float) -> tuple[float, float]:
     return lo, hi
 
 
-def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float]) -> str:
+def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float], code: str = "") -> str:
     """What a mixed value covers, in words, for reports (per category)."""
     present = {f: r for f, r in per.items() if shares.get(f, 0) > 0}
+    foreign = _foreign_inventory(present, code)
     direct = sorted(r["technology"] for r in present.values() if r["scope"] == "direct")
     proxy = sorted(r["technology"] for r in present.values() if r["scope"] == "proxy")
     what = (
@@ -311,12 +312,26 @@ def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str,
     if proxy:
         share = sum(shares[f] for f, r in present.items() if r["scope"] == "proxy")
         parts.append(f"proxy estimate for {', '.join(proxy)} ({_share(share)} of generation; no open factor)")
+    if foreign:
+        parts.append(foreign)
     names = {f: r["technology"] for rows in _tech_rows().values() for f, r in rows.items()}
     missing = sorted({names[f] for f, s in shares.items() if s > 0 and f not in per})
     cov = sum(shares[f] for f in per)
     if cov < 0.999 and missing:
         parts.append(f"no open life-cycle factor for {', '.join(missing)} ({_share(1 - cov)} of generation): lower bound")
     return "; ".join(parts)
+
+
+def _foreign_inventory(present: dict[str, dict[str, Any]], code: str) -> str:
+    """Technologies whose factor is another country's inventory (a source with ``region``, e.g. USLCI: USA) used
+    as a proxy for this zone's plants and fuel chains."""
+    sources = db().sources
+    by: dict[str, list[str]] = {}
+    for r in present.values():
+        region = (sources.get(r["source"]) or {}).get("region")
+        if region and region != code:
+            by.setdefault(f"{region} inventory ({r['source']})", []).append(r["technology"])
+    return "; ".join(f"{what} as a proxy for {', '.join(sorted(t))}" for what, t in by.items())
 
 
 def _share(x: float) -> str:
@@ -457,7 +472,7 @@ def zone(code: str) -> Zone:
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
             note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
             dist, dqr = _mix_quality(per, shares, value)
-            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares), dist, dqr)
+            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares, code), dist, dqr)
     contested = _contested(code, shares, techs)
     if ewif_check and ewif_check["contested"]:
         contested.append(ewif_check)
@@ -506,7 +521,9 @@ def use_factors(w: Workload) -> UseFactors:
 
 def _from_set(fs: FactorSet) -> UseFactors:
     n = len(cat.keys())
-    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, ("",) * n, np.ones(n))
+    nm = fs.not_modelled or (False,) * n
+    scope = tuple(src if off else "" for src, off in zip(fs.row_sources, nm, strict=True))  # why, for the report
+    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, scope, np.ones(n), not_modelled=nm)
 
 
 @lru_cache(maxsize=64)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import sys
 from pathlib import Path
 
@@ -83,8 +84,26 @@ def unit_check() -> list[dict]:
     for category, ratios in by.items():
         vals = sorted(ratios.values())
         median = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] * vals[len(vals) // 2]) ** 0.5
-        out.append({"category": category, "ratios": ratios, "median": median, "consistent": 0.1 <= median <= 10})
+        spread = vals[-1] / vals[0] if vals[0] > 0 else math.inf
+        # a slip moves every technology by one factor; ratios 100x apart are a difference of inventory scope
+        # (USLCI's ozone depletion: few ozone-depleting flows in its chains), not a unit
+        scope_gap = spread >= 100
+        out.append(
+            {
+                "category": category,
+                "ratios": ratios,
+                "median": median,
+                "consistent": 0.1 <= median <= 10 or scope_gap,
+                "scope_gap": scope_gap and not 0.1 <= median <= 10,
+            }
+        )
     return out
+
+
+def _slip(c: dict) -> str:
+    if c.get("scope_gap"):
+        return "no: the technologies' ratios are 100x+ apart (inventory scope, not a unit)"
+    return "no" if c["consistent"] else "suspected"
 
 
 def _unit_lines() -> list[str]:
@@ -97,9 +116,7 @@ def _unit_lines() -> list[str]:
     ]
     for c in unit_check():
         per = ", ".join(f"{t} {v:.2g}" for t, v in sorted(c["ratios"].items()))
-        lines.append(
-            f"| {c['category'].replace('_', ' ')} | {per} | {c['median']:.2g} | {'no' if c['consistent'] else 'suspected'} |"
-        )
+        lines.append(f"| {c['category'].replace('_', ' ')} | {per} | {c['median']:.2g} | {_slip(c)} |")
     return lines
 
 

@@ -133,23 +133,39 @@ def template(zone: str = "FRA") -> str:
     z = zone_of(zone)
     buf = io.StringIO()
     buf.write(
-        "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
-        "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
-        "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
-        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required), note.\n"
-        f"# Filled in with footprint's open factors for {z.code} ({z.name}): replace each row with your own data and source.\n"
+        header_lines(
+            f"Filled in with footprint's open factors for {z.code} ({z.name}): replace each row with your own data and source."
+        )
     )
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["category", "value", "unit", "low", "high", "source", "note"])
+    rows = []
     for c in cat.categories():
         f = z.factors[c.key]
         unit = f"{display_unit(c.unit)}/kWh"
         if f.value is None:
-            w.writerow([c.key, "n/a", unit, "", "", "footprint open factors: none", f.note])
+            rows.append([c.key, "n/a", unit, "", "", "footprint open factors: none", f.note])
             continue
         src = f"footprint open factors for {z.code}: " + ", ".join(f.sources)
-        w.writerow([c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.scope or f.note])
+        rows.append([c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.scope or f.note])
+    write_rows(buf, rows)
     return buf.getvalue()
+
+
+def header_lines(origin: str) -> str:
+    """The comment block every written factor file starts with; ``origin`` (lines) says where its values come from."""
+    return (
+        "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
+        "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
+        "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
+        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required), note.\n"
+        + "".join(f"# {line}\n" for line in origin.splitlines())
+    )
+
+
+def write_rows(buf: io.StringIO, rows: list[list[str]], extra: tuple[str, ...] = ()) -> None:
+    """The header row (the format's columns, then ``extra`` ones the reader passes over) and the rows."""
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["category", "value", "unit", "low", "high", "source", "note", *extra])
+    w.writerows(rows)
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised by tests through template()

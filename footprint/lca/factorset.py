@@ -21,9 +21,13 @@ class FactorSet:
     low: np.ndarray
     high: np.ndarray
     row_sources: tuple[str, ...]  # the file's own source text, one per category (report order)
+    title: str = ""  # a named set that is not a file (site.electricity_factors: ademe)
+    not_modelled: tuple[bool, ...] = ()  # per category: the set's source has no factor (value NaN), not merely n/a
 
     @property
     def label(self) -> str:
+        if self.title:
+            return self.title
         return f"practitioner-supplied factors, {Path(self.path).name}"
 
     @property

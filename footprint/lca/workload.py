@@ -516,7 +516,7 @@ def _site(ctx: _Ctx, site: dict[str, Any]) -> dict[str, Any]:
         "ewif_stated": ewif_stated,
         "ewif_method": ewif_method if ewif is not None else "",
         "pue_method": _pue_method(site, preset_name),
-        "electricity_factors": _factor_set(ctx, site, ci),
+        "electricity_factors": _factor_set(ctx, site, ci, grid),
         "hourly_intensity": hourly,
         "site_preset": preset_name,
     }
@@ -587,8 +587,9 @@ def _check_derived(ctx: _Ctx, gpu_hours: float, it_kwh: float, busy_h: float) ->
             )
 
 
-def _factor_set(ctx: _Ctx, site: dict[str, Any], ci: float | None) -> FactorSet | None:
-    """site.electricity_factors: a practitioner's per-kWh factor file, relative to the scenario file."""
+def _factor_set(ctx: _Ctx, site: dict[str, Any], ci: float | None, grid: str) -> FactorSet | None:
+    """site.electricity_factors: a practitioner's per-kWh factor file, relative to the scenario file, or
+    ``ademe``: ADEME's national mix of the site's grid as an installed boaviztapi carries it."""
     if "electricity_factors" not in site:
         return None
     if ci is not None:
@@ -600,7 +601,11 @@ def _factor_set(ctx: _Ctx, site: dict[str, Any], ci: float | None) -> FactorSet 
 
     raw = site["electricity_factors"]
     if not isinstance(raw, str) or not raw.strip():
-        raise ctx.err("site.electricity_factors", f"expected the path of a CSV file, got {raw!r}")
+        raise ctx.err("site.electricity_factors", f"expected the path of a CSV file or 'ademe', got {raw!r}")
+    if raw.strip().lower() == "ademe":
+        from footprint.lca.ademe_mix import load as ademe
+
+        return ademe(grid, ctx.file)
     path = Path(raw)
     if not path.is_absolute() and ctx.file and not path.is_file():
         path = Path(ctx.file).resolve().parent / path

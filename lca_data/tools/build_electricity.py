@@ -444,6 +444,7 @@ def build_factors(inp: Inputs) -> list[Factor]:
             if category not in D4B_CENTRAL:
                 note = "UNECE 2021 Europe-region value via Digital4Better: same study as the factor, not independent"
                 factors[(tech, category)].seconds.append((float(inp.d4b[row][col]), S_D4B, note))
+    _prefer_inventory(factors)  # the open inventory (USLCI x EF 3.1) where it covers a technology x category
     _add_proxies(factors)  # the family's ranges include its second sources
     for tech, category, value, sid, note in cited_emissions(inp):  # after the proxies: some test a proxy
         f = factors.get((tech, category))
@@ -523,6 +524,53 @@ def _add_proxies(factors: dict[tuple[str, str], Factor]) -> None:
             factors[(tech, category)] = f
 
 
+# ---- the open inventory (lca_data/tools/build_electricity_inventory.py) ---------------------------------------
+
+S_INVENTORY = "uslci-fy21-q3"
+INVENTORY_FILE = "electricity_inventory_factors.csv"
+
+
+def _prefer_inventory(factors: dict[tuple[str, str], Factor], path: Path | None = None) -> None:
+    """The open inventory's factors (USLCI with its fuel chains, characterised with EF 3.1 in Brightway) become the
+    factor of every technology x category they cover: they replace a direct (stack only, lower bound) or not-modelled
+    pair, and a life-cycle value of another study, which stays as a second source (its range and cross-check). The
+    inventory's other processes of the technology (lignite, diesel ...) are variants."""
+    rows = _read(path or HERE / INVENTORY_FILE)
+    for r in rows:
+        if r["role"] != "factor" or r["technology"] not in TECHS:
+            continue
+        key = (r["technology"], r["category"])
+        old = factors.get(key)
+        note = f"{r['inventory']}, {r['characterisation']} (Brightway); long-term emissions {r['long_term']}; "
+        note += f"coverage {r['coverage'] or 'n/a'}; {r['note']}"
+        year = int(r["data_year"]) if r["data_year"] else None  # the data's own year (2002 ...), not the release's
+        note += f"; data year {year}" if year else "; data year not stated"
+        f = InventoryFactor(r["technology"], r["category"], float(r["value"]), S_INVENTORY, "life_cycle", note, year=year)
+        f.upstream, f.characterisation, f.long_term = float(r["upstream"]), r["characterisation"], r["long_term"]
+        f.variants += [float(v["value"]) for v in rows if v["role"] == "variant" and (v["technology"], v["category"]) == key]
+        if old is not None:
+            if not isinstance(old, NotModelled) and old.scope == "life_cycle":  # a direct value is a bound, not a second
+                f.seconds.append((old.value, old.source, f"the factor before the open inventory: {old.note}"))
+            f.seconds += old.seconds  # its independent cross-checks (ecoinvent 3.5 ...) check the new factor
+        factors[key] = f
+
+
+class InventoryFactor(Factor):
+    """A factor from the open inventory: its upstream part (total less the plant's own emissions) is kept when a
+    zone's own stack emissions replace the plant's (zone_factors)."""
+
+    upstream: float = 0.0
+    characterisation: str = ""
+    long_term: str = ""
+
+
+def _upstream(inp: Inputs, base: Factor, category: str, ref: dict[str, float]) -> float:
+    """The part of a technology factor that a zone's own stack emissions do not replace."""
+    if isinstance(base, InventoryFactor):
+        return base.upstream
+    return 0.0 if base.scope == "direct" else base.value - _direct(inp, category, ref)
+
+
 EU_ZONES = (  # EU member states: the zone "EU" of electricity_zone_emissions_cited.csv
     "AUT", "BEL", "BGR", "HRV", "CYP", "CZE", "DNK", "EST", "FIN", "FRA", "DEU", "GRC", "HUN", "IRL",
     "ITA", "LVA", "LTU", "LUX", "MLT", "NLD", "POL", "PRT", "ROU", "SVK", "SVN", "ESP", "SWE",
@@ -579,18 +627,24 @@ def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
         given = ", ".join(f"{p} {_g(grp['g'][p])}" for p in POLLUTANTS if p in grp["g"])
         for category in EMEP_CATEGORIES:
             base = by[(tech, category)]
-            upstream = 0.0 if base.scope == "direct" else base.value - _direct(inp, category, ref)
+            upstream = _upstream(inp, base, category, ref)
             if upstream < 0:
                 raise SystemExit(f"{tech} {category}: the European direct emissions exceed the life-cycle factor")
             value = upstream + _direct(inp, category, filled)
-            if zone == EU_REFERENCE and base.scope != "direct":
-                continue  # the life-cycle factor already carries the European abatement level
+            if zone == EU_REFERENCE and base.scope != "direct" and not isinstance(base, InventoryFactor):
+                continue  # the life-cycle factor (UNECE Europe) already carries the European abatement level
             what = (
                 "direct stack emissions only (no upstream fuel chain), lower bound"
                 if base.scope == "direct"
                 else (
                     f"life cycle: upstream and infrastructure {_g(upstream)} (UNECE Europe less the EU abated plant's direct)"
                     " + the fleet's direct emissions"
+                )
+                if not isinstance(base, InventoryFactor)
+                else (
+                    f"life cycle: upstream {_g(upstream)} (USLCI FY21 Q3 fuel chain, EF 3.1"
+                    + ("" if zone == inp.sources[S_INVENTORY].get("region") else "; a U.S. inventory: a proxy here")
+                    + ") + the fleet's direct emissions"
                 )
             )
             note = f"{variant}: {given} g/kWh" + (f"; {', '.join(lacking)} from EMEP/EEA Tier 1" if lacking else "") + f"; {what}"
