@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.workload_data import Workload
 
 
+DOMINANCE_SHARE = 0.9  # a stage is called dominant only where at least this share of the Monte Carlo draws agree
+
+
 @dataclass(frozen=True)
 class CategoryResult:
     key: str
@@ -40,12 +43,24 @@ class CategoryResult:
     median: float | None = None  # Monte Carlo median and interquartile range (None without a Monte Carlo)
     iqr: tuple[float, float] | None = None
     sensitivity: dict[str, Any] | None = None  # the inputs that drive the variance (footprint.lca.uncertainty)
+    stage_votes: dict[str, float] | None = None  # per stage: share of the Monte Carlo draws in which it is largest
+    characterisation: str = ""  # the characterisation method behind the use-phase factor (and the embodied data)
+    use_long_term: dict[str, Any] | None = None  # use stage without and with long-term emissions, where they differ
 
-    def with_stats(self, q: Any, sensitivity: dict[str, Any] | None = None) -> CategoryResult:
-        """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5) and sensitivity table; low-high always hold the total."""
+    def with_stats(
+        self, q: Any, sensitivity: dict[str, Any] | None = None, stage_votes: dict[str, float] | None = None
+    ) -> CategoryResult:
+        """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5), sensitivity table and stage votes; low-high always
+        hold the total."""
         lo, q25, med, q75, hi = (float(x) for x in q)
         return replace(
-            self, low=min(lo, self.total), high=max(hi, self.total), median=med, iqr=(q25, q75), sensitivity=sensitivity
+            self,
+            low=min(lo, self.total),
+            high=max(hi, self.total),
+            median=med,
+            iqr=(q25, q75),
+            sensitivity=sensitivity,
+            stage_votes=stage_votes,
         )
 
     def share(self, stage: str) -> float | None:
@@ -57,12 +72,40 @@ class CategoryResult:
         return v / self.total
 
     @property
-    def dominant_stage(self) -> str | None:
-        """The stage with the largest share; None where a stage is not modelled (its share is unknown)."""
+    def central_dominant_stage(self) -> str | None:
+        """The stage with the largest share of the central values; None where a stage is not modelled."""
         if self.not_modelled:
             return None
         stages = {k: abs(v) for k, v in self.by_stage.items() if v is not None}
         return max(stages, key=stages.get) if stages and any(stages.values()) else None
+
+    @property
+    def dominant_stage_draws(self) -> float | None:
+        """Share of the Monte Carlo draws in which the central values' dominant stage is also the largest (None
+        without a Monte Carlo, or where no stage dominates the central values)."""
+        stage = self.central_dominant_stage
+        if stage is None or self.stage_votes is None:
+            return None
+        return self.stage_votes.get(stage, 0.0)
+
+    @property
+    def dominant_stage(self) -> str | None:
+        """The dominant stage, robust to the uncertainty: the central values' largest stage, and with a Monte Carlo
+        only where at least DOMINANCE_SHARE of the draws agree (else None, "not determined (split)")."""
+        share = self.dominant_stage_draws
+        if share is not None and share < DOMINANCE_SHARE:
+            return None
+        return self.central_dominant_stage
+
+    @property
+    def dominant_text(self) -> str:
+        """The dominant stage for tables: the stage, "not determined (split)" where the draws disagree, "not
+        determined" where a stage is not modelled, "n/a" where nothing is known."""
+        if self.dominant_stage is not None:
+            return self.dominant_stage.replace("_", " ")
+        if self.central_dominant_stage is not None:
+            return "not determined (split)"
+        return "not determined" if self.not_modelled else "n/a"
 
     def stage_text(self, stage: str) -> str:
         """A stage's share for tables: a percentage, "not modelled", or "n/a"."""
@@ -82,6 +125,8 @@ class CategoryResult:
             "median": self.median,
             "iqr": list(self.iqr) if self.iqr is not None else None,
             "dominant_stage": self.dominant_stage,
+            "dominant_stage_draws": self.dominant_stage_draws,
+            "characterisation": self.characterisation or None,
             "not_available": list(self.not_available),
             "not_modelled": list(self.not_modelled),
             "sensitivity": self.sensitivity,

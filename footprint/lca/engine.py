@@ -255,7 +255,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         activity = _activity_ranges(w, drawn.activity)
         for c in cat.categories() + cat.extras():
             i = IDX[c.key]
-            results[c.key] = results[c.key].with_stats(summary.q[:, i], summary.sensitivity[i])
+            results[c.key] = results[c.key].with_stats(summary.q[:, i], summary.sensitivity[i], _votes(summary, i))
         _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
         score_stats = (summary.score_q, summary.score_sensitivity)
         warnings += _outside_iqr(results, summary)
@@ -298,9 +298,12 @@ def _assess_parts(w: Workload, samples: int, seed: int) -> Assessment:
         sources += [x for inp in inputs for x in inp.range_sources] + (["ecoinvent-pedigree-v2"] if w.host else [])
         power = _power_relative(d)
         draws = [montecarlo.draw(p, samples, seed, inp, power) for p, inp in zip(w.parts, inputs, strict=True)]
-        summary = montecarlo.summarise(montecarlo.Draws(np.sum([x.totals for x in draws], axis=0), draws[0].inputs))
+        stages = np.sum([x.stages for x in draws], axis=0)
+        summary = montecarlo.summarise(
+            montecarlo.Draws(np.sum([x.totals for x in draws], axis=0), draws[0].inputs, stages=stages)
+        )
         for k in keys:
-            results[k] = results[k].with_stats(summary.q[:, IDX[k]], summary.sensitivity[IDX[k]])
+            results[k] = results[k].with_stats(summary.q[:, IDX[k]], summary.sensitivity[IDX[k]], _votes(summary, IDX[k]))
         _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
         score_stats = (summary.score_q, summary.score_sensitivity)
         warnings += _outside_iqr(results, summary)
@@ -327,6 +330,13 @@ def _assess_parts(w: Workload, samples: int, seed: int) -> Assessment:
         single_score=score,
         parts=subs,
     )
+
+
+def _votes(summary: montecarlo.Summary, i: int) -> dict[str, float] | None:
+    """Each stage's share of the draws in which it is the largest, for one indicator."""
+    if summary.stage_votes is None:
+        return None
+    return {s: float(summary.stage_votes[j, i]) for j, s in enumerate(cat.stages())}
 
 
 def _outside_iqr(results: dict[str, CategoryResult], summary: montecarlo.Summary) -> list[str]:

@@ -244,7 +244,7 @@ def category_rows(a: Assessment) -> list[list[str]]:
                 num(r.high),
                 num((a.normalised.get(c.key) or {}).get("person_equivalents")),
                 *(r.stage_text(s) for s in cat.stages()),
-                (r.dominant_stage or ("not determined" if r.not_modelled else "n/a")).replace("_", " "),
+                r.dominant_text,
             ]
         )
     return rows
