@@ -127,6 +127,7 @@ class CategoryResult:
             "dominant_stage": self.dominant_stage,
             "dominant_stage_draws": self.dominant_stage_draws,
             "characterisation": self.characterisation or None,
+            "use_long_term": self.use_long_term,
             "not_available": list(self.not_available),
             "not_modelled": list(self.not_modelled),
             "sensitivity": self.sensitivity,
@@ -208,6 +209,8 @@ class Assessment:
                 "use": "facility energy (IT energy x PUE) x per-kWh factors of the electricity"
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
                 + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
+                "characterisation": characterisation_text(self),
+                "long_term_emissions": long_term_text(self),
                 "normalisation": (self.single_score or {}).get("method"),
                 "uncertainty": f"Monte Carlo, {self.samples} samples: low-high the 2.5-97.5 percentiles, iqr the 25-75; "
                 "each factor drawn by its stated distribution (lognormal, median at the central value, by default); "
@@ -250,6 +253,61 @@ class Assessment:
 
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+
+EMBODIED_METHOD = "EF (the PEF indicators of the ADEME GPU LCA; the EF version is not stated by the source)"
+LONG_TERM_TEXT = {
+    "exclude": "excluded (EF-compliant datasets carry none): a factor that includes them, with no open short-term value "
+    "beside it, is left out and its technology's share of the mix is a labelled lower bound",
+    "include": "included where a source gives them (coal-mining spoil phosphate in freshwater eutrophication); factors "
+    "that do not state their treatment are counted as published",
+}
+
+
+def characterisation_text(a: Assessment) -> str:
+    """The characterisation methods behind the use phase, in one line for the method table (per category in
+    ``impacts.<category>.characterisation``)."""
+    by: dict[str, list[str]] = {}
+    for k in cat.keys():
+        by.setdefault(a.impacts[k].characterisation or "n/a", []).append(a.impacts[k].name)
+    use = "; ".join(f"{m}: {len(names)} categor{'y' if len(names) == 1 else 'ies'}" for m, names in by.items())
+    return f"use phase: {use}; embodied: {EMBODIED_METHOD}"
+
+
+def long_term_text(a: Assessment) -> str:
+    """site.long_term_emissions as counted, in words."""
+    setting = a.workload.long_term_emissions
+    if a.workload.electricity_factors is not None:
+        return f"{setting}: the practitioner's factor file carries its own treatment"
+    return f"{setting}: long-term emissions (over 100 years: spoil heaps, tailings) {LONG_TERM_TEXT[setting]}"
+
+
+def long_term_rows(a: Assessment) -> list[list[str]]:
+    """Freshwater eutrophication and ionising radiation: the use stage without and with long-term emissions, which
+    one is counted, and what each covers (empty for a practitioner's factor file)."""
+    rows = []
+    for r in a.impacts.values():
+        lt = r.use_long_term
+        if not lt:
+            continue
+        unit = display_unit(r.unit)
+        cells = [f"{num(lt[s])} {unit}" if lt[s] is not None else "not modelled" for s in ("exclude", "include")]
+        what = "; ".join(
+            f"{s}: {lt[f'{s}_scope']} (factors' long-term emissions: {lt[f'{s}_long_term']})" for s in ("exclude", "include")
+        )
+        rows.append([r.name, *cells, lt["counted"], what])
+    return rows
+
+
+LONG_TERM_HEADERS = ["Category", "Use, long-term excluded", "Use, long-term included", "Counted", "What each covers"]
+
+
+def partial_text(a: Assessment) -> str:
+    """'partial (N of 16 categories ...)' beside the single score, or "" where every category is EF 3.1 and modelled."""
+    n = len((a.single_score or {}).get("partial_categories") or [])
+    if not n:
+        return ""
+    return f"partial: {n} of {len(cat.keys())} categories not EF 3.1-characterised or not modelled"
 
 
 def by_gpu_model(a: Assessment) -> list[dict[str, Any]] | None:

@@ -21,6 +21,7 @@ class FactorSet:
     low: np.ndarray
     high: np.ndarray
     row_sources: tuple[str, ...]  # the file's own source text, one per category (report order)
+    methods: tuple[str, ...] = ()  # the characterisation method the file states per category (column characterisation)
 
     @property
     def label(self) -> str:

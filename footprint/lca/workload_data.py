@@ -43,6 +43,7 @@ class Workload:
         ""  # "stated", "preset NAME", or "default: ..." when the scenario gave neither (footprint.lca.assessment.pue_text)
     )
     electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
+    long_term_emissions: str = "exclude"  # site.long_term_emissions: exclude (EF datasets' practice) or include
     embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
     host: str | None = "default"
     embodied_override: dict[str, float] = field(default_factory=dict)
