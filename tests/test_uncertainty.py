@@ -67,8 +67,11 @@ def test_central_inside_its_iqr_or_said(path: Path, variant: str) -> None:
         r = a[k]
         assert r.low <= r.median <= r.high
         assert _inside(r.total, r.iqr) or f"{r.name}: the central value is" in said, (k, r.total, r.iqr)
-    s = a.single_score  # the embodied and host draws are comonotonic across categories: the sum keeps its median
-    assert _inside(s["value"], s["iqr"]), (s["value"], s["iqr"])
+    # the embodied and host draws are comonotonic across categories, but the electricity factors whose sources disagree
+    # have skewed ranges (a consensus centre, a range spanning every source): the sum of their medians can fall just
+    # outside the score's own interquartile range, and the assessment then says so
+    s = a.single_score
+    assert _inside(s["value"], s["iqr"]) or "Single score: the central value is" in said, (s["value"], s["iqr"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -67,6 +67,7 @@ class ZoneFactor:
     not_modelled: bool = False  # no technology of the mix has an open life-cycle factor: value None, never 0
     characterisation: str = ""  # the characterisation method of the value ("EF 3.1", "ILCD 2.0 (2018)", "mixed (...)")
     long_term: str = "n/a"  # how the value treats long-term emissions: included, excluded, not stated, n/a
+    own_range: tuple[float, float] | None = None  # low-high from the factor's own sources, before national values widened it
 
 
 @dataclass(frozen=True)
@@ -515,6 +516,9 @@ def _mixed_factor(
     value, lo, hi, cov = _mix_sum(per, shares)
     if not per or cov <= 0:
         missing = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor", characterisation=NOT_MODELLED)
+        lt = _scope_note(c.key, {}, shares, left_out) if any(shares.get(f, 0) > 0 for f in left_out) else ""
+        if lt:  # every technology of the mix with a factor has one that includes long-term emissions, left out
+            return ZoneFactor(None, unit, 0.0, (), note=lt, scope=f"use phase not modelled: {lt}", not_modelled=True)
         return _not_modelled(c, shares) or missing
     srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
     note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
@@ -526,17 +530,26 @@ def _mixed_factor(
 
 
 # National per-kWh values the open factors are compared with but that cannot test them: (source, category) -> why.
+FLAT_EUTROPHICATION = (
+    "ill-posed comparison: ADEME Base IMPACTS' freshwater eutrophication is flat across mixes (2.4e-9 to 4.6e-8 kg P "
+    "eq/kWh in the zones quoted, POL with 61 % coal at 1.9e-8): EF-compliant datasets without long-term emissions, "
+    "no technology signal"
+)
 ILL_POSED = {
-    ("boaviztapi-ademe-base-impacts", "eutrophication_freshwater"): (
-        "ill-posed comparison: ADEME Base IMPACTS' freshwater eutrophication is flat across mixes (1.4e-8 to 6.6e-8 kg P "
-        "eq/kWh whatever the coal share): EF-compliant datasets without long-term emissions, no technology signal"
-    ),
+    (s, "eutrophication_freshwater"): FLAT_EUTROPHICATION for s in ("boaviztapi-ademe-base-impacts", "boaviztapi-electrical-mix")
 }
 NATIONAL_REASON = (
     "central value kept: the open factors are the better-rated source (the zone's 2023 generation mix x per-technology "
     "factors, against a 2011 national mix whose data are licence-restricted, cross-check only); the range spans the "
     "national value"
 )
+
+
+def ill_posed(source: str, category: str, value: float) -> str:
+    """Why a national value cannot test a factor ("" where it can): a zero, or a value flat across mixes."""
+    return ILL_POSED.get((source, category)) or (
+        "ill-posed comparison: a zero national value is not an estimate of the category" if value <= 0 else ""
+    )
 
 
 def _national_values(code: str, factors: dict[str, ZoneFactor]) -> tuple[dict[str, ZoneFactor], list[dict[str, Any]]]:
@@ -551,12 +564,11 @@ def _national_values(code: str, factors: dict[str, ZoneFactor]) -> tuple[dict[st
         if r["zone"] != code or f is None or f.value is None:
             continue
         other = float(Q(f"{r['value']} {r['unit']}", f.unit).magnitude)
-        why = ILL_POSED.get((r["source"], r["category"])) or (
-            "ill-posed comparison: a zero national value is not an estimate of the category" if other <= 0 else ""
-        )
+        why = ill_posed(r["source"], r["category"], other)
         if not why and f.low is not None and f.high is not None and not f.low <= other <= f.high:
             lo, hi = min(f.low, other), max(f.high, other)
-            factors[r["category"]] = replace(f, low=lo, high=hi, distribution=f.distribution or "lognormal")
+            own = f.own_range or (f.low, f.high)
+            factors[r["category"]] = replace(f, low=lo, high=hi, distribution=f.distribution or "lognormal", own_range=own)
             f = factors[r["category"]]
         ratio = f.value / other if other and f.value else None
         if ratio is not None and 1 / 3 <= ratio <= 3:

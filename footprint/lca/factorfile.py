@@ -141,8 +141,7 @@ def template(zone: str = "FRA") -> str:
         "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
         "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
         "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
-        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required),\n"
-        "# characterisation (optional: the method behind the value; only 'EF 3.1' counts as EF 3.1 in the single score), note.\n"
+        "# category's unit per kWh), low/high (optional: Monte Carlo range), source (required), characterisation, note.\n"
         f"# Filled in with footprint's open factors for {z.code} ({z.name}): replace each row with your own data and source.\n"
     )
     w = csv.writer(buf, lineterminator="\n")
