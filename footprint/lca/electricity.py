@@ -145,7 +145,8 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
 
 def combine_methods(methods: list[str]) -> str:
     """One characterisation method where all rows agree, else "mixed (A; B)" (a mixed value is not EF 3.1)."""
-    unique = list(dict.fromkeys(methods))
+    flat = [p for m in methods for p in (m[len("mixed (") : -1].split("; ") if m.startswith("mixed (") else [m])]
+    unique = list(dict.fromkeys(flat))
     if not unique:
         return ""
     return unique[0] if len(unique) == 1 else f"mixed ({'; '.join(unique)})"

@@ -161,7 +161,7 @@ def _contested(a: Assessment) -> NoteGroup | None:
     top = ", ".join(f"{_PARENS.sub('', c['factor'])} ({_fold(c['ratio'])})" for c in ranked[:2])
     outside = sum(1 for c in a.contested if c.get("in_range") is False)
     spans = (
-        f"Monte Carlo ranges span both except {outside} ill-posed comparison{'s' if outside > 1 else ''} (notes say why)"
+        f"Monte Carlo ranges span both except {outside} ill-posed comparison{'s' if outside > 1 else ''}"
         if outside
         else "their Monte Carlo ranges span both"
     )
