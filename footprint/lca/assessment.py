@@ -2,7 +2,8 @@
 
 JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu_hours",
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
-"high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope"}},
+"high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope", "dominant_stage",
+"dominant_stage_draws", "characterisation", "use_long_term"}},
 "single_score", "electricity_factors", "contested_data",
 "materials", "by_gpu_model" (each GPU model's part of a mixed run, else null), "water_l": {"on_site", "off_site",
 "total"}, "sources", "warnings"}.
