@@ -101,7 +101,7 @@ def partial_reason(r: Any) -> str:
         return f"{', '.join(r.not_available).replace('_', ' ')} not available"
     method = getattr(r, "characterisation", "")
     if method and method != EF31:
-        return f"use-phase factor characterised with {method}, not EF 3.1"
+        return f"use-phase factor: {method} (not EF 3.1)"
     return ""
 
 
