@@ -50,6 +50,9 @@ def components() -> tuple[str, ...]:
     return tuple(_data()["components"])
 
 
+#: The characterisation label the EF 3.1 single score sums without calling itself partial (a factor row's
+#: ``characterisation`` column, lca_data/tools/build_electricity.py, says the same words).
+EF31 = "EF 3.1"
 HEADLINE = ("climate_change", "human_toxicity_cancer", "resource_use_minerals_metals")
 # Components of the use stage (the rest of by_component is embodied): grid electricity, and the site's
 # own cooling water in the water-use category.

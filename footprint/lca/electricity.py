@@ -43,7 +43,7 @@ WATER = "water_consumption"  # per-technology operational water (L/kWh), not an 
 MIN_SHARE = 0.01  # a contested factor is listed for a zone when its technology makes >= 1 % of generation
 DQR_KEYS = ("ter", "ger", "tir", "p")
 LT_EXCLUDE, LT_INCLUDE = "exclude", "include"  # site.long_term_emissions
-EF31 = "EF 3.1"  # the characterisation label of a factor the EF 3.1 single score may sum (lca_data/tools/build_electricity.py)
+EF31 = cat.EF31
 CLIMATE_METHOD = "IPCC AR5 GWP100 (Ember's life-cycle factors, via OWID)"
 WATER_METHOD = EF31  # AWARE 1.2 is the EF 3.1 water-use model
 NOT_MODELLED = "not modelled"

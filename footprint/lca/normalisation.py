@@ -19,7 +19,6 @@ from footprint.lca import categories as cat
 from footprint.lca.database import db
 
 SOURCE = "jrc-ef31-normalisation-weighting"
-EF31 = "EF 3.1"  # the one characterisation label the single score sums without calling itself partial
 METHOD = "EF 3.1 normalisation (global, per person per year, reference 2010) and weighting (JRC, toxicity included)"
 VALUE_CHOICE = (
     "Weighting is a value choice, not a natural-science result: the single score uses the EF 3.1 weights "
@@ -100,7 +99,7 @@ def partial_reason(r: Any) -> str:
     if r.not_available:
         return f"{', '.join(r.not_available).replace('_', ' ')} not available"
     method = getattr(r, "characterisation", "")
-    if method and method != EF31:
+    if method and method != cat.EF31:
         return f"use-phase factor: {method} (not EF 3.1)"
     return ""
 
