@@ -182,8 +182,12 @@ def _stage_draws(inp: Inputs, mult: np.ndarray, host: np.ndarray, alloc: np.ndar
 
 def stage_votes(stages: np.ndarray) -> np.ndarray:
     """Share of the draws in which each stage is the largest (by magnitude), per indicator (stages x indicators)."""
-    winner = np.argmax(np.abs(stages), axis=0)  # samples x indicators
-    return np.stack([(winner == s).mean(axis=0) for s in range(stages.shape[0])])
+    size = np.abs(stages)
+    best, winner = size[0].copy(), np.zeros(size.shape[1:], np.int8)  # samples x indicators; ties: the first stage
+    for s in range(1, size.shape[0]):
+        winner[size[s] > best] = s
+        np.maximum(best, size[s], out=best)
+    return np.stack([(winner == s).mean(axis=0) for s in range(size.shape[0])])
 
 
 def _per_category_inputs(
