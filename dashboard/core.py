@@ -366,6 +366,9 @@ def categories_table(a: Assessment, base: Assessment | None = None) -> list[dict
         row["Low - high"] = f"{num(r.low)} - {num(r.high)}"
         for stage, label in STAGE_LABELS.items():
             row[label] = r.stage_text(stage)
+        share = r.dominant_stage_draws
+        row["Dominant stage"] = r.dominant_text + (f" ({share:.0%} of draws)" if share is not None else "")
+        row["Characterisation"] = r.characterisation or "n/a"
         rows.append(row)
     return rows
 

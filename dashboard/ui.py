@@ -18,6 +18,7 @@ from footprint.lca.assessment import (
     key_figures,
     lifetimes,
     num,
+    partial_text,
     plain,
     sensitivity_rows,
 )
@@ -108,7 +109,8 @@ def normalised(a: Assessment, base: Assessment | None = None) -> None:
         delta_color="inverse",
         help=f"low - high {num(s['low'])} - {num(s['high'])}; 1 Pt = the weighted annual impact of one person",
     )
-    st.caption(s["note"])
+    partial = partial_text(a)
+    st.caption((f"**Single score {partial}** (see each category's characterisation below). " if partial else "") + s["note"])
     st.dataframe(core.normalised_rows(a, base), hide_index=True, **WIDE)
     st.caption(
         "Person-equivalents: impact / EF 3.1 normalisation factor (the annual impact of an average world citizen). "

@@ -342,6 +342,11 @@ def load_parametric_factors(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("ademe_parametric_factors.csv", ("component", "stage", "category", "value", "unit", "source"), root)
 
 
+def load_die_factor(root: Path | None = None) -> list[dict[str, str]]:
+    """The GPU die's per-mm2 factor that ADEME's per-card dies imply (lca_data/tools/convert_ademe.py)."""
+    return load_rows("ademe_die_factor.csv", ("component", "stage", "category", "value", "unit", "source"), root)
+
+
 def load_distribution_factors(root: Path | None = None) -> list[dict[str, str]]:
     return load_rows("ademe_distribution_factors.csv", ("mode", "category", "value", "unit", "source"), root)
 

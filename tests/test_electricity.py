@@ -182,18 +182,24 @@ def test_the_three_suspects_are_settled() -> None:
     coal_fwe = by[("coal", "eutrophication_freshwater", "benportner-ecoinvent-ilcd")]
     assert coal_fwe["contested"] == "false"  # UNECE and ecoinvent agree per technology (0.76)
     assert by[("nuclear", "resource_use_minerals_metals", "benportner-ecoinvent-ilcd")]["contested"] == "true"
-    # at zone level the ADEME Base IMPACTS values disagree with all three: the pair is reported as contested, and the
-    # factor's range stays as its own sources make it (a quoted cross-check never moves or widens a factor)
-    for code, category in [
-        ("FRA", "ionising_radiation"),
-        ("POL", "eutrophication_freshwater"),
-        ("FRA", "resource_use_minerals_metals"),
+    # per technology, sources more than 3x apart meet at their geometric mean (UNECE 0.014 and ecoinvent 1.185)
+    nuclear = {(r["technology"], r["category"]): r for r in loader.load_electricity_technologies()}
+    row = nuclear[("nuclear", "ionising_radiation")]
+    assert float(row["value"]) == pytest.approx((0.014 * 1.185) ** 0.5, rel=1e-3)
+    assert float(row["low"]) < 0.014 and float(row["high"]) > 1.185 and int(row["dqr_p"]) >= 4  # no good precision
+    # at zone level the ADEME Base IMPACTS values disagree: the pair is contested, the range spans the national value
+    # and the central value stays (the better-rated source, with its reason); ADEME's flat freshwater eutrophication
+    # is an ill-posed comparison: listed, never used
+    for code, category, inside in [
+        ("FRA", "ionising_radiation", True),
+        ("FRA", "resource_use_minerals_metals", True),
+        ("POL", "eutrophication_freshwater", False),
     ]:
         z = electricity.zone(code)
         pair = next(c for c in z.contested if c["category"] == category and c["second_source"] == "boaviztapi-ademe-base-impacts")
         f = z.factors[category]
-        assert not f.low <= pair["second_value"] <= f.high, (code, category)
-        assert pair["in_range"] is False  # said in the contested entry, for the reports
+        assert (f.low <= pair["second_value"] <= f.high) is inside, (code, category)
+        assert pair["in_range"] is inside and ("ill-posed" in pair["note"]) is (not inside)
 
 
 def test_every_factor_states_its_distribution_and_data_quality() -> None:
@@ -331,16 +337,34 @@ def test_validation_factor_audit_section_is_the_tools_output() -> None:
         assert c["inside"] == (c["low"] <= c["reference"] <= c["high"])
 
 
-def test_a_quoted_zone_value_never_moves_a_factor() -> None:
-    """Removing the quoted per-country values leaves every zone factor and range as it was (cross-check only)."""
-    from footprint.lca.database import db
+def test_a_quoted_national_value_widens_a_range_and_never_moves_a_central_value() -> None:
+    """A zone's national values (ADEME Base IMPACTS) widen its Monte Carlo range to contain them; the central value
+    is the open factors' (the better-rated source); ill-posed comparisons (zeros, ADEME's flat eutrophication) widen
+    nothing."""
+    for code in ("FRA", "DEU", "POL", "USA"):
+        z = electricity.zone(code)
+        rows = {k: f for k, f in z.factors.items()}
+        quoted = [r for r in electricity.db().electricity_zone_cited_rows if r["zone"] == code]
+        assert quoted, code
+        mixed = {
+            k: electricity._mixed_factor(cat.by_key(k), *_per(code, k)) for k in rows if k not in ("climate_change", "water_use")
+        }
+        for r in quoted:
+            f, own = rows[r["category"]], mixed.get(r["category"])
+            if f.value is None or own is None:
+                continue
+            assert f.value == own.value  # the central value never moves
+            other = float(electricity.Q(f"{r['value']} {r['unit']}", f.unit).magnitude)
+            ill = (r["source"], r["category"]) in electricity.ILL_POSED or other <= 0
+            assert (f.low <= other <= f.high) or ill, (code, r["category"])
+            if ill:
+                assert (f.low, f.high) == (own.low, own.high)
 
-    before = {k: (f.value, f.low, f.high) for k, f in electricity.zone("FRA").factors.items()}
-    cited = db().electricity_zone_cited_rows
-    assert any(r["zone"] == "FRA" for r in cited)
-    rows = {k: f for k, f in electricity.zone("FRA").factors.items()}
-    fresh = electricity._zone_crosscheck("FRA", dict(rows))
-    assert fresh and {k: (f.value, f.low, f.high) for k, f in rows.items()} == before
+
+def _per(code: str, key: str):
+    shares = electricity._mix_of(code)[0]
+    per, left_out = electricity._counted(electricity._rows_of(code).get(key, {}), electricity.LT_EXCLUDE)
+    return per, shares, left_out
 
 
 @pytest.mark.skipif(not OPEN.is_dir(), reason="../shared/reference/electricity/open-factors is not beside the repository")

@@ -74,14 +74,14 @@ def test_person_equivalents_and_single_score_by_hand(bloom) -> None:
 
 def test_table_markdown_and_csv_show_them(bloom) -> None:
     text = to_table(bloom)
-    assert "Person-eq." in text and "Single score:" in text and "value choice" in text
+    assert "Person-eq." in text and "Single score" in text and "value choice" in text
     pe = bloom.normalised["climate_change"]["person_equivalents"]
     from footprint.lca.assessment import num
 
     row = next(line for line in text.splitlines() if line.startswith("Climate change  "))  # the category table's row
     assert num(pe) in row
     md = to_markdown(bloom)
-    assert "Single score:" in md and "Person-eq." in md
+    assert "Single score" in md and "Person-eq." in md
     rows = list(csv.DictReader(to_csv(bloom).splitlines()))
     total = next(r for r in rows if r["category"] == "climate_change" and r["stage"] == "total")
     assert float(total["person_equivalents"]) == pytest.approx(pe)

@@ -67,8 +67,11 @@ def test_central_inside_its_iqr_or_said(path: Path, variant: str) -> None:
         r = a[k]
         assert r.low <= r.median <= r.high
         assert _inside(r.total, r.iqr) or f"{r.name}: the central value is" in said, (k, r.total, r.iqr)
-    s = a.single_score  # the embodied and host draws are comonotonic across categories: the sum keeps its median
-    assert _inside(s["value"], s["iqr"]), (s["value"], s["iqr"])
+    # the embodied and host draws are comonotonic across categories, but the electricity factors whose sources disagree
+    # have skewed ranges (a consensus centre, a range spanning every source): the sum of their medians can fall just
+    # outside the score's own interquartile range, and the assessment then says so
+    s = a.single_score
+    assert _inside(s["value"], s["iqr"]) or "Single score: the central value is" in said, (s["value"], s["iqr"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -104,9 +107,10 @@ def test_sensitivity_table_in_the_json_sums_to_one() -> None:
 
 
 def test_sensitivity_finds_the_input_that_moves() -> None:
-    """A scenario range on GPU-hours: the embodied-only categories' variance is then mostly GPU-hours."""
+    """A wide scenario range on GPU-hours (10x either way, wider than the embodied data's own spread, whose per-card
+    against model ratios reach 2.3x): the embodied-only categories' variance is then mostly GPU-hours."""
     w = load_scenario(SCENARIOS[0]).with_(it_energy_kwh=0.0, host=None)
-    w = w.with_(ranges={"gpu_hours": (w.gpu_hours * 0.25, w.gpu_hours * 4.0)})
+    w = w.with_(ranges={"gpu_hours": (w.gpu_hours * 0.1, w.gpu_hours * 10.0)})
     top = assess(w, samples=4000)["climate_change"].sensitivity["inputs"][0]
     assert top["input"] == "GPU-hours" and top["share"] > 0.5
 

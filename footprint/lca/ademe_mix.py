@@ -87,7 +87,8 @@ def load(zone: str, file: str | None = None) -> FactorSet:
     # water use stays "not available" (n/a), not "not modelled": the use stage still holds the site's own
     # cooling water (site.wue), which a not-modelled stage would hide
     off = tuple(bool(np.isnan(v)) and k != "water_use" for k, v in zip(keys, val, strict=True))
-    return FactorSet("ademe", val, val.copy(), val.copy(), tuple(srcs), title, off)
+    method = "not stated (ADEME Base IMPACTS 2011 via boaviztapi)"  # boaviztapi gives no characterisation method
+    return FactorSet("ademe", val, val.copy(), val.copy(), tuple(srcs), title, off, methods=(method,) * len(srcs))
 
 
 def _api_gwp(key: str, mix: dict[str, Any]) -> str:

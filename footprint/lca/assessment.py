@@ -2,7 +2,8 @@
 
 JSON shape (ARCHITECTURE.md): {"name", "energy_kwh", "facility_energy_kwh", "gpu_hours",
 "gpu_equivalents", "impacts": {<category>: {"unit", "total", "by_stage", "by_component", "low",
-"high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope"}},
+"high", "median", "iqr", "not_modelled", "sensitivity", "normalised", "use_scope", "dominant_stage",
+"dominant_stage_draws", "characterisation", "use_long_term"}},
 "single_score", "electricity_factors", "contested_data",
 "materials", "by_gpu_model" (each GPU model's part of a mixed run, else null), "water_l": {"on_site", "off_site",
 "total"}, "sources", "warnings"}.
@@ -25,6 +26,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.workload_data import Workload
 
 
+DOMINANCE_SHARE = 0.9  # a stage is called dominant only where at least this share of the Monte Carlo draws agree
+
+
 @dataclass(frozen=True)
 class CategoryResult:
     key: str
@@ -40,12 +44,24 @@ class CategoryResult:
     median: float | None = None  # Monte Carlo median and interquartile range (None without a Monte Carlo)
     iqr: tuple[float, float] | None = None
     sensitivity: dict[str, Any] | None = None  # the inputs that drive the variance (footprint.lca.uncertainty)
+    stage_votes: dict[str, float] | None = None  # per stage: share of the Monte Carlo draws in which it is largest
+    characterisation: str = ""  # the characterisation method behind the use-phase factor (and the embodied data)
+    use_long_term: dict[str, Any] | None = None  # use stage without and with long-term emissions, where they differ
 
-    def with_stats(self, q: Any, sensitivity: dict[str, Any] | None = None) -> CategoryResult:
-        """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5) and sensitivity table; low-high always hold the total."""
+    def with_stats(
+        self, q: Any, sensitivity: dict[str, Any] | None = None, stage_votes: dict[str, float] | None = None
+    ) -> CategoryResult:
+        """The Monte Carlo's percentiles (2.5, 25, 50, 75, 97.5), sensitivity table and stage votes; low-high always
+        hold the total."""
         lo, q25, med, q75, hi = (float(x) for x in q)
         return replace(
-            self, low=min(lo, self.total), high=max(hi, self.total), median=med, iqr=(q25, q75), sensitivity=sensitivity
+            self,
+            low=min(lo, self.total),
+            high=max(hi, self.total),
+            median=med,
+            iqr=(q25, q75),
+            sensitivity=sensitivity,
+            stage_votes=stage_votes,
         )
 
     def share(self, stage: str) -> float | None:
@@ -57,12 +73,40 @@ class CategoryResult:
         return v / self.total
 
     @property
-    def dominant_stage(self) -> str | None:
-        """The stage with the largest share; None where a stage is not modelled (its share is unknown)."""
+    def central_dominant_stage(self) -> str | None:
+        """The stage with the largest share of the central values; None where a stage is not modelled."""
         if self.not_modelled:
             return None
         stages = {k: abs(v) for k, v in self.by_stage.items() if v is not None}
         return max(stages, key=stages.get) if stages and any(stages.values()) else None
+
+    @property
+    def dominant_stage_draws(self) -> float | None:
+        """Share of the Monte Carlo draws in which the central values' dominant stage is also the largest (None
+        without a Monte Carlo, or where no stage dominates the central values)."""
+        stage = self.central_dominant_stage
+        if stage is None or self.stage_votes is None:
+            return None
+        return self.stage_votes.get(stage, 0.0)
+
+    @property
+    def dominant_stage(self) -> str | None:
+        """The dominant stage, robust to the uncertainty: the central values' largest stage, and with a Monte Carlo
+        only where at least DOMINANCE_SHARE of the draws agree (else None, "not determined (split)")."""
+        share = self.dominant_stage_draws
+        if share is not None and share < DOMINANCE_SHARE:
+            return None
+        return self.central_dominant_stage
+
+    @property
+    def dominant_text(self) -> str:
+        """The dominant stage for tables: the stage, "not determined (split)" where the draws disagree, "not
+        determined" where a stage is not modelled, "n/a" where nothing is known."""
+        if self.dominant_stage is not None:
+            return self.dominant_stage.replace("_", " ")
+        if self.central_dominant_stage is not None:
+            return "not determined (split)"
+        return "not determined" if self.not_modelled else "n/a"
 
     def stage_text(self, stage: str) -> str:
         """A stage's share for tables: a percentage, "not modelled", or "n/a"."""
@@ -82,6 +126,9 @@ class CategoryResult:
             "median": self.median,
             "iqr": list(self.iqr) if self.iqr is not None else None,
             "dominant_stage": self.dominant_stage,
+            "dominant_stage_draws": self.dominant_stage_draws,
+            "characterisation": self.characterisation or None,
+            "use_long_term": self.use_long_term,
             "not_available": list(self.not_available),
             "not_modelled": list(self.not_modelled),
             "sensitivity": self.sensitivity,
@@ -165,6 +212,8 @@ class Assessment:
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
                 + (f"; {w.hourly.method()}" if w.hourly is not None else "")
                 + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
+                "characterisation": characterisation_text(self),
+                "long_term_emissions": long_term_text(self),
                 "normalisation": (self.single_score or {}).get("method"),
                 "uncertainty": f"Monte Carlo, {self.samples} samples: low-high the 2.5-97.5 percentiles, iqr the 25-75; "
                 "each factor drawn by its stated distribution (lognormal, median at the central value, by default); "
@@ -207,6 +256,61 @@ class Assessment:
 
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+
+EMBODIED_METHOD = "EF (the PEF indicators of the ADEME GPU LCA; the EF version is not stated by the source)"
+LONG_TERM_TEXT = {
+    "exclude": "excluded (EF-compliant datasets carry none): a factor that includes them, with no open short-term value "
+    "beside it, is left out and its technology's share of the mix is a labelled lower bound",
+    "include": "included where a source gives them (coal-mining spoil phosphate in freshwater eutrophication); factors "
+    "that do not state their treatment are counted as published",
+}
+
+
+def characterisation_text(a: Assessment) -> str:
+    """The characterisation methods behind the use phase, in one line for the method table (per category in
+    ``impacts.<category>.characterisation``)."""
+    by: dict[str, list[str]] = {}
+    for k in cat.keys():
+        by.setdefault(a.impacts[k].characterisation or "n/a", []).append(a.impacts[k].name)
+    use = "; ".join(f"{m}: {len(names)} categor{'y' if len(names) == 1 else 'ies'}" for m, names in by.items())
+    return f"use phase: {use}; embodied: {EMBODIED_METHOD}"
+
+
+def long_term_text(a: Assessment) -> str:
+    """site.long_term_emissions as counted, in words."""
+    setting = a.workload.long_term_emissions
+    if a.workload.electricity_factors is not None:
+        return f"{setting}: the practitioner's factor file carries its own treatment"
+    return f"{setting}: long-term emissions (over 100 years: spoil heaps, tailings) {LONG_TERM_TEXT[setting]}"
+
+
+def long_term_rows(a: Assessment) -> list[list[str]]:
+    """Freshwater eutrophication and ionising radiation: the use stage without and with long-term emissions, which
+    one is counted, and what each covers (empty for a practitioner's factor file)."""
+    rows = []
+    for r in a.impacts.values():
+        lt = r.use_long_term
+        if not lt:
+            continue
+        unit = display_unit(r.unit)
+        cells = [f"{num(lt[s])} {unit}" if lt[s] is not None else "not modelled" for s in ("exclude", "include")]
+        what = "; ".join(
+            f"{s}: {lt[f'{s}_scope']} (factors' long-term emissions: {lt[f'{s}_long_term']})" for s in ("exclude", "include")
+        )
+        rows.append([r.name, *cells, lt["counted"], what])
+    return rows
+
+
+LONG_TERM_HEADERS = ["Category", "Use, long-term excluded", "Use, long-term included", "Counted", "What each covers"]
+
+
+def partial_text(a: Assessment) -> str:
+    """'partial (N of 16 categories ...)' beside the single score, or "" where every category is EF 3.1 and modelled."""
+    n = len((a.single_score or {}).get("partial_categories") or [])
+    if not n:
+        return ""
+    return f"partial: {n} of {len(cat.keys())} categories not EF 3.1-characterised or not modelled"
 
 
 def by_gpu_model(a: Assessment) -> list[dict[str, Any]] | None:

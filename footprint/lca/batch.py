@@ -273,6 +273,8 @@ class BatchAssessment:
                 total,
                 r.not_available,
                 r.not_modelled,
+                characterisation=r.characterisation,
+                use_long_term=_scaled_long_term(basis.per_kwh.impacts[key].use_long_term, e),
             )
         ref = basis.per_gpu_hour
         from footprint.lca import normalisation
@@ -294,6 +296,13 @@ class BatchAssessment:
             normalised=per,
             single_score=score,
         )
+
+
+def _scaled_long_term(per_kwh: dict[str, Any] | None, kwh: float) -> dict[str, Any] | None:
+    """The use stage both ways of long-term emissions for ``kwh`` of IT energy (linear in energy, like the use stage)."""
+    if per_kwh is None:
+        return None
+    return {k: (v * kwh if k in ("exclude", "include") and v is not None else v) for k, v in per_kwh.items()}
 
 
 @dataclass(frozen=True)

@@ -258,6 +258,6 @@ def factor_file(r: Result) -> str:
         src = f"Brightway project {r.project}, database {r.database}, activity {r.activity}"
         src += f", method {row.method}" if row.method else ""
         value = "n/a" if row.value is None else f"{row.value:.9g}"
-        rows.append([row.key, value, unit, "", "", src, row.note, r.family, r.long_term])
-    write_rows(buf, rows, extra=("characterisation", "long_term"))
+        rows.append([row.key, value, unit, "", "", src, cat.method_name(r.family), row.note, r.long_term])
+    write_rows(buf, rows, extra=("long_term",))
     return buf.getvalue()

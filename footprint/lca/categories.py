@@ -50,6 +50,17 @@ def components() -> tuple[str, ...]:
     return tuple(_data()["components"])
 
 
+#: The characterisation label the EF 3.1 single score sums without calling itself partial (a factor row's
+#: ``characterisation`` column, lca_data/tools/build_electricity.py, says the same words).
+EF31 = "EF 3.1"
+
+
+def method_name(text: str) -> str:
+    """A characterisation method as the single score compares it: EF 3.1 however a database spells the family
+    ("EF v3.1", "EF v3.1 no LT", ecoinvent's names; the long-term choice is its own column), else the text as given."""
+    import re
+
+    return EF31 if re.fullmatch(r"\s*EF\s*v?3\.1(\s+no\s+LT)?\s*", text or "", flags=re.I) else text
 HEADLINE = ("climate_change", "human_toxicity_cancer", "resource_use_minerals_metals")
 # Components of the use stage (the rest of by_component is embodied): grid electricity, and the site's
 # own cooling water in the water-use category.

@@ -257,6 +257,11 @@ class Database:
         return _vectors(self._loader.load_parametric_factors(), "component")
 
     @cached_property
+    def measured_die_factor(self) -> np.ndarray:
+        """Per-mm2 GPU-die factor (incl. losses) implied by ADEME's per-card dies (correction die_factor_from_measured_dies)."""
+        return _vectors(self._loader.load_die_factor(), "component")["gpu_die"]
+
+    @cached_property
     def distribution_factors(self) -> dict[str, np.ndarray]:
         """Per kg.km factors by transport mode."""
         return _vectors(self._loader.load_distribution_factors(), "mode")
@@ -293,8 +298,12 @@ class Database:
 
         gpu = self.gpus[gpu_id]
         corrected = self.resolve_variant(variant) != "published"
-        parts = parametric.card_components(gpu.parametric, self.parametric_factors, self.vram_mm2_per_gb, all_dies=corrected)
+        factors = self.parametric_factors
         notes = ["ADEME parametric model (modelled, not measured)"]
+        if corrected:  # the die factor ADEME's own per-card dies imply, in place of the calculator's average
+            factors = {**factors, "gpu_die": self.measured_die_factor}
+            notes.append("GPU die per mm2 from ADEME's per-card dies (correction die_factor_from_measured_dies)")
+        parts = parametric.card_components(gpu.parametric, factors, self.vram_mm2_per_gb, all_dies=corrected)
         if gpu.proxy_of:
             notes.append(f"card geometry proxied from {gpu.proxy_of} (estimate)")
         method = "ADEME parametric model" + ("" if corrected else " (as published)")

@@ -21,7 +21,7 @@ import difflib
 import importlib.util
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,11 @@ CODECARBON_SOURCE = "codecarbon-energy-mix"
 WATER = "water_consumption"  # per-technology operational water (L/kWh), not an EF category
 MIN_SHARE = 0.01  # a contested factor is listed for a zone when its technology makes >= 1 % of generation
 DQR_KEYS = ("ter", "ger", "tir", "p")
+LT_EXCLUDE, LT_INCLUDE = "exclude", "include"  # site.long_term_emissions
+EF31 = cat.EF31
+CLIMATE_METHOD = "IPCC AR5 GWP100 (Ember's life-cycle factors, via OWID)"
+WATER_METHOD = EF31  # AWARE 1.2 is the EF 3.1 water-use model
+NOT_MODELLED = "not modelled"
 AWARE_BOUNDS = (0.1, 100.0)  # AWARE's own bounds (Boulay et al. 2018): the range where a country has no factor
 
 
@@ -60,6 +65,9 @@ class ZoneFactor:
     distribution: str = ""  # Monte Carlo distribution of the value in [low, high] ("" = lognormal)
     dqr: dict[str, int] | None = None  # EF data-quality ratings (ter, ger, tir, p), contribution-weighted
     not_modelled: bool = False  # no technology of the mix has an open life-cycle factor: value None, never 0
+    characterisation: str = ""  # the characterisation method of the value ("EF 3.1", "ILCD 2.0 (2018)", "mixed (...)")
+    long_term: str = "n/a"  # how the value treats long-term emissions: included, excluded, not stated, n/a
+    own_range: tuple[float, float] | None = None  # low-high from the factor's own sources, before national values widened it
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ class UseFactors:
     distribution: tuple[str, ...] = ()  # per category ("" = lognormal); low/high are the 95 % interval
     dqr: tuple[dict[str, int] | None, ...] = ()  # per category: EF data-quality ratings, None = not rated
     not_modelled: tuple[bool, ...] = ()  # per category: no technology of the mix has an open factor (value NaN)
+    characterisation: tuple[str, ...] = ()  # per category: the characterisation method of the factor
+    long_term: tuple[str, ...] = ()  # per category: how the factor treats long-term emissions
+    long_term_setting: str = LT_EXCLUDE  # site.long_term_emissions the factors were built for
 
 
 def _codecarbon_file() -> Path:
@@ -127,7 +138,34 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "scope": r["scope"],
         "distribution": r.get("distribution", ""),
         "dqr": {k: int(r[f"dqr_{k}"]) for k in DQR_KEYS if r.get(f"dqr_{k}")} or None,
+        "characterisation": r.get("characterisation") or "not stated",
+        "long_term": r.get("long_term") or "not stated",
     }
+
+
+def combine_methods(methods: list[str]) -> str:
+    """One characterisation method where all rows agree, else "mixed (A; B)" (a mixed value is not EF 3.1)."""
+    flat = [p for m in methods for p in (m[len("mixed (") : -1].split("; ") if m.startswith("mixed (") else [m])]
+    unique = list(dict.fromkeys(flat))
+    if not unique:
+        return ""
+    return unique[0] if len(unique) == 1 else f"mixed ({'; '.join(unique)})"
+
+
+def _counted(per: dict[str, dict[str, Any]], long_term: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The technology rows a category counts under ``site.long_term_emissions``: with ``exclude`` a factor that
+    includes long-term emissions (and has no short-term value beside it) is left out, its technology then uncovered
+    (the rest of the mix a labelled lower bound); returns the rows and the left-out codecarbon field -> technology."""
+    if long_term == LT_INCLUDE:
+        return per, {}
+    out = {f: r for f, r in per.items() if r["long_term"] != "included"}
+    return out, {f: r["technology"] for f, r in per.items() if f not in out}
+
+
+def _long_term_of(per: dict[str, dict[str, Any]], shares: dict[str, float]) -> str:
+    """How a mixed value treats long-term emissions: its rows' common treatment, else "mixed"."""
+    kinds = list(dict.fromkeys(r["long_term"] for f, r in per.items() if shares.get(f, 0) > 0))
+    return kinds[0] if len(kinds) == 1 else ("mixed (" + "; ".join(kinds) + ")" if kinds else "n/a")
 
 
 @lru_cache(maxsize=1)
@@ -293,8 +331,17 @@ def _around(central: float, lo: float, hi: float) -> tuple[float, float]:
     return lo, hi
 
 
-def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str, float], code: str = "") -> str:
-    """What a mixed value covers, in words, for reports (per category)."""
+def _scope_note(
+    category: str,
+    per: dict[str, dict[str, Any]],
+    shares: dict[str, float],
+    left_out: dict[str, str] | None = None,
+    code: str = "",
+) -> str:
+    """What a mixed value covers, in words, for reports (per category); ``left_out``: technologies whose factor includes
+    long-term emissions, left out under site.long_term_emissions=exclude; ``code``: the zone (an inventory of another
+    country is named a proxy there)."""
+    left_out = {f: t for f, t in (left_out or {}).items() if shares.get(f, 0) > 0}
     present = {f: r for f, r in per.items() if shares.get(f, 0) > 0}
     foreign = _foreign_inventory(present, code)
     direct = sorted(r["technology"] for r in present.values() if r["scope"] == "direct")
@@ -315,8 +362,14 @@ def _scope_note(category: str, per: dict[str, dict[str, Any]], shares: dict[str,
     if foreign:
         parts.append(foreign)
     names = {f: r["technology"] for rows in _tech_rows().values() for f, r in rows.items()}
-    missing = sorted({names[f] for f, s in shares.items() if s > 0 and f not in per})
+    missing = sorted({names[f] for f, s in shares.items() if s > 0 and f not in per and f not in left_out})
     cov = sum(shares[f] for f in per)
+    if left_out:
+        share = _share(sum(shares[f] for f in left_out))
+        parts.append(
+            f"{', '.join(sorted(left_out.values()))} ({share} of generation) left out: their open factors include long-term "
+            "emissions and no open short-term value exists (site.long_term_emissions: exclude): lower bound"
+        )
     if cov < 0.999 and missing:
         parts.append(f"no open life-cycle factor for {', '.join(missing)} ({_share(1 - cov)} of generation): lower bound")
     return "; ".join(parts)
@@ -436,8 +489,9 @@ def _contested(code: str, shares: dict[str, float], techs: dict[str, str]) -> li
 
 
 @lru_cache(maxsize=256)
-def zone(code: str) -> Zone:
-    """All per-kWh factors of a zone, with their ranges, scope, coverage and contested factors."""
+def zone(code: str, long_term: str = LT_EXCLUDE) -> Zone:
+    """All per-kWh factors of a zone, with their ranges, scope, coverage, characterisation method and contested
+    factors; ``long_term``: site.long_term_emissions (exclude: factors that include long-term emissions are left out)."""
     shares, name, year, ci = _mix_of(code)
     rows = _rows_of(code)
     techs = {r["technology"]: f for per in rows.values() for f, r in per.items()}
@@ -447,14 +501,15 @@ def zone(code: str) -> Zone:
     has_mix = sum(shares.values()) > 0
     for c in cat.categories():
         unit = f"{c.unit}/kWh"
-        per = rows.get(c.key, {})
+        per, left_out = _counted(rows.get(c.key, {}), long_term)
         if c.key == "climate_change":
             # codecarbon's zone value is the central figure; the technology factors bound it.
             _, lo, hi, cov = _mix_sum(per, shares)
             lo, hi = _around(ci, lo, hi) if cov > 0.999 else (ci, ci)
             srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for r in per.values()))
             note = "zone carbon intensity from codecarbon (OWID/Ember)"
-            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, note, distribution="lognormal" if lo < ci < hi else "")
+            dist = "lognormal" if lo < ci < hi else ""
+            factors[c.key] = ZoneFactor(ci, unit, 1.0, srcs, lo, hi, note, distribution=dist, characterisation=CLIMATE_METHOD)
         elif c.key == "water_use":
             if ewif is None or not has_mix:
                 factors[c.key] = ZoneFactor(None, unit, 0.0, (), note="no off-site water factor for the zone")
@@ -462,34 +517,80 @@ def zone(code: str) -> Zone:
             v, lo, hi = (ewif.value * aware.value / 1000, ewif.low * aware.low / 1000, ewif.high * aware.high / 1000)
             scope = "off-site water of generation only (no fuel chain); " + ewif.method + "; " + aware.method
             srcs = (*ewif.sources, *aware.sources)
-            factors[c.key] = ZoneFactor(v, unit, 1.0, srcs, lo, hi, "EWIF x AWARE", scope, "lognormal" if lo < v < hi else "")
+            dist = "lognormal" if lo < v < hi else ""
+            factors[c.key] = ZoneFactor(v, unit, 1.0, srcs, lo, hi, "EWIF x AWARE", scope, dist, characterisation=WATER_METHOD)
         else:
-            value, lo, hi, cov = _mix_sum(per, shares)
-            if not per or cov <= 0:
-                missing = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor")
-                factors[c.key] = _not_modelled(c, shares) or missing
-                continue
-            srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
-            note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
-            dist, dqr = _mix_quality(per, shares, value)
-            factors[c.key] = ZoneFactor(value, unit, cov, srcs, lo, hi, note, _scope_note(c.key, per, shares, code), dist, dqr)
+            factors[c.key] = _mixed_factor(c, per, shares, left_out, code)
     contested = _contested(code, shares, techs)
     if ewif_check and ewif_check["contested"]:
         contested.append(ewif_check)
-    contested += _zone_crosscheck(code, factors)
+    factors, national = _national_values(code, factors)
+    contested += national
     return Zone(code, name, year, shares, factors, ewif, aware, tuple(contested))
 
 
-def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str, Any]]:
-    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv):
-    the pairs that differ by more than 3x, for the contested-data list. The factor's range is left as its own
-    sources make it (the quoted datasets are cross-checks, never used to move or widen a factor)."""
+def _mixed_factor(
+    c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[str, float], left_out: dict[str, str], code: str
+) -> ZoneFactor:
+    """A category's factor from the technology rows counted, weighted by the mix."""
+    unit = f"{c.unit}/kWh"
+    value, lo, hi, cov = _mix_sum(per, shares)
+    if not per or cov <= 0:
+        missing = ZoneFactor(None, unit, 0.0, (), note="no open per-technology factor", characterisation=NOT_MODELLED)
+        lt = _scope_note(c.key, {}, shares, left_out) if any(shares.get(f, 0) > 0 for f in left_out) else ""
+        if lt:  # every technology of the mix with a factor has one that includes long-term emissions, left out
+            return ZoneFactor(None, unit, 0.0, (), note=lt, scope=f"use phase not modelled: {lt}", not_modelled=True)
+        return _not_modelled(c, shares) or missing
+    srcs = (CODECARBON_SOURCE, *dict.fromkeys(r["source"] for f, r in per.items() if shares[f] > 0))
+    note = "" if cov > 0.999 else f"factors cover {_share(cov)} of generation: lower bound"
+    dist, dqr = _mix_quality(per, shares, value)
+    scope = _scope_note(c.key, per, shares, left_out, code)
+    method = combine_methods([r["characterisation"] for f, r in per.items() if shares.get(f, 0) > 0])
+    lt = _long_term_of(per, shares)
+    return ZoneFactor(value, unit, cov, srcs, lo, hi, note, scope, dist, dqr, characterisation=method, long_term=lt)
+
+
+# National per-kWh values the open factors are compared with but that cannot test them: (source, category) -> why.
+FLAT_EUTROPHICATION = (
+    "ill-posed comparison: ADEME Base IMPACTS' freshwater eutrophication is flat across mixes (2.4e-9 to 4.6e-8 kg P "
+    "eq/kWh in the zones quoted, POL with 61 % coal at 1.9e-8): EF-compliant datasets without long-term emissions, "
+    "no technology signal"
+)
+ILL_POSED = {
+    (s, "eutrophication_freshwater"): FLAT_EUTROPHICATION for s in ("boaviztapi-ademe-base-impacts", "boaviztapi-electrical-mix")
+}
+NATIONAL_REASON = (
+    "central value kept: the open factors are the better-rated source (the zone's 2023 generation mix x per-technology "
+    "factors, against a 2011 national mix whose data are licence-restricted, cross-check only); the range spans the "
+    "national value"
+)
+
+
+def ill_posed(source: str, category: str, value: float) -> str:
+    """Why a national value cannot test a factor ("" where it can): a zero, or a value flat across mixes."""
+    return ILL_POSED.get((source, category)) or (
+        "ill-posed comparison: a zero national value is not an estimate of the category" if value <= 0 else ""
+    )
+
+
+def _national_values(code: str, factors: dict[str, ZoneFactor]) -> tuple[dict[str, ZoneFactor], list[dict[str, Any]]]:
+    """Compare the zone's factors with per-country values of other datasets (lca_data/electricity_zone_cited.csv).
+    Every comparable national value widens the factor's Monte Carlo range to contain it (the range spans every
+    source); the pairs more than 3x apart are listed as contested, with why the central value stays (the better-rated
+    source). Ill-posed comparisons (a zero value; ADEME's flat freshwater eutrophication) are listed, never used."""
     out = []
+    factors = dict(factors)
     for r in db().electricity_zone_cited_rows:
         f = factors.get(r["category"])
         if r["zone"] != code or f is None or f.value is None:
             continue
         other = float(Q(f"{r['value']} {r['unit']}", f.unit).magnitude)
+        why = ill_posed(r["source"], r["category"], other)
+        if not why and f.low is not None and f.high is not None and not f.low <= other <= f.high:
+            lo, hi = min(f.low, other), max(f.high, other)
+            own = f.own_range or (f.low, f.high)
+            factors[r["category"]] = replace(f, low=lo, high=hi, distribution=f.distribution or "lognormal", own_range=own)
+            f = factors[r["category"]]
         ratio = f.value / other if other and f.value else None
         if ratio is not None and 1 / 3 <= ratio <= 3:
             continue
@@ -505,31 +606,48 @@ def _zone_crosscheck(code: str, factors: dict[str, ZoneFactor]) -> list[dict[str
                 "ratio": ratio,
                 "unit": f.unit,
                 "in_range": f.low is not None and f.high is not None and f.low <= other <= f.high,
+                "note": why or NATIONAL_REASON,
             }
         )
-    return out
+    return factors, out
 
 
-def use_factors(w: Workload) -> UseFactors:
+def use_factors(w: Workload, long_term: str | None = None) -> UseFactors:
     """The per-kWh use-phase factors of a workload's electricity: its zone's open factors, or the
-    practitioner's set (site.electricity_factors), with the scenario's climate and EWIF overrides."""
+    practitioner's set (site.electricity_factors), with the scenario's climate and EWIF overrides; ``long_term``:
+    the site.long_term_emissions setting to build them for (default: the workload's own)."""
+    lt = long_term or w.long_term_emissions
     fs = w.electricity_factors
     if fs is not None:
-        return _from_set(fs)
-    return _open_factors(w.grid, w.carbon_intensity, w.ewif_l_per_kwh if w.ewif_stated else None)
+        return _from_set(fs, lt)
+    return _open_factors(w.grid, w.carbon_intensity, w.ewif_l_per_kwh if w.ewif_stated else None, lt)
 
 
-def _from_set(fs: FactorSet) -> UseFactors:
+def _from_set(fs: FactorSet, long_term: str) -> UseFactors:
+    """A practitioner's set: its own values and the characterisation its file states (else "not stated"); its
+    long-term treatment is the file's, whatever site.long_term_emissions says (stated as such)."""
     n = len(cat.keys())
     nm = fs.not_modelled or (False,) * n
     scope = tuple(src if off else "" for src, off in zip(fs.row_sources, nm, strict=True))  # why, for the report
-    return UseFactors(fs.value.copy(), fs.low.copy(), fs.high.copy(), fs.label, fs.sources, scope, np.ones(n), not_modelled=nm)
+    return UseFactors(
+        fs.value.copy(),
+        fs.low.copy(),
+        fs.high.copy(),
+        fs.label,
+        fs.sources,
+        scope,
+        np.ones(n),
+        not_modelled=nm,
+        characterisation=fs.methods or ("not stated",) * n,
+        long_term=("as in the user's file",) * n,
+        long_term_setting=long_term,
+    )
 
 
 @lru_cache(maxsize=64)
-def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors:
+def _open_factors(grid: str, ci: float | None, ewif: float | None, long_term: str = LT_EXCLUDE) -> UseFactors:
     keys = cat.keys()
-    z = zone(grid)
+    z = zone(grid, long_term)
     val, lo, hi = (np.full(len(keys), np.nan) for _ in range(3))
     cov = np.zeros(len(keys))
     scope, notes, srcs, dists, dqrs = [], [], [], [], []
@@ -556,7 +674,27 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None) -> UseFactors
         arr.setflags(write=False)  # cached and shared: callers copy before changing
     nm = tuple(z.factors[k].not_modelled for k in keys)
     srcs = tuple(dict.fromkeys(srcs))
-    return UseFactors(val, lo, hi, label, srcs, tuple(scope), cov, contested, tuple(notes), tuple(dists), tuple(dqrs), nm)
+    methods = [z.factors[k].characterisation or NOT_MODELLED for k in keys]
+    if ci is not None:
+        methods[i_cc] = "stated by the scenario (site.carbon_intensity)"
+    lt = tuple(z.factors[k].long_term for k in keys)
+    return UseFactors(
+        val,
+        lo,
+        hi,
+        label,
+        srcs,
+        tuple(scope),
+        cov,
+        contested,
+        tuple(notes),
+        tuple(dists),
+        tuple(dqrs),
+        nm,
+        tuple(methods),
+        lt,
+        long_term,
+    )
 
 
 def site_water_factor(w: Workload) -> tuple[float, float, float] | None:

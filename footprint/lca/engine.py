@@ -242,6 +242,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
     results: dict[str, CategoryResult] = {}
     for c in cat.categories() + cat.extras():
         results[c.key] = _category(c, inp, alloc, facility, w)
+    results.update(_with_long_term_sides(w, inp.uf, results, facility))
     _check_finite(w, {k: (r.total,) for k, r in results.items()})
 
     score_stats = None
@@ -255,7 +256,7 @@ def assess(w: Workload, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Assess
         activity = _activity_ranges(w, drawn.activity)
         for c in cat.categories() + cat.extras():
             i = IDX[c.key]
-            results[c.key] = results[c.key].with_stats(summary.q[:, i], summary.sensitivity[i])
+            results[c.key] = results[c.key].with_stats(summary.q[:, i], summary.sensitivity[i], _votes(summary, i))
         _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
         score_stats = (summary.score_q, summary.score_sensitivity)
         warnings += _outside_iqr(results, summary)
@@ -298,9 +299,12 @@ def _assess_parts(w: Workload, samples: int, seed: int) -> Assessment:
         sources += [x for inp in inputs for x in inp.range_sources] + (["ecoinvent-pedigree-v2"] if w.host else [])
         power = _power_relative(d)
         draws = [montecarlo.draw(p, samples, seed, inp, power) for p, inp in zip(w.parts, inputs, strict=True)]
-        summary = montecarlo.summarise(montecarlo.Draws(np.sum([x.totals for x in draws], axis=0), draws[0].inputs))
+        stages = np.sum([x.stages for x in draws], axis=0)
+        summary = montecarlo.summarise(
+            montecarlo.Draws(np.sum([x.totals for x in draws], axis=0), draws[0].inputs, stages=stages)
+        )
         for k in keys:
-            results[k] = results[k].with_stats(summary.q[:, IDX[k]], summary.sensitivity[IDX[k]])
+            results[k] = results[k].with_stats(summary.q[:, IDX[k]], summary.sensitivity[IDX[k]], _votes(summary, IDX[k]))
         _check_finite(w, {k: (r.low, r.high) for k, r in results.items()})
         score_stats = (summary.score_q, summary.score_sensitivity)
         warnings += _outside_iqr(results, summary)
@@ -327,6 +331,39 @@ def _assess_parts(w: Workload, samples: int, seed: int) -> Assessment:
         single_score=score,
         parts=subs,
     )
+
+
+LONG_TERM_SHOWN = ("eutrophication_freshwater", "ionising_radiation")  # both settings side by side in reports
+
+
+def _with_long_term_sides(
+    w: Workload, uf: electricity.UseFactors, results: dict[str, CategoryResult], facility: float
+) -> dict[str, CategoryResult]:
+    """Freshwater eutrophication and ionising radiation with their use stage under both settings of
+    site.long_term_emissions (the one counted, and the other), for --details and the report. Open factors only: a
+    practitioner's file has its own treatment."""
+    if w.electricity_factors is not None:
+        return {}
+    sets = {s: electricity.use_factors(w, s) for s in (electricity.LT_EXCLUDE, electricity.LT_INCLUDE)}
+    keys = cat.keys()
+    out = {}
+    for k in LONG_TERM_SHOWN:
+        i = keys.index(k)
+        sides: dict[str, Any] = {"counted": w.long_term_emissions}
+        for s, f in sets.items():
+            v = f.value[i]
+            sides[s] = None if not np.isfinite(v) or f.not_modelled[i] else float(facility * v)
+            sides[f"{s}_scope"] = f.scope[i] or "complete"
+            sides[f"{s}_long_term"] = f.long_term[i]
+        out[k] = replace(results[k], use_long_term=sides)
+    return out
+
+
+def _votes(summary: montecarlo.Summary, i: int) -> dict[str, float] | None:
+    """Each stage's share of the draws in which it is the largest, for one indicator."""
+    if summary.stage_votes is None:
+        return None
+    return {s: float(summary.stage_votes[j, i]) for j, s in enumerate(cat.stages())}
 
 
 def _outside_iqr(results: dict[str, CategoryResult], summary: montecarlo.Summary) -> list[str]:
@@ -408,6 +445,8 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             by_comp["on_site_water"] = float(w.it_energy_kwh * inp.site_water[0])
             by_stage["use"] = (by_stage["use"] or 0.0) + by_comp["on_site_water"]
     total = float(sum(v for v in by_stage.values() if v is not None))
+    keys = cat.keys()
+    method = inp.uf.characterisation[keys.index(c.key)] if c.key in keys and inp.uf.characterisation else ""
     return CategoryResult(
         c.key,
         c.name,
@@ -419,6 +458,7 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
         total,
         tuple(not_available),
         not_modelled=tuple(not_modelled),
+        characterisation=method,
     )
 
 

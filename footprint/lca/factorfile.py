@@ -12,7 +12,9 @@ Format (a template: lca_data/templates/electricity_factors.csv; comment lines st
 
 Every one of the 16 categories appears exactly once; ``value`` is a number or ``n/a`` (not available);
 ``unit`` is any unit convertible to the category's unit per kWh (g CO2 eq/kWh, kg CO2 eq/MWh ...);
-``low``/``high`` (optional, in the same unit) bound the Monte Carlo range; ``source`` is required. Values
+``low``/``high`` (optional, in the same unit) bound the Monte Carlo range; ``source`` is required;
+``characterisation`` (optional) names the method behind the value ("EF 3.1", "ILCD 2.0 (2018)" ...): only a row
+saying "EF 3.1" counts as EF 3.1 in the single score, an empty one is "not stated (user's factor file)". Values
 are finite and not negative (a negative per-kWh factor would turn the use phase into a credit: no
 electricity dataset we know has one, and a sign error is far likelier).
 """
@@ -35,6 +37,7 @@ from footprint.lca.units import Q, UnitParseError
 MAX_BYTES = 1_000_000
 REQUIRED = ("category", "value", "unit", "source")
 NOT_AVAILABLE = ("n/a", "na", "")
+METHOD_NOT_STATED = "not stated (user's factor file)"
 
 
 def _err(path: str, key: str, msg: str) -> ScenarioError:
@@ -78,6 +81,7 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
     n = len(keys)
     val, lo, hi = (np.full(n, np.nan) for _ in range(3))
     srcs = [""] * n
+    methods = [METHOD_NOT_STATED] * n
     seen: dict[str, int] = {}
     line_of_row = _data_lines(text)
     for i, raw in enumerate(raw_rows):
@@ -93,6 +97,7 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
         if not row.get("source"):
             raise _err(name, f"{where}, column 'source'", "empty: say where the factor comes from")
         srcs[j] = row["source"]
+        methods[j] = cat.method_name(row.get("characterisation") or "") or METHOD_NOT_STATED
         if row.get("value", "").lower() in NOT_AVAILABLE:
             continue
         target = f"{cat.by_key(key).unit}/kWh"
@@ -115,7 +120,7 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
     absent = [k for k in keys if k not in seen]
     if absent:
         raise _err(name, "category", f"no row for {', '.join(absent)}: give all 16 categories (value n/a where you have none)")
-    return FactorSet(str(p), val, lo, hi, tuple(srcs))
+    return FactorSet(str(p), val, lo, hi, tuple(srcs), methods=tuple(methods))
 
 
 def _data_lines(text: str) -> list[int]:
@@ -142,10 +147,10 @@ def template(zone: str = "FRA") -> str:
         f = z.factors[c.key]
         unit = f"{display_unit(c.unit)}/kWh"
         if f.value is None:
-            rows.append([c.key, "n/a", unit, "", "", "footprint open factors: none", f.note])
+            rows.append([c.key, "n/a", unit, "", "", "footprint open factors: none", f.characterisation, f.note])
             continue
         src = f"footprint open factors for {z.code}: " + ", ".join(f.sources)
-        rows.append([c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.scope or f.note])
+        rows.append([c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.characterisation, f.scope or f.note])
     write_rows(buf, rows)
     return buf.getvalue()
 
@@ -156,7 +161,8 @@ def header_lines(origin: str) -> str:
         "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
         "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
         "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
-        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required), note.\n"
+        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required),\n"
+        "# characterisation (optional: the method behind the value, e.g. EF 3.1), note.\n"
         + "".join(f"# {line}\n" for line in origin.splitlines())
     )
 
@@ -164,7 +170,7 @@ def header_lines(origin: str) -> str:
 def write_rows(buf: io.StringIO, rows: list[list[str]], extra: tuple[str, ...] = ()) -> None:
     """The header row (the format's columns, then ``extra`` ones the reader passes over) and the rows."""
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["category", "value", "unit", "low", "high", "source", "note", *extra])
+    w.writerow(["category", "value", "unit", "low", "high", "source", "characterisation", "note", *extra])
     w.writerows(rows)
 
 

@@ -23,6 +23,7 @@ class FactorSet:
     row_sources: tuple[str, ...]  # the file's own source text, one per category (report order)
     title: str = ""  # a named set that is not a file (site.electricity_factors: ademe)
     not_modelled: tuple[bool, ...] = ()  # per category: the set's source has no factor (value NaN), not merely n/a
+    methods: tuple[str, ...] = ()  # the characterisation method the file states per category (column characterisation)
 
     @property
     def label(self) -> str:

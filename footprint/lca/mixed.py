@@ -36,7 +36,19 @@ def sum_results(rs: list[CategoryResult]) -> CategoryResult:
         high=total,
         not_available=tuple(dict.fromkeys(x for r in rs for x in r.not_available)),
         not_modelled=tuple(dict.fromkeys(x for r in rs for x in r.not_modelled)),
+        use_long_term=_sum_long_term([r.use_long_term for r in rs]),
     )
+
+
+def _sum_long_term(sides: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The use stage both ways of long-term emissions, summed over the parts (one site: the same factors, the same
+    scope); None where a part has none."""
+    if not sides or any(s is None for s in sides):
+        return None
+    out = dict(sides[0])  # type: ignore[arg-type]
+    for k in ("exclude", "include"):
+        out[k] = sum_values([s[k] for s in sides])  # type: ignore[index]
+    return out
 
 
 def sum_materials(w: Workload, subs: tuple[Assessment, ...]) -> dict[str, Any]:

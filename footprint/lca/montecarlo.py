@@ -16,7 +16,8 @@ Inputs drawn (each stated with its distribution, `footprint.lca.uncertainty`):
 The draws come in a fixed order and shape for a given factor set, so two workloads of one factor set drawn
 with one seed share their random numbers: totals are linear in GPU-hours and energy draw by draw
 (footprint.lca.batch relies on it). `summarise` gives each indicator's 2.5/25/50/75/97.5 percentiles and,
-from the same draws, the sensitivity table.
+from the same draws, the sensitivity table and each stage's share of the draws in which it is the largest (a stage is
+called dominant only where at least 90 % of the draws agree: `assessment.DOMINANCE_SHARE`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Draws:
     totals: np.ndarray  # (samples, indicators)
     inputs: tuple[Input, ...]
     activity: dict[str, np.ndarray] = field(default_factory=dict)  # GPU-hours, IT and facility kWh per draw (headline)
+    stages: np.ndarray | None = None  # (stages, samples, indicators): each stage's total per draw, cat.stages() order
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Summary:
     score_q: np.ndarray
     sensitivity: list[dict[str, Any]]
     score_sensitivity: dict[str, Any]
+    stage_votes: np.ndarray | None = None  # (stages, indicators): share of the draws in which each stage is largest
 
 
 def _tri(rng: np.random.Generator, lo: float, mode: float, hi: float, n: int) -> np.ndarray:
@@ -141,11 +144,13 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
     if "carbon_intensity" in r:
         lo, hi = r["carbon_intensity"]
         el[:, ci] = _tri(rng, lo, inp.elec[ci], hi, n)
-    totals = (emb * mult + host) * alloc[:, None] + facility[:, None] * el
+    use = facility[:, None] * el
+    totals = (emb * mult + host) * alloc[:, None] + use
     if inp.site_water is not None:
         sw = inp.site_water
         water = _tri(rng, sw[1], sw[0], sw[2], n)
         totals[:, IDX["water_use"]] += it * water
+        use[:, IDX["water_use"]] += it * water
         shared.append(
             Input(
                 "site cooling water (WUE x AWARE)",
@@ -158,7 +163,31 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
             )
         )
     activity = {"gpu_hours": gpu_hours, "it_energy_kwh": it, "facility_energy_kwh": facility}
-    return Draws(totals, (*_per_category_inputs(inp, emb, mult, host, el, kinds, block), *shared), activity)
+    stages = _stage_draws(inp, mult, host, alloc, use)
+    return Draws(totals, (*_per_category_inputs(inp, emb, mult, host, el, kinds, block), *shared), activity, stages)
+
+
+def _stage_draws(inp: Inputs, mult: np.ndarray, host: np.ndarray, alloc: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Each life-cycle stage's total per draw (stages x samples x indicators), as the engine's ``_category`` splits
+    the central values: the embodied parts by their stage, the host share in manufacturing, electricity in use."""
+    names = cat.stages()
+    per_stage = np.zeros((len(names), N_IND))
+    for (_, stage), arr in inp.parts.items():
+        per_stage[names.index(stage)] += arr
+    out = per_stage[:, None, :] * mult[None, :, :] * alloc[None, :, None]
+    out[names.index("manufacturing")] += host * alloc[:, None]
+    out[names.index("use")] += use
+    return out
+
+
+def stage_votes(stages: np.ndarray) -> np.ndarray:
+    """Share of the draws in which each stage is the largest (by magnitude), per indicator (stages x indicators)."""
+    size = np.abs(stages)
+    best, winner = size[0].copy(), np.zeros(size.shape[1:], np.int8)  # samples x indicators; ties: the first stage
+    for s in range(1, size.shape[0]):
+        winner[size[s] > best] = s
+        np.maximum(best, size[s], out=best)
+    return np.stack([(winner == s).mean(axis=0) for s in range(size.shape[0])])
 
 
 def _per_category_inputs(
@@ -229,4 +258,5 @@ def summarise(d: Draws) -> Summary:
     scores = normalisation.single_scores(d.totals)
     q = percentiles(np.column_stack([d.totals, scores]))
     per, score = sensitivity(d.totals, scores, d.inputs, len(cat.keys()))
-    return Summary(q[:, :-1], q[:, -1], per, score)
+    votes = stage_votes(d.stages) if d.stages is not None else None
+    return Summary(q[:, :-1], q[:, -1], per, score, votes)

@@ -47,7 +47,8 @@ def normalise(
     nf, w = factors()
     per: dict[str, dict[str, float]] = {}
     by_stage: dict[str, float] = {s: 0.0 for s in cat.stages()}
-    partial = []
+    partial: list[str] = []
+    reasons: dict[str, str] = {}
     for i, k in enumerate(cat.keys()):
         r = impacts[k]
         pe = float(r.total / nf[i])
@@ -62,8 +63,10 @@ def normalise(
         for s, v in r.by_stage.items():
             if v is not None:
                 by_stage[s] += float(v / nf[i] * w[i])
-        if r.not_available or r.not_modelled:
+        why = partial_reason(r)
+        if why:
             partial.append(r.name)
+            reasons[r.name] = why
     total = float(sum(p["points"] for p in per.values()))
     for p in per.values():
         p["share_of_single_score"] = p["points"] / total if total else 0.0
@@ -80,10 +83,25 @@ def normalise(
         "by_stage": by_stage,
         "method": METHOD,
         "note": VALUE_CHOICE,
+        "partial": bool(partial),
         "partial_categories": partial,
+        "partial_reasons": reasons,
         "source": SOURCE,
     }
     return per, score
+
+
+def partial_reason(r: Any) -> str:
+    """Why a category makes the EF 3.1 single score partial ("" where it does not): a stage not modelled or not
+    available, or a use-phase factor that is not EF 3.1-characterised (summing it would mix methods)."""
+    if r.not_modelled:
+        return f"{', '.join(r.not_modelled)} not modelled"
+    if r.not_available:
+        return f"{', '.join(r.not_available).replace('_', ' ')} not available"
+    method = getattr(r, "characterisation", "")
+    if method and method != cat.EF31:
+        return f"use-phase factor: {method} (not EF 3.1)"
+    return ""
 
 
 def ranked(per: dict[str, dict[str, float]]) -> list[str]:

@@ -131,7 +131,9 @@ def contested_items(a: Assessment) -> list[str]:
     for factor, cs in groups.items():
         first = cs[0]
         others = "; ".join(f"{num(c['second_value'])} ({c['second_source']}, {_ratio_text(c)})" for c in cs)
-        out.append(f"{factor} [{first.get('unit', '')}]: {num(first['value'])} ({first['source']}) vs {others}")
+        why = "; ".join(dict.fromkeys(c["note"] for c in cs if "in_range" in c and c.get("note")))
+        line = f"{factor} [{first.get('unit', '')}]: {num(first['value'])} ({first['source']}) vs {others}"
+        out.append(line + (f" — {why}" if why else ""))
     return out
 
 
@@ -159,7 +161,7 @@ def _contested(a: Assessment) -> NoteGroup | None:
     top = ", ".join(f"{_PARENS.sub('', c['factor'])} ({_fold(c['ratio'])})" for c in ranked[:2])
     outside = sum(1 for c in a.contested if c.get("in_range") is False)
     spans = (
-        f"Monte Carlo ranges span both except {outside} quoted national values"
+        f"Monte Carlo ranges span both except {outside} ill-posed comparison{'s' if outside > 1 else ''}"
         if outside
         else "their Monte Carlo ranges span both"
     )

@@ -5,36 +5,23 @@ manufacturing = casing mass x f_casing + heatsink mass x f_heatsink + board area
               + card mass x f_upstream_transport;  end of life = card mass x f_eol;
 distribution  = card mass x distance x f_mode (defaults: 9,908 km by plane + 1,000 km by truck).
 
-Die losses follow the calculator (hubblo-org/gpu-calculator, src/lib/gpu/calculations.ts): dies per
-300 mm wafer with 0.2 mm kerf and edge loss, times the usable share exp(-sqrt(A/100 x 0.1)) (Murphy-like
-yield at 0.1 defects/cm2). With the published VRAM convention (``all_dies=False``) it reproduces the
-public calculator's A100 PCIe 40GB page (181 kg CO2 eq, 2,445 MJ, 0.00690 kg Sb eq): see
+Die losses follow the calculator (lca_data/die_yield.py). The GPU die's per-mm2 factor is, by default (correction
+die_factor_from_measured_dies), the one ADEME's own per-card dies imply (lca_data/ademe_die_factor.csv); the
+calculator's average factor stays the "published" variant. With the published conventions (die factor, and VRAM
+``all_dies=False``) it reproduces the public calculator's A100 PCIe 40GB page (181 kg CO2 eq, 2,445 MJ, 0.00690 kg Sb eq): see
 tests/test_validation.py.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
 
-WAFER_DIAMETER_MM = 300.0
-KERF_MM = 0.2
-DEFECT_DENSITY_PER_CM2 = 0.1
+from lca_data.die_yield import die_area_with_losses
+
 DEFAULT_DISTANCES_KM = {"plane": 9908.0, "truck": 1000.0, "boat": 0.0}
-
-
-def die_area_with_losses(area_mm2: float) -> float:
-    """Silicon consumed per good die (mm2): wafer-edge, kerf and defect losses included."""
-    if area_mm2 < 1:
-        return 0.0
-    with_kerf = (math.sqrt(area_mm2) + KERF_MM) ** 2
-    radius = WAFER_DIAMETER_MM / 2
-    dies = round(math.pi * radius * radius / with_kerf - math.pi * WAFER_DIAMETER_MM / math.sqrt(2 * with_kerf))
-    covered = area_mm2 * dies / (math.pi * radius * radius)
-    usable = math.exp(-math.sqrt(area_mm2 / 100 * DEFECT_DENSITY_PER_CM2))
-    return area_mm2 / (covered * usable)
+__all__ = ["card_components", "die_area_with_losses", "distribution", "vram_area_with_losses"]
 
 
 def vram_area_with_losses(inputs: Mapping[str, float], mm2_per_gb: float, all_dies: bool = True) -> float:

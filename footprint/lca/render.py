@@ -18,8 +18,10 @@ from footprint.lca.assessment import (
     gpus_text,
     hardware_text,
     key_figures_line,
+    long_term_rows,
     mfu_text,
     num,
+    partial_text,
     parts_text,
     pue_text,
     sensitivity_rows,
@@ -81,7 +83,9 @@ def single_score_line(a: Assessment) -> str | None:
         return None
     top = sorted(a.normalised, key=lambda k: a.normalised[k]["points"], reverse=True)[:3]
     lead = ", ".join(f"{a.impacts[k].name.lower()} {a.normalised[k]['share_of_single_score']:.0%}" for k in top)
-    return f"Single score: {num(s['value'])} Pt (low-high {num(s['low'])} - {num(s['high'])}); largest shares: {lead}"
+    partial = partial_text(a)
+    head = f"Single score ({partial})" if partial else "Single score"
+    return f"{head}: {num(s['value'])} Pt (low-high {num(s['low'])} - {num(s['high'])}); largest shares: {lead}"
 
 
 NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 3.1 weights)."
@@ -120,6 +124,8 @@ def to_table(a: Assessment, details: bool = False) -> str:
         hourly = a.workload.hourly
         out.append(f"Electricity: {a.use_factors.label}." + (f" Use phase {hourly.method()}." if hourly else ""))
     groups = note_groups(a)
+    if details:
+        out += details_lines(a)
     if groups and details:
         for g in groups:
             out.append(f"{g.title} ({len(g.items)}): {g.summary}")
@@ -128,6 +134,25 @@ def to_table(a: Assessment, details: bool = False) -> str:
         out.append(f"Notes ({note_count(groups)}, one line per group; --details lists each, --format json has them all):")
         out += [f"  {g.line()}" for g in groups]
     return "\n".join(out) + "\n"
+
+
+def details_lines(a: Assessment) -> list[str]:
+    """--details: each category's characterisation method and dominant stage (with the share of Monte Carlo draws that
+    agree), why the single score is partial, and the use stage without and with long-term emissions."""
+    out = ["Characterisation of the use-phase factor, dominant stage (share of Monte Carlo draws in which it is largest):"]
+    for k in cat.keys():
+        r = a.impacts[k]
+        share = r.dominant_stage_draws
+        votes = f" ({share:.0%} of draws)" if share is not None else ""
+        out.append(f"  - {r.name}: {r.characterisation or 'n/a'}; dominant stage {r.dominant_text}{votes}")
+    reasons = (a.single_score or {}).get("partial_reasons") or {}
+    if reasons:
+        out.append("Single score partial: " + "; ".join(f"{k}: {v}" for k, v in reasons.items()))
+    rows = long_term_rows(a)
+    if rows:
+        out.append(f"Long-term emissions (site.long_term_emissions: {a.workload.long_term_emissions}), use stage both ways:")
+        out += [f"  - {r[0]}: excluded {r[1]}, included {r[2]}; {r[4]}" for r in rows]
+    return out
 
 
 def to_markdown(a: Assessment) -> str:

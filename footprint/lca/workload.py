@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Workload", "load_scenario", "workload_from_dict"]
 
+LONG_TERM = ("exclude", "include")  # site.long_term_emissions: EF datasets carry no long-term flows (the default)
 ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
     "model": ("parameters", "tokens", "active_parameters", "layers", "hidden", "heads", "seq_len", "vocab_size"),
@@ -47,7 +48,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "energy",
         "kernel_profile",
     ),
-    "site": ("preset", "grid", "pue", "wue", "ewif", "carbon_intensity", "carbon_intensity_hourly", "electricity_factors"),
+    "site": (
+        "preset",
+        "grid",
+        "pue",
+        "wue",
+        "ewif",
+        "carbon_intensity",
+        "carbon_intensity_hourly",
+        "electricity_factors",
+        "long_term_emissions",
+    ),
     "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
 }
 DEFAULT_LIFETIME = "3 years"  # Boavizta / EcoLogits GPU default; see README "Method"
@@ -519,6 +530,7 @@ def _site(ctx: _Ctx, site: dict[str, Any]) -> dict[str, Any]:
         "electricity_factors": _factor_set(ctx, site, ci, grid),
         "hourly_intensity": hourly,
         "site_preset": preset_name,
+        "long_term_emissions": ctx.text("site.long_term_emissions", site.get("long_term_emissions", "exclude"), LONG_TERM),
     }
 
 

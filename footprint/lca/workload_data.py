@@ -46,6 +46,7 @@ class Workload:
     electricity_factors: FactorSet | None = None  # site.electricity_factors: a practitioner's per-kWh set
     hourly_intensity: HourlyIntensity | None = None  # site.carbon_intensity_hourly, read and validated
     hourly: HourlyMatch | None = None  # the energy per hour matched to it (footprint.lca.hourly): climate change only
+    long_term_emissions: str = "exclude"  # site.long_term_emissions: exclude (EF datasets' practice) or include
     embodied_variant: str | None = None  # hardware.embodied_data: corrected (default) or published
     host: str | None = "default"
     embodied_override: dict[str, float] = field(default_factory=dict)

@@ -24,12 +24,15 @@ from footprint.errors import FootprintError
 from footprint.escaping import csv_cell, md_text
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
+    LONG_TERM_HEADERS,
     PE_NOTE,
     SCORE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
     key_figures,
+    long_term_rows,
     num,
+    partial_text,
     pct,
     sensitivity_rows,
     summary_facts,
@@ -166,11 +169,13 @@ def headline(a: Assessment) -> list[tuple[str, str, str]]:
     out = []
     if a.single_score:
         sc = a.single_score
+        partial = partial_text(a)
         out.append(
             (
-                "EF 3.1 single score",
+                "EF 3.1 single score" + (" (partial)" if partial else ""),
                 f"{num(sc['value'])} Pt",
-                f"range {num(sc['low'])} – {num(sc['high'])} · weighting is a value choice",
+                f"range {num(sc['low'])} – {num(sc['high'])} · weighting is a value choice"
+                + (f" · {partial} (Methods)" if partial else ""),
             )
         )
     for k in top_categories(a) if a.normalised else []:
@@ -244,7 +249,7 @@ def category_rows(a: Assessment) -> list[list[str]]:
                 num(r.high),
                 num((a.normalised.get(c.key) or {}).get("person_equivalents")),
                 *(r.stage_text(s) for s in cat.stages()),
-                (r.dominant_stage or ("not determined" if r.not_modelled else "n/a")).replace("_", " "),
+                r.dominant_text,
             ]
         )
     return rows
@@ -275,6 +280,22 @@ def _sensitivity_md(a: Assessment) -> list[str]:
     ]
 
 
+METHOD_HEADERS = ["Category", "Characterisation of the use-phase factor", "In the EF 3.1 single score", "Dominant stage"]
+
+
+def method_rows(a: Assessment) -> list[list[str]]:
+    """Per category: the characterisation method behind its use-phase factor, whether the single score counts it as
+    EF 3.1 (else why it is partial), and the dominant stage with the share of Monte Carlo draws that agree."""
+    reasons = (a.single_score or {}).get("partial_reasons") or {}
+    rows = []
+    for k in cat.keys():
+        r = a.impacts[k]
+        share = r.dominant_stage_draws
+        dom = r.dominant_text + (f" ({share:.0%} of draws)" if share is not None else "")
+        rows.append([r.name, r.characterisation or "n/a", f"partial: {reasons[r.name]}" if r.name in reasons else "yes", dom])
+    return rows
+
+
 def methods_text(a: Assessment) -> list[str]:
     d = a.to_dict()["method"]
     return [
@@ -282,7 +303,10 @@ def methods_text(a: Assessment) -> list[str]:
         f"Energy: {d['energy']}.",
         f"Embodied: {d['embodied']}.",
         f"Use phase: {d['use']}.",
+        f"Characterisation: {d['characterisation']}.",
+        f"Long-term emissions: {d['long_term_emissions']}.",
         f"Uncertainty: {d['uncertainty']}.",
+        "Dominant stage: named only where at least 90 % of the Monte Carlo draws agree; 'not determined (split)' below.",
         "Not available (n/a) means no data exists for that part; it is never counted as zero. "
         f"Not modelled means {NOT_MODELLED}.",
     ]
@@ -402,8 +426,11 @@ def _section_html(s: Section, printed: bool = False) -> str:
             f"{num(k.get('busy_time_us'))} µs of {num(k.get('total_time_us'))} µs.</p>",
             *(f'<p class="sub">{html.escape(n)}.</p>' for n in _kernel_notes(k)),
         ]
+    lt = long_term_rows(a)
     parts += [
         "<h2>Methods</h2><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in methods_text(a)) + "</ul>",
+        _table(METHOD_HEADERS, method_rows(a), "cmp"),
+        *(["<h3>Long-term emissions, both ways (use stage)</h3>", _table(LONG_TERM_HEADERS, lt, "cmp")] if lt else []),
         "<h2>Sources and licences</h2>" + sources_html(a),
     ]
     return "\n".join(parts)
@@ -558,7 +585,12 @@ def to_markdown(sections: list[Section], out: Path) -> str:
         if s.kernels:
             lines += ["## Kernel analysis", "", fig("kernels", s.figures.get("kernels"), "GPU time by kernel category", i)]
             lines += [line for n in _kernel_notes(s.kernels) for line in (f"{md_text(n)}.", "")]
-        lines += ["## Methods", ""] + [f"- {md_text(m)}" for m in methods_text(a)] + ["", "## Sources and licences", ""]
+        lines += ["## Methods", "", *(f"- {md_text(m)}" for m in methods_text(a))]
+        lines += ["", _md_table(METHOD_HEADERS, method_rows(a))]
+        lt = long_term_rows(a)
+        if lt:
+            lines += ["", "### Long-term emissions, both ways (use stage)", "", _md_table(LONG_TERM_HEADERS, lt)]
+        lines += ["", "## Sources and licences", ""]
         lines += [f"- {md_source(src)}" for src in a.sources]
         lines.append("")
     return "\n".join(lines) + "\n"

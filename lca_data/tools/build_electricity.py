@@ -289,6 +289,8 @@ class Factor:
         self.zone, self.year = zone, year  # zone "" = every zone without its own row; year of the central source
         self.variants: list[float] = []
         self.seconds: list[tuple[float, str, str]] = []  # (value, source, note)
+        self.members: list[Factor] = []  # a proxy's family, or a zone row's generic factor
+        self.original: tuple[float, str] | None = None  # (value, source) before a consensus replaced the central value
 
     def bounds(self) -> tuple[float, float]:
         vals = [self.value, *self.variants, *(v for v, _, _ in self.seconds)]
@@ -302,6 +304,125 @@ class NotModelled(Factor):
 
     def __init__(self, tech: str, category: str, direct: str) -> None:
         super().__init__(tech, category, math.nan, S_DERIVED, "not_modelled", f"{direct}; {SEARCHED}")
+
+
+# ---- characterisation method, long-term emissions and the consensus of disagreeing sources (issue 29) ----------------
+# Columns ``characterisation`` and ``long_term`` of electricity_technologies.csv (and the zone rows): the engine reads the
+# method per row, so a row characterised another way (e.g. EF 3.1 from an inventory) changes a category's method
+# without code changes. Labels (docs/data.md "Characterisation and long-term emissions"):
+EF31, ILCD, GWP_AR5 = "EF 3.1", "ILCD 2.0 (2018)", "IPCC AR5 GWP100"
+SOURCE_METHOD = {  # the characterisation each cited dataset states
+    S_UNECE: ILCD,  # UNECE 2022 report: ILCD 2.0 2018 midpoint (climate change: IPCC 2013 GWP100 within it)
+    S_D4B: ILCD,  # the same study's Europe-region values
+    "benportner-ecoinvent-ilcd": ILCD,
+    "ipcc-ar5-annex3": GWP_AR5,
+    "ipcc-srren-annex2": "IPCC AR4 GWP100",
+    "electricitymaps-defaults": "GWP100 (UK POST 2014; IPCC version not stated)",
+    "ecodynelec-ecoinvent-uiv": "IPCC 2013 GWP100 (ecoinvent)",
+    "garrett-ronde-2013-vestas": "CML (ADP elements)",
+    S_DERIVED: EF31,  # EF 3.1 CFs applied here to stack emissions, fuel input or UNECE's land occupation
+    S_MACKNICK: "n/a (inventory flow, L/kWh)",
+    "uslci-fy21-q3": EF31,  # S_INVENTORY: USLCI characterised with EF 3.1 in Brightway (build_electricity_inventory.py)
+}
+# Life-cycle second sources independent of the factor's own study: the ones a consensus is formed from (Digital4Better
+# is UNECE's own Europe-region value; direct stack emissions are lower bounds, not life-cycle estimates)
+INDEPENDENT_LIFE_CYCLE = ("benportner-ecoinvent-ilcd", "ipcc-ar5-annex3", "ipcc-srren-annex2", "ecodynelec-ecoinvent-uiv")
+# Categories where long-term emissions (> 100 years: spoil heaps, tailings, landfills) carry a characterisation factor in
+# EF 3.1 (the same as short-term ones; toxicity gives them 0): the ``long_term`` column says how each factor treats them.
+LONG_TERM_CATEGORIES = ("eutrophication_freshwater", "eutrophication_marine", "ionising_radiation")
+LONG_TERM_INCLUDED = {  # (technology, category) -> why the factor is known to include long-term emissions
+    ("coal", "eutrophication_freshwater"): (
+        "includes the long-term phosphate emissions of coal-mining spoil heaps: UNECE's value agrees with ecoinvent 3.5's "
+        "(benportner-ecoinvent-ilcd, ILCD 2.0 2018 with long-term emissions, ratio 0.76); no open short-term value"
+    ),
+}
+
+
+def method_of(f: Factor) -> str:
+    """The characterisation method of a factor: its source's; a proxy's or consensus's from its members' methods; a
+    zone row's life-cycle value keeps its generic factor's upstream method beside EF 3.1 for the fleet's direct part."""
+    if isinstance(f, InventoryFactor):
+        return f.characterisation
+    if f.scope == "proxy" and f.members:
+        return combine_methods([method_of(m) for m in f.members])
+    if f.zone:  # the fleet's direct emissions x EF 3.1 CFs, plus the generic factor's upstream part where it has one
+        return EF31 if f.scope == "direct" else combine_methods([method_of(f.members[0]), EF31])
+    if f.original:
+        return combine_methods([SOURCE_METHOD[f.original[1]], *(SOURCE_METHOD[s] for _, s, _ in _independent(f))])
+    return SOURCE_METHOD.get(f.source, "not stated")
+
+
+def combine_methods(methods: list[str]) -> str:
+    """One method where all agree, else "mixed (A; B)": a mixed value is not EF 3.1."""
+    unique = list(dict.fromkeys(methods))
+    return unique[0] if len(unique) == 1 else f"mixed ({'; '.join(unique)})"
+
+
+def long_term_of(f: Factor) -> str:
+    """How a factor treats long-term emissions: "included", "excluded" (EF 3.1 applied here to direct emissions or
+    fuel: none by construction), "not stated" (a life-cycle source that does not say), "n/a" (no long-term flows in
+    the category under EF 3.1: climate, air emissions, resources, toxicity at 0)."""
+    if f.category not in LONG_TERM_CATEGORIES:
+        return "n/a"
+    if isinstance(f, InventoryFactor):
+        return f.long_term
+    if (f.tech, f.category) in LONG_TERM_INCLUDED:
+        return "included"
+    if f.scope == "proxy" and f.members:
+        kinds = {long_term_of(m) for m in f.members}
+        return "included" if "included" in kinds else ("not stated" if "not stated" in kinds else "excluded")
+    if f.original:
+        return "not stated"  # a consensus of life-cycle sources: none separates its long-term part
+    if f.scope == "direct" or f.source == S_DERIVED:
+        return "excluded"
+    return "not stated"
+
+
+def method_columns(f: Factor) -> dict[str, str]:
+    return {"characterisation": method_of(f), "long_term": long_term_of(f)}
+
+
+def _independent(f: Factor) -> list[tuple[float, str, str]]:
+    """The factor's independent life-cycle second sources with a positive value."""
+    return [(v, sid, n) for v, sid, n in f.seconds if sid in INDEPENDENT_LIFE_CYCLE and v > 0]
+
+
+def consensus(f: Factor) -> None:
+    """Where the factor's source and an independent life-cycle source disagree by more than 3x, the central value
+    becomes their geometric mean (all of them), unless the factor alone is EF 3.1-characterised: then it stays, the
+    better-rated source (the method the single score needs), with that reason. The source's own value stays a variant
+    (the range spans it and every second source) and ``original`` (the cross-check compares it)."""
+    others = _independent(f)
+    if f.scope not in ("life_cycle",) or f.value <= 0 or not others:
+        return
+    if not any(_contested(_ratio(f.value, v)) for v, _, _ in others):
+        return
+    if SOURCE_METHOD.get(f.source) == EF31 and any(SOURCE_METHOD[s] != EF31 for _, s, _ in others):
+        f.note += (
+            "; contested (sources disagree by more than 3x): kept as the better-rated value, the only EF 3.1-characterised one"
+        )
+        return
+    vals = [f.value, *(v for v, _, _ in others)]
+    centre = math.exp(sum(math.log(v) for v in vals) / len(vals))
+    parts = [f"{_g(f.value)} ({f.source})", *(f"{_g(v)} ({s})" for v, s, _ in others)]
+    f.original = (f.value, f.source)
+    f.note = (
+        f"consensus of independent sources that disagree by more than 3x: geometric mean of {', '.join(parts)}; "
+        f"range spans them all. Source's own note: {f.note}"
+    )
+    f.variants.append(f.value)
+    f.value, f.source = centre, S_DERIVED
+
+
+def _source_spread(f: Factor) -> float | None:
+    """The largest ratio between the factor's sources where they disagree by more than 3x (the precision rating is
+    then read from it: no good precision on a contested factor), else None."""
+    own = f.original[0] if f.original else f.value
+    vals = [own, *(v for v, _, _ in _independent(f))]
+    vals = [v for v in vals if v > 0]
+    if len(vals) < 2 or max(vals) / min(vals) <= CONTESTED_RATIO:
+        return None
+    return max(vals) / min(vals)
 
 
 def _g(x: float) -> str:
@@ -445,6 +566,8 @@ def build_factors(inp: Inputs) -> list[Factor]:
                 note = "UNECE 2021 Europe-region value via Digital4Better: same study as the factor, not independent"
                 factors[(tech, category)].seconds.append((float(inp.d4b[row][col]), S_D4B, note))
     _prefer_inventory(factors)  # the open inventory (USLCI x EF 3.1) where it covers a technology x category
+    for f in factors.values():
+        consensus(f)  # before the proxies: a proxy's family takes its members' consensus values
     _add_proxies(factors)  # the family's ranges include its second sources
     for tech, category, value, sid, note in cited_emissions(inp):  # after the proxies: some test a proxy
         f = factors.get((tech, category))
@@ -521,6 +644,7 @@ def _add_proxies(factors: dict[tuple[str, str], Factor]) -> None:
             )
             f = Factor(tech, category, centre, S_DERIVED, "proxy", note)
             f.variants += [m.bounds()[0] for m in members] + [m.bounds()[1] for m in members]
+            f.members = members
             factors[(tech, category)] = f
 
 
@@ -653,6 +777,7 @@ def zone_factors(inp: Inputs, factors: list[Factor]) -> list[Factor]:
                 f.variants += [upstream + _direct(inp, category, o) for o in others]
                 f.variants.append(upstream + _direct(inp, category, filled, UNSPECIFIED))  # stack compartment
                 f.seconds += base.seconds  # the technology's independent life-cycle estimates
+                f.members = [base]
                 out.append(f)
     return out
 
@@ -751,7 +876,8 @@ def _year(inp: Inputs, f: Factor) -> int | None:
 
 
 def _factor_row(inp: Inputs, f: Factor) -> dict[str, str]:
-    q = quality(f.value, f.scope, f.source, f.zone, _year(inp, f), f.variants, [v for v, _, _ in f.seconds])
+    seconds = [v for v, _, _ in f.seconds] + ([f.original[0]] if f.original else [])
+    q = quality(f.value, f.scope, f.source, f.zone, _year(inp, f), f.variants, seconds, _source_spread(f))
     row = {"zone": f.zone} if f.zone else {}
     row.update(
         {
@@ -766,6 +892,7 @@ def _factor_row(inp: Inputs, f: Factor) -> dict[str, str]:
             "source": f.source,
             "distribution": q["distribution"],
             **{f"dqr_{k}": str(v) for k, v in q["ratings"].items()},
+            **method_columns(f),
             "note": f.note,
         }
     )
@@ -788,17 +915,20 @@ def _not_modelled_row(f: Factor) -> dict[str, str]:
 
 
 def _check_rows(f: Factor) -> list[dict[str, str]]:
+    """Each second source beside the factor's own source (the source's value, before any consensus: the pair's
+    disagreement is what the check records)."""
     out = []
+    value, source = f.original or (f.value, f.source)
     for v, sid, note in f.seconds:
-        ratio = _ratio(f.value, v)
+        ratio = _ratio(value, v)
         out.append(
             {
                 "subject": f.tech,
                 "category": f.category,
                 "quantity": "factor",
-                "value": _g(f.value),
+                "value": _g(value),
                 "unit": UNITS[f.category],
-                "source": f.source,
+                "source": source,
                 "second_value": _g(v),
                 "second_source": sid,
                 "ratio": "" if ratio is None else _g(ratio),

@@ -10,7 +10,12 @@ row, each row with its unit, source id and licence (CC BY-SA 4.0, share-alike ke
   the parametric model below reproduces the calculator's current H100 PCIe page instead);
 - ademe_parametric_factors.csv: the per-unit average factors of the parametric model
   (average_model.json: per kg casing/heatsink, per cm2 board, per mm2 die incl. losses, per kg card);
-- ademe_distribution_factors.csv: distribution factors per kg.km by transport mode.
+- ademe_distribution_factors.csv: distribution factors per kg.km by transport mode;
+- ademe_die_factor.csv: the GPU die's per-mm2 factor (incl. losses) that ADEME's own per-card dies imply, per
+  category: the sum of the 8 cards' die impacts over the sum of their die areas with losses (lca_data/die_yield.py),
+  so that a card without its own measurement inherits what the measured dies give (correction
+  die_factor_from_measured_dies; the calculator's average factor, about 1.45x higher for an A100-size die, stays the
+  "published" variant).
 
 tests/test_lca_data.py re-reads the originals and checks every carried value.
 """
@@ -24,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from lca_data.die_yield import die_area_with_losses
 from lca_data.tools import write_csv
 
 HERE = Path(__file__).resolve().parents[1]
@@ -144,7 +150,42 @@ def convert(src: Path = DEFAULT_SRC, dest: Path = HERE) -> dict[str, int]:
                 )
     _write(dest / "ademe_distribution_factors.csv", ["mode", "category", "value", "unit", "source", "licence"], rows)
     counts["ademe_distribution_factors.csv"] = len(rows)
+    rows = die_factor_rows(src, indicators)
+    _write(dest / "ademe_die_factor.csv", ["component", "stage", "category", "value", "unit", "source", "licence", "note"], rows)
+    counts["ademe_die_factor.csv"] = len(rows)
     return counts
+
+
+def die_factor_rows(src: Path, indicators: list[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """Per category: sum of the ADEME cards' GPU-die impacts / sum of their die areas with losses (an area-weighted
+    mean of each card's per-mm2 factor: the large dies, the A100s and GH200, weigh most)."""
+    area = {c["name"]: float(c["gpuSurface"]) for c in json.loads((src / "gpus.json").read_text())}
+    dies = {}
+    with (src / "gpus_impact_factors.csv").open() as fh:
+        for rec in csv.DictReader(fh):
+            if rec["component"] == "graphics_processing_unit" and rec["graphics_card"] not in EXCLUDED_CARDS:
+                dies[rec["graphics_card"]] = rec
+    missing = sorted(set(dies) - set(area))
+    if missing:
+        raise SystemExit(f"gpus.json: no GPU die area for {', '.join(missing)}")
+    silicon = sum(die_area_with_losses(area[c]) for c in dies)
+    cards = ", ".join(f"{c} ({area[c]:g} mm2)" for c in sorted(dies))
+    rows = []
+    for key, acr, unit in indicators:
+        total = sum(float((rec.get(f"manufacturing_{acr}") or "0").replace(",", ".")) for rec in dies.values())
+        rows.append(
+            {
+                "component": "gpu_die",
+                "stage": "manufacturing",
+                "category": key,
+                "value": repr(total / silicon),
+                "unit": f"{unit} / mm**2",
+                "source": SOURCE,
+                "licence": LICENCE,
+                "note": f"sum of the per-card GPU-die impacts / sum of die areas with losses ({silicon:.0f} mm2): {cards}",
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

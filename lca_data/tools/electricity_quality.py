@@ -13,7 +13,9 @@ spread comes from its sources:
 - TiR (time): from the central source's year against the reference year of the generation mix (2023):
   within 3 years 1, 6 years 2, 10 years 3, 15 years 4, older 5.
 - P (precision): from the spread of the independent second sources, k_src = the largest ratio between the
-  central value and any of them: <= 1.5 -> 1, <= 2 -> 2, <= 3 -> 3, <= 10 -> 4, more 5; no second source 4.
+  central value and any of them: <= 1.5 -> 1, <= 2 -> 2, <= 3 -> 3, <= 10 -> 4, more 5; no second source 4. Where
+  independent sources disagree by more than 3x (a consensus value), k_src is the largest ratio between the sources
+  themselves: a contested factor never rates 1-3.
 
 Distribution (column ``distribution``): ``lognormal`` with the central value c as its median when c > 0,
 two-piece (each side its own spread, as the sources fall), with
@@ -82,15 +84,22 @@ def k95(k_src: float, ratings: dict[str, int]) -> float:
 
 
 def quality(
-    central: float, scope: str, source: str, zone: str, year: int | None, variants: list[float], seconds: list[float]
+    central: float,
+    scope: str,
+    source: str,
+    zone: str,
+    year: int | None,
+    variants: list[float],
+    seconds: list[float],
+    sources_spread: float | None = None,
 ) -> dict:
-    """Ratings, distribution and 95 % interval of one factor (see the module docstring)."""
-    ratings = {
-        "ter": ter(scope),
-        "ger": ger(source, zone, scope),
-        "tir": tir(year),
-        "p": precision(spread(central, seconds), len(seconds)),
-    }
+    """Ratings, distribution and 95 % interval of one factor (see the module docstring). ``sources_spread``: the
+    largest ratio between the factor's independent sources where they disagree by more than 3x; the precision is
+    then read from it (a contested factor never rates better than 4, however its consensus value sits between them)."""
+    p = precision(spread(central, seconds), len(seconds))
+    if sources_spread is not None:
+        p = max(p, precision(sources_spread, len(seconds)))
+    ratings = {"ter": ter(scope), "ger": ger(source, zone, scope), "tir": tir(year), "p": p}
     if central > 0:
         k_lo, k_hi = (k95(spread(central, [*variants, *seconds], side), ratings) for side in (-1, 1))
         low, high, dist, gsd = central / k_lo, central * k_hi, "lognormal", math.exp(math.log(max(k_lo, k_hi)) / Z95)
