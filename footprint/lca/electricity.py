@@ -530,7 +530,7 @@ def zone(code: str, long_term: str = LT_EXCLUDE) -> Zone:
 
 
 def _mixed_factor(
-    c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[str, float], left_out: dict[str, str], code: str
+    c: cat.Category, per: dict[str, dict[str, Any]], shares: dict[str, float], left_out: dict[str, str], code: str = ""
 ) -> ZoneFactor:
     """A category's factor from the technology rows counted, weighted by the mix."""
     unit = f"{c.unit}/kWh"

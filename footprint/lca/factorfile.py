@@ -161,8 +161,7 @@ def header_lines(origin: str) -> str:
         "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
         "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
         "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
-        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required),\n"
-        "# characterisation (optional: the method behind the value, e.g. EF 3.1), note.\n"
+        "# category's unit per kWh), low/high (optional: Monte Carlo range), source (required), characterisation, note.\n"
         + "".join(f"# {line}\n" for line in origin.splitlines())
     )
 
