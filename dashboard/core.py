@@ -24,6 +24,7 @@ from footprint.lca.assessment import Assessment, lifetimes, num, pct, plain, sum
 from footprint.lca.units import UnitParseError, display_unit
 from footprint.lca.workload import (
     MAX_SCENARIO_BYTES,
+    NO_GPU,
     SHIPPED_SCENARIOS,
     Workload,
     apply_overrides,
@@ -214,7 +215,7 @@ def base_controls(w: Workload) -> dict[str, Any]:
     """The controls' values that reproduce the scenario as stated (sliders snapped to their steps)."""
     return {
         "mfu": _snap(w.mfu, 0.01, 0.01, 1.0) if w.mfu is not None else 0.4,
-        "gpu": w.gpu.id,
+        "gpu": w.gpu.id if w.gpu else NO_GPU,
         "count": int(w.count),
         "lifetime_years": _snap(w.lifetime_years, 0.25, 0.25, 10.0),
         "utilization": _snap(w.utilization, 0.05, 0.05, 1.0),

@@ -15,6 +15,7 @@ from footprint.lca.assessment import (
     SCORE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
+    hardware_text,
     key_figures,
     lifetimes,
     num,
@@ -23,6 +24,7 @@ from footprint.lca.assessment import (
 )
 from footprint.lca.render import NOT_MODELLED
 from footprint.lca.units import display_unit
+from footprint.lca.workload import Workload
 from footprint.reports import palette
 
 STAGE_ORDER = list(core.STAGE_LABELS.values())
@@ -39,9 +41,9 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     """The key figures first (kg CO2 eq, kWh, litres of water, GPU-hours, each with its range: what most readers came
     for), then the other headline categories and GPU lifetimes consumed; deltas are the change from ``base``."""
     w, bw = a.workload, base.workload if base is not None else None
-    values = [a.impacts["climate_change"].total, a.facility_energy_kwh, a.water_l["total"], w.gpu_hours]
+    values = [a.impacts["climate_change"].total, a.facility_energy_kwh, a.water_l["total"], _hours(w)]
     olds = (
-        [base.impacts["climate_change"].total, base.facility_energy_kwh, base.water_l["total"], bw.gpu_hours]
+        [base.impacts["climate_change"].total, base.facility_energy_kwh, base.water_l["total"], _hours(bw)]
         if base is not None and bw is not None
         else [None] * 4
     )
@@ -62,14 +64,22 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
             delta_color="inverse",
             help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)",
         )
-    cols[-1].metric(
-        "GPU lifetimes consumed",
-        lifetimes(w.gpu_lifetimes),
-        delta=core.change(w.gpu_lifetimes, bw.gpu_lifetimes if bw else None),
-        delta_color="inverse",
-        help=f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
-    )
+    if w.host_only:
+        cols[-1].metric("Server lifetimes consumed", lifetimes(w.host_lifetimes), help=hardware_text(a))
+    else:
+        cols[-1].metric(
+            "GPU lifetimes consumed",
+            lifetimes(w.gpu_lifetimes),
+            delta=core.change(w.gpu_lifetimes, bw.gpu_lifetimes if bw else None),
+            delta_color="inverse",
+            help=f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
+        )
     st.caption(SCORE_NOTE)
+
+
+def _hours(w: Workload) -> float:
+    """The key figures' fourth number: GPU-hours, or the host-hours of a run without GPU."""
+    return w.host_hours if w.host_only else w.gpu_hours
 
 
 STAGE_SHORT = {"manufacturing": "Manuf.", "transport": "Transp.", "use": "Use", "end_of_life": "EoL"}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from footprint.lca import categories as cat
 from footprint.lca.uncertainty import METHOD as SENSITIVITY_METHOD
 from footprint.lca.units import display_unit
+from footprint.lca.workload_data import HOST_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.electricity import UseFactors, Zone
@@ -134,9 +135,11 @@ class Assessment:
             "flops": w.flops,
             "training": training_numbers(self),
             "hardware": {
-                "gpu": w.gpu.id,
-                "gpu_name": w.gpu.name,
+                "gpu": w.gpu.id if w.gpu else None,
+                "gpu_name": w.gpu.name if w.gpu else HOST_ONLY,
                 "count": w.count,
+                "host_hours": w.host_hours if w.host_only else None,
+                "host_lifetimes": w.host_lifetimes if w.host_only else None,
                 "lifetime_h": w.lifetime_h,
                 "utilization": w.utilization,
                 "host": w.host,
@@ -159,7 +162,9 @@ class Assessment:
             "method": {
                 "gpu_hours": w.gpu_hours_method,
                 "energy": w.energy_method,
-                "embodied": f"{self.embodied_method}; allocated by GPU-hours / (lifetime x utilisation)",
+                "embodied": f"{self.embodied_method}; allocated by "
+                + ("host-hours" if w.host_only else "GPU-hours")
+                + " / (lifetime x utilisation)",
                 "use": "facility energy (IT energy x PUE) x per-kWh factors of the electricity"
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
                 + "; water use adds the site's cooling water (IT energy x WUE) x the zone's AWARE factor",
@@ -177,6 +182,7 @@ class Assessment:
             "contested_data": [dict(c) for c in self.contested],
             "materials": self.materials,
             "by_gpu_model": by_gpu_model(self),
+            "energy_by_device": [dict(d) for d in w.energy_devices] or None,
             "water_l": dict(self.water_l),
             "activity_ranges": {k: list(v) for k, v in self.activity_ranges.items()},
             "sources": self.sources,
@@ -337,7 +343,9 @@ def summary_facts(a: Assessment) -> dict[str, str]:
     facts = {
         "Hardware": f"{gpus_text(a)}, lifetime {w.lifetime_years:.3g} years x utilisation "
         f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
-        "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
+        "GPU-hours": f"0 ({HOST_ONLY}; {num(w.host_hours)} host-hours)"
+        if w.host_only
+        else f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": mfu_text(w),
         "Total FLOPs": "n/a" if w.flops is None else f"{w.flops:.3g} FLOP",
         "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)}); {w.energy_method}",
@@ -355,6 +363,8 @@ def summary_facts(a: Assessment) -> dict[str, str]:
 def gpus_text(a: Assessment) -> str:
     """The run's GPUs: "8 x NVIDIA H100", or each model's count for a run with several models."""
     w = a.workload
+    if w.gpu is None:
+        return HOST_ONLY
     return " + ".join(f"{p.workload.count:,} x {p.workload.gpu.name}" for p in a.parts) or f"{w.count:,} x {w.gpu.name}"
 
 
@@ -393,7 +403,9 @@ def key_figures(a: Assessment) -> list[tuple[str, str, str, str]]:
             span("water_l"),
             f"on-site {num(water['on_site'])}, off-site {num(water['off_site'])}",
         ),
-        ("GPU-hours", num(w.gpu_hours), span("gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
+        ("Host-hours", num(w.host_hours), "", HOST_ONLY)
+        if w.host_only
+        else ("GPU-hours", num(w.gpu_hours), span("gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
     ]
 
 
@@ -417,6 +429,11 @@ def hardware_text(a: Assessment) -> str:
     utilisation)) and their mass (lifetimes x card mass); Falk et al.'s GPU-equivalents are that number rounded
     up, said as such, and only from one whole GPU on (a 19-second run is not "1 GPU-equivalent")."""
     w, m = a.workload, a.materials
+    if w.host_only:
+        return (
+            f"{HOST_ONLY}: {lifetimes(w.host_lifetimes)} server lifetimes consumed "
+            f"({num(w.host_hours)} host-hours / ({w.lifetime_years:.3g} years x {w.utilization:.0%}))"
+        )
     text = f"{lifetimes(w.gpu_lifetimes)} GPU lifetimes consumed ({plain(m['mass_consumed_kg'])} kg of hardware)"
     if w.gpu_lifetimes >= 1:
         text += f"; {w.gpu_equivalents:,} GPU-equivalents when rounded up"

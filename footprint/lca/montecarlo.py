@@ -120,7 +120,9 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
     gpu_hours = ranged("gpu_hours", "GPU-hours", w.gpu_hours)
     if w.mfu is not None and "mfu" in r:
         gpu_hours = gpu_hours * w.mfu / ranged("mfu", "MFU", w.mfu)
-    alloc = gpu_hours / (ranged("lifetime", "lifetime", w.lifetime_h) * ranged("utilization", "utilisation", w.utilization))
+    life = ranged("lifetime", "lifetime", w.lifetime_h) * ranged("utilization", "utilisation", w.utilization)
+    alloc = gpu_hours / life
+    host_alloc = alloc if w.gpu is not None else w.host_hours / life  # without GPU: the whole server by host-hours
     if w.power_per_gpu_w is not None and "power_per_gpu" in r:
         power_mult = ranged("power_per_gpu", "power per GPU", w.power_per_gpu_w) / w.power_per_gpu_w
     else:
@@ -141,7 +143,7 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
     if "carbon_intensity" in r:
         lo, hi = r["carbon_intensity"]
         el[:, ci] = _tri(rng, lo, inp.elec[ci], hi, n)
-    totals = (emb * mult + host) * alloc[:, None] + facility[:, None] * el
+    totals = emb * mult * alloc[:, None] + host * host_alloc[:, None] + facility[:, None] * el
     if inp.site_water is not None:
         sw = inp.site_water
         water = _tri(rng, sw[1], sw[0], sw[2], n)
@@ -158,7 +160,10 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
             )
         )
     activity = {"gpu_hours": gpu_hours, "it_energy_kwh": it, "facility_energy_kwh": facility}
-    return Draws(totals, (*_per_category_inputs(inp, emb, mult, host, el, kinds, block), *shared), activity)
+    drawn = _per_category_inputs(inp, emb, mult, host, el, kinds, block)
+    if w.gpu is None:  # no GPU: no embodied GPU impacts to rank among the drivers
+        drawn = drawn[1:]
+    return Draws(totals, (*drawn, *shared), activity)
 
 
 def _per_category_inputs(

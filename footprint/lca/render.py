@@ -59,7 +59,8 @@ def _summary_lines(a: Assessment) -> list[str]:
     lines = [
         f"{w.name}",
         f"  {key_figures_line(a)}",
-        f"  GPU: {gpus_text(a)}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
+        f"  GPU: {gpus_text(a)}  |  "
+        + (f"host-hours: {num(w.host_hours)}" if w.host_only else f"GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})"),
         f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
         f"  |  grid: {w.grid} ({a.zone.name})",
         f"  Hardware: {hardware_text(a)}",

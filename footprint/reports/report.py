@@ -38,6 +38,7 @@ from footprint.lca.assessment import (
 from footprint.lca.notes import NoteGroup, note_count, note_groups
 from footprint.lca.render import NOT_MODELLED, md_source, to_csv
 from footprint.lca.units import display_unit
+from footprint.lca.workload_data import HOST_ONLY
 from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
 
@@ -95,8 +96,9 @@ def build_sections(items: list[Assessment | Section], trace: str | None = None) 
         s = section(item)
         a = s.assessment
         s.figures["stages"] = figures.stage_matrix(a)
-        s.figures["components"] = figures.components(a)
-        s.figures["materials"] = figures.materials(a)
+        if not a.workload.host_only:  # a run without GPU: its server's embodied impacts have no components or mass
+            s.figures["components"] = figures.components(a)
+            s.figures["materials"] = figures.materials(a)
         score_fig = figures.single_score(a)
         if score_fig:
             s.figures["single_score"] = score_fig
@@ -617,17 +619,19 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
         },
         "measures": [
             {
-                "measurementMethod": "footprint tracker (NVML/RAPL)" if measured else "modelled (footprint scenario)",
+                "measurementMethod": f"footprint: {w.energy_method}",
                 "unit": "kWh",
                 "powerConsumption": w.it_energy_kwh,
-                "measurementDuration": w.gpu_hours * 3600 / max(w.count, 1),
+                "measurementDuration": w.host_hours * 3600 if w.host_only else w.gpu_hours * 3600 / max(w.count, 1),
                 "averageUtilizationGpu": w.mfu,
             }
         ],
         "infrastructure": {
             "infraType": "onPremise" if measured else "$other",
             "components": [
-                {
+                {"componentName": HOST_ONLY, "componentType": "cpu", "nbComponent": 1}
+                if w.gpu is None
+                else {
                     "componentName": w.gpu.name,
                     "componentType": "gpu",
                     "nbComponent": w.count,
