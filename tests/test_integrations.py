@@ -121,6 +121,17 @@ def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference:
     assert len(energy) == 3 and energy == sorted(energy) and energy[-1] <= run["energy"]["gpu_j"] / 3.6e6
     assert [s for s, _ in _history(mlflow_uri, rid, "footprint/co2eq_kg_use_phase")] == [2, 4, 6]
     assert all(0 < v < 1 for _, v in _history(mlflow_uri, rid, "footprint/mfu"))
+    # the final record after training: into the Trainer's run, at its own step, never a second value at a live step
+    from footprint.integrations.mlflow import log_run
+
+    assert log_run(cb, report=False, samples=0) == rid
+    final = footprint.assess(tmp_path / "hf", samples=0).workload.it_energy_kwh
+    assert _history(mlflow_uri, rid, "footprint/energy_kwh")[-1] == (STEPS + 1, pytest.approx(final))
+    for key in (k for k in client.get_run(rid).data.metrics if k.startswith("footprint/")):
+        values: dict[int, set[float]] = {}
+        for step, v in _history(mlflow_uri, rid, key):
+            values.setdefault(step, set()).add(v)
+        assert all(len(v) == 1 for v in values.values()), f"{key}: two values at one step: {values}"
 
 
 def test_huggingface_live_metrics_reach_tensorboard(tmp_path: Path, fake_gpu: None) -> None:
@@ -517,13 +528,13 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     (mrun,) = client.search_runs([client.get_experiment_by_name("ddp").experiment_id])
     rid = mrun.info.run_id
     assert json.loads((tmp_path / "logged.json").read_text())["mlflow_run"] == rid
-    live_and_final = [(2, job_tokens / 2), (4, job_tokens), (4, job_tokens)]  # live, then log_run's at the last step
+    live_and_final = [(2, job_tokens / 2), (4, job_tokens), (5, job_tokens)]  # live, then log_run's at its own step
     assert _history(uri, rid, "footprint/tokens") == live_and_final
     energy = [v for _, v in _history(uri, rid, "footprint/gpu_energy_kwh")]
     # energy goes through the same all-reduce as the tokens (summed over both ranks, checked just above); how much of
     # a GPU's final energy is already spent at the last logged step depends on how long the run goes on after it
     assert len(energy) == 2 and 0 < energy[0] <= energy[-1] <= job_kwh
-    assert _history(uri, rid, "footprint/energy_kwh")[-1] == (4, pytest.approx(run["energy"]["total_j"] / 3.6e6))
+    assert _history(uri, rid, "footprint/energy_kwh")[-1] == (5, pytest.approx(run["energy"]["total_j"] / 3.6e6))
     metrics = client.get_run(rid).data.metrics
     assert all(f"footprint/{c.key}" in metrics for c in cat.categories()) and "train_loss" in metrics
     # TensorBoard (rank 0's writer) and W&B offline: the same job-wide values
