@@ -704,3 +704,51 @@ def test_sigterm_to_footprint_dashboard_stops_its_streamlit_server(tmp_path: Pat
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _cpu_run(root: Path, name: str) -> Path:
+    """A CPU-only tracked run (no GPU in it), as the README's track() example records on a laptop."""
+    with footprint.track(name=name, output_dir=root, site={"grid": "FRA", "pue": 1.2}, gpus=[]) as t:
+        for _ in range(3):
+            sum(i * i for i in range(10_000))
+            t.step(tokens=10)
+    return root / name
+
+
+def test_footprint_dashboard_run_opens_on_that_run_a_cpu_only_one_as_its_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`footprint dashboard [RUN]` passes the run to the app after `--`: a given run directory, else the newest run
+    under ./runs, else nothing (the explorer's shipped scenario). A CPU-only run opens on the Runs page as its host."""
+    from footprint.cli.dashboard_cmd import start_on
+
+    monkeypatch.delenv("FOOTPRINT_FAKE_NVML", raising=False)
+    runs = tmp_path / "runs"
+    assert start_on(None, runs) == []  # no ./runs: the explorer
+    old = _cpu_run(runs, "older")
+    new = _cpu_run(runs, "laptop")
+    os.utime(old / "run.json", (time.time() + 60, time.time() + 60))  # written last: the newest, whatever its name
+    assert start_on(None, runs) == ["--run", "older", "--runs", str(runs.resolve())]
+    assert start_on(str(new), runs) == ["--run", str(new.resolve())]
+    with pytest.raises(footprint.FootprintError, match="no run.json"):
+        start_on(str(tmp_path), runs)
+    monkeypatch.setattr(sys, "argv", [APP, "--run", "laptop", "--runs", str(runs)])  # what the command passes
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    _ok(at)
+    assert at.sidebar.radio(key="page").value == "Runs" and at.selectbox(key="run_pick").value == "laptop"
+    a = footprint.assess(workload_from_run(new), samples=SAMPLES)
+    assert a.workload.host_only
+    _same_totals(at.session_state["run_result"]["totals"], a)  # all 16 categories, the CLI's numbers
+    shown = _metrics(at)
+    assert "Host-hours" in shown and "Server lifetimes consumed" in shown
+    assert at.selectbox(key="run_gpu").value == "none"  # naming a GPU is the what-if
+    at.selectbox(key="run_gpu").set_value("a100-sxm4-40gb").run()
+    _ok(at)
+    assert at.session_state["run_result"]["sets"] == ["hardware.gpu=a100-sxm4-40gb"]
+    # a bad RUN: one line, exit 2, before any server starts
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    bad = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "dashboard", str(tmp_path)], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "no run.json" in bad.stderr

@@ -108,6 +108,7 @@ def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference:
     names = [w["name"] for w in run["windows"]]
     assert names.count("eval") == 2 and names.count("checkpoint") == 2 and names.count("train") == 1
     assert (tmp_path / "hf" / "run.json").is_file()
+    assert cb.session.dashboard_link == f"footprint dashboard {tmp_path / 'hf'}"  # opens the dashboard on this run
     report = (tmp_path / "hf" / "report.html").read_text()
     assert f"{STEPS} optimizer steps, {TOKENS:,} tokens" in report and "GPU energy by window" in report
     # live metrics went through Trainer.log to the MLflow integration, at each logging step

@@ -179,9 +179,7 @@ def _model_parts(
         out.append(
             part.with_(
                 name=f"{part.name}: {n} x {part.gpu.name}",
-                energy_method=energy_method(
-                    [d for d in gpus if d.get("name") == name], "split by each device's measured energy"
-                ),
+                energy_method=energy_method([d for d in gpus if d.get("name") == name], "split by each device's measured energy"),
                 gpu_hours_method="measured duration x GPUs",
             )
         )
