@@ -259,7 +259,7 @@ def _sensitivity_html(a: Assessment) -> list[str]:
     return [
         "<h2>What drives the uncertainty</h2>",
         f'<p class="sub">{html.escape(SENSITIVITY_NOTE)}</p>',
-        _table(list(rows[0]), [list(r.values()) for r in rows], "num"),
+        _table(list(rows[0]), [list(r.values()) for r in rows], "num sens"),
     ]
 
 
@@ -301,6 +301,9 @@ th,td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:right;vertical-
 td:first-child,th:first-child{text-align:left}.kv td{text-align:left}.kv td:first-child{font-weight:600;width:180px}
 .cmp td,.cmp th{text-align:left}.src td,.src th{text-align:left}.num td:not(:first-child){white-space:nowrap}
 .src td:first-child{width:62%}.src td:last-child{width:38%}
+.num.sens td:last-child,.num.sens th:last-child{white-space:normal;text-align:left;width:45%}
+@media (max-width:1000px){body{padding:0 8px}table{font-size:.74em}th,td{padding:3px 2px}
+.num td:not(:first-child){white-space:normal}}
 .notes td,.notes th{text-align:left}
 .cards{display:flex;gap:12px;flex-wrap:wrap}.card{flex:1;min-width:180px;border:1px solid #dde3ee;border-radius:8px;
 padding:10px 14px;background:#fafbfe}.card .v{font-size:1.5em;font-weight:700}.card .u{color:#666;font-size:.85em}
