@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from footprint.lca import categories as cat
+from footprint.lca import notebook
 from footprint.lca.uncertainty import METHOD as SENSITIVITY_METHOD
 from footprint.lca.units import display_unit
 from footprint.lca.workload_data import HOST_ONLY
@@ -111,6 +112,29 @@ class Assessment:
 
     def __getitem__(self, key: str) -> CategoryResult:
         return self.impacts[key]
+
+    def __repr__(self) -> str:
+        """The headline numbers with their units, never the whole object (75 KB of arrays)."""
+        w, s = self.workload, self.single_score or {}
+        mc = f"Monte Carlo, {self.samples:,} samples" if self.samples > 1 else "single evaluation"
+        lines = [
+            f"Assessment: {w.name} ({mc})",
+            f"  {key_figures_line(self)}",
+            f"  Hardware: {gpus_text(self)}  |  grid {w.grid} ({self.zone.name}), {pue_text(w)}",
+            f"  Energy: {w.energy_method}",
+        ]
+        if s.get("value") is not None:
+            lines.append(f"  Single score: {num(s['value'])} Pt (EF 3.1 weighting)")
+        lines.append(
+            "  16 EF 3.1 categories: a['climate_change'], ...; a.to_dict() for everything; "
+            "footprint.report(a, 'report.html') for the report"
+        )
+        return notebook.short(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter and VS Code: the key figures, the 16-category table and the stage chart (`footprint.reports.notebook`)."""
+        view = notebook.ASSESSMENT_HTML
+        return view(self) if view is not None else notebook.text_html(repr(self))
 
     @property
     def sources(self) -> list[dict[str, Any]]:

@@ -29,7 +29,8 @@ from footprint.lca.notes import note_count, note_groups
 from footprint.lca.units import display_unit
 
 
-def _rows(a: Assessment) -> list[list[str]]:
+def table_rows(a: Assessment) -> list[list[str]]:
+    """The 16 categories as the terminal table, Markdown and the notebook view write them (`HEADERS`)."""
     rows = []
     for k in cat.keys():
         r = a.impacts[k]
@@ -104,7 +105,7 @@ SHARES_NOTE = f"Shares: stage / total. n/a = not available (no data), never zero
 def to_table(a: Assessment, details: bool = False) -> str:
     """The summary, the 16 categories, the single score, then the caveats: one line per group (`note_groups`),
     or every item with ``details`` (`footprint assess --details`)."""
-    rows = _rows(a)
+    rows = table_rows(a)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
 
     def line(cells: list[str]) -> str:
@@ -136,7 +137,7 @@ def to_markdown(a: Assessment) -> str:
     out = [f"# {a.workload.name}", ""]
     out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
+    out += ["| " + " | ".join(r) + " |" for r in table_rows(a)]
     score = single_score_line(a)
     out += ["", score, "", SHARES_NOTE + " " + NORMALISATION_NOTE] if score else ["", SHARES_NOTE]
     sens = sensitivity_rows(a)
