@@ -30,9 +30,7 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: s
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join(
         "<tr>"
-        + "".join(
-            f'<td style="text-align:{"left" if i == 0 else "right"}">{html.escape(str(c))}</td>' for i, c in enumerate(r)
-        )
+        + "".join(f'<td style="text-align:{"left" if i == 0 else "right"}">{html.escape(str(c))}</td>' for i, c in enumerate(r))
         + "</tr>"
         for r in rows
     )

@@ -18,6 +18,7 @@ from footprint.lca.assessment import pct_sig
 from footprint.lca.workload import NO_GPU, Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
 from footprint.lca.workload_data import HOST_ONLY
 from footprint.tracking.runrecord import clean_record, read_record
+from footprint.tracking.runview import ENERGY_KINDS, device_kwh, energy_kind
 from footprint.tracking.story import training_story
 
 __all__ = ["energy_method", "energy_notes", "workload_from_run"]
@@ -46,17 +47,6 @@ def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-ENERGY_KINDS = ("measured", "simulated", "estimated")
-
-
-def energy_kind(d: dict[str, Any]) -> str:
-    """How one device's energy was obtained: measured (a real meter), simulated (a fake NVML: `measured: false`
-    with a meter's method) or estimated (a model: TDP x load, codecarbon)."""
-    if d.get("measured") is not False:
-        return "measured"
-    return "estimated" if d.get("method") in ("estimated", "not measured", "codecarbon") else "simulated"
-
-
 def energy_method(devices: list[dict[str, Any]], split: str = "") -> str:
     """The run's energy in one label that never calls an estimate measured: "measured energy", "estimated energy,
     not measured", "simulated energy (fake NVML), not measured", or "partly measured energy" with each kind's
@@ -80,7 +70,7 @@ def energy_devices(devices: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
         {
             "device": str(d.get("name") or d.get("uuid") or "device"),
             "component": str(d.get("component", "gpu")),
-            "energy_kwh": _device_joules(d) / 3.6e6 if _device_joules(d) > 0 else None,
+            "energy_kwh": device_kwh(d),
             "kind": energy_kind(d),
             "method": str(d.get("method") or "n/a"),
         }
