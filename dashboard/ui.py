@@ -20,10 +20,10 @@ from footprint.lca.assessment import (
     lifetimes,
     num,
     plain,
+    qty,
     sensitivity_rows,
 )
 from footprint.lca.render import NOT_MODELLED
-from footprint.lca.units import display_unit
 from footprint.lca.workload import Workload
 from footprint.reports import palette
 
@@ -57,12 +57,13 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     cols = st.columns(len(others) + 1)
     for col, k in zip(cols, others, strict=False):
         r = a.impacts[k]
+        total, low, high, unit = qty(r.total, r.unit, r.low, r.high)
         col.metric(
-            f"{r.name} ({display_unit(r.unit)})",
-            num(r.total),
+            f"{r.name} ({unit})",
+            total,
             delta=core.change(r.total, base.impacts[k].total) if base is not None else None,
             delta_color="inverse",
-            help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)",
+            help=f"low - high {low} - {high} (Monte Carlo, {a.samples} samples)",
         )
     if w.host_only:
         cols[-1].metric("Server lifetimes consumed", lifetimes(w.host_lifetimes), help=hardware_text(a))

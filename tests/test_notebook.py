@@ -13,7 +13,7 @@ from _paths import REPO, SCENARIOS
 
 import footprint
 from footprint.lca import categories as cat
-from footprint.lca.assessment import num
+from footprint.lca.assessment import num, qty
 from footprint.lca.notebook import MAX_REPR_CHARS
 
 
@@ -68,7 +68,8 @@ def test_an_assessment_repr_is_its_headline_and_its_html_the_16_categories_and_t
     page = _page(a._repr_html_())
     table = next(t for t in page.tables if t and t[0][0] == "Category")
     assert [r[0] for r in table[1:]] == [c.name for c in cat.categories()]  # all 16, in order
-    assert [r[1] for r in table[1:]] == [num(a[c.key].total) for c in cat.categories()]
+    shown = [qty(a[c.key].total, a[c.key].unit) for c in cat.categories()]  # each in its readable unit
+    assert [(r[1], r[2]) for r in table[1:]] == shown and ("9.46", "g CFC11 eq") in shown
     assert page.svgs == 1  # the stage chart
 
 

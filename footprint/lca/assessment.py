@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from footprint.lca import categories as cat
 from footprint.lca import notebook
 from footprint.lca.uncertainty import METHOD as SENSITIVITY_METHOD
-from footprint.lca.units import display_unit
+from footprint.lca.units import compact, display_unit
 from footprint.lca.workload_data import HOST_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -260,10 +260,10 @@ def by_gpu_model(a: Assessment) -> list[dict[str, Any]] | None:
 
 def parts_text(a: Assessment) -> str:
     """Each GPU model's part in one line (energy and climate change), for the text faces; "" for one model."""
-    unit = display_unit(cat.by_key("climate_change").unit)
+    unit = cat.by_key("climate_change").unit
     return "; ".join(
-        f"{s.workload.count:,} x {s.workload.gpu.name}: {num(s.workload.it_energy_kwh)} kWh IT, "
-        f"{num(s.impacts['climate_change'].total)} {unit}"
+        f"{s.workload.count:,} x {s.workload.gpu.name}: {amount(s.workload.it_energy_kwh, 'kWh')} IT, "
+        f"{amount(s.impacts['climate_change'].total, unit)}"
         for s in a.parts
     )
 
@@ -288,6 +288,19 @@ def num(v: float | None, digits: int = 3) -> str:
         decimals = max(digits - 1 - int(math.floor(math.log10(a))), 0)
         return f"{rounded:,.{decimals}f}"
     return f"{v:.{digits - 1}e}"
+
+
+def qty(v: float | None, unit: str, *others: float | None) -> tuple[str, ...]:
+    """``v`` and ``others`` (its low, high...) written in the unit that reads best for ``v`` (`units.compact`: "0.21 g
+    CO2 eq", never "2.10e-04 kg CO2 eq"), then that unit: ("0.21", "0.15", "0.30", "g CO2 eq")."""
+    factor, shown_unit = compact(v, display_unit(unit))
+    return (*(num(None if x is None else x * factor) for x in (v, *others)), shown_unit)
+
+
+def amount(v: float | None, unit: str) -> str:
+    """A value with its readable unit in one string: "0.21 g CO2 eq", "1.14 Wh", "n/a"."""
+    number, shown_unit = qty(v, unit)
+    return number if v is None else f"{number} {shown_unit}"
 
 
 def pct(v: float | None) -> str:
@@ -338,9 +351,9 @@ def training_facts(a: Assessment) -> dict[str, str]:
     facts = {
         "Steps and tokens": f"{count(t['steps'])} optimizer steps, {count(t['tokens'])} tokens "
         f"({num(t['tokens_per_s'])} tokens/s; median step {num(t['median_step_s'])} s)",
-        "Per million tokens": f"{num(t['kwh_per_million_tokens'])} kWh IT, "
-        f"{num(t['kg_co2eq_per_million_tokens'])} kg CO2 eq (life cycle: use and embodied)",
-        "Per step": f"{num(t['kwh_per_step'])} kWh IT, {num(t['kg_co2eq_per_step'])} kg CO2 eq",
+        "Per million tokens": f"{amount(t['kwh_per_million_tokens'], 'kWh')} IT, "
+        f"{amount(t['kg_co2eq_per_million_tokens'], 'kg CO2 eq')} (life cycle: use and embodied)",
+        "Per step": f"{amount(t['kwh_per_step'], 'kWh')} IT, {amount(t['kg_co2eq_per_step'], 'kg CO2 eq')}",
     }
     if t.get("ranks") or t.get("world_size"):
         ranks, hosts = t.get("ranks"), t.get("hosts") or []
@@ -360,7 +373,6 @@ def training_facts(a: Assessment) -> dict[str, str]:
 def summary_facts(a: Assessment) -> dict[str, str]:
     """The assessment's key figures as label -> text: one wording for reports and the dashboard."""
     w = a.workload
-    water = a.water_l
     grid = f"{w.grid} ({a.zone.name}{', ' + str(a.zone.year) if a.zone.year else ''})"
     if w.carbon_intensity is not None:
         grid += f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh"
@@ -372,10 +384,11 @@ def summary_facts(a: Assessment) -> dict[str, str]:
         else f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": mfu_text(w),
         "Total FLOPs": "n/a" if w.flops is None else f"{w.flops:.3g} FLOP",
-        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)}); {w.energy_method}",
+        "Energy": f"{amount(w.it_energy_kwh, 'kWh')} IT, {amount(a.facility_energy_kwh, 'kWh')} facility ({pue_text(w)}); "
+        f"{w.energy_method}",
         "Grid": grid,
         "GPU lifetimes": hardware_text(a),
-        "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
+        "Water": water_text(a),
         "Embodied data": a.embodied_method,
         "Card geometry": a.materials.get("geometry") or "n/a",
     }
@@ -409,28 +422,33 @@ def key_figures(a: Assessment) -> list[tuple[str, str, str, str]]:
     percentile range ("low - high"; "" for a single evaluation)."""
     w, cc, water, r = a.workload, a.impacts["climate_change"], a.water_l, a.activity_ranges
 
-    def span(key: str) -> str:
+    def figure(value: float | None, unit: str, key: str) -> tuple[str, str]:
+        """The value with its readable unit, and its range in the same unit ("" for a single evaluation)."""
         lo, hi = (cc.low, cc.high) if key == "climate_change" else r.get(key, (None, None))
-        return f"{num(lo)} - {num(hi)}" if lo is not None and hi is not None and lo != hi else ""
+        v, low, high, shown_unit = qty(value, unit, lo, hi)
+        text = v if value is None or not shown_unit else f"{v} {shown_unit}"
+        return text, f"{low} - {high}" if lo is not None and hi is not None and lo != hi else ""
 
+    on, off, _ = qty(water["on_site"], "L", water["off_site"])
     return [
-        ("Climate change", f"{num(cc.total)} {display_unit(cc.unit)}", span("climate_change"), "life cycle, all stages"),
+        ("Climate change", *figure(cc.total, cc.unit, "climate_change"), "life cycle, all stages"),
         (
             "Energy",
-            f"{num(a.facility_energy_kwh)} kWh",
-            span("facility_energy_kwh"),
-            f"facility: {num(w.it_energy_kwh)} kWh IT x {pue_text(w)}",
+            *figure(a.facility_energy_kwh, "kWh", "facility_energy_kwh"),
+            f"facility: {amount(w.it_energy_kwh, 'kWh')} IT x {pue_text(w)}",
         ),
-        (
-            "Water",
-            f"{num(water['total'])} L",
-            span("water_l"),
-            f"on-site {num(water['on_site'])}, off-site {num(water['off_site'])}",
-        ),
+        ("Water", *figure(water["total"], "L", "water_l"), f"on-site {on}, off-site {off}"),
         ("Host-hours", num(w.host_hours), "", HOST_ONLY)
         if w.host_only
-        else ("GPU-hours", num(w.gpu_hours), span("gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
+        else ("GPU-hours", *figure(w.gpu_hours, "", "gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
     ]
+
+
+def water_text(a: Assessment) -> str:
+    """Water in one readable unit: "5.89 mL (on-site 1.71, off-site 4.18)"."""
+    w = a.water_l
+    total, on, off, unit = qty(w["total"], "L", w["on_site"], w["off_site"])
+    return f"{total} {unit} (on-site {on}, off-site {off})" if w["total"] is not None else "n/a"
 
 
 def key_figures_line(a: Assessment) -> str:
@@ -487,13 +505,14 @@ def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
         r = a.impacts[k]
         if r.iqr is None:
             continue
+        central, median, q25, q75, unit = qty(r.total, r.unit, r.median, *r.iqr)
         rows.append(
             {
                 "Category": r.name,
-                "Central": num(r.total),
-                "Median": num(r.median),
-                "IQR": f"{num(r.iqr[0])} - {num(r.iqr[1])}",
-                "Unit": display_unit(r.unit),
+                "Central": central,
+                "Median": median,
+                "IQR": f"{q25} - {q75}",
+                "Unit": unit,
                 "Drivers of the variance": drivers(r.sensitivity),
             }
         )

@@ -132,7 +132,7 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
                 Input("power (meter accuracy)", power_mult, "triangular", 1 - power_relative, 1 + power_relative, "x stated")
             )
     it = w.it_energy_kwh * power_mult
-    if w.energy_method.startswith("GPU-hours") and w.gpu_hours:
+    if "GPU-hours x power" in w.energy_method and w.gpu_hours:
         it = it * gpu_hours / w.gpu_hours
     facility = it * ranged("pue", "PUE", w.pue)
     block, kinds = _use_block(inp)

@@ -15,6 +15,7 @@ from footprint.lca.assessment import (
     PE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
+    amount,
     gpus_text,
     hardware_text,
     key_figures_line,
@@ -22,8 +23,10 @@ from footprint.lca.assessment import (
     num,
     parts_text,
     pue_text,
+    qty,
     sensitivity_rows,
     training_facts,
+    water_text,
 )
 from footprint.lca.notes import note_count, note_groups
 from footprint.lca.units import display_unit
@@ -35,16 +38,17 @@ def table_rows(a: Assessment) -> list[list[str]]:
     for k in cat.keys():
         r = a.impacts[k]
         pe = (a.normalised.get(k) or {}).get("person_equivalents")
+        total, low, high, unit = qty(r.total, r.unit, r.low, r.high)  # one readable unit per row
         rows.append(
             [
                 r.name,
-                num(r.total),
-                display_unit(r.unit),
+                total,
+                unit,
                 r.stage_text("manufacturing"),
                 r.stage_text("transport"),
                 r.stage_text("use"),
                 r.stage_text("end_of_life"),
-                f"{num(r.low)} - {num(r.high)}",
+                f"{low} - {high}",
                 num(pe),
             ]
         )
@@ -56,16 +60,16 @@ HEADERS = ["Category", "Total", "Unit", "Manuf.", "Transp.", "Use", "EoL", "Low 
 
 def _summary_lines(a: Assessment) -> list[str]:
     w = a.workload
-    water = a.water_l
     lines = [
         f"{w.name}",
         f"  {key_figures_line(a)}",
         f"  GPU: {gpus_text(a)}  |  "
         + (f"host-hours: {num(w.host_hours)}" if w.host_only else f"GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})"),
-        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
+        f"  Energy: {amount(w.it_energy_kwh, 'kWh')} IT, {amount(a.facility_energy_kwh, 'kWh')} facility ({pue_text(w)})"
         f"  |  grid: {w.grid} ({a.zone.name})",
+        f"  Energy obtained: {w.energy_method}",
         f"  Hardware: {hardware_text(a)}",
-        f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
+        f"  Water: {water_text(a)}",
         f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
     ]
     if w.mfu is not None:

@@ -470,7 +470,7 @@ def _energy(ctx: _Ctx, tr: dict[str, Any], gpu: Gpu, gpu_hours: float | None, gh
             )
         if gpu_hours is None:
             raise ctx.err("training", "missing GPU time: give gpu_hours, flops + mfu, or duration")
-        it_kwh, e_method = gpu_hours * power_w / 1000, "GPU-hours x power per GPU"
+        it_kwh, e_method = gpu_hours * power_w / 1000, "estimated (GPU-hours x power per GPU)"
     return {
         "gpu_hours": gpu_hours,
         "gpu_hours_method": gh_method,

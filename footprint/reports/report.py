@@ -31,6 +31,7 @@ from footprint.lca.assessment import (
     key_figures,
     num,
     pct,
+    qty,
     sensitivity_rows,
     summary_facts,
     training_facts,
@@ -177,7 +178,8 @@ def headline(a: Assessment) -> list[tuple[str, str, str]]:
         )
     for k in top_categories(a) if a.normalised else []:
         r, n = a.impacts[k], a.normalised[k]
-        total = f"{num(r.total)} {display_unit(r.unit)}, range {num(r.low)} – {num(r.high)}"
+        v, low, high, unit = qty(r.total, r.unit, r.low, r.high)
+        total = f"{v} {unit}, range {low} – {high}"
         share = pct(n["share_of_single_score"])
         out.append((r.name, num(n["person_equivalents"]), f"person-equivalents, {share} of the single score · {total}"))
     return out
@@ -237,13 +239,14 @@ def category_rows(a: Assessment) -> list[list[str]]:
     rows = []
     for c in cat.categories():
         r = a.impacts[c.key]
+        total, low, high, unit = qty(r.total, r.unit, r.low, r.high)  # one readable unit per row
         rows.append(
             [
                 r.name,
-                num(r.total),
-                display_unit(r.unit),
-                num(r.low),
-                num(r.high),
+                total,
+                unit,
+                low,
+                high,
                 num((a.normalised.get(c.key) or {}).get("person_equivalents")),
                 *(r.stage_text(s) for s in cat.stages()),
                 (r.dominant_stage or ("not determined" if r.not_modelled else "n/a")).replace("_", " "),
