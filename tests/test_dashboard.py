@@ -23,8 +23,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import footprint  # noqa: E402
 from footprint.lca import categories as cat  # noqa: E402
-from footprint.lca.assessment import num, pct, pct_sig  # noqa: E402
-from footprint.lca.units import display_unit  # noqa: E402
+from footprint.lca.assessment import num, pct, pct_sig, qty  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict  # noqa: E402
 from footprint.tracking.to_workload import workload_from_run  # noqa: E402
 
@@ -67,8 +66,8 @@ def _metrics(at: AppTest) -> dict[str, tuple[str, str]]:
 
 
 def _label(a: footprint.Assessment, key: str) -> str:
-    """A headline metric's label: the category and its unit."""
-    return f"{a[key].name} ({display_unit(a[key].unit)})"
+    """A headline metric's label: the category and the unit its value reads best in."""
+    return f"{a[key].name} ({qty(a[key].total, a[key].unit)[1]})"
 
 
 def _same_totals(shown: dict[str, float], a: footprint.Assessment) -> None:
@@ -89,10 +88,11 @@ def test_explorer_base_scenario_matches_assess() -> None:
     shown = _metrics(at)
     assert shown["Climate change (kg CO2 eq)"] == (num(a["climate_change"].total), "")  # no change from the base yet
     for k in cat.HEADLINE[1:]:
-        assert shown[_label(a, k)] == (num(a[k].total), "")
+        assert shown[_label(a, k)] == (qty(a[k].total, a[k].unit)[0], "")
     assert shown["GPU lifetimes consumed"][0] == f"{a.workload.gpu_lifetimes:,.2f}"  # never rounded up
     table = at.table[0].value.reset_index()  # a static table: it wraps, never scrolls sideways
-    assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
+    shown_rows = [qty(a[k].total, a[k].unit) for k in cat.keys()]  # each row in its readable unit
+    assert len(table) == 16 and list(zip(table["Total"], table["Unit"], strict=True)) == shown_rows
     assert table.loc[0, "Manuf."] == pct(a["climate_change"].share("manufacturing"))
     assert "n/a" not in set(table["Use"])  # a use phase wherever one is modelled...
     not_modelled = [i for i, k in enumerate(cat.keys()) if "use" in a[k].not_modelled]
