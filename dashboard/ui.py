@@ -177,6 +177,8 @@ def stage_chart(rows: list[dict[str, Any]], group: str = "stage", order: list[st
 
 
 def hardware_help(a: Assessment) -> str:
+    if a.workload.host_only:  # no GPU: server lifetimes, whose mass the host model does not state
+        return hardware_text(a)
     m = a.materials
     text = f"{plain(m['mass_consumed_kg'])} kg of hardware (GPU lifetimes x {num(m['card_mass_kg'])} kg card mass)"
     if a.workload.gpu_lifetimes >= 1:
@@ -185,6 +187,9 @@ def hardware_help(a: Assessment) -> str:
 
 
 def materials(a: Assessment) -> None:
+    if a.workload.host_only:
+        st.info(hardware_text(a))
+        return
     m = a.materials
     c1, c2, c3 = st.columns(3)
     c1.metric(

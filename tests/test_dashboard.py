@@ -746,6 +746,11 @@ def test_footprint_dashboard_run_opens_on_that_run_a_cpu_only_one_as_its_host(
     at.selectbox(key="run_gpu").set_value("a100-sxm4-40gb").run()
     _ok(at)
     assert at.session_state["run_result"]["sets"] == ["hardware.gpu=a100-sxm4-40gb"]
+    _page(at, "Compare")  # the opened CPU-only run beside a scenario
+    ms = at.multiselect(key="cmp_items")
+    ms.set_value([next(o for o in ms.options if o.startswith("Run: laptop")), ms.options[0]]).run()
+    _ok(at)
+    assert any("no GPU: host only" in c.value for c in at.caption)
     # a bad RUN: one line, exit 2, before any server starts
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     bad = subprocess.run(
