@@ -12,10 +12,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _html import Tables as _Tables
 from _paths import REPO, SCENARIOS, SHARED
 
 pytest.importorskip("streamlit")
@@ -451,32 +451,6 @@ def test_kernels_page_shows_the_example_cpu_trace() -> None:
 
 
 # ---- the report and the dashboard agree, number for number --------------------------------------------
-
-
-class _Tables(HTMLParser):
-    """The tables of an HTML document as lists of rows of cell texts (stdlib only)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[list[str]]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr" and self.tables:
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
-            self.tables[-1][-1].append("".join(self._cell).strip())
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
 
 
 def test_report_and_dashboard_agree_number_for_number(tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ report and a serving report; user text escaped in both."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _html import Tables
 from _paths import REPO, SCENARIOS
 
 import footprint
@@ -17,39 +17,8 @@ from footprint.lca.assessment import num, qty
 from footprint.lca.notebook import MAX_REPR_CHARS
 
 
-class _Page(HTMLParser):
-    """Tables (rows of cell texts), <svg> count, and any element a view must never carry."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[list[str]]] = []
-        self.svgs = 0
-        self.tags: set[str] = set()
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        self.tags.add(tag)
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr" and self.tables:
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-        elif tag == "svg":
-            self.svgs += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
-            self.tables[-1][-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
-def _page(html: str) -> _Page:
-    p = _Page()
+def _page(html: str) -> Tables:
+    p = Tables()
     p.feed(html)
     return p
 
