@@ -110,3 +110,31 @@ def test_a_cpu_only_tracked_run_is_assessed_as_its_host(tmp_path: Path, monkeypa
     assert not b.workload.host_only and b.workload.it_energy_kwh == pytest.approx(w.it_energy_kwh)
     with pytest.raises(footprint.FootprintError, match="hardware.count"):
         footprint.assess(t.run, set={"hardware.count": 2})  # a count without a GPU: one clear error
+
+
+def test_no_face_calls_simulated_or_estimated_energy_measured(tmp_path: Path) -> None:
+    """examples/runs/two-gpus was recorded on two fake A100s (`measured: false`): the table, the JSON (in total and per
+    device), the report and the CSV-free faces say "simulated", never "measured energy"; a scenario's energy is stated
+    or estimated."""
+    from footprint.lca.render import to_table
+
+    run = REPO / "examples" / "runs" / "two-gpus"
+    a = footprint.assess(run, samples=0)
+    assert a.workload.energy_method == "simulated energy (run record), not measured"
+    d = a.to_dict()
+    assert d["method"]["energy"] == a.workload.energy_method
+    assert [x["kind"] for x in d["energy_by_device"]] == ["simulated", "simulated"]
+    assert sum(x["energy_kwh"] for x in d["energy_by_device"]) == pytest.approx(a.workload.it_energy_kwh)
+    assert "Energy obtained: simulated energy (run record), not measured" in to_table(a)
+    html = (footprint.report(a, tmp_path / "r.html")).read_text()
+    assert "simulated energy (run record), not measured" in html and "measured energy (run record)" not in html
+    assert footprint.assess("bloom-176b", samples=0).workload.energy_method == "estimated (GPU-hours x power per GPU)"
+    stated = footprint.assess("olmo-2-7b", samples=0)
+    assert stated.workload.energy_method == "stated energy (training.energy)"
+    from footprint.tracking.to_workload import energy_method
+
+    mixed = [
+        {"measured": True, "method": "energy_counter", "energy_j": 5.0},
+        {"measured": False, "method": "estimated", "energy_j": 2.0},
+    ]
+    assert energy_method(mixed).startswith("partly measured energy")

@@ -275,6 +275,7 @@ def test_mlflow_log_run_logs_all_16_categories_and_artifacts(tmp_path: Path, mlf
         a.workload.it_energy_kwh
     )
     assert got.params["footprint.gpu"] == "NVIDIA H100 SXM5 80GB"
+    assert got.params["footprint.energy_method"] == "simulated energy (run record), not measured"  # a fake NVML
     files = {f.path for f in client.list_artifacts(rid, "footprint")}
     assert files == {"footprint/run.json", "footprint/assessment.json", "footprint/footprint-report.html"}
 
