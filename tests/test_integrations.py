@@ -562,3 +562,20 @@ def test_live_metrics_of_a_multi_rank_job_without_a_process_group_are_named_per_
     values = {"footprint/tokens": 256.0, "footprint/gpu_energy_kwh": 1e-4}
     assert job_wide(values, rank=1, world=2) == {"footprint/rank1/tokens": 256.0, "footprint/rank1/gpu_energy_kwh": 1e-4}
     assert job_wide(values, rank=0, world=1) == values
+
+
+def test_a_callbacks_report_of_a_cpu_only_run_is_its_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The callbacks' `report=True` on a machine without GPU: the report is written (no GPU: host only), and the line
+    printed at the end names the command that opens the dashboard on the run."""
+    from footprint.integrations.session import Session
+
+    monkeypatch.delenv("FOOTPRINT_FAKE_NVML", raising=False)
+    s = Session("test", name="cpu", output_dir=tmp_path, report=True, gpus=[])
+    s.begin()
+    sum(i * i for i in range(100_000))
+    s.end()
+    assert s.report_path == tmp_path / "cpu" / "report.html"
+    assert "no GPU: host only" in s.report_path.read_text()
+    assert f"open it: footprint dashboard {tmp_path / 'cpu'}" in capsys.readouterr().err

@@ -70,8 +70,7 @@ def _summary_lines(a: Assessment) -> list[str]:
         f"  Energy obtained: {w.energy_method}",
         f"  Hardware: {hardware_text(a)}",
         f"  Water: {water_text(a)}",
-        f"  Embodied data: {a.embodied_method}"
-        + ("" if w.host_only else f"; geometry: {a.materials.get('geometry') or 'n/a'}"),
+        f"  Embodied data: {a.embodied_method}" + ("" if w.host_only else f"; geometry: {a.materials.get('geometry') or 'n/a'}"),
     ]
     if w.mfu is not None:
         lines.insert(3, f"  MFU: {mfu_text(w)}")
