@@ -105,7 +105,9 @@ def test_a_cpu_only_tracked_run_is_assessed_as_its_host(tmp_path: Path, monkeypa
     out = _cli("assess", run, "--samples", "0", cwd=tmp_path)
     assert out.returncode == 0 and "no GPU: host only" in out.stdout, out.stderr
     rep = _cli("report", run, "-o", "r.html", cwd=tmp_path)
-    assert rep.returncode == 0 and "no GPU: host only" in (tmp_path / "r.html").read_text(), rep.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert rep.returncode == 0 and "no GPU: host only" in page, rep.stderr
+    assert "Embodied impacts by GPU component" not in page  # no GPU components to draw
     b = footprint.assess(t.run, set={"hardware.gpu": "A100-SXM4-40GB", "hardware.count": 1}, samples=0)
     assert not b.workload.host_only and b.workload.it_energy_kwh == pytest.approx(w.it_energy_kwh)
     with pytest.raises(footprint.FootprintError, match="hardware.count"):
@@ -138,3 +140,19 @@ def test_no_face_calls_simulated_or_estimated_energy_measured(tmp_path: Path) ->
         {"measured": False, "method": "estimated", "energy_j": 2.0},
     ]
     assert energy_method(mixed).startswith("partly measured energy")
+
+
+def test_a_scenario_without_gpu_states_duration_and_energy(tmp_path: Path) -> None:
+    """`hardware: {gpu: none}`: a host-only scenario from its duration and energy; GPU-only keys are one clear error."""
+    p = tmp_path / "cpu.yaml"
+    p.write_text("name: cpu\nhardware: {gpu: none}\ntraining: {duration: 2 h, energy: 0.5 kWh}\nsite: {grid: FRA, pue: 1.1}\n")
+    a = footprint.assess(p, samples=0)
+    assert a.workload.host_only and a.workload.host_hours == 2 and a.workload.energy_method.startswith("stated")
+    assert a["climate_change"].by_stage["use"] == pytest.approx(0.5 * 1.1 * a.use_factors.value[0])
+    for bad, key in (("mfu: 0.5", "training.mfu"), ("gpu_hours: 3", "training.gpu_hours")):
+        p.write_text(f"hardware: {{gpu: none}}\ntraining: {{duration: 2 h, energy: 0.5 kWh, {bad}}}\n")
+        with pytest.raises(footprint.FootprintError, match=key):
+            footprint.assess(p, samples=0)
+    p.write_text("hardware: {gpu: none}\ntraining: {duration: 2 h}\n")
+    with pytest.raises(footprint.FootprintError, match="training.energy"):
+        footprint.assess(p, samples=0)

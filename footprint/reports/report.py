@@ -386,15 +386,18 @@ def _section_html(s: Section, printed: bool = False) -> str:
         f'<p class="sub">{note_count(groups)} notes in {len(groups)} groups; open a group for its items. The Assessment '
         "JSON (<code>--format json</code>) lists them all.</p>",
         notes_html(groups, open_all=printed),
-        "<h2>Embodied impacts by GPU component</h2>",
-        _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
-        "<h2>Material footprint</h2>",
-        _fig(
-            s.figures.get("materials"),
-            "Hardware consumed = GPU lifetimes x each part's mass. Element ranges are estimates from a generic PCB "
-            "composition across literature sources (a diamond: the sources give one value).",
-        ),
     ]
+    if "components" in s.figures:  # a run without GPU has neither: its server's impacts come whole, without a mass
+        parts += [
+            "<h2>Embodied impacts by GPU component</h2>",
+            _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
+            "<h2>Material footprint</h2>",
+            _fig(
+                s.figures.get("materials"),
+                "Hardware consumed = GPU lifetimes x each part's mass. Element ranges are estimates from a generic PCB "
+                "composition across literature sources (a diamond: the sources give one value).",
+            ),
+        ]
     if "power" in s.figures or "mfu" in s.figures:
         parts += [
             "<h2>Measured run</h2>",
@@ -549,13 +552,16 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             *_sensitivity_md(a),
             *_normalised_md(s, fig, i),
             *_notes_md(a),
-            "## Embodied impacts by GPU component",
-            "",
-            fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
-            "## Material footprint",
-            "",
-            fig("materials", s.figures.get("materials"), "Hardware consumed and the elements of its board and chips", i),
         ]
+        if "components" in s.figures:  # none for a run without GPU
+            lines += [
+                "## Embodied impacts by GPU component",
+                "",
+                fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
+                "## Material footprint",
+                "",
+                fig("materials", s.figures.get("materials"), "Hardware consumed and the elements of its board and chips", i),
+            ]
         if "power" in s.figures:
             lines += [
                 "## Measured run",
