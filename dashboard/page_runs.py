@@ -14,6 +14,7 @@ from footprint.lca.workload import NO_GPU
 from footprint.lca.workload_data import HOST_ONLY
 from footprint.reports import palette
 from footprint.tracking.runrecord import device_labels
+from footprint.tracking.runview import energy_kind
 
 RUN_CONTROLS = ("grid", "pue", "gpu", "lifetime_years")
 
@@ -364,7 +365,7 @@ def render(samples: int) -> None:
             "rank": d.get("rank"),
             "host": d.get("host"),
             "method": d.get("method"),
-            "measured": d.get("measured"),
+            "energy obtained": energy_kind(d),  # measured, simulated (fake NVML) or estimated: never an estimate as measured
             "energy (J)": num(d.get("energy_j")),
         }
         for d in rec.get("devices", [])
