@@ -51,12 +51,22 @@ def read_query_params() -> None:
     qp = st.query_params
     if qp.get("page") in PAGES:
         ss["page"] = qp["page"]
-    if qp.get("run"):
-        ss["run_pending"] = {"run": qp["run"], "runs": qp.get("runs")}
+    opening = qp if qp.get("run") else _argv_run()  # a link wins over `footprint dashboard RUN`'s own argument
+    if opening.get("run"):
+        ss["run_pending"] = {"run": opening["run"], "runs": opening.get("runs")}
         ss.setdefault("page", "Runs")
     pending = {k: qp[k] for k in ("scenario", *core.CONTROL_KEYS) if k in qp}
     if pending:
         ss["ex_pending"] = pending
+
+
+def _argv_run() -> dict[str, str]:
+    """`--run RUN [--runs DIR]` after `streamlit run app.py --`: what `footprint dashboard [RUN]` opens on."""
+    args, out = sys.argv[1:], {}
+    for flag in ("run", "runs"):
+        if f"--{flag}" in args[:-1]:
+            out[flag] = args[args.index(f"--{flag}") + 1]
+    return out
 
 
 def main() -> None:

@@ -20,10 +20,11 @@ import yaml
 from footprint.errors import FootprintError, ScenarioError
 from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, lifetimes, num, pct, plain, summary_facts
+from footprint.lca.assessment import Assessment, amount, lifetimes, num, pct, plain, qty, summary_facts
 from footprint.lca.units import UnitParseError, display_unit
 from footprint.lca.workload import (
     MAX_SCENARIO_BYTES,
+    NO_GPU,
     SHIPPED_SCENARIOS,
     Workload,
     apply_overrides,
@@ -214,7 +215,7 @@ def base_controls(w: Workload) -> dict[str, Any]:
     """The controls' values that reproduce the scenario as stated (sliders snapped to their steps)."""
     return {
         "mfu": _snap(w.mfu, 0.01, 0.01, 1.0) if w.mfu is not None else 0.4,
-        "gpu": w.gpu.id,
+        "gpu": w.gpu.id if w.gpu else NO_GPU,
         "count": int(w.count),
         "lifetime_years": _snap(w.lifetime_years, 0.25, 0.25, 10.0),
         "utilization": _snap(w.utilization, 0.05, 0.05, 1.0),
@@ -341,7 +342,8 @@ def cli_command(target: str, sets: list[str]) -> str:
 
 
 def quantity(value: float | None, unit: str) -> str:
-    return "n/a" if value is None else f"{num(value)} {display_unit(unit)}"
+    """A value in the unit that reads best for it ("0.210 g CO2 eq"); n/a where there is none."""
+    return amount(value, unit)
 
 
 def change(new: float | None, old: float | None) -> str | None:
@@ -358,12 +360,13 @@ def categories_table(a: Assessment, base: Assessment | None = None) -> list[dict
     rows = []
     for k in cat.keys():
         r = a.impacts[k]
-        row: dict[str, Any] = {"Category": r.name, "Total": num(r.total), "Unit": display_unit(r.unit)}
-        if base is not None:
-            b = base.impacts[k]
-            row["Base"] = num(b.total)
+        b = base.impacts[k] if base is not None else None
+        total, low, high, base_total, unit = qty(r.total, r.unit, r.low, r.high, b.total if b else None)  # one unit
+        row: dict[str, Any] = {"Category": r.name, "Total": total, "Unit": unit}
+        if b is not None:
+            row["Base"] = base_total
             row["Change"] = change(r.total, b.total) or "0.0%"
-        row["Low - high"] = f"{num(r.low)} - {num(r.high)}"
+        row["Low - high"] = f"{low} - {high}"
         for stage, label in STAGE_LABELS.items():
             row[label] = r.stage_text(stage)
         share = r.dominant_stage_draws

@@ -9,8 +9,7 @@ import streamlit as st
 
 from dashboard import core, ui
 from footprint.lca import categories as cat
-from footprint.lca.assessment import Assessment, lifetimes, num
-from footprint.lca.units import display_unit
+from footprint.lca.assessment import Assessment, gpus_text, lifetimes, qty
 
 MAX_ITEMS = 4
 
@@ -68,11 +67,12 @@ def render(samples: int) -> None:
     for col, (name, a) in zip(cols, items, strict=True):
         with col:
             st.markdown(f"**{name}**")
-            st.caption(f"{a.workload.count:,} x {a.workload.gpu.name}, {a.workload.grid}")
+            st.caption(f"{gpus_text(a)}, {a.workload.grid}")
             for k in cat.HEADLINE:
                 r = a.impacts[k]
                 delta = None if a is ref else core.change(r.total, ref.impacts[k].total)
-                st.metric(f"{r.name} ({display_unit(r.unit)})", num(r.total), delta=delta, delta_color="inverse")
+                total, unit = qty(r.total, r.unit)
+                st.metric(f"{r.name} ({unit})", total, delta=delta, delta_color="inverse")
             st.metric(
                 "GPU lifetimes consumed",
                 lifetimes(a.workload.gpu_lifetimes),

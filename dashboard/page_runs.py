@@ -10,8 +10,11 @@ import streamlit as st
 from dashboard import core, ui
 from footprint.escaping import md_text
 from footprint.lca.assessment import num, pct_sig, training_facts
+from footprint.lca.workload import NO_GPU
+from footprint.lca.workload_data import HOST_ONLY
 from footprint.reports import palette
 from footprint.tracking.runrecord import device_labels
+from footprint.tracking.runview import energy_kind
 
 RUN_CONTROLS = ("grid", "pue", "gpu", "lifetime_years")
 
@@ -307,7 +310,7 @@ def _reproject(run_dir: Path, samples: int) -> None:
         ui.show_user_error(exc)
         return
     w = measured.workload
-    base = {"grid": w.grid, "pue": round(w.pue, 2), "gpu": w.gpu.id, "lifetime_years": core.base_controls(w)["lifetime_years"]}
+    base = {k: core.base_controls(w)[k] for k in ("grid", "gpu", "lifetime_years")} | {"pue": round(w.pue, 2)}
     ss = st.session_state
     sid = str(run_dir)
     if ss.get("run_sid") != sid:
@@ -316,6 +319,8 @@ def _reproject(run_dir: Path, samples: int) -> None:
         ss["run_sid"] = sid
     c1, c2, c3, c4 = st.columns(4)
     zones, gpus = core.zone_options(), core.gpu_options()
+    if w.host_only:  # a run without GPU: the host only, unless a GPU is chosen (a what-if)
+        gpus = {NO_GPU: HOST_ONLY, **gpus}
     c1.selectbox("Grid zone", list(zones), format_func=zones.get, key="run_grid")
     c2.slider("PUE", 1.0, 3.0, step=0.01, key="run_pue")
     c3.selectbox("GPU generation", list(gpus), format_func=lambda g: gpus[g], key="run_gpu")
@@ -401,7 +406,7 @@ def render(samples: int) -> None:
             "rank": d.get("rank"),
             "host": d.get("host"),
             "method": d.get("method"),
-            "measured": d.get("measured"),
+            "energy obtained": energy_kind(d),  # measured, simulated (fake NVML) or estimated: never an estimate as measured
             "energy (J)": num(d.get("energy_j")),
         }
         for d in rec.get("devices", [])

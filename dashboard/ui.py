@@ -15,15 +15,17 @@ from footprint.lca.assessment import (
     SCORE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
+    hardware_text,
     key_figures,
     lifetimes,
     num,
     partial_text,
     plain,
+    qty,
     sensitivity_rows,
 )
 from footprint.lca.render import NOT_MODELLED
-from footprint.lca.units import display_unit
+from footprint.lca.workload import Workload
 from footprint.reports import palette
 
 STAGE_ORDER = list(core.STAGE_LABELS.values())
@@ -40,9 +42,9 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     """The key figures first (kg CO2 eq, kWh, litres of water, GPU-hours, each with its range: what most readers came
     for), then the other headline categories and GPU lifetimes consumed; deltas are the change from ``base``."""
     w, bw = a.workload, base.workload if base is not None else None
-    values = [a.impacts["climate_change"].total, a.facility_energy_kwh, a.water_l["total"], w.gpu_hours]
+    values = [a.impacts["climate_change"].total, a.facility_energy_kwh, a.water_l["total"], _hours(w)]
     olds = (
-        [base.impacts["climate_change"].total, base.facility_energy_kwh, base.water_l["total"], bw.gpu_hours]
+        [base.impacts["climate_change"].total, base.facility_energy_kwh, base.water_l["total"], _hours(bw)]
         if base is not None and bw is not None
         else [None] * 4
     )
@@ -56,21 +58,30 @@ def headline(a: Assessment, base: Assessment | None = None) -> None:
     cols = st.columns(len(others) + 1)
     for col, k in zip(cols, others, strict=False):
         r = a.impacts[k]
+        total, low, high, unit = qty(r.total, r.unit, r.low, r.high)
         col.metric(
-            f"{r.name} ({display_unit(r.unit)})",
-            num(r.total),
+            f"{r.name} ({unit})",
+            total,
             delta=core.change(r.total, base.impacts[k].total) if base is not None else None,
             delta_color="inverse",
-            help=f"low - high {num(r.low)} - {num(r.high)} (Monte Carlo, {a.samples} samples)",
+            help=f"low - high {low} - {high} (Monte Carlo, {a.samples} samples)",
         )
-    cols[-1].metric(
-        "GPU lifetimes consumed",
-        lifetimes(w.gpu_lifetimes),
-        delta=core.change(w.gpu_lifetimes, bw.gpu_lifetimes if bw else None),
-        delta_color="inverse",
-        help=f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
-    )
+    if w.host_only:
+        cols[-1].metric("Server lifetimes consumed", lifetimes(w.host_lifetimes), help=hardware_text(a))
+    else:
+        cols[-1].metric(
+            "GPU lifetimes consumed",
+            lifetimes(w.gpu_lifetimes),
+            delta=core.change(w.gpu_lifetimes, bw.gpu_lifetimes if bw else None),
+            delta_color="inverse",
+            help=f"GPU-hours / (lifetime x utilisation); {hardware_help(a)}",
+        )
     st.caption(SCORE_NOTE)
+
+
+def _hours(w: Workload) -> float:
+    """The key figures' fourth number: GPU-hours, or the host-hours of a run without GPU."""
+    return w.host_hours if w.host_only else w.gpu_hours
 
 
 STAGE_SHORT = {"manufacturing": "Manuf.", "transport": "Transp.", "use": "Use", "end_of_life": "EoL"}
@@ -168,6 +179,8 @@ def stage_chart(rows: list[dict[str, Any]], group: str = "stage", order: list[st
 
 
 def hardware_help(a: Assessment) -> str:
+    if a.workload.host_only:  # no GPU: server lifetimes, whose mass the host model does not state
+        return hardware_text(a)
     m = a.materials
     text = f"{plain(m['mass_consumed_kg'])} kg of hardware (GPU lifetimes x {num(m['card_mass_kg'])} kg card mass)"
     if a.workload.gpu_lifetimes >= 1:
@@ -176,6 +189,9 @@ def hardware_help(a: Assessment) -> str:
 
 
 def materials(a: Assessment) -> None:
+    if a.workload.host_only:
+        st.info(hardware_text(a))
+        return
     m = a.materials
     c1, c2, c3 = st.columns(3)
     c1.metric(

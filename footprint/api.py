@@ -13,6 +13,7 @@ from footprint.lca.assessment import Assessment
 from footprint.lca.engine import DEFAULT_SAMPLES
 from footprint.lca.engine import assess as _assess
 from footprint.lca.workload import Workload, scenario_path, shipped_scenarios
+from footprint.reports import notebook as _notebook  # noqa: F401 - registers an Assessment's HTML view (Jupyter)
 from footprint.tracking.to_workload import workload_from_run
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,10 +12,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _html import Tables as _Tables
 from _paths import REPO, SCENARIOS, SHARED
 
 pytest.importorskip("streamlit")
@@ -23,8 +23,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import footprint  # noqa: E402
 from footprint.lca import categories as cat  # noqa: E402
-from footprint.lca.assessment import num, pct, pct_sig  # noqa: E402
-from footprint.lca.units import display_unit  # noqa: E402
+from footprint.lca.assessment import num, pct, pct_sig, qty  # noqa: E402
 from footprint.lca.workload import apply_overrides, load_scenario, read_yaml, workload_from_dict  # noqa: E402
 from footprint.tracking.to_workload import workload_from_run  # noqa: E402
 
@@ -67,8 +66,8 @@ def _metrics(at: AppTest) -> dict[str, tuple[str, str]]:
 
 
 def _label(a: footprint.Assessment, key: str) -> str:
-    """A headline metric's label: the category and its unit."""
-    return f"{a[key].name} ({display_unit(a[key].unit)})"
+    """A headline metric's label: the category and the unit its value reads best in."""
+    return f"{a[key].name} ({qty(a[key].total, a[key].unit)[1]})"
 
 
 def _same_totals(shown: dict[str, float], a: footprint.Assessment) -> None:
@@ -89,10 +88,11 @@ def test_explorer_base_scenario_matches_assess() -> None:
     shown = _metrics(at)
     assert shown["Climate change (kg CO2 eq)"] == (num(a["climate_change"].total), "")  # no change from the base yet
     for k in cat.HEADLINE[1:]:
-        assert shown[_label(a, k)] == (num(a[k].total), "")
+        assert shown[_label(a, k)] == (qty(a[k].total, a[k].unit)[0], "")
     assert shown["GPU lifetimes consumed"][0] == f"{a.workload.gpu_lifetimes:,.2f}"  # never rounded up
     table = at.table[0].value.reset_index()  # a static table: it wraps, never scrolls sideways
-    assert len(table) == 16 and list(table["Total"]) == [num(a[k].total) for k in cat.keys()]
+    shown_rows = [qty(a[k].total, a[k].unit) for k in cat.keys()]  # each row in its readable unit
+    assert len(table) == 16 and list(zip(table["Total"], table["Unit"], strict=True)) == shown_rows
     assert table.loc[0, "Manuf."] == pct(a["climate_change"].share("manufacturing"))
     assert "n/a" not in set(table["Use"])  # a use phase wherever one is modelled...
     not_modelled = [i for i, k in enumerate(cat.keys()) if "use" in a[k].not_modelled]
@@ -455,32 +455,6 @@ def test_kernels_page_shows_the_example_cpu_trace() -> None:
 # ---- the report and the dashboard agree, number for number --------------------------------------------
 
 
-class _Tables(HTMLParser):
-    """The tables of an HTML document as lists of rows of cell texts (stdlib only)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[list[str]]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr" and self.tables:
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
-            self.tables[-1][-1].append("".join(self._cell).strip())
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 def test_report_and_dashboard_agree_number_for_number(tmp_path: Path) -> None:
     """`footprint report` with its defaults and the dashboard's explorer on the same scenario: the same numbers."""
     out = tmp_path / "bloom.html"
@@ -706,3 +680,56 @@ def test_sigterm_to_footprint_dashboard_stops_its_streamlit_server(tmp_path: Pat
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _cpu_run(root: Path, name: str) -> Path:
+    """A CPU-only tracked run (no GPU in it), as the README's track() example records on a laptop."""
+    with footprint.track(name=name, output_dir=root, site={"grid": "FRA", "pue": 1.2}, gpus=[]) as t:
+        for _ in range(3):
+            sum(i * i for i in range(10_000))
+            t.step(tokens=10)
+    return root / name
+
+
+def test_footprint_dashboard_run_opens_on_that_run_a_cpu_only_one_as_its_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`footprint dashboard [RUN]` passes the run to the app after `--`: a given run directory, else the newest run
+    under ./runs, else nothing (the explorer's shipped scenario). A CPU-only run opens on the Runs page as its host."""
+    from footprint.cli.dashboard_cmd import start_on
+
+    monkeypatch.delenv("FOOTPRINT_FAKE_NVML", raising=False)
+    runs = tmp_path / "runs"
+    assert start_on(None, runs) == []  # no ./runs: the explorer
+    old = _cpu_run(runs, "older")
+    new = _cpu_run(runs, "laptop")
+    os.utime(old / "run.json", (time.time() + 60, time.time() + 60))  # written last: the newest, whatever its name
+    assert start_on(None, runs) == ["--run", "older", "--runs", str(runs.resolve())]
+    assert start_on(str(new), runs) == ["--run", str(new.resolve())]
+    with pytest.raises(footprint.FootprintError, match="no run.json"):
+        start_on(str(tmp_path), runs)
+    monkeypatch.setattr(sys, "argv", [APP, "--run", "laptop", "--runs", str(runs)])  # what the command passes
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    _ok(at)
+    assert at.sidebar.radio(key="page").value == "Runs" and at.selectbox(key="run_pick").value == "laptop"
+    a = footprint.assess(workload_from_run(new), samples=SAMPLES)
+    assert a.workload.host_only
+    _same_totals(at.session_state["run_result"]["totals"], a)  # all 16 categories, the CLI's numbers
+    shown = _metrics(at)
+    assert "Host-hours" in shown and "Server lifetimes consumed" in shown
+    assert at.selectbox(key="run_gpu").value == "none"  # naming a GPU is the what-if
+    at.selectbox(key="run_gpu").set_value("a100-sxm4-40gb").run()
+    _ok(at)
+    assert at.session_state["run_result"]["sets"] == ["hardware.gpu=a100-sxm4-40gb"]
+    _page(at, "Compare")  # the opened CPU-only run beside a scenario
+    ms = at.multiselect(key="cmp_items")
+    ms.set_value([next(o for o in ms.options if o.startswith("Run: laptop")), ms.options[0]]).run()
+    _ok(at)
+    assert any("no GPU: host only" in c.value for c in at.caption)
+    # a bad RUN: one line, exit 2, before any server starts
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    bad = subprocess.run(
+        [sys.executable, "-m", "footprint.cli", "dashboard", str(tmp_path)], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "no run.json" in bad.stderr

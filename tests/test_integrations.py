@@ -108,6 +108,7 @@ def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference:
     names = [w["name"] for w in run["windows"]]
     assert names.count("eval") == 2 and names.count("checkpoint") == 2 and names.count("train") == 1
     assert (tmp_path / "hf" / "run.json").is_file()
+    assert cb.session.dashboard_link == f"footprint dashboard {tmp_path / 'hf'}"  # opens the dashboard on this run
     report = (tmp_path / "hf" / "report.html").read_text()
     assert f"{STEPS} optimizer steps, {TOKENS:,} tokens" in report and "GPU energy by window" in report
     # live metrics went through Trainer.log to the MLflow integration, at each logging step
@@ -121,6 +122,17 @@ def test_huggingface_trainer_callback(tmp_path: Path, fake_gpu: None, reference:
     assert len(energy) == 3 and energy == sorted(energy) and energy[-1] <= run["energy"]["gpu_j"] / 3.6e6
     assert [s for s, _ in _history(mlflow_uri, rid, "footprint/co2eq_kg_use_phase")] == [2, 4, 6]
     assert all(0 < v < 1 for _, v in _history(mlflow_uri, rid, "footprint/mfu"))
+    # the final record after training: into the Trainer's run, at its own step, never a second value at a live step
+    from footprint.integrations.mlflow import log_run
+
+    assert log_run(cb, report=False, samples=0) == rid
+    final = footprint.assess(tmp_path / "hf", samples=0).workload.it_energy_kwh
+    assert _history(mlflow_uri, rid, "footprint/energy_kwh")[-1] == (STEPS + 1, pytest.approx(final))
+    for key in (k for k in client.get_run(rid).data.metrics if k.startswith("footprint/")):
+        values: dict[int, set[float]] = {}
+        for step, v in _history(mlflow_uri, rid, key):
+            values.setdefault(step, set()).add(v)
+        assert all(len(v) == 1 for v in values.values()), f"{key}: two values at one step: {values}"
 
 
 def test_huggingface_live_metrics_reach_tensorboard(tmp_path: Path, fake_gpu: None) -> None:
@@ -263,6 +275,7 @@ def test_mlflow_log_run_logs_all_16_categories_and_artifacts(tmp_path: Path, mlf
         a.workload.it_energy_kwh
     )
     assert got.params["footprint.gpu"] == "NVIDIA H100 SXM5 80GB"
+    assert got.params["footprint.energy_method"] == "simulated energy (run record), not measured"  # a fake NVML
     files = {f.path for f in client.list_artifacts(rid, "footprint")}
     assert files == {"footprint/run.json", "footprint/assessment.json", "footprint/footprint-report.html"}
 
@@ -517,13 +530,13 @@ def test_torchrun_trainer_logs_job_wide_metrics_to_mlflow_tensorboard_and_wandb(
     (mrun,) = client.search_runs([client.get_experiment_by_name("ddp").experiment_id])
     rid = mrun.info.run_id
     assert json.loads((tmp_path / "logged.json").read_text())["mlflow_run"] == rid
-    live_and_final = [(2, job_tokens / 2), (4, job_tokens), (4, job_tokens)]  # live, then log_run's at the last step
+    live_and_final = [(2, job_tokens / 2), (4, job_tokens), (5, job_tokens)]  # live, then log_run's at its own step
     assert _history(uri, rid, "footprint/tokens") == live_and_final
     energy = [v for _, v in _history(uri, rid, "footprint/gpu_energy_kwh")]
     # energy goes through the same all-reduce as the tokens (summed over both ranks, checked just above); how much of
     # a GPU's final energy is already spent at the last logged step depends on how long the run goes on after it
     assert len(energy) == 2 and 0 < energy[0] <= energy[-1] <= job_kwh
-    assert _history(uri, rid, "footprint/energy_kwh")[-1] == (4, pytest.approx(run["energy"]["total_j"] / 3.6e6))
+    assert _history(uri, rid, "footprint/energy_kwh")[-1] == (5, pytest.approx(run["energy"]["total_j"] / 3.6e6))
     metrics = client.get_run(rid).data.metrics
     assert all(f"footprint/{c.key}" in metrics for c in cat.categories()) and "train_loss" in metrics
     # TensorBoard (rank 0's writer) and W&B offline: the same job-wide values
@@ -549,3 +562,20 @@ def test_live_metrics_of_a_multi_rank_job_without_a_process_group_are_named_per_
     values = {"footprint/tokens": 256.0, "footprint/gpu_energy_kwh": 1e-4}
     assert job_wide(values, rank=1, world=2) == {"footprint/rank1/tokens": 256.0, "footprint/rank1/gpu_energy_kwh": 1e-4}
     assert job_wide(values, rank=0, world=1) == values
+
+
+def test_a_callbacks_report_of_a_cpu_only_run_is_its_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The callbacks' `report=True` on a machine without GPU: the report is written (no GPU: host only), and the line
+    printed at the end names the command that opens the dashboard on the run."""
+    from footprint.integrations.session import Session
+
+    monkeypatch.delenv("FOOTPRINT_FAKE_NVML", raising=False)
+    s = Session("test", name="cpu", output_dir=tmp_path, report=True, gpus=[])
+    s.begin()
+    sum(i * i for i in range(100_000))
+    s.end()
+    assert s.report_path == tmp_path / "cpu" / "report.html"
+    assert "no GPU: host only" in s.report_path.read_text()
+    assert f"open it: footprint dashboard {tmp_path / 'cpu'}" in capsys.readouterr().err

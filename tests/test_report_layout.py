@@ -250,3 +250,33 @@ def test_pdf_licence_column_reads_in_phrases(tmp_path: Path) -> None:
     png = tmp_path / "p"
     subprocess.run(["pdftoppm", "-r", "40", "-png", "-f", "1", "-l", "1", str(out), str(png)], check=True)
     assert any(tmp_path.glob("p*.png"))
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="chromium is not installed")
+def test_the_html_report_fits_the_window_at_1400_and_800_px(tmp_path: Path) -> None:
+    """No sideways scroll in headless Chromium at 1,400 and 800 px: the sensitivity table's drivers wrap; a wide
+    element is named when one does not fit."""
+    pytest.importorskip("websockets")
+    from footprint.reports.browser import Browser
+
+    pages = [
+        footprint.report(BLOOM, tmp_path / "bloom.html"),
+        footprint.report(REPO / "examples/runs/two-gpus", tmp_path / "run.html"),
+    ]
+    overflow = (
+        "[document.documentElement.scrollWidth - document.documentElement.clientWidth,"
+        " [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right >"
+        " document.documentElement.clientWidth + 1 && !e.closest('.cmp')).slice(0, 3).map(e => e.tagName + ':' +"
+        " e.textContent.slice(0, 60))]"
+    )
+    with Browser(width=1400, height=900) as b:
+        for width, out in ((w, p) for w in (1400, 800) for p in pages):
+            b.resize(width, 900)
+            b.open(Path(out).as_uri(), ready="document.querySelector('h1') !== null")
+            sideways, wide = b.evaluate(overflow)
+            assert sideways <= 0 and not wide, f"{out} at {width} px: scrolls {sideways} px sideways; too wide: {wide}"
+            drivers = b.evaluate(
+                "[...document.querySelectorAll('table')].find(t => t.textContent.includes('Drivers of the variance'))"
+                ".querySelector('tbody td:last-child').getClientRects().length"
+            )
+            assert drivers >= 1

@@ -129,3 +129,25 @@ def test_number_unit_fast_path_equals_pints_parser(number: str, unit: str) -> No
         assert type(fast.magnitude) is type(slow.magnitude)
     elif slow is not None:
         assert "degC" in unit or "e" in number.lower() or "inf" in number  # only what the fast path leaves to pint
+
+
+def test_small_numbers_read_in_the_prefix_that_fits_them() -> None:
+    """'2.10e-04 kg CO2 eq' reads '0.210 g CO2 eq': the unit steps down while the value is under 0.1 of it; a row's
+    low and high follow its total; big values, n/a and units without prefixes stay as they are."""
+    from footprint.lca.assessment import amount, qty
+    from footprint.lca.units import Q, compact
+
+    assert amount(2.1e-4, "kg CO2 eq") == "0.210 g CO2 eq"
+    assert amount(6.05e-6, "kgCO2eq") == "6.05 mg CO2 eq" and amount(1.14e-3, "kWh") == "1.14 Wh"
+    assert amount(5.89e-3, "L") == "5.89 mL" and amount(2.4e-6, "m3 world eq") == "2.40 mL world eq"
+    assert amount(52_900, "kg CO2 eq") == "52,900 kg CO2 eq" and amount(0.1, "kg CO2 eq") == "0.100 kg CO2 eq"
+    assert amount(1.66e-3, "CTUh") == "1.66e-03 CTUh" and amount(None, "kg") == "n/a" and amount(0, "kg") == "0 kg"
+    assert qty(9.46e-3, "kg CFC11 eq", 3.4e-3, 0.0423) == ("9.46", "3.40", "42.3", "g CFC11 eq")
+    for value, unit in ((3.3e-8, "kg Sb eq"), (4.2e-5, "mol H+ eq"), (7e-4, "MJ"), (2e-5, "kBq U235 eq"), (3e-3, "Pt")):
+        factor, shown = compact(value, unit)
+        assert 0.1 <= value * factor < 100 or shown.startswith(("µ", "m")), (value, unit)
+        # the same quantity, as pint converts it (Pt and the EF units are their own dimensions: checked on the mass
+        # and energy part of the spelling)
+        head = unit.split()[0]
+        if head in ("kg", "mol", "MJ", "kBq"):
+            assert Q(value, head).to(shown.split()[0]).magnitude == pytest.approx(value * factor)

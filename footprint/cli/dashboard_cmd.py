@@ -16,8 +16,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub,
         "dashboard",
         "open the Streamlit dashboard (scenario explorer, compare, runs, hardware, kernels)",
-        "footprint dashboard\nfootprint dashboard --port 8600 --headless",
+        "footprint dashboard                  # the newest run under ./runs, else the shipped scenario\n"
+        "footprint dashboard runs/llama-ft     # opens on that run\n"
+        "footprint dashboard --port 8600 --headless",
         handler=dashboard,
+    )
+    d.add_argument(
+        "run",
+        nargs="?",
+        help="a run directory (with run.json) to open on; default: the newest run under ./runs, else the explorer",
     )
     d.add_argument("--port", type=number_arg(int, 1, 65535), default=8501, help="port to listen on (default 8501)")
     d.add_argument("--headless", action="store_true", help="do not open a browser")
@@ -53,7 +60,39 @@ def dashboard(args: argparse.Namespace) -> int:
     ]
     if args.headless:
         cmd += ["--server.headless", "true"]
+    opening = start_on(args.run)
+    if opening:
+        cmd += ["--", *opening]
+        print(f"footprint: the dashboard opens on the run {opening[1]}", file=sys.stderr, flush=True)
     return serve(cmd)
+
+
+def start_on(run: str | None, runs: Path = Path("runs")) -> list[str]:
+    """The app's own arguments (after `--`) that open it on a run: ``run`` given (a run directory, else one clear
+    error), or the newest run under ./runs (by its run.json's time), else none (the explorer's shipped scenario)."""
+    from footprint.errors import FootprintError
+
+    if run is not None:
+        path = Path(run).expanduser()
+        if not (path / "run.json").is_file():
+            raise FootprintError("not a run directory (no run.json in it)", run, "RUN")
+        return ["--run", str(path.resolve())]
+    newest = newest_run(runs)
+    return ["--run", newest.name, "--runs", str(runs.resolve())] if newest is not None else []
+
+
+def newest_run(runs: Path) -> Path | None:
+    """The run directory under ``runs`` whose run.json was written last (None: no run there)."""
+    found = []
+    try:
+        for p in runs.iterdir():
+            try:
+                found.append(((p / "run.json").stat().st_mtime, p.name, p))
+            except OSError:
+                continue
+    except OSError:
+        return None
+    return max(found)[2] if found else None
 
 
 def serve(cmd: list[str], grace_s: float = 10.0) -> int:

@@ -101,6 +101,22 @@ class FleetReport:
 
         return db().cite(self.source_ids)
 
+    def __repr__(self) -> str:
+        """The headline lines (jobs, GPU-hours, energy, climate change with its range), never the whole object."""
+        from footprint.lca.notebook import short
+
+        return short([*summary_lines(self), "  All 16 categories: .to_dict(), or footprint fleet report -o fleet.html"])
+
+    def _repr_html_(self) -> str:
+        """Jupyter and VS Code: the headline, the 16 categories of the fleet's total and the groups."""
+        from footprint.lca.notebook import html_table, text_html
+
+        return (
+            text_html("\n".join(summary_lines(self)))
+            + html_table(*category_table(self.totals, self.units), "All 16 EF 3.1 categories (the fleet's total)")
+            + html_table(*group_rows(self), f"By {self.by}")
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "fleet": self.fleet,
@@ -402,31 +418,10 @@ def to_csv(r: FleetReport) -> str:
 
 def to_table(r: FleetReport) -> str:
     """The report as text for a terminal: totals, groups with the headline categories, top jobs."""
-    from footprint.lca import categories as cat
-    from footprint.lca.assessment import lifetimes, num
-    from footprint.lca.units import display_unit
+    from footprint.lca.assessment import num
 
-    t, win = r.totals, r.meta.get("window") or {}
-    share = r.unallocated_share
-    lines = [
-        f"Fleet {r.fleet}: {win.get('start')} - {win.get('end')}",
-        f"  Jobs assessed: {t.jobs:,} of {r.jobs_total:,}  |  GPU-hours: {num(t.gpu_hours)}  |  "
-        f"GPU lifetimes consumed: {lifetimes(t.gpu_lifetimes)}",
-        f"  Energy: {num(t.energy_kwh)} kWh IT, {num(t.facility_energy_kwh)} kWh facility",
-        f"  Climate change: {num(t.impacts.get('climate_change'))} kg CO2 eq{_range_text(t, 'climate_change')}  |  "
-        f"single score: {num(t.single_score_pt)} Pt{_range_text(t, 'single_score')}",
-        f"  Unallocated: {_pct(share.get('gpu_time'))} of GPU time, {_pct(share.get('gpu_energy'))} of GPU energy "
-        f"(idle GPUs; assessed apart, not spread over the jobs)",
-        "",
-    ]
-    heads = [r.by, "jobs", "GPU-h", "kWh", "GPU lifetimes"] + [
-        f"{cat.by_key(k).name} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
-    ]
-    rows = [
-        [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), lifetimes(g.gpu_lifetimes)]
-        + [num(g.impacts.get(k)) for k in cat.HEADLINE]
-        for g in [*r.groups, t, *([r.unallocated] if r.unallocated else [])]
-    ]
+    lines = [*summary_lines(r), ""]
+    heads, rows = group_rows(r)
     lines += _columns(heads, rows)
     if r.top_jobs:
         lines += ["", "Top jobs (climate change):"]
@@ -454,6 +449,55 @@ def to_table(r: FleetReport) -> str:
     lines += [note] if note else []
     lines += ["", "All 16 categories: -o fleet.html | .csv | .json. Warnings:"] + [f"  - {w}" for w in r.warnings]
     return "\n".join(lines) + "\n"
+
+
+def summary_lines(r: FleetReport) -> list[str]:
+    """The fleet's headline lines: the table's top, and the notebook `repr`."""
+    from footprint.lca.assessment import lifetimes, num
+
+    t, win = r.totals, r.meta.get("window") or {}
+    share = r.unallocated_share
+    return [
+        f"Fleet {r.fleet}: {win.get('start')} - {win.get('end')}",
+        f"  Jobs assessed: {t.jobs:,} of {r.jobs_total:,}  |  GPU-hours: {num(t.gpu_hours)}  |  "
+        f"GPU lifetimes consumed: {lifetimes(t.gpu_lifetimes)}",
+        f"  Energy: {num(t.energy_kwh)} kWh IT, {num(t.facility_energy_kwh)} kWh facility",
+        f"  Climate change: {num(t.impacts.get('climate_change'))} kg CO2 eq{_range_text(t, 'climate_change')}  |  "
+        f"single score: {num(t.single_score_pt)} Pt{_range_text(t, 'single_score')}",
+        f"  Unallocated: {_pct(share.get('gpu_time'))} of GPU time, {_pct(share.get('gpu_energy'))} of GPU energy "
+        f"(idle GPUs; assessed apart, not spread over the jobs)",
+    ]
+
+
+def group_rows(r: FleetReport) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the groups, the total and the unallocated share, with the headline categories."""
+    from footprint.lca import categories as cat
+    from footprint.lca.assessment import lifetimes, num
+    from footprint.lca.units import display_unit
+
+    heads = [r.by, "jobs", "GPU-h", "kWh", "GPU lifetimes"] + [
+        f"{cat.by_key(k).name} [{display_unit(cat.by_key(k).unit)}]" for k in cat.HEADLINE
+    ]
+    rows = [
+        [g.label, str(g.jobs) if g.jobs else "", num(g.gpu_hours), num(g.energy_kwh), lifetimes(g.gpu_lifetimes)]
+        + [num(g.impacts.get(k)) for k in cat.HEADLINE]
+        for g in [*r.groups, r.totals, *([r.unallocated] if r.unallocated else [])]
+    ]
+    return heads, rows
+
+
+def category_table(x: Rows, units: dict[str, str]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of one row set's 16 categories: total, unit, low-high and status (partial, not modelled)."""
+    from footprint.lca import categories as cat
+    from footprint.lca.assessment import num
+    from footprint.lca.units import display_unit
+
+    rows = [
+        [cat.by_key(k).name, num(x.impacts.get(k)), display_unit(units[k]), low_high(x, k) or "", x.status(k)]
+        for k in cat.keys()
+        if k in units
+    ]
+    return ["Category", "Total", "Unit", "Low - high", "Status"], rows
 
 
 def not_modelled_note(r: FleetReport) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 from footprint.lca import DEFAULT_SAMPLES
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, training_numbers
+from footprint.lca.workload_data import HOST_ONLY
 from footprint.outputs import write_text
 
 PREFIX = "footprint/"
@@ -40,7 +41,7 @@ def params(a: Assessment) -> dict[str, str]:
     w = a.workload
     out = {
         "footprint.name": w.name,
-        "footprint.gpu": w.gpu.name,
+        "footprint.gpu": w.gpu.name if w.gpu else HOST_ONLY,
         "footprint.gpu_count": str(w.count),
         "footprint.grid": w.grid,
         "footprint.pue": f"{w.pue:g}",
@@ -61,6 +62,7 @@ def metrics(a: Assessment) -> dict[str, float]:
         "energy_kwh": w.it_energy_kwh,
         "facility_energy_kwh": a.facility_energy_kwh,
         "gpu_hours": w.gpu_hours,
+        "host_hours": w.host_hours if w.host_only else None,
         "gpu_lifetimes": w.gpu_lifetimes,  # the hardware a run uses up, never rounded up
         "hardware_consumed_kg": a.materials.get("mass_consumed_kg"),
         "gpu_equivalents": float(w.gpu_equivalents),  # Falk et al.'s count: gpu_lifetimes rounded up

@@ -6,7 +6,8 @@ Logs into the active MLflow run (``mlflow.start_run()``), else into ``run_id``, 
 ``run_name`` in the current experiment, else the run the framework callbacks logged this run's live metrics
 to (the Trainer's, accelerate's, Lightning's MLFlowLogger's, which they end when training ends: found by its
 ``footprint.run_dir`` tag); a new run (ended here) only where there is none: the 16 categories land beside
-the loss, never in a second run. The tracking URI is
+the loss, never in a second run, at their own step (one past the last optimizer step: the live values keep
+theirs, so no metric has two values at one step). The tracking URI is
 MLflow's own setting (``MLFLOW_TRACKING_URI``, ``mlflow.set_tracking_uri``; ``sqlite:///mlflow.db`` is the
 local store MLflow 3 accepts): nothing goes over the network unless it points there.
 """
@@ -43,6 +44,11 @@ def _run_to_log_into(mlflow: Any, run_id: str | None, run_name: str | None, run_
     return found[0].info.run_id if found else None
 
 
+def final_step(a: Any) -> int:
+    """The MLflow step of the final record: one past the run's last optimizer step (1 for a run without steps)."""
+    return int((a.workload.training or {}).get("steps") or 0) + 1
+
+
 def log_run(
     target: Any,
     *,
@@ -64,7 +70,9 @@ def log_run(
     client = mlflow.MlflowClient()  # by the run's id: the fluent calls follow MLflow's active-run state, which another
     try:  # library's callback can leave pointing elsewhere, and refuse a run of another experiment
         now = int(time.time() * 1000)
-        step = int((a.workload.training or {}).get("steps") or 0)  # at the run's last step: after the live values
+        # the final record at its own step, the one after the last optimizer step: the live values (logged by the
+        # callbacks at steps 1..N) keep theirs, and no metric ever gets two different values at one step
+        step = final_step(a)
         client.log_batch(
             rid,
             metrics=[Metric(k, v, now, step) for k, v in m.metrics(a).items()],

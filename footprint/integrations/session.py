@@ -9,6 +9,7 @@ model (never a framework's count summed over ranks); FLOPs come from ``track(mod
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -83,6 +84,7 @@ class Session:
         self.owned = False
         self.tokens = 0
         self.report_path: Path | None = None
+        self.dashboard_link: str | None = None  # `footprint dashboard RUN_DIR`, once the run is recorded
         self.run: dict[str, Any] | None = None
         self._exporter: Any = None
         self._live: Any = None
@@ -199,7 +201,19 @@ class Session:
                 self.report_path = report(t.run_dir, out)
             except Exception as exc:  # the run record is written; a report failure must not fail training
                 log.warning("footprint: report not written: %s", exc)
+        if self.run and t.run_dir is not None:
+            self.dashboard_link = dashboard_link(t.run_dir)
+            report = f"; report {self.report_path}" if self.report_path else ""
+            with contextlib.suppress(Exception):  # a closed stderr must not fail training
+                print(f"footprint: run recorded in {t.run_dir}{report}; open it: {self.dashboard_link}", file=sys.stderr)
         return self.run
+
+
+def dashboard_link(run_dir: Path) -> str:
+    """The command that opens the dashboard on this run (`footprint dashboard RUN_DIR`), quoted for a shell."""
+    import shlex
+
+    return f"footprint dashboard {shlex.quote(str(run_dir))}"
 
 
 class WithSession:

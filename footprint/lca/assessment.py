@@ -18,8 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from footprint.lca import categories as cat
+from footprint.lca import notebook
 from footprint.lca.uncertainty import METHOD as SENSITIVITY_METHOD
-from footprint.lca.units import display_unit
+from footprint.lca.units import compact, display_unit
+from footprint.lca.workload_data import HOST_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.electricity import UseFactors, Zone
@@ -158,6 +160,29 @@ class Assessment:
     def __getitem__(self, key: str) -> CategoryResult:
         return self.impacts[key]
 
+    def __repr__(self) -> str:
+        """The headline numbers with their units, never the whole object (75 KB of arrays)."""
+        w, s = self.workload, self.single_score or {}
+        mc = f"Monte Carlo, {self.samples:,} samples" if self.samples > 1 else "single evaluation"
+        lines = [
+            f"Assessment: {w.name} ({mc})",
+            f"  {key_figures_line(self)}",
+            f"  Hardware: {gpus_text(self)}  |  grid {w.grid} ({self.zone.name}), {pue_text(w)}",
+            f"  Energy: {w.energy_method}",
+        ]
+        if s.get("value") is not None:
+            lines.append(f"  Single score: {num(s['value'])} Pt (EF 3.1 weighting)")
+        lines.append(
+            "  16 EF 3.1 categories: a['climate_change'], ...; a.to_dict() for everything; "
+            "footprint.report(a, 'report.html') for the report"
+        )
+        return notebook.short(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter and VS Code: the key figures, the 16-category table and the stage chart (`footprint.reports.notebook`)."""
+        view = notebook.ASSESSMENT_HTML
+        return view(self) if view is not None else notebook.text_html(repr(self))
+
     @property
     def sources(self) -> list[dict[str, Any]]:
         from footprint.lca.database import db
@@ -181,9 +206,11 @@ class Assessment:
             "flops": w.flops,
             "training": training_numbers(self),
             "hardware": {
-                "gpu": w.gpu.id,
-                "gpu_name": w.gpu.name,
+                "gpu": w.gpu.id if w.gpu else None,
+                "gpu_name": w.gpu.name if w.gpu else HOST_ONLY,
                 "count": w.count,
+                "host_hours": w.host_hours if w.host_only else None,
+                "host_lifetimes": w.host_lifetimes if w.host_only else None,
                 "lifetime_h": w.lifetime_h,
                 "utilization": w.utilization,
                 "host": w.host,
@@ -207,7 +234,9 @@ class Assessment:
             "method": {
                 "gpu_hours": w.gpu_hours_method,
                 "energy": w.energy_method,
-                "embodied": f"{self.embodied_method}; allocated by GPU-hours / (lifetime x utilisation)",
+                "embodied": f"{self.embodied_method}; allocated by "
+                + ("host-hours" if w.host_only else "GPU-hours")
+                + " / (lifetime x utilisation)",
                 "use": "facility energy (IT energy x PUE) x per-kWh factors of the electricity"
                 + (f" ({self.use_factors.label})" if self.use_factors else "")
                 + (f"; {w.hourly.method()}" if w.hourly is not None else "")
@@ -228,6 +257,7 @@ class Assessment:
             "contested_data": [dict(c) for c in self.contested],
             "materials": self.materials,
             "by_gpu_model": by_gpu_model(self),
+            "energy_by_device": [dict(d) for d in w.energy_devices] or None,
             "water_l": dict(self.water_l),
             "activity_ranges": {k: list(v) for k, v in self.activity_ranges.items()},
             "sources": self.sources,
@@ -336,10 +366,10 @@ def by_gpu_model(a: Assessment) -> list[dict[str, Any]] | None:
 
 def parts_text(a: Assessment) -> str:
     """Each GPU model's part in one line (energy and climate change), for the text faces; "" for one model."""
-    unit = display_unit(cat.by_key("climate_change").unit)
+    unit = cat.by_key("climate_change").unit
     return "; ".join(
-        f"{s.workload.count:,} x {s.workload.gpu.name}: {num(s.workload.it_energy_kwh)} kWh IT, "
-        f"{num(s.impacts['climate_change'].total)} {unit}"
+        f"{s.workload.count:,} x {s.workload.gpu.name}: {amount(s.workload.it_energy_kwh, 'kWh')} IT, "
+        f"{amount(s.impacts['climate_change'].total, unit)}"
         for s in a.parts
     )
 
@@ -364,6 +394,19 @@ def num(v: float | None, digits: int = 3) -> str:
         decimals = max(digits - 1 - int(math.floor(math.log10(a))), 0)
         return f"{rounded:,.{decimals}f}"
     return f"{v:.{digits - 1}e}"
+
+
+def qty(v: float | None, unit: str, *others: float | None) -> tuple[str, ...]:
+    """``v`` and ``others`` (its low, high...) written in the unit that reads best for ``v`` (`units.compact`: "0.21 g
+    CO2 eq", never "2.10e-04 kg CO2 eq"), then that unit: ("0.21", "0.15", "0.30", "g CO2 eq")."""
+    factor, shown_unit = compact(v, display_unit(unit))
+    return (*(num(None if x is None else x * factor) for x in (v, *others)), shown_unit)
+
+
+def amount(v: float | None, unit: str) -> str:
+    """A value with its readable unit in one string: "0.21 g CO2 eq", "1.14 Wh", "n/a"."""
+    number, shown_unit = qty(v, unit)
+    return number if v is None else f"{number} {shown_unit}"
 
 
 def pct(v: float | None) -> str:
@@ -414,9 +457,9 @@ def training_facts(a: Assessment) -> dict[str, str]:
     facts = {
         "Steps and tokens": f"{count(t['steps'])} optimizer steps, {count(t['tokens'])} tokens "
         f"({num(t['tokens_per_s'])} tokens/s; median step {num(t['median_step_s'])} s)",
-        "Per million tokens": f"{num(t['kwh_per_million_tokens'])} kWh IT, "
-        f"{num(t['kg_co2eq_per_million_tokens'])} kg CO2 eq (life cycle: use and embodied)",
-        "Per step": f"{num(t['kwh_per_step'])} kWh IT, {num(t['kg_co2eq_per_step'])} kg CO2 eq",
+        "Per million tokens": f"{amount(t['kwh_per_million_tokens'], 'kWh')} IT, "
+        f"{amount(t['kg_co2eq_per_million_tokens'], 'kg CO2 eq')} (life cycle: use and embodied)",
+        "Per step": f"{amount(t['kwh_per_step'], 'kWh')} IT, {amount(t['kg_co2eq_per_step'], 'kg CO2 eq')}",
     }
     if t.get("ranks") or t.get("world_size"):
         ranks, hosts = t.get("ranks"), t.get("hosts") or []
@@ -436,20 +479,22 @@ def training_facts(a: Assessment) -> dict[str, str]:
 def summary_facts(a: Assessment) -> dict[str, str]:
     """The assessment's key figures as label -> text: one wording for reports and the dashboard."""
     w = a.workload
-    water = a.water_l
     grid = f"{w.grid} ({a.zone.name}{', ' + str(a.zone.year) if a.zone.year else ''})"
     if w.carbon_intensity is not None:
         grid += f", carbon intensity set to {w.carbon_intensity * 1000:g} g/kWh"
     facts = {
         "Hardware": f"{gpus_text(a)}, lifetime {w.lifetime_years:.3g} years x utilisation "
         f"{w.utilization:.0%}; host share {'on' if w.host else 'off'}",
-        "GPU-hours": f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
+        "GPU-hours": f"0 ({HOST_ONLY}; {num(w.host_hours)} host-hours)"
+        if w.host_only
+        else f"{num(w.gpu_hours)} ({w.gpu_hours_method})",
         "MFU": mfu_text(w),
         "Total FLOPs": "n/a" if w.flops is None else f"{w.flops:.3g} FLOP",
-        "Energy": f"{num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)}); {w.energy_method}",
+        "Energy": f"{amount(w.it_energy_kwh, 'kWh')} IT, {amount(a.facility_energy_kwh, 'kWh')} facility ({pue_text(w)}); "
+        f"{w.energy_method}",
         "Grid": grid,
         "GPU lifetimes": hardware_text(a),
-        "Water": f"{num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
+        "Water": water_text(a),
         "Embodied data": a.embodied_method,
         "Card geometry": a.materials.get("geometry") or "n/a",
     }
@@ -461,6 +506,8 @@ def summary_facts(a: Assessment) -> dict[str, str]:
 def gpus_text(a: Assessment) -> str:
     """The run's GPUs: "8 x NVIDIA H100", or each model's count for a run with several models."""
     w = a.workload
+    if w.gpu is None:
+        return HOST_ONLY
     return " + ".join(f"{p.workload.count:,} x {p.workload.gpu.name}" for p in a.parts) or f"{w.count:,} x {w.gpu.name}"
 
 
@@ -481,26 +528,33 @@ def key_figures(a: Assessment) -> list[tuple[str, str, str, str]]:
     percentile range ("low - high"; "" for a single evaluation)."""
     w, cc, water, r = a.workload, a.impacts["climate_change"], a.water_l, a.activity_ranges
 
-    def span(key: str) -> str:
+    def figure(value: float | None, unit: str, key: str) -> tuple[str, str]:
+        """The value with its readable unit, and its range in the same unit ("" for a single evaluation)."""
         lo, hi = (cc.low, cc.high) if key == "climate_change" else r.get(key, (None, None))
-        return f"{num(lo)} - {num(hi)}" if lo is not None and hi is not None and lo != hi else ""
+        v, low, high, shown_unit = qty(value, unit, lo, hi)
+        text = v if value is None or not shown_unit else f"{v} {shown_unit}"
+        return text, f"{low} - {high}" if lo is not None and hi is not None and lo != hi else ""
 
+    on, off, _ = qty(water["on_site"], "L", water["off_site"])
     return [
-        ("Climate change", f"{num(cc.total)} {display_unit(cc.unit)}", span("climate_change"), "life cycle, all stages"),
+        ("Climate change", *figure(cc.total, cc.unit, "climate_change"), "life cycle, all stages"),
         (
             "Energy",
-            f"{num(a.facility_energy_kwh)} kWh",
-            span("facility_energy_kwh"),
-            f"facility: {num(w.it_energy_kwh)} kWh IT x {pue_text(w)}",
+            *figure(a.facility_energy_kwh, "kWh", "facility_energy_kwh"),
+            f"facility: {amount(w.it_energy_kwh, 'kWh')} IT x {pue_text(w)}",
         ),
-        (
-            "Water",
-            f"{num(water['total'])} L",
-            span("water_l"),
-            f"on-site {num(water['on_site'])}, off-site {num(water['off_site'])}",
-        ),
-        ("GPU-hours", num(w.gpu_hours), span("gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
+        ("Water", *figure(water["total"], "L", "water_l"), f"on-site {on}, off-site {off}"),
+        ("Host-hours", num(w.host_hours), "", HOST_ONLY)
+        if w.host_only
+        else ("GPU-hours", *figure(w.gpu_hours, "", "gpu_hours"), f"{w.count:,} x {w.gpu.name}"),
     ]
+
+
+def water_text(a: Assessment) -> str:
+    """Water in one readable unit: "5.89 mL (on-site 1.71, off-site 4.18)"."""
+    w = a.water_l
+    total, on, off, unit = qty(w["total"], "L", w["on_site"], w["off_site"])
+    return f"{total} {unit} (on-site {on}, off-site {off})" if w["total"] is not None else "n/a"
 
 
 def key_figures_line(a: Assessment) -> str:
@@ -523,6 +577,11 @@ def hardware_text(a: Assessment) -> str:
     utilisation)) and their mass (lifetimes x card mass); Falk et al.'s GPU-equivalents are that number rounded
     up, said as such, and only from one whole GPU on (a 19-second run is not "1 GPU-equivalent")."""
     w, m = a.workload, a.materials
+    if w.host_only:
+        return (
+            f"{HOST_ONLY}: {lifetimes(w.host_lifetimes)} server lifetimes consumed "
+            f"({num(w.host_hours)} host-hours / ({w.lifetime_years:.3g} years x {w.utilization:.0%}))"
+        )
     text = f"{lifetimes(w.gpu_lifetimes)} GPU lifetimes consumed ({plain(m['mass_consumed_kg'])} kg of hardware)"
     if w.gpu_lifetimes >= 1:
         text += f"; {w.gpu_equivalents:,} GPU-equivalents when rounded up"
@@ -552,13 +611,14 @@ def sensitivity_rows(a: Assessment, top: int = 3) -> list[dict[str, str]]:
         r = a.impacts[k]
         if r.iqr is None:
             continue
+        central, median, q25, q75, unit = qty(r.total, r.unit, r.median, *r.iqr)
         rows.append(
             {
                 "Category": r.name,
-                "Central": num(r.total),
-                "Median": num(r.median),
-                "IQR": f"{num(r.iqr[0])} - {num(r.iqr[1])}",
-                "Unit": display_unit(r.unit),
+                "Central": central,
+                "Median": median,
+                "IQR": f"{q25} - {q75}",
+                "Unit": unit,
                 "Drivers of the variance": drivers(r.sensitivity),
             }
         )

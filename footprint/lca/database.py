@@ -113,6 +113,7 @@ class HostShare:
     dqr: tuple[dict[str, int] | None, ...]
     sources: list[str]
     notes: list[str]
+    per_server: float = 1.0  # GPUs the server holds: value x per_server is the whole server's impacts
 
 
 def _vectors(rows: list[dict[str, str]], key: str) -> dict[str, np.ndarray]:
@@ -407,7 +408,8 @@ class Database:
             sigma[i] = self.pedigree_sigma(q)
             srcs += [s for s in r["source"].split(";") if s]
         sigma = np.nan_to_num(sigma)
-        return HostShare(vec, lo, hi, sigma, tuple(dqr), list(dict.fromkeys(srcs)), [h["description"], *h.get("notes", [])])
+        notes = [h["description"], *h.get("notes", [])]
+        return HostShare(vec, lo, hi, sigma, tuple(dqr), list(dict.fromkeys(srcs)), notes, per)
 
     # ---- data quality ----------------------------------------------------------------------------
     @cached_property

@@ -33,7 +33,7 @@ from footprint.lca.database import IDX, N_IND, Database, Embodied, db
 from footprint.lca.montecarlo import Inputs
 from footprint.lca.uncertainty import Block
 from footprint.lca.units import Q
-from footprint.lca.workload_data import Workload
+from footprint.lca.workload_data import HOST_ONLY, Workload
 
 N_CAT = 16
 
@@ -93,7 +93,7 @@ def embodied_multipliers(d: Database, w: Workload, emb: Embodied | None = None) 
 def contested_embodied(d: Database, w: Workload, emb: Embodied | None = None) -> list[dict[str, Any]]:
     """The embodied corrections in force for this card, as contested data (corrected vs published); ``emb`` is the
     assessment's own embodied data (`_inputs`), handed on rather than looked up again."""
-    if d.resolve_variant(w.embodied_variant) == "published":
+    if w.gpu is None or d.resolve_variant(w.embodied_variant) == "published":
         return []
     emb, pub = emb or d.embodied(w.gpu.id, w.embodied_variant), d.embodied(w.gpu.id, "published")
     out = []
@@ -155,15 +155,23 @@ def check_samples(samples: Any, seed: Any = 0) -> tuple[int, int]:
 def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -> Inputs:
     """Embodied parts and their spread, host share, electricity factors of a workload (one embodied computation
     shared by the point estimate, the Monte Carlo and the variant check); warnings and sources appended."""
-    parts, emb, override_notes = embodied_parts(d, w)
-    warnings += override_notes
-    sources += list(emb.sources)
-    if emb.method.startswith("ADEME parametric"):
-        warnings.append(f"{w.gpu.name}: embodied impacts modelled with the ADEME parametric model, not measured")
-    if w.gpu.proxy_of:
-        warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate): {geometry_text(d, w.gpu)}")
-    warnings.append("distribution (plane 9,908 km + truck 1,000 km) modelled with the ADEME per-kg.km factors")
-    warnings += [f"{w.gpu.name}: {n}" for n in emb.notes if "correction" in n]
+    if w.gpu is None:
+        server = "the embodied impacts of its server" if w.host is not None else "no embodied impacts (hardware.host: none)"
+        parts, emb = {}, Embodied("", f"{HOST_ONLY}: {server} (lca_data/host.yaml)", {}, ())
+        warnings.append(
+            f"{HOST_ONLY}: the footprint is the host's energy and the embodied impacts of its server, allocated by "
+            "host-hours / (lifetime x utilisation); naming GPUs (hardware.gpu, hardware.count) is a what-if"
+        )
+    else:
+        parts, emb, override_notes = embodied_parts(d, w)
+        warnings += override_notes
+        sources += list(emb.sources)
+        if emb.method.startswith("ADEME parametric"):
+            warnings.append(f"{w.gpu.name}: embodied impacts modelled with the ADEME parametric model, not measured")
+        if w.gpu.proxy_of:
+            warnings.append(f"{w.gpu.name}: card geometry proxied from {w.gpu.proxy_of} (estimate): {geometry_text(d, w.gpu)}")
+        warnings.append("distribution (plane 9,908 km + truck 1,000 km) modelled with the ADEME per-kg.km factors")
+        warnings += [f"{w.gpu.name}: {n}" for n in emb.notes if "correction" in n]
     host, host_block, host_dqr = _host_inputs(d, w, warnings, sources)
     uf, elec = _use_vectors(w, warnings, sources)
     not_modelled = _use_not_modelled(uf)
@@ -178,7 +186,11 @@ def _inputs(d: Database, w: Workload, warnings: list[str], sources: list[str]) -
     if site_water is not None:
         zone = electricity.zone(w.grid)
         sources += list(zone.aware.sources if zone.aware else ())
-    embodied, dqr, rsrc = _embodied_block(d, w, emb)
+    if w.gpu is None:
+        one = np.ones(N_IND)
+        embodied, dqr, rsrc = Block.of(one, one, one, "lognormal", np.zeros(N_IND), shared=True), None, ()
+    else:
+        embodied, dqr, rsrc = _embodied_block(d, w, emb)
     return Inputs(parts, emb, host, uf, elec, not_modelled, site_water, embodied, dqr, host_block, host_dqr, rsrc)
 
 
@@ -191,14 +203,19 @@ def _host_inputs(
         return np.full(N_IND, np.nan), None, ()
     hs = d.host_share(w.host)
     sources += hs.sources
-    na = [cat.by_key(k).name for k in cat.keys() if np.isnan(hs.value[IDX[k]])]
+    # without GPU the whole server is the run's (per GPU x the GPUs it holds), allocated by host_lifetimes
+    k = hs.per_server if w.gpu is None else 1.0
+    na = [cat.by_key(c).name for c in cat.keys() if np.isnan(hs.value[IDX[c]])]
     if na:
         warnings.append(
             f"host share (server around the GPU) not available for {len(na)} categories "
             f"({', '.join(na)}): their totals cover the GPU only"
         )
-    block = Block.of(np.nan_to_num(hs.value), np.nan_to_num(hs.low), np.nan_to_num(hs.high), "lognormal", hs.sigma, shared=True)
-    return hs.value, block, hs.dqr
+    if w.gpu is None:
+        warnings.append(f"host: {hs.notes[0]}; a smaller machine (a workstation, a laptop) has less embodied in it")
+    value, low, high = (np.nan_to_num(x) * k for x in (hs.value, hs.low, hs.high))
+    block = Block.of(value, low, high, "lognormal", hs.sigma, shared=True)
+    return hs.value * k, block, hs.dqr
 
 
 def _embodied_block(d: Database, w: Workload, emb: Embodied) -> tuple[Block, dict[str, int], tuple[str, ...]]:
@@ -424,9 +441,12 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
             by_comp["host_share"] = None
             not_available.append("host_share")
         else:
-            v = float(inp.host[i] * alloc)
+            v = float(inp.host[i] * (w.host_lifetimes if w.gpu is None else alloc))
             by_comp["host_share"] = v
             by_stage["manufacturing"] += v
+    if w.gpu is None:  # the host model gives manufacturing only: its transport and end of life are not available
+        by_stage["transport"] = by_stage["end_of_life"] = None
+        not_available += ["transport", "end_of_life"]
     if inp.use_not_modelled[i]:
         by_stage["use"] = None
         if c.key in cat.keys():
@@ -485,8 +505,18 @@ def _water(w: Workload, facility: float, warnings: list[str]) -> dict[str, float
 
 
 def _materials(d: Database, w: Workload) -> dict[str, Any]:
-    """Hardware mass a run consumes (GPU lifetimes x card mass), with cited composition facts."""
+    """Hardware mass a run consumes (GPU lifetimes x card mass), with cited composition facts; a run without GPU
+    consumes server lifetimes, whose mass the host model does not state ("not available")."""
     g = w.gpu
+    if g is None:
+        return {
+            "gpu_lifetimes": 0.0,
+            "gpu_equivalents": 0,
+            "host_lifetimes": w.host_lifetimes,
+            "mass_consumed_kg": None,
+            "geometry": None,
+            "note": f"{HOST_ONLY}: server lifetimes consumed = host-hours / (lifetime x utilisation)",
+        }
     p = g.parametric
     mass = p["total_mass_kg"]
     comps = {"casing": p.get("casing_mass_kg"), "heatsink": p.get("heatsink_mass_kg")}

@@ -123,7 +123,9 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
     gpu_hours = ranged("gpu_hours", "GPU-hours", w.gpu_hours)
     if w.mfu is not None and "mfu" in r:
         gpu_hours = gpu_hours * w.mfu / ranged("mfu", "MFU", w.mfu)
-    alloc = gpu_hours / (ranged("lifetime", "lifetime", w.lifetime_h) * ranged("utilization", "utilisation", w.utilization))
+    life = ranged("lifetime", "lifetime", w.lifetime_h) * ranged("utilization", "utilisation", w.utilization)
+    alloc = gpu_hours / life
+    host_alloc = alloc if w.gpu is not None else w.host_hours / life  # without GPU: the whole server by host-hours
     if w.power_per_gpu_w is not None and "power_per_gpu" in r:
         power_mult = ranged("power_per_gpu", "power per GPU", w.power_per_gpu_w) / w.power_per_gpu_w
     else:
@@ -133,7 +135,7 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
                 Input("power (meter accuracy)", power_mult, "triangular", 1 - power_relative, 1 + power_relative, "x stated")
             )
     it = w.it_energy_kwh * power_mult
-    if w.energy_method.startswith("GPU-hours") and w.gpu_hours:
+    if "GPU-hours x power" in w.energy_method and w.gpu_hours:
         it = it * gpu_hours / w.gpu_hours
     facility = it * ranged("pue", "PUE", w.pue)
     block, kinds = _use_block(inp)
@@ -145,7 +147,7 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
         lo, hi = r["carbon_intensity"]
         el[:, ci] = _tri(rng, lo, inp.elec[ci], hi, n)
     use = facility[:, None] * el
-    totals = (emb * mult + host) * alloc[:, None] + use
+    totals = emb * mult * alloc[:, None] + host * host_alloc[:, None] + use
     if inp.site_water is not None:
         sw = inp.site_water
         water = _tri(rng, sw[1], sw[0], sw[2], n)
@@ -163,11 +165,16 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
             )
         )
     activity = {"gpu_hours": gpu_hours, "it_energy_kwh": it, "facility_energy_kwh": facility}
-    stages = _stage_draws(inp, mult, host, alloc, use)
-    return Draws(totals, (*_per_category_inputs(inp, emb, mult, host, el, kinds, block), *shared), activity, stages)
+    stages = _stage_draws(inp, mult, host, alloc, host_alloc, use)
+    drawn = _per_category_inputs(inp, emb, mult, host, el, kinds, block)
+    if w.gpu is None:  # no GPU: no embodied GPU impacts to rank among the drivers
+        drawn = drawn[1:]
+    return Draws(totals, (*drawn, *shared), activity, stages)
 
 
-def _stage_draws(inp: Inputs, mult: np.ndarray, host: np.ndarray, alloc: np.ndarray, use: np.ndarray) -> np.ndarray:
+def _stage_draws(
+    inp: Inputs, mult: np.ndarray, host: np.ndarray, alloc: np.ndarray, host_alloc: np.ndarray, use: np.ndarray
+) -> np.ndarray:
     """Each life-cycle stage's total per draw (stages x samples x indicators), as the engine's ``_category`` splits
     the central values: the embodied parts by their stage, the host share in manufacturing, electricity in use."""
     names = cat.stages()
@@ -175,7 +182,7 @@ def _stage_draws(inp: Inputs, mult: np.ndarray, host: np.ndarray, alloc: np.ndar
     for (_, stage), arr in inp.parts.items():
         per_stage[names.index(stage)] += arr
     out = per_stage[:, None, :] * mult[None, :, :] * alloc[None, :, None]
-    out[names.index("manufacturing")] += host * alloc[:, None]
+    out[names.index("manufacturing")] += host * host_alloc[:, None]
     out[names.index("use")] += use
     return out
 

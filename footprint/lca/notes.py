@@ -53,7 +53,7 @@ def note_groups(a: Assessment) -> list[NoteGroup]:
             electricity.append(w)
         else:
             other.append(w)
-    gpu = a.workload.gpu.name
+    gpu = a.workload.gpu.name if a.workload.gpu else "host"
     groups = [
         _plain("inputs", "Measurement and inputs", inputs, gpu),
         _plain("embodied", "Embodied impacts", embodied, gpu),

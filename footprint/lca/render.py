@@ -15,6 +15,7 @@ from footprint.lca.assessment import (
     PE_NOTE,
     SENSITIVITY_NOTE,
     Assessment,
+    amount,
     gpus_text,
     hardware_text,
     key_figures_line,
@@ -24,28 +25,32 @@ from footprint.lca.assessment import (
     partial_text,
     parts_text,
     pue_text,
+    qty,
     sensitivity_rows,
     training_facts,
+    water_text,
 )
 from footprint.lca.notes import note_count, note_groups
 from footprint.lca.units import display_unit
 
 
-def _rows(a: Assessment) -> list[list[str]]:
+def table_rows(a: Assessment) -> list[list[str]]:
+    """The 16 categories as the terminal table, Markdown and the notebook view write them (`HEADERS`)."""
     rows = []
     for k in cat.keys():
         r = a.impacts[k]
         pe = (a.normalised.get(k) or {}).get("person_equivalents")
+        total, low, high, unit = qty(r.total, r.unit, r.low, r.high)  # one readable unit per row
         rows.append(
             [
                 r.name,
-                num(r.total),
-                display_unit(r.unit),
+                total,
+                unit,
                 r.stage_text("manufacturing"),
                 r.stage_text("transport"),
                 r.stage_text("use"),
                 r.stage_text("end_of_life"),
-                f"{num(r.low)} - {num(r.high)}",
+                f"{low} - {high}",
                 num(pe),
             ]
         )
@@ -57,16 +62,17 @@ HEADERS = ["Category", "Total", "Unit", "Manuf.", "Transp.", "Use", "EoL", "Low 
 
 def _summary_lines(a: Assessment) -> list[str]:
     w = a.workload
-    water = a.water_l
     lines = [
         f"{w.name}",
         f"  {key_figures_line(a)}",
-        f"  GPU: {gpus_text(a)}  |  GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})",
-        f"  Energy: {num(w.it_energy_kwh)} kWh IT, {num(a.facility_energy_kwh)} kWh facility ({pue_text(w)})"
+        f"  GPU: {gpus_text(a)}  |  "
+        + (f"host-hours: {num(w.host_hours)}" if w.host_only else f"GPU-hours: {num(w.gpu_hours)} ({w.gpu_hours_method})"),
+        f"  Energy: {amount(w.it_energy_kwh, 'kWh')} IT, {amount(a.facility_energy_kwh, 'kWh')} facility ({pue_text(w)})"
         f"  |  grid: {w.grid} ({a.zone.name})",
+        f"  Energy obtained: {w.energy_method}",
         f"  Hardware: {hardware_text(a)}",
-        f"  Water: {num(water['total'])} L (on-site {num(water['on_site'])}, off-site {num(water['off_site'])})",
-        f"  Embodied data: {a.embodied_method}; geometry: {a.materials.get('geometry') or 'n/a'}",
+        f"  Water: {water_text(a)}",
+        f"  Embodied data: {a.embodied_method}" + ("" if w.host_only else f"; geometry: {a.materials.get('geometry') or 'n/a'}"),
     ]
     if w.mfu is not None:
         lines.insert(3, f"  MFU: {mfu_text(w)}")
@@ -107,7 +113,7 @@ SHARES_NOTE = f"Shares: stage / total. n/a = not available (no data), never zero
 def to_table(a: Assessment, details: bool = False) -> str:
     """The summary, the 16 categories, the single score, then the caveats: one line per group (`note_groups`),
     or every item with ``details`` (`footprint assess --details`)."""
-    rows = _rows(a)
+    rows = table_rows(a)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
 
     def line(cells: list[str]) -> str:
@@ -161,7 +167,7 @@ def to_markdown(a: Assessment) -> str:
     out = [f"# {a.workload.name}", ""]
     out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(r) + " |" for r in _rows(a)]
+    out += ["| " + " | ".join(r) + " |" for r in table_rows(a)]
     score = single_score_line(a)
     out += ["", score, "", SHARES_NOTE + " " + NORMALISATION_NOTE] if score else ["", SHARES_NOTE]
     sens = sensitivity_rows(a)

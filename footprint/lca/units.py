@@ -282,6 +282,37 @@ def display_unit(unit: str | Any) -> str:
     return text.replace("**", "^")
 
 
+# Smaller units a display unit steps down to (factor to the unit, spelling), as pint's `to_compact` picks an SI
+# prefix per magnitude: kept to the prefixes these units are written with (no "mCTUh"; a toxic unit stays CTU).
+_SMALLER: dict[str, tuple[tuple[float, str], ...]] = {
+    "kg": ((1e-3, "g"), (1e-6, "mg"), (1e-9, "µg")),
+    "mol": ((1e-3, "mmol"), (1e-6, "µmol")),
+    "kBq": ((1e-3, "Bq"), (1e-6, "mBq")),
+    "MJ": ((1e-3, "kJ"), (1e-6, "J")),
+    "kWh": ((1e-3, "Wh"), (1e-6, "mWh")),
+    "L": ((1e-3, "mL"),),
+    "m3": ((1e-3, "L"), (1e-6, "mL")),
+    "Pt": ((1e-3, "mPt"), (1e-6, "µPt")),
+}
+COMPACT_BELOW = 0.1  # a value under 0.1 of its unit steps down a prefix: 2.1e-4 kg CO2 eq reads 0.21 g CO2 eq
+
+
+def compact(value: float | None, unit: str) -> tuple[float, str]:
+    """(factor, unit) that write ``value`` (in the display unit ``unit``) readably: the largest smaller unit in which
+    it is at least 0.1, or ``unit`` itself (a value of 0.1 and above, zero, n/a, or a unit without smaller units).
+    Multiply every number of the row (total, low, high) by the factor: they share the unit."""
+    head, sep, rest = unit.partition(" ")
+    steps = _SMALLER.get(head, ())
+    if value is None or not steps or not math.isfinite(value) or value == 0 or abs(value) >= COMPACT_BELOW:
+        return 1.0, unit
+    factor, name = steps[-1]
+    for f, n in steps:
+        factor, name = f, n
+        if abs(value) / f >= COMPACT_BELOW:
+            break
+    return 1.0 / factor, name + sep + rest
+
+
 def fmt(q: pint.Quantity, digits: int = 4) -> str:
     """A unit-bearing string for reports and JSON ("113.5 kg CO2 eq")."""
     return f"{q.magnitude:.{digits}g} {display_unit(str(q.units))}"

@@ -24,7 +24,7 @@ from footprint.escaping import shown
 from footprint.inputs import MAX_GPUS, finite_number, load_yaml, read_text
 from footprint.lca.database import DTYPES, Gpu, db
 from footprint.lca.units import Q, UnitParseError, display_unit
-from footprint.lca.workload_data import Workload
+from footprint.lca.workload_data import HOST_ONLY, Workload
 from lca_data.loader import YamlLimitError, safe_load
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,6 +61,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "uncertainty": ("gpu_hours", "mfu", "power_per_gpu", "lifetime", "utilization", "pue", "carbon_intensity"),
 }
+NO_GPU = "none"  # hardware.gpu of a run without GPU: the host only
 DEFAULT_LIFETIME = "3 years"  # Boavizta / EcoLogits GPU default; see README "Method"
 DEFAULT_UTILIZATION = 1.0
 MAX_SCENARIO_BYTES = 1_000_000
@@ -272,14 +273,18 @@ def workload_from_dict(
     site = {k: v for k, v in site.items() if v is not None}  # `--set site.key=null` unsets a key
     hardware = _hardware(ctx, hw)
     model = {k: ctx.number(f"model.{k}", v, lo=0, lo_open=True) for k, v in ctx.section(data, "model").items()}
-    time = _gpu_time(ctx, tr, hardware["gpu"], hardware["count"], model, kernel_profile)
-    energy = _energy(ctx, tr, hardware["gpu"], time.pop("gpu_hours"), time.pop("gpu_hours_method"))
+    if hardware["gpu"] is None:
+        time, energy = _host_only(ctx, tr)
+    else:
+        time = _gpu_time(ctx, tr, hardware["gpu"], hardware["count"], model, kernel_profile)
+        energy = _energy(ctx, tr, hardware["gpu"], time.pop("gpu_hours"), time.pop("gpu_hours_method"))
     where = _site(ctx, site)
     ranges = _ranges(ctx, ctx.section(data, "uncertainty"))
-    if time["mfu"] is None and model.get("parameters") and model.get("tokens"):
+    if hardware["gpu"] is not None and time["mfu"] is None and model.get("parameters") and model.get("tokens"):
         time.update(_derived_mfu(ctx, model, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
     name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
-    _check_derived(ctx, energy["gpu_hours"], energy["it_energy_kwh"], hardware["lifetime_h"] * hardware["utilization"])
+    busy_h = hardware["lifetime_h"] * hardware["utilization"]
+    _check_derived(ctx, energy.get("host_hours") or energy["gpu_hours"], energy["it_energy_kwh"], busy_h)
     w = Workload(
         name=name,
         **hardware,
@@ -330,9 +335,16 @@ def _check_sections(ctx: _Ctx, data: Any) -> None:
 def _hardware(ctx: _Ctx, hw: dict[str, Any]) -> dict[str, Any]:
     """hardware: the GPU, how many, their lifetime and utilisation, the host share, embodied data: Workload fields."""
     if "gpu" not in hw:
-        raise ctx.err("hardware.gpu", "missing; give a GPU name such as A100-SXM4-40GB (see `footprint gpus`)")
-    gpu = db().find_gpu(ctx.text("hardware.gpu", hw["gpu"]), ctx.file, "hardware.gpu")
-    count = int(ctx.number("hardware.count", hw.get("count", 1), lo=0, hi=MAX_GPUS, lo_open=True, integer=True))
+        raise ctx.err(
+            "hardware.gpu", "missing; give a GPU name such as A100-SXM4-40GB (see `footprint gpus`), or none (host only)"
+        )
+    gpu, count = None, 0
+    if isinstance(hw["gpu"], str) and hw["gpu"].strip().lower() == NO_GPU:
+        if "count" in hw:
+            raise ctx.err("hardware.count", "a GPU count needs a GPU: give hardware.gpu (see `footprint gpus`)")
+    else:
+        gpu = db().find_gpu(ctx.text("hardware.gpu", hw["gpu"]), ctx.file, "hardware.gpu")
+        count = int(ctx.number("hardware.count", hw.get("count", 1), lo=0, hi=MAX_GPUS, lo_open=True, integer=True))
     lifetime_h = ctx.quantity("hardware.lifetime", hw.get("lifetime", DEFAULT_LIFETIME), "hour", "year", lo=0, lo_open=True)
     utilization = ctx.fraction("hardware.utilization", hw.get("utilization", DEFAULT_UTILIZATION))
     host = hw.get("host", "default")
@@ -402,6 +414,29 @@ def _gpu_time(
     return {**out, "gpu_hours": None, "gpu_hours_method": ""}  # maybe from energy / power below
 
 
+def _host_only(ctx: _Ctx, tr: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """training of a run without GPU (hardware.gpu: none): its duration (the host-hours that allocate the server's
+    embodied impacts) and its energy, both required; nothing GPU-specific (FLOPs, MFU, power per GPU) applies."""
+    gpu_only = [k for k in ("gpu_hours", "flops", "mfu", "kernel_profile", "power_per_gpu", "power_fraction_of_tdp") if k in tr]
+    if gpu_only:
+        raise ctx.err(f"training.{gpu_only[0]}", "needs a GPU: hardware.gpu is none (host only); give duration and energy")
+    for key in ("duration", "energy"):
+        if key not in tr:
+            raise ctx.err(f"training.{key}", "missing: a run without GPU (host only) needs its duration and its energy")
+    dtype = ctx.text("training.dtype", tr.get("dtype", "bf16")).lower()
+    host_hours = ctx.quantity("training.duration", tr["duration"], "hour", lo=0, lo_open=True)
+    time = {"dtype": dtype, "flops": None, "mfu": None, "mfu_method": None}
+    energy = {
+        "gpu_hours": 0.0,
+        "gpu_hours_method": HOST_ONLY,
+        "host_hours": host_hours,
+        "it_energy_kwh": ctx.quantity("training.energy", tr["energy"], "kWh", lo=0, lo_open=True),
+        "energy_method": "stated energy (training.energy)",
+        "power_per_gpu_w": None,
+    }
+    return time, energy
+
+
 def _kernel_profile(
     ctx: _Ctx, value: Any, gpu: Gpu, model: dict[str, float], dtype: str, resolve: ProfileResolver | None
 ) -> dict[str, Any]:
@@ -455,7 +490,7 @@ def _energy(ctx: _Ctx, tr: dict[str, Any], gpu: Gpu, gpu_hours: float | None, gh
         )
     if "energy" in tr:
         it_kwh = ctx.quantity("training.energy", tr["energy"], "kWh", lo=0, lo_open=True)
-        e_method = "stated/measured energy"
+        e_method = "stated energy (training.energy)"
         if gpu_hours is None:
             if power_w is None:
                 raise ctx.err(
@@ -472,7 +507,7 @@ def _energy(ctx: _Ctx, tr: dict[str, Any], gpu: Gpu, gpu_hours: float | None, gh
             )
         if gpu_hours is None:
             raise ctx.err("training", "missing GPU time: give gpu_hours, flops + mfu, or duration")
-        it_kwh, e_method = gpu_hours * power_w / 1000, "GPU-hours x power per GPU"
+        it_kwh, e_method = gpu_hours * power_w / 1000, "estimated (GPU-hours x power per GPU)"
     return {
         "gpu_hours": gpu_hours,
         "gpu_hours_method": gh_method,

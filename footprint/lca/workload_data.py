@@ -18,13 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.factorset import FactorSet
     from footprint.lca.hourly import HourlyIntensity, HourlyMatch
 
+HOST_ONLY = "no GPU: host only"  # what every face says of a run without GPU (`Workload.host_only`)
+
 
 @dataclass(frozen=True)
 class Workload:
     """Everything the LCA needs, in canonical units (hours, kWh, W, L/kWh, kg CO2 eq/kWh)."""
 
     name: str
-    gpu: Gpu
+    gpu: Gpu | None  # None: no GPU, the host only (a CPU-only run; `host_hours` allocates the server)
     count: int
     lifetime_h: float
     utilization: float
@@ -63,6 +65,20 @@ class Workload:
     sources: tuple[str, ...] = ()
     training: dict[str, Any] = field(default_factory=dict)  # a measured run's story (footprint.tracking.story)
     parts: tuple[Workload, ...] = ()  # a run with several GPU models: one Workload per model, assessed and summed
+    # a run's devices: device, component, energy_kwh, kind (measured, simulated, estimated), method (tracking's)
+    energy_devices: tuple[dict[str, Any], ...] = ()
+    host_hours: float = 0.0  # hours of the whole host server: a run without GPU (gpu None) allocates it by these
+
+    @property
+    def host_only(self) -> bool:
+        """No GPU: the host's energy and its embodied share are the whole footprint (a CPU-only run)."""
+        return self.gpu is None
+
+    @property
+    def host_lifetimes(self) -> float:
+        """Server lifetimes a run without GPU consumes: host-hours / (lifetime x utilisation); 0 with GPUs, whose
+        host share is allocated per GPU by `gpu_lifetimes`."""
+        return self.host_hours / (self.lifetime_h * self.utilization) if self.host_only else 0.0
 
     @property
     def lifetime_years(self) -> float:

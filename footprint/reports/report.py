@@ -34,6 +34,7 @@ from footprint.lca.assessment import (
     num,
     partial_text,
     pct,
+    qty,
     sensitivity_rows,
     summary_facts,
     training_facts,
@@ -41,6 +42,7 @@ from footprint.lca.assessment import (
 from footprint.lca.notes import NoteGroup, note_count, note_groups
 from footprint.lca.render import NOT_MODELLED, md_source, to_csv
 from footprint.lca.units import display_unit
+from footprint.lca.workload_data import HOST_ONLY
 from footprint.outputs import atomic_path, check_dir_target, check_file_target, write_text
 from footprint.reports.browser import find_chromium, html_to_pdf
 
@@ -98,8 +100,9 @@ def build_sections(items: list[Assessment | Section], trace: str | None = None) 
         s = section(item)
         a = s.assessment
         s.figures["stages"] = figures.stage_matrix(a)
-        s.figures["components"] = figures.components(a)
-        s.figures["materials"] = figures.materials(a)
+        if not a.workload.host_only:  # a run without GPU: its server's embodied impacts have no components or mass
+            s.figures["components"] = figures.components(a)
+            s.figures["materials"] = figures.materials(a)
         score_fig = figures.single_score(a)
         if score_fig:
             s.figures["single_score"] = score_fig
@@ -180,7 +183,8 @@ def headline(a: Assessment) -> list[tuple[str, str, str]]:
         )
     for k in top_categories(a) if a.normalised else []:
         r, n = a.impacts[k], a.normalised[k]
-        total = f"{num(r.total)} {display_unit(r.unit)}, range {num(r.low)} – {num(r.high)}"
+        v, low, high, unit = qty(r.total, r.unit, r.low, r.high)
+        total = f"{v} {unit}, range {low} – {high}"
         share = pct(n["share_of_single_score"])
         out.append((r.name, num(n["person_equivalents"]), f"person-equivalents, {share} of the single score · {total}"))
     return out
@@ -240,13 +244,14 @@ def category_rows(a: Assessment) -> list[list[str]]:
     rows = []
     for c in cat.categories():
         r = a.impacts[c.key]
+        total, low, high, unit = qty(r.total, r.unit, r.low, r.high)  # one readable unit per row
         rows.append(
             [
                 r.name,
-                num(r.total),
-                display_unit(r.unit),
-                num(r.low),
-                num(r.high),
+                total,
+                unit,
+                low,
+                high,
                 num((a.normalised.get(c.key) or {}).get("person_equivalents")),
                 *(r.stage_text(s) for s in cat.stages()),
                 r.dominant_text,
@@ -262,7 +267,7 @@ def _sensitivity_html(a: Assessment) -> list[str]:
     return [
         "<h2>What drives the uncertainty</h2>",
         f'<p class="sub">{html.escape(SENSITIVITY_NOTE)}</p>',
-        _table(list(rows[0]), [list(r.values()) for r in rows], "num"),
+        _table(list(rows[0]), [list(r.values()) for r in rows], "num sens"),
     ]
 
 
@@ -323,6 +328,9 @@ th,td{border-bottom:1px solid #e3e3e3;padding:4px 6px;text-align:right;vertical-
 td:first-child,th:first-child{text-align:left}.kv td{text-align:left}.kv td:first-child{font-weight:600;width:180px}
 .cmp td,.cmp th{text-align:left}.src td,.src th{text-align:left}.num td:not(:first-child){white-space:nowrap}
 .src td:first-child{width:62%}.src td:last-child{width:38%}
+.num.sens td:last-child,.num.sens th:last-child{white-space:normal;text-align:left;width:45%}
+@media (max-width:1000px){body{padding:0 8px}table{font-size:.74em}th,td{padding:3px 2px}
+.num td:not(:first-child){white-space:normal}}
 .notes td,.notes th{text-align:left}
 .cards{display:flex;gap:12px;flex-wrap:wrap}.card{flex:1;min-width:180px;border:1px solid #dde3ee;border-radius:8px;
 padding:10px 14px;background:#fafbfe}.card .v{font-size:1.5em;font-weight:700}.card .u{color:#666;font-size:.85em}
@@ -402,15 +410,18 @@ def _section_html(s: Section, printed: bool = False) -> str:
         f'<p class="sub">{note_count(groups)} notes in {len(groups)} groups; open a group for its items. The Assessment '
         "JSON (<code>--format json</code>) lists them all.</p>",
         notes_html(groups, open_all=printed),
-        "<h2>Embodied impacts by GPU component</h2>",
-        _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
-        "<h2>Material footprint</h2>",
-        _fig(
-            s.figures.get("materials"),
-            "Hardware consumed = GPU lifetimes x each part's mass. Element ranges are estimates from a generic PCB "
-            "composition across literature sources (a diamond: the sources give one value).",
-        ),
     ]
+    if "components" in s.figures:  # a run without GPU has neither: its server's impacts come whole, without a mass
+        parts += [
+            "<h2>Embodied impacts by GPU component</h2>",
+            _fig(s.figures.get("components"), f"Embodied data: {a.embodied_method}."),
+            "<h2>Material footprint</h2>",
+            _fig(
+                s.figures.get("materials"),
+                "Hardware consumed = GPU lifetimes x each part's mass. Element ranges are estimates from a generic PCB "
+                "composition across literature sources (a diamond: the sources give one value).",
+            ),
+        ]
     if "power" in s.figures or "mfu" in s.figures:
         parts += [
             "<h2>Measured run</h2>",
@@ -568,13 +579,16 @@ def to_markdown(sections: list[Section], out: Path) -> str:
             *_sensitivity_md(a),
             *_normalised_md(s, fig, i),
             *_notes_md(a),
-            "## Embodied impacts by GPU component",
-            "",
-            fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
-            "## Material footprint",
-            "",
-            fig("materials", s.figures.get("materials"), "Hardware consumed and the elements of its board and chips", i),
         ]
+        if "components" in s.figures:  # none for a run without GPU
+            lines += [
+                "## Embodied impacts by GPU component",
+                "",
+                fig("components", s.figures.get("components"), f"Embodied data: {a.embodied_method}", i),
+                "## Material footprint",
+                "",
+                fig("materials", s.figures.get("materials"), "Hardware consumed and the elements of its board and chips", i),
+            ]
         if "power" in s.figures:
             lines += [
                 "## Measured run",
@@ -649,10 +663,10 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
         },
         "measures": [
             {
-                "measurementMethod": "footprint tracker (NVML/RAPL)" if measured else "modelled (footprint scenario)",
+                "measurementMethod": f"footprint: {w.energy_method}",
                 "unit": "kWh",
                 "powerConsumption": w.it_energy_kwh,
-                "measurementDuration": w.gpu_hours * 3600 / max(w.count, 1),
+                "measurementDuration": w.host_hours * 3600 if w.host_only else w.gpu_hours * 3600 / max(w.count, 1),
                 # averageUtilizationGpu is the GPU's busy share (NVML/DCGM utilisation), which footprint does not
                 # record: left out rather than filled with the MFU, a different quantity (in footprintExtension)
             }
@@ -660,7 +674,9 @@ def to_boamps(a: Assessment) -> dict[str, Any]:
         "infrastructure": {
             "infraType": "onPremise" if measured else "$other",
             "components": [
-                {
+                {"componentName": HOST_ONLY, "componentType": "cpu", "nbComponent": 1}
+                if w.gpu is None
+                else {
                     "componentName": w.gpu.name,
                     "componentType": "gpu",
                     "nbComponent": w.count,

@@ -96,8 +96,24 @@ def serving_report(
     hourly: str | None = None,
 ) -> dict[str, Any]:
     """The numbers of `footprint serving report RECORD --format json` (with ``training``: a model's life too;
-    ``hourly``: an hourly carbon-intensity CSV, as --carbon-intensity-hourly)."""
-    return load(record, grid, pue, None, boundary, training, model, hourly=hourly)[0]
+    ``hourly``: an hourly carbon-intensity CSV, as --carbon-intensity-hourly): a dict, whose repr in a notebook is the
+    headline and whose HTML view is the models' table."""
+    return ServingReport(load(record, grid, pue, None, boundary, training, model, hourly=hourly)[0])
+
+
+class ServingReport(dict):
+    """`serving_report`'s dict, with a short `repr` and a notebook view (it is the JSON's dict in every other way)."""
+
+    def __repr__(self) -> str:
+        from footprint.lca.notebook import short
+
+        return short([*summary_lines(self), "  Every number: dict(report), or footprint serving report -o serving.html"])
+
+    def _repr_html_(self) -> str:
+        from footprint.lca.notebook import html_table, text_html
+
+        return text_html("
+".join(summary_lines(self))) + html_table(*model_rows(self), "Per model")
 
 
 def _f(x: Any, digits: int = 3) -> str:
@@ -119,17 +135,20 @@ def _cc(m: dict[str, Any], b: str, unit: str) -> Any:
     return v["climate_change"] * 1000 if v else None
 
 
-def table(rep: dict[str, Any]) -> str:
-    """The terminal view: one row per model, the climate figure at every boundary side by side."""
+def summary_lines(rep: dict[str, Any]) -> list[str]:
+    """The window, the metered GPU energy and where it went, the site: the table's top and the notebook `repr`."""
     un, site = rep["unattributed"], rep["site"]
-    lines = [
+    return [
         f"Serving {rep['source']}: {rep['start']} - {rep['end']} ({rep['days']:.2f} days, {rep['window_s']:g} s windows)",
         f"  GPU energy metered: {rep['metered_gpu_j'] / 3.6e6:,.2f} kWh = models {rep['closure']['models_gpu_j'] / 3.6e6:,.2f} + "
         f"unattributed {un['gpu_j'] / 3.6e6:,.2f} (idle {un['gpu_idle_j'] / 3.6e6:,.2f}, "
         f"no model {un['gpu_unused_j'] / 3.6e6:,.2f})",
         f"  Site: grid {site['grid'] or 'world average'}, PUE {site['pue']:g}, GPU lifetime {site['lifetime']}",
-        "",
     ]
+
+
+def model_rows(rep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows): one row per model, the climate figure per 1,000 requests at every boundary side by side."""
     short = {"accelerators": "accel", "+host": "+host", "+idle": "+idle", "+pue": "+PUE"}
     head = ["model", "engine", "GPU kWh", "tok in", "tok out", "requests", "J/tok out", "J/tok in"]
     head += [short[b] for b in BOUNDARIES] + ["g/Mtok out"]
@@ -149,6 +168,14 @@ def table(rep: dict[str, Any]) -> str:
             + [_f(_cc(m, b, "per_1000_requests")) for b in BOUNDARIES]
             + [_f(_cc(m, rep["boundary"], "per_million_output_tokens"))]
         )
+    return head, rows
+
+
+def table(rep: dict[str, Any]) -> str:
+    """The terminal view: one row per model, the climate figure at every boundary side by side."""
+    un = rep["unattributed"]
+    lines = [*summary_lines(rep), ""]
+    head, rows = model_rows(rep)
     ucc = (un["impacts"] or {}).get("climate_change")
     rows.append(["(unattributed)", "", _f(un["gpu_j"] / 3.6e6), "", "", "", "", ""] + [""] * len(BOUNDARIES) + [""])
     lines.append(f"g CO2 eq per 1,000 requests at each boundary; g/Mtok out: per million output tokens at {rep['boundary']}")

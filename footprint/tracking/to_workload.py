@@ -16,11 +16,13 @@ from typing import Any
 from footprint.errors import ScenarioError
 from footprint.lca.assessment import pct_sig
 from footprint.lca.hourly import hours_from_record
-from footprint.lca.workload import Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
+from footprint.lca.workload import NO_GPU, Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
+from footprint.lca.workload_data import HOST_ONLY
 from footprint.tracking.runrecord import clean_record, read_record
+from footprint.tracking.runview import ENERGY_KINDS, device_kwh, energy_kind
 from footprint.tracking.story import training_story
 
-__all__ = ["energy_notes", "workload_from_run"]
+__all__ = ["energy_method", "energy_notes", "workload_from_run"]
 
 
 def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
@@ -35,10 +37,7 @@ def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
     def methods(ds: list[dict[str, Any]]) -> str:
         return ", ".join(sorted({str(d.get("method")) for d in ds}))
 
-    measured = [d for d in devices if d.get("measured") is not False]
-    modelled = [d for d in devices if d.get("measured") is False]
-    simulated = [d for d in modelled if d.get("method") not in ("estimated", "not measured", "codecarbon")]
-    estimated = [d for d in modelled if d not in simulated]
+    measured, simulated, estimated = ([d for d in devices if energy_kind(d) == k] for k in ENERGY_KINDS)
     notes = []
     if measured:
         notes.append(f"energy measured ({methods(measured)}): {names(measured)}")
@@ -47,6 +46,37 @@ def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
     if estimated:
         notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
     return notes
+
+
+def energy_method(devices: list[dict[str, Any]], split: str = "") -> str:
+    """The run's energy in one label that never calls an estimate measured: "measured energy", "estimated energy,
+    not measured", "simulated energy (fake NVML), not measured", or "partly measured energy" with each kind's
+    devices counted; ``split`` appends how a mixed run's energy was divided."""
+    kinds = [energy_kind(d) for d in devices if _device_joules(d) > 0] or [energy_kind(d) for d in devices]
+    counts = {k: kinds.count(k) for k in ENERGY_KINDS if k in kinds}
+    if not counts:
+        head = "energy of the run record (no device says how it was obtained)"
+    elif list(counts) == ["measured"]:
+        head = "measured energy (run record)"
+    elif "measured" not in counts:
+        head = " and ".join(counts) + " energy (run record), not measured"
+    else:
+        head = "partly measured energy (run record: " + ", ".join(f"{n} device(s) {k}" for k, n in counts.items()) + ")"
+    return head + (f", {split}" if split else "")
+
+
+def energy_devices(devices: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Each device's energy and how it was obtained, for the Assessment JSON (`energy_by_device`) and the reports."""
+    return tuple(
+        {
+            "device": str(d.get("name") or d.get("uuid") or "device"),
+            "component": str(d.get("component", "gpu")),
+            "energy_kwh": device_kwh(d),
+            "kind": energy_kind(d),
+            "method": str(d.get("method") or "n/a"),
+        }
+        for d in devices
+    )
 
 
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
@@ -63,25 +93,17 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     hours = None
     if (data.get("site") or {}).get("carbon_intensity_hourly") is not None:
         hours = run_energy_by_hour(run_dir) or hours_from_record(record.get("energy_by_hour_utc"))
-    gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
+    devices = [d for d in record.get("devices", []) if isinstance(d, dict)]
+    gpus = [d for d in devices if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
-        total = (record.get("energy") or {}).get("total_j")
-        host = f" and {total / 3.6e6:.3g} kWh on its host" if total else ""
-        give = (
-            "--set hardware.gpu=NAME --set hardware.count=N"
-            if flag == "--set"
-            else "set={'hardware.gpu': NAME, 'hardware.count': N}"
-        )
-        raise ScenarioError(
-            f"the run recorded no GPU (a CPU-only machine?){host}; to assess it, give the GPUs it stands for with {give} "
-            "(`footprint gpus` lists the names)",
-            file,
-            "devices",
-        )
+        # no GPU recorded (a CPU-only machine): the host only, unless `sets` name the GPUs it stands for (a what-if)
+        data["hardware"]["gpu"] = NO_GPU
+        if not data["training"].get("duration"):
+            raise ScenarioError("the run has no duration (duration_s): nothing to allocate its host by", file, "duration_s")
     if not data["training"].get("energy"):
         raise ScenarioError("the run has no energy reading (energy.total_j); nothing measured to assess", file, "energy")
     w = workload_from_dict(data, file, energy_by_hour=hours)
-    notes = energy_notes(record.get("devices", []))
+    notes = energy_notes(devices)
     groups = gpu_groups(gpus)
     unnamed = len(gpus) - sum(n for _, n in groups)
     if unnamed:
@@ -102,8 +124,12 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         notes.append(story["short_windows"])  # one warning, however many short windows
     if 0 < float(record.get("duration_s") or 0) < 10:
         notes.append(
-            f"short measurement: {float(record['duration_s']):.1f} s; NVML energy over short windows is "
-            "coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)"
+            f"short measurement: {float(record['duration_s']):.1f} s; "
+            + (
+                "energy over short windows is coarse (sampled every 100 ms)"
+                if w.host_only
+                else "NVML energy over short windows is coarse (the sensor averages ~25 ms of every 100 ms on A100/H100)"
+            )
         )
     mfu = record.get("mfu") or {}
     extra: dict[str, Any] = {}
@@ -116,8 +142,9 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
             "dtype": mfu.get("dtype", w.dtype),
         }
     return w.with_(
-        energy_method="measured energy (run record)",
-        gpu_hours_method="measured duration x GPUs",
+        energy_method=energy_method(devices),
+        energy_devices=energy_devices(devices),
+        gpu_hours_method=HOST_ONLY if w.host_only else "measured duration x GPUs",
         notes=tuple(notes) + w.notes,
         training=story,
         parts=parts,
@@ -186,7 +213,7 @@ def _model_parts(
         out.append(
             part.with_(
                 name=f"{part.name}: {n} x {part.gpu.name}",
-                energy_method="measured energy (run record), split by each device's measured energy",
+                energy_method=energy_method([d for d in gpus if d.get("name") == name], "split by each device's measured energy"),
                 gpu_hours_method="measured duration x GPUs",
             )
         )

@@ -47,6 +47,7 @@ from typing import Any
 
 from footprint.errors import FootprintError, FootprintWarning
 from footprint.tracking import runrecord
+from footprint.tracking.runview import RunRecord
 
 log = logging.getLogger("footprint.tracking.tracker")
 SHORT_WINDOW_S = 1.0  # below this NVML energy is unreliable (sensor averages ~25 ms of every 100 ms)
@@ -646,9 +647,9 @@ class Tracker:
         if self._failed:
             self.record["notes"].append(f"rank {d.rank} left the tracked block with {self._failed}")
         if not self._write(self._record_path, self.record):
-            self.run = self._in_memory_run()
+            self.run = _viewed(self._in_memory_run())
             return self.run
-        self.run = self._finalise_job()
+        self.run = _viewed(self._finalise_job())
         with contextlib.suppress(Exception):
             atexit.unregister(self._at_exit)
         return self.run
@@ -1018,3 +1019,8 @@ def track(
     kwargs = {k: v for k, v in kwargs.items() if k in known}
     problems = [f"unknown argument(s) {', '.join(unknown)}"] if unknown else []
     return Tracker(name=name, output_dir=output_dir, site=site, gpus=gpus, period_s=period_s, _problems=problems, **kwargs)
+
+
+def _viewed(record: dict[str, Any] | None) -> RunRecord | None:
+    """The job record with its notebook view (a short repr), or None where this rank writes none."""
+    return RunRecord(record) if record is not None else None
