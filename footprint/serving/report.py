@@ -112,8 +112,7 @@ class ServingReport(dict):
     def _repr_html_(self) -> str:
         from footprint.lca.notebook import html_table, text_html
 
-        return text_html("
-".join(summary_lines(self))) + html_table(*model_rows(self), "Per model")
+        return text_html("\n".join(summary_lines(self))) + html_table(*model_rows(self), "Per model")
 
 
 def _f(x: Any, digits: int = 3) -> str:
