@@ -3,9 +3,10 @@
 Per physical GPU, in order of preference:
 
 1. ``energy_counter``: differences of ``amdsmi_get_energy_count``'s ``energy_accumulator`` times its
-   ``counter_resolution`` (µJ per tick; MI200 and MI300 report it). The GPU accounts energy itself, so the
-   sampling rate only sets time resolution. Wrap-around (32- or 64-bit) and resets are handled by the NVML meter's
-   rule (`meters.nvml.counter_delta_mj`), in the counter's own ticks.
+   ``counter_resolution`` (µJ per tick; MI200 and MI300 report it). ROCm 6.2 and older return the accumulator under
+   the key ``power`` (renamed in 6.3, the old key kept until 6.4), so either key is read. The GPU accounts energy
+   itself, so the sampling rate only sets time resolution. Wrap-around (32- or 64-bit) and resets are handled by
+   the NVML meter's rule (`meters.nvml.counter_delta_mj`), in the counter's own ticks.
 2. ``instant_power``: ``amdsmi_get_power_info``'s ``current_socket_power`` (W, MI300 and newer) polled and
    integrated (trapezoid), where the counter is unavailable (a VM guest).
 3. ``average_power``: ``average_socket_power`` (MI200 and older), integrated, with a note: it is an average.
@@ -59,6 +60,13 @@ def wanted() -> bool:
     if os.environ.get(ENV_FAKE, "").strip():
         return True
     return os.path.exists("/dev/kfd") and importlib.util.find_spec("amdsmi") is not None
+
+
+def _ticks(reading: dict[str, Any]) -> int:
+    """The accumulator of an ``amdsmi_get_energy_count`` reading: ``energy_accumulator`` (ROCm 6.3 and newer), or
+    ``power``, its name up to ROCm 6.2 (ROCm/amdsmi commit 95ca2b8, "Changed `power` parameter ... to
+    `energy_accumulator`"). KeyError where neither is there."""
+    return int(reading["energy_accumulator"] if "energy_accumulator" in reading else reading["power"])
 
 
 def _code(exc: BaseException) -> int | None:
@@ -202,7 +210,7 @@ class AmdMeter(GpuMeter):
             g.p_max_w = max(2.0 * info.power_limit_w, 1500.0)
         try:
             e = lib.amdsmi_get_energy_count(h)
-            ticks, res = int(e["energy_accumulator"]), float(e["counter_resolution"])
+            ticks, res = _ticks(e), float(e["counter_resolution"])
             if res <= 0:
                 raise ValueError(f"counter_resolution {res}")
         except Exception as exc:
@@ -241,7 +249,7 @@ class AmdMeter(GpuMeter):
     def _read_counter(self, g: _Gpu) -> None:
         t = self._clock()
         try:
-            ticks = int(self._lib.amdsmi_get_energy_count(g.handle)["energy_accumulator"])
+            ticks = _ticks(self._lib.amdsmi_get_energy_count(g.handle))
         except Exception as exc:
             self._on_error(g, exc, t)
             return

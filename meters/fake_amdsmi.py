@@ -6,7 +6,8 @@ function names, argument order and return shapes (dicts with the real keys; "N/A
 wall time into the 64-bit energy accumulator that `amdsmi_get_energy_count` returns with its resolution (15.3 µJ
 per tick, as MI200/MI300 report), compute partitions (CPX: eight handles on one physical GPU, each reporting the
 whole device's power and energy, as amd-smi shows them), and injected faults (no energy counter, as in a VM guest;
-no socket power; a GPU that stops answering). Thread-safe.
+no socket power; a GPU that stops answering; ``rocm62``: the energy count as ROCm 6.2 and older return it, the
+accumulator under the key ``power`` and no ``energy_accumulator``). Thread-safe.
 
     fake = FakeAmdSmi("2xMI300X")          # or FOOTPRINT_FAKE_AMDSMI=2xMI300X, read by meters.amd
     meter = AmdMeter(amdsmi=fake)
@@ -90,8 +91,8 @@ MODELS = {
     "MI210": AmdModel("AMD Instinct MI210", 0x740F, "gfx90a", 300.0, 104, False),
 }
 PARTITIONS = {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8}
-FAULTS = ("nocounter", "nopower", "lost")
-_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX]\s*)?([A-Za-z0-9\-]+?)\s*(?::\s*([A-Za-z]+))?\s*(?:/\s*([a-z]+))?\s*$")
+FAULTS = ("nocounter", "nopower", "lost", "rocm62")
+_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX]\s*)?([A-Za-z0-9\-]+?)\s*(?::\s*([A-Za-z]+))?\s*(?:/\s*([a-z0-9]+))?\s*$")
 
 
 @dataclass
@@ -225,6 +226,8 @@ class FakeAmdSmi:
             raise AmdSmiLibraryException(AMDSMI_STATUS_NOT_SUPPORTED)
         t = self.clock()
         ticks = int(d.energy_j(t) * 1e6 / COUNTER_RESOLUTION_UJ) % 2**64
+        if d.fault == "rocm62":  # py-interface before ROCm/amdsmi commit 95ca2b8 (ROCm 6.3)
+            return {"power": ticks, "counter_resolution": COUNTER_RESOLUTION_UJ, "timestamp": int(t * 1e9)}
         return {
             "power": ticks,
             "energy_accumulator": ticks,

@@ -143,3 +143,14 @@ def test_the_fake_mirrors_amdsmi_shapes_and_errors() -> None:
     assert fake.amdsmi_get_gpu_asic_info(h)["market_name"] == "AMD Instinct MI300X"
     with pytest.raises(ValueError, match="unknown compute partition"):
         parse_spec("1xMI300X:ZPX")
+
+
+def test_rocm_6_2_and_older_name_the_accumulator_power_and_it_is_still_the_counter() -> None:
+    """Up to ROCm 6.2 amdsmi_get_energy_count returns the accumulator as 'power' (no 'energy_accumulator'): the meter
+    reads the counter there, not falling back to polling socket power."""
+    meter, fake, t0 = run("1xMI300X/rocm62,1xMI250X/rocm62")
+    fake.amdsmi_init()
+    assert set(fake.amdsmi_get_energy_count(fake.handles[0])) == {"power", "counter_resolution", "timestamp"}
+    assert [d.method for d in meter.devices] == [ENERGY_COUNTER, ENERGY_COUNTER]
+    for i, s in enumerate(meter.sample()):
+        assert s.energy_j_cumulative == pytest.approx(truth_j(fake, i, t0, 40.0), abs=2 * COUNTER_RESOLUTION_UJ * 1e-6)
