@@ -43,10 +43,17 @@ def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
     if measured:
         notes.append(f"energy measured ({methods(measured)}): {names(measured)}")
     if simulated:
-        notes.append(f"energy simulated, not measured: {names(simulated)} (a fake NVML's {methods(simulated)})")
+        fakes = " and ".join(sorted({_fake_library(d) for d in simulated}))
+        notes.append(f"energy simulated, not measured: {names(simulated)} ({fakes}'s {methods(simulated)})")
     if estimated:
         notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
     return notes
+
+
+def _fake_library(device: dict[str, Any]) -> str:
+    """Which fake a simulated GPU came from: the AMD meter alone reports ``power_scope: socket`` (amdsmi's socket
+    power), every NVML device ``board`` or ``module``."""
+    return "a fake amdsmi" if device.get("power_scope") == "socket" else "a fake NVML"
 
 
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
