@@ -108,8 +108,6 @@ class HourlyMatch:
         parts = [self.source] if self.source else []
         if self.estimated_hours:
             parts.append(f"{self.estimated_hours} of {len(self.hours)} matched hours estimated by the provider")
-        if self.sha256:
-            parts.append(f"sha256 {self.sha256[:12]}")
         return "".join(f"; {p}" for p in parts)
 
 
