@@ -16,7 +16,7 @@ from typing import Any
 from footprint.errors import ScenarioError
 from footprint.lca.assessment import pct_sig
 from footprint.lca.hourly import hours_from_record
-from footprint.lca.workload import Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
+from footprint.lca.workload import Workload, apply_overrides, cards, gpu_groups, run_scenario, workload_from_dict
 from footprint.tracking.runrecord import clean_record, read_record
 from footprint.tracking.story import training_story
 
@@ -90,6 +90,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     w = workload_from_dict(data, file, energy_by_hour=hours)
     notes = energy_notes(record.get("devices", []))
     groups = gpu_groups(gpus)
+    notes += [note for name, n in groups if (note := cards(name, n)[1])]
     unnamed = len(gpus) - sum(n for _, n in groups)
     if unnamed:
         notes.append(
@@ -187,12 +188,12 @@ def _model_parts(
     out = []
     for name, n in groups:
         data = run_scenario(record)
-        data["hardware"] = {"gpu": name, "count": n}
+        data["hardware"] = {"gpu": name, "count": cards(name, n)[0]}
         data["training"]["energy"] = f"{total * (joules[name] / named if named > 0 else n / devices)} J"
         part = workload_from_dict(apply_overrides(data, sets, file), file, energy_by_hour=hours)
         out.append(
             part.with_(
-                name=f"{part.name}: {n} x {part.gpu.name}",
+                name=f"{part.name}: {part.count} x {part.gpu.name}",
                 energy_method="measured energy (run record), split by each device's measured energy",
                 gpu_hours_method="measured duration x GPUs",
             )
