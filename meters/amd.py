@@ -6,7 +6,8 @@ Per physical GPU, in order of preference:
    ``counter_resolution`` (µJ per tick; MI200 and MI300 report it). ROCm 6.2 and older return the accumulator under
    the key ``power`` (renamed in 6.3, the old key kept until 6.4), so either key is read. The GPU accounts energy
    itself, so the sampling rate only sets time resolution. Wrap-around (32- or 64-bit) and resets are handled by
-   the NVML meter's rule (`meters.nvml.counter_delta_mj`), in the counter's own ticks.
+   the NVML meter's rule (`meters.nvml.counter_delta_mj`), in the counter's own ticks. An accumulator that stands still for
+   STALE_COUNTER_S while socket power reads watts is stale: the GPU falls back to 2 or 3 from then on.
 2. ``instant_power``: ``amdsmi_get_power_info``'s ``current_socket_power`` (W, MI300 and newer) polled and
    integrated (trapezoid), where the counter is unavailable (a VM guest).
 3. ``average_power``: ``average_socket_power`` (MI200 and older), integrated, with a note: it is an average.
@@ -33,6 +34,10 @@ from .nvml import counter_delta_mj
 
 ENV_FAKE = "FOOTPRINT_FAKE_AMDSMI"
 _NOT_FOUND = 31  # AMDSMI_STATUS_NOT_FOUND: the device is gone
+# A live GPU draws tens of watts at idle, so its accumulator (15.3 µJ ticks) moves between any two readings; one that
+# stands still this long while socket power reads above zero is stale (ROCm/rocm_smi_lib#180 on an MI210,
+# AMDResearch/hpcfund#21 on an MI100: the same value for a whole run) and socket power is polled instead.
+STALE_COUNTER_S = 5.0
 
 
 def load_amdsmi() -> tuple[Any | None, list[str]]:
@@ -94,6 +99,7 @@ class _Gpu:
     last_p: float | None = None
     p_max_w: float = 3000.0
     lost: bool = False
+    moved_t: float | None = None  # when the accumulator last advanced
 
 
 class AmdMeter(GpuMeter):
@@ -217,18 +223,25 @@ class AmdMeter(GpuMeter):
             info.note(f"energy accumulator unavailable ({_describe(exc)}): socket power is polled instead")
         else:
             info.method, g.resolution_uj, g.last_ticks, g.last_t = ENERGY_COUNTER, res, ticks, self._clock()
+            g.moved_t = g.last_t
             return g
-        power = self._get("amdsmi_get_power_info", h) or {}
+        if not self._use_power(g):
+            info.method = UNAVAILABLE
+            info.note("no energy accumulator and no socket power: this GPU's energy is not measured")
+        return g
+
+    def _use_power(self, g: _Gpu) -> bool:
+        """Switch ``g`` to polling socket power (instant, else average) if amdsmi reports one; False where neither."""
+        power = self._get("amdsmi_get_power_info", g.handle) or {}
         for key, method in (("current_socket_power", INSTANT_POWER), ("average_socket_power", AVERAGE_POWER)):
             if _number(power.get(key)) is not None:
-                info.method, g.power_key, info.poll_period_s = method, key, self.poll_period_s
+                g.info.method, g.power_key, g.info.poll_period_s = method, key, self.poll_period_s
                 if method == AVERAGE_POWER:
-                    info.note("fallback: integrating average_socket_power (MI200 and older): an average, not an instant")
+                    g.info.note("fallback: integrating average_socket_power (MI200 and older): an average, not an instant")
+                g.last_p = None
                 self._read_power(g)
-                return g
-        info.method = UNAVAILABLE
-        info.note("no energy accumulator and no socket power: this GPU's energy is not measured")
-        return g
+                return True
+        return False
 
     # --- reading ------------------------------------------------------------------------------------
     @staticmethod
@@ -263,10 +276,32 @@ class AmdMeter(GpuMeter):
                 f"energy accumulator {event} handled" + (" (estimated from the power before it)" if event != "wrap" else "")
             )
         g.energy_j += delta * mj_per_tick / 1000.0
+        if ticks != g.last_ticks or g.moved_t is None:
+            g.moved_t = t
+        elif t - g.moved_t >= STALE_COUNTER_S and self._stale(g, t):
+            return
         if dt > 0:
             g.last_p = g.power_w = delta * mj_per_tick / 1000.0 / dt
             self._track_gap(g, dt)
         g.last_ticks, g.last_t = ticks, t
+
+    def _stale(self, g: _Gpu, t: float) -> bool:
+        """The accumulator stood still for STALE_COUNTER_S: if socket power reads above zero, poll it from now on."""
+        p = _number((self._get("amdsmi_get_power_info", g.handle) or {}).get("current_socket_power"))
+        p = p if p is not None else _number((self._get("amdsmi_get_power_info", g.handle) or {}).get("average_socket_power"))
+        if not p:
+            return False
+        still = t - (g.moved_t or t)
+        if not self._use_power(g):
+            return False
+        g.info.note(
+            f"energy accumulator stale: unchanged for {still:.0f} s while socket power read {p:.0f} W (a known amdsmi "
+            f"fault on some MI100/MI210, ROCm/rocm_smi_lib#180); socket power polled from then on, the {still:.0f} s "
+            "before counted at that power (an estimate)"
+        )
+        g.energy_j += p * still
+        self._start_polling()
+        return True
 
     def _read_power(self, g: _Gpu) -> None:
         t = self._clock()

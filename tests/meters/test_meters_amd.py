@@ -154,3 +154,15 @@ def test_rocm_6_2_and_older_name_the_accumulator_power_and_it_is_still_the_count
     assert [d.method for d in meter.devices] == [ENERGY_COUNTER, ENERGY_COUNTER]
     for i, s in enumerate(meter.sample()):
         assert s.energy_j_cumulative == pytest.approx(truth_j(fake, i, t0, 40.0), abs=2 * COUNTER_RESOLUTION_UJ * 1e-6)
+
+
+def test_a_stale_accumulator_falls_back_to_socket_power_instead_of_zero() -> None:
+    """Some MI100/MI210 return the same accumulator for a whole run (ROCm/rocm_smi_lib#180): a counter that stands
+    still while socket power reads watts is stale, and the meter polls power rather than report 0 J as measured."""
+    meter, fake, t0 = run("1xMI300X/stale,1xMI300X")
+    stale, good = meter.devices
+    assert (stale.method, good.method) == (INSTANT_POWER, ENERGY_COUNTER)
+    assert any(n.startswith("energy accumulator stale: unchanged for 5 s") for n in stale.notes)
+    e = meter.sample()[0].energy_j_cumulative
+    # the first 5 s are estimated at the power read then (the fake's power swings +-20 % over 20 s)
+    assert e == pytest.approx(truth_j(fake, 0, t0, 40.0), rel=0.03)
