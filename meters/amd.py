@@ -38,6 +38,10 @@ _NOT_FOUND = 31  # AMDSMI_STATUS_NOT_FOUND: the device is gone
 # stands still this long while socket power reads above zero is stale (ROCm/rocm_smi_lib#180 on an MI210,
 # AMDResearch/hpcfund#21 on an MI100: the same value for a whole run) and socket power is polled instead.
 STALE_COUNTER_S = 5.0
+_INIT_HINTS = {  # AMDSMI_STATUS_NO_PERM, AMDSMI_STATUS_DRIVER_NOT_LOADED (amdsmi.h)
+    10: ": this user cannot open /dev/kfd and /dev/dri/renderD* (ROCm needs it in the render and video groups)",
+    34: ": the amdgpu kernel driver is not loaded",
+}
 
 
 def load_amdsmi() -> tuple[Any | None, list[str]]:
@@ -135,7 +139,11 @@ class AmdMeter(GpuMeter):
             self.notes += notes
             if self._lib is None:
                 return
-        self._lib.amdsmi_init()
+        try:
+            self._lib.amdsmi_init()
+        except Exception as exc:  # the binding's AmdSmiLibraryException: say why in one line, with what to do
+            self.notes.append(f"amdsmi_init failed ({_describe(exc)}){_INIT_HINTS.get(_code(exc) or -1, '')}")
+            return
         self._initialised = True
         handles = list(self._lib.amdsmi_get_processor_handles())
         if not handles:

@@ -64,6 +64,7 @@ class AmdSmiLibraryException(AmdSmiException):
             AMDSMI_STATUS_NOT_INIT: "AMDSMI_STATUS_NOT_INIT - Device not initialized",
             AMDSMI_STATUS_NOT_FOUND: "AMDSMI_STATUS_NOT_FOUND - Device Not found",
             AMDSMI_STATUS_DRIVER_NOT_LOADED: "AMDSMI_STATUS_DRIVER_NOT_LOADED - Driver not loaded",
+            AMDSMI_STATUS_NO_PERM: "AMDSMI_STATUS_NO_PERM - Permission Denied",
         }.get(err_code, "AMDSMI_STATUS_UNKNOWN_ERROR - An unknown error occurred")
 
     def __str__(self) -> str:

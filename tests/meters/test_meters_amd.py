@@ -166,3 +166,22 @@ def test_a_stale_accumulator_falls_back_to_socket_power_instead_of_zero() -> Non
     e = meter.sample()[0].energy_j_cumulative
     # the first 5 s are estimated at the power read then (the fake's power swings +-20 % over 20 s)
     assert e == pytest.approx(truth_j(fake, 0, t0, 40.0), rel=0.03)
+
+
+def test_an_init_refused_for_permissions_is_one_line_saying_what_to_do() -> None:
+    """amdsmi_init raising (a user outside the render/video groups) is a one-line note naming the status and the fix,
+    never the exception's multi-line text or a traceback."""
+    fake = FakeAmdSmi("1xMI300X")
+
+    def refuse(*_: object) -> None:
+        raise AmdSmiLibraryException(10)  # AMDSMI_STATUS_NO_PERM
+
+    fake.amdsmi_init = refuse  # type: ignore[method-assign]
+    meter = AmdMeter(fake, background_poll=False)
+    meter.start()
+    meter.stop()
+    assert meter.devices == [] and not meter.available
+    assert meter.notes == [
+        "amdsmi_init failed (AmdSmiLibraryException, code 10: AMDSMI_STATUS_NO_PERM - Permission Denied): this user "
+        "cannot open /dev/kfd and /dev/dri/renderD* (ROCm needs it in the render and video groups)"
+    ]
