@@ -109,6 +109,19 @@ def test_a_file_missing_an_hour_of_the_run_is_one_line_exit_2(run3h: Path) -> No
     assert "does not cover the run: no intensity for 2025-03-03T02:00Z" in lines[0] and "short.csv" in lines[0]
 
 
+def test_a_log_in_local_time_of_unknown_offset_is_refused_not_shifted(run3h: Path) -> None:
+    """nvidia-smi logs local time without its offset: imported without --utc-offset, its hours would be matched off
+    by the site's UTC offset, so the hourly match is refused in one line (the annual assessment still runs)."""
+    proc = _cli("import", "nvidia-smi", "log.csv", "-o", "local", "--grid", "FRA", cwd=run3h)
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("assess", "local", "--set", "site.carbon_intensity_hourly=ci.csv", cwd=run3h)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "imported without --utc-offset" in lines[0] and "--utc-offset +HH:MM" in lines[0]
+    assert _cli("assess", "local", "--samples", "0", cwd=run3h).returncode == 0
+    assert json.loads((run3h / "run" / "run.json").read_text())["time_zone"] == "UTC"
+
+
 def test_a_scenario_of_totals_is_refused_it_has_no_hours(run3h: Path, tmp_path: Path) -> None:
     sc = tmp_path / "s.yaml"
     sc.write_text(

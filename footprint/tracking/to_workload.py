@@ -69,6 +69,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     data = apply_overrides(run_scenario(record), sets or [], file, flag)
     hours = None
     if (data.get("site") or {}).get("carbon_intensity_hourly") is not None:
+        _check_utc(record, file)
         hours = run_energy_by_hour(run_dir) or hours_from_record(record.get("energy_by_hour_utc"))
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
@@ -131,6 +132,18 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         parts=parts,
         **extra,
     )
+
+
+def _check_utc(record: dict[str, Any], file: str) -> None:
+    """An nvidia-smi log's times are local time without an offset: matched to UTC hours as they stand, every hour
+    would be off by the site's offset (two at a CEST summer noon). Only a log imported with --utc-offset has hours."""
+    if record.get("imported_from") == "nvidia-smi" and record.get("time_zone") != "UTC":
+        raise ScenarioError(
+            "the nvidia-smi log was imported without --utc-offset: its timestamps are local time of unknown offset, so "
+            "its hours cannot be matched to an hourly intensity file (UTC); import it again with --utc-offset +HH:MM",
+            file,
+            "site.carbon_intensity_hourly",
+        )
 
 
 def run_energy_by_hour(run_dir: Path | None) -> dict[float, float] | None:
