@@ -150,19 +150,21 @@ class AmdMeter(GpuMeter):
             self.notes.append("amdsmi found no AMD GPU")
             return
         asics = [self._get("amdsmi_get_gpu_asic_info", h) or {} for h in handles]
-        first: dict[str, int] = {}  # ASIC serial -> its first handle: partitions of one GPU share the serial
-        for i, asic in enumerate(asics):
-            first.setdefault(str(asic.get("asic_serial") or f"N/A {i}"), i)
+        partitions = [self._get("amdsmi_get_gpu_compute_partition", h) for h in handles]
+        keys = [_device_key(a, p, i) for i, (a, p) in enumerate(zip(asics, partitions, strict=True))]
+        first: dict[str, int] = {}  # device key -> its first handle: partitions of one GPU share the serial
+        for i, key in enumerate(keys):
+            first.setdefault(key, i)
         measured: set[int] = set()
         for index, _ in self._select(handles):
-            serial = str(asics[index].get("asic_serial") or f"N/A {index}")
+            serial = keys[index]
             parent = first[serial]
             if parent in measured:
                 continue
             measured.add(parent)
-            partition = self._get("amdsmi_get_gpu_compute_partition", handles[parent])
+            partition = partitions[parent]
             g = self._probe(handles[parent], parent, asics[parent], partition)
-            shared = sum(1 for a in asics if str(a.get("asic_serial")) == serial)
+            shared = keys.count(serial)
             if shared > 1:
                 g.info.note(
                     f"compute partition {partition}: {shared} handles on this GPU each report the whole device's power and "
@@ -334,6 +336,17 @@ class AmdMeter(GpuMeter):
             return
         g.info.errors += 1
         g.info.note(f"transient read errors ({_describe(exc)}) were skipped; the next good reading covers the gap")
+
+
+def _device_key(asic: dict[str, Any], partition: Any, index: int) -> str:
+    """The physical GPU a handle belongs to: its ASIC serial where the GPU is partitioned (DPX/QPX/CPX: one handle per
+    partition, one serial), else the handle itself. An unpartitioned GPU is never merged with another, even where
+    serials repeat or are blank (a VM guest may report none, or zeros, for every GPU)."""
+    serial = str(asic.get("asic_serial") or "").strip()
+    real = serial not in ("", "N/A") and serial.strip("0xX") != ""
+    if real and str(partition or "").upper() in ("DPX", "QPX", "CPX"):
+        return serial
+    return f"handle {index}"
 
 
 def _describe(exc: BaseException) -> str:

@@ -185,3 +185,20 @@ def test_an_init_refused_for_permissions_is_one_line_saying_what_to_do() -> None
         "amdsmi_init failed (AmdSmiLibraryException, code 10: AMDSMI_STATUS_NO_PERM - Permission Denied): this user "
         "cannot open /dev/kfd and /dev/dri/renderD* (ROCm needs it in the render and video groups)"
     ]
+
+
+@pytest.mark.parametrize("serial", ["0x0000000000000000", "N/A", "", "0x6F1F0A2B3C4D0000"])
+def test_unpartitioned_gpus_are_never_merged_whatever_their_serials(serial: str) -> None:
+    """A VM guest may report a blank, "N/A" or zero ASIC serial, or the same one, for every GPU: only the handles of a
+    partitioned GPU (DPX/QPX/CPX) are one device; eight SPX GPUs stay eight, each with its own energy."""
+    clock = ManualClock()
+    fake = FakeAmdSmi("2xMI300X", clock=clock)
+    real = fake.amdsmi_get_gpu_asic_info
+    fake.amdsmi_get_gpu_asic_info = lambda h: {**real(h), "asic_serial": serial}  # type: ignore[method-assign]
+    meter = AmdMeter(fake, background_poll=False, clock=clock)
+    meter.start()
+    clock.advance(1.0)
+    samples = meter.sample()
+    meter.stop()
+    assert len(meter.devices) == 2 and len({s.uuid for s in samples}) == 2
+    assert not any("measured once" in n for d in meter.devices for n in d.notes)
