@@ -297,8 +297,9 @@ class AmdMeter(GpuMeter):
 
     def _stale(self, g: _Gpu, t: float) -> bool:
         """The accumulator stood still for STALE_COUNTER_S: if socket power reads above zero, poll it from now on."""
-        p = _number((self._get("amdsmi_get_power_info", g.handle) or {}).get("current_socket_power"))
-        p = p if p is not None else _number((self._get("amdsmi_get_power_info", g.handle) or {}).get("average_socket_power"))
+        power = self._get("amdsmi_get_power_info", g.handle) or {}
+        p = _number(power.get("current_socket_power"))
+        p = p if p is not None else _number(power.get("average_socket_power"))
         if not p:
             return False
         still = t - (g.moved_t or t)
