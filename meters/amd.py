@@ -5,9 +5,10 @@ Per physical GPU, in order of preference:
 1. ``energy_counter``: differences of ``amdsmi_get_energy_count``'s ``energy_accumulator`` times its
    ``counter_resolution`` (µJ per tick; MI200 and MI300 report it). ROCm 6.2 and older return the accumulator under
    the key ``power`` (renamed in 6.3, the old key kept until 6.4), so either key is read. The GPU accounts energy
-   itself, so the sampling rate only sets time resolution. Wrap-around (32- or 64-bit) and resets are handled by
-   the NVML meter's rule (`meters.nvml.counter_delta_mj`), in the counter's own ticks. An accumulator that stands still for
-   STALE_COUNTER_S while socket power reads watts is stale: the GPU falls back to 2 or 3 from then on.
+   itself, so the sampling rate only sets time resolution. Wrap-around (64-bit, amdsmi.h's uint64_t: never at
+   2**32) and resets are handled by the NVML meter's rule (`meters.nvml.counter_delta_mj`), in the counter's own
+   ticks. An accumulator that stands still for STALE_COUNTER_S while socket power reads watts is stale: the GPU
+   falls back to 2 or 3 from then on.
 2. ``instant_power``: ``amdsmi_get_power_info``'s ``current_socket_power`` (W, MI300 and newer) polled and
    integrated (trapezoid), where the counter is unavailable (a VM guest).
 3. ``average_power``: ``average_socket_power`` (MI200 and older), integrated, with a note: it is an average.
@@ -280,7 +281,9 @@ class AmdMeter(GpuMeter):
         dt = t - g.last_t
         mj_per_tick = g.resolution_uj / 1000.0
         # NVML's wrap/reset rule in the counter's own ticks: plausibility and the estimate scaled to ticks
-        delta, event = counter_delta_mj(g.last_ticks, ticks, dt, g.p_max_w / mj_per_tick, (g.last_p or 0.0) / mj_per_tick)
+        delta, event = counter_delta_mj(
+            g.last_ticks, ticks, dt, g.p_max_w / mj_per_tick, (g.last_p or 0.0) / mj_per_tick, moduli=(2**64,)
+        )
         if event is not None:
             g.info.note(
                 f"energy accumulator {event} handled" + (" (estimated from the power before it)" if event != "wrap" else "")

@@ -202,3 +202,21 @@ def test_unpartitioned_gpus_are_never_merged_whatever_their_serials(serial: str)
     meter.stop()
     assert len(meter.devices) == 2 and len({s.uuid for s in samples}) == 2
     assert not any("measured once" in n for d in meter.devices for n in d.notes)
+
+
+def test_the_64_bit_accumulator_is_never_read_as_a_32_bit_wrap() -> None:
+    """amdsmi's accumulator is a uint64: a driver reload just below 2**32 ticks (65.7 kJ at 15.3 µJ) is a reset,
+    estimated from the power before it, not a 32-bit wrap-around that would credit a minute at 500 W with 4 kJ."""
+    clock = ManualClock()
+    fake = FakeAmdSmi("1xMI300X", clock=clock)
+    per_s = round(500.0 / 15.3e-6)  # 500 W in ticks per second
+    ticks = iter([4_000_000_000, 4_000_000_000 + per_s, 10])
+    fake.amdsmi_get_energy_count = lambda h: {"energy_accumulator": next(ticks), "counter_resolution": 15.3}  # type: ignore[method-assign]
+    meter = AmdMeter(fake, background_poll=False, clock=clock)
+    meter.start()
+    clock.advance(1.0)
+    meter.sample()
+    clock.advance(60.0)
+    samples = meter.sample()
+    assert samples[0].energy_j_cumulative == pytest.approx(500.0 * 61, rel=1e-3)  # 500 J, then 60 s at 500 W
+    assert any("reset" in n for n in meter.devices[0].notes) and not any("wrap" in n for n in meter.devices[0].notes)
