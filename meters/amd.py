@@ -3,9 +3,12 @@
 Per physical GPU, in order of preference:
 
 1. ``energy_counter``: differences of ``amdsmi_get_energy_count``'s ``energy_accumulator`` times its
-   ``counter_resolution`` (µJ per tick; MI200 and MI300 report it). The GPU accounts energy itself, so the
-   sampling rate only sets time resolution. Wrap-around (32- or 64-bit) and resets are handled by the NVML meter's
-   rule (`meters.nvml.counter_delta_mj`), in the counter's own ticks.
+   ``counter_resolution`` (µJ per tick; MI200 and MI300 report it). ROCm 6.2 and older return the accumulator under
+   the key ``power`` (renamed in 6.3, the old key kept until 6.4), so either key is read. The GPU accounts energy
+   itself, so the sampling rate only sets time resolution. Wrap-around (64-bit, amdsmi.h's uint64_t: never at
+   2**32) and resets are handled by the NVML meter's rule (`meters.nvml.counter_delta_mj`), in the counter's own
+   ticks. An accumulator that stands still for STALE_COUNTER_S while socket power reads watts is stale: the GPU
+   falls back to 2 or 3 from then on.
 2. ``instant_power``: ``amdsmi_get_power_info``'s ``current_socket_power`` (W, MI300 and newer) polled and
    integrated (trapezoid), where the counter is unavailable (a VM guest).
 3. ``average_power``: ``average_socket_power`` (MI200 and older), integrated, with a note: it is an average.
@@ -32,6 +35,14 @@ from .nvml import counter_delta_mj
 
 ENV_FAKE = "FOOTPRINT_FAKE_AMDSMI"
 _NOT_FOUND = 31  # AMDSMI_STATUS_NOT_FOUND: the device is gone
+# A live GPU draws tens of watts at idle, so its accumulator (15.3 µJ ticks) moves between any two readings; one that
+# stands still this long while socket power reads above zero is stale (ROCm/rocm_smi_lib#180 on an MI210,
+# AMDResearch/hpcfund#21 on an MI100: the same value for a whole run) and socket power is polled instead.
+STALE_COUNTER_S = 5.0
+_INIT_HINTS = {  # AMDSMI_STATUS_NO_PERM, AMDSMI_STATUS_DRIVER_NOT_LOADED (amdsmi.h)
+    10: ": this user cannot open /dev/kfd and /dev/dri/renderD* (ROCm needs it in the render and video groups)",
+    34: ": the amdgpu kernel driver is not loaded",
+}
 
 
 def load_amdsmi() -> tuple[Any | None, list[str]]:
@@ -61,6 +72,13 @@ def wanted() -> bool:
     return os.path.exists("/dev/kfd") and importlib.util.find_spec("amdsmi") is not None
 
 
+def _ticks(reading: dict[str, Any]) -> int:
+    """The accumulator of an ``amdsmi_get_energy_count`` reading: ``energy_accumulator`` (ROCm 6.3 and newer), or
+    ``power``, its name up to ROCm 6.2 (ROCm/amdsmi commit 95ca2b8, "Changed `power` parameter ... to
+    `energy_accumulator`"). KeyError where neither is there."""
+    return int(reading["energy_accumulator"] if "energy_accumulator" in reading else reading["power"])
+
+
 def _code(exc: BaseException) -> int | None:
     v = getattr(exc, "err_code", None)
     return v if isinstance(v, int) else None
@@ -86,6 +104,7 @@ class _Gpu:
     last_p: float | None = None
     p_max_w: float = 3000.0
     lost: bool = False
+    moved_t: float | None = None  # when the accumulator last advanced
 
 
 class AmdMeter(GpuMeter):
@@ -121,26 +140,32 @@ class AmdMeter(GpuMeter):
             self.notes += notes
             if self._lib is None:
                 return
-        self._lib.amdsmi_init()
+        try:
+            self._lib.amdsmi_init()
+        except Exception as exc:  # the binding's AmdSmiLibraryException: say why in one line, with what to do
+            self.notes.append(f"amdsmi_init failed ({_describe(exc)}){_INIT_HINTS.get(_code(exc) or -1, '')}")
+            return
         self._initialised = True
         handles = list(self._lib.amdsmi_get_processor_handles())
         if not handles:
             self.notes.append("amdsmi found no AMD GPU")
             return
         asics = [self._get("amdsmi_get_gpu_asic_info", h) or {} for h in handles]
-        first: dict[str, int] = {}  # ASIC serial -> its first handle: partitions of one GPU share the serial
-        for i, asic in enumerate(asics):
-            first.setdefault(str(asic.get("asic_serial") or f"N/A {i}"), i)
+        partitions = [self._get("amdsmi_get_gpu_compute_partition", h) for h in handles]
+        keys = [_device_key(a, p, i) for i, (a, p) in enumerate(zip(asics, partitions, strict=True))]
+        first: dict[str, int] = {}  # device key -> its first handle: partitions of one GPU share the serial
+        for i, key in enumerate(keys):
+            first.setdefault(key, i)
         measured: set[int] = set()
         for index, _ in self._select(handles):
-            serial = str(asics[index].get("asic_serial") or f"N/A {index}")
+            serial = keys[index]
             parent = first[serial]
             if parent in measured:
                 continue
             measured.add(parent)
-            partition = self._get("amdsmi_get_gpu_compute_partition", handles[parent])
+            partition = partitions[parent]
             g = self._probe(handles[parent], parent, asics[parent], partition)
-            shared = sum(1 for a in asics if str(a.get("asic_serial")) == serial)
+            shared = keys.count(serial)
             if shared > 1:
                 g.info.note(
                     f"compute partition {partition}: {shared} handles on this GPU each report the whole device's power and "
@@ -202,25 +227,32 @@ class AmdMeter(GpuMeter):
             g.p_max_w = max(2.0 * info.power_limit_w, 1500.0)
         try:
             e = lib.amdsmi_get_energy_count(h)
-            ticks, res = int(e["energy_accumulator"]), float(e["counter_resolution"])
+            ticks, res = _ticks(e), float(e["counter_resolution"])
             if res <= 0:
                 raise ValueError(f"counter_resolution {res}")
         except Exception as exc:
             info.note(f"energy accumulator unavailable ({_describe(exc)}): socket power is polled instead")
         else:
             info.method, g.resolution_uj, g.last_ticks, g.last_t = ENERGY_COUNTER, res, ticks, self._clock()
+            g.moved_t = g.last_t
             return g
-        power = self._get("amdsmi_get_power_info", h) or {}
+        if not self._use_power(g):
+            info.method = UNAVAILABLE
+            info.note("no energy accumulator and no socket power: this GPU's energy is not measured")
+        return g
+
+    def _use_power(self, g: _Gpu) -> bool:
+        """Switch ``g`` to polling socket power (instant, else average) if amdsmi reports one; False where neither."""
+        power = self._get("amdsmi_get_power_info", g.handle) or {}
         for key, method in (("current_socket_power", INSTANT_POWER), ("average_socket_power", AVERAGE_POWER)):
             if _number(power.get(key)) is not None:
-                info.method, g.power_key, info.poll_period_s = method, key, self.poll_period_s
+                g.info.method, g.power_key, g.info.poll_period_s = method, key, self.poll_period_s
                 if method == AVERAGE_POWER:
-                    info.note("fallback: integrating average_socket_power (MI200 and older): an average, not an instant")
+                    g.info.note("fallback: integrating average_socket_power (MI200 and older): an average, not an instant")
+                g.last_p = None
                 self._read_power(g)
-                return g
-        info.method = UNAVAILABLE
-        info.note("no energy accumulator and no socket power: this GPU's energy is not measured")
-        return g
+                return True
+        return False
 
     # --- reading ------------------------------------------------------------------------------------
     @staticmethod
@@ -241,7 +273,7 @@ class AmdMeter(GpuMeter):
     def _read_counter(self, g: _Gpu) -> None:
         t = self._clock()
         try:
-            ticks = int(self._lib.amdsmi_get_energy_count(g.handle)["energy_accumulator"])
+            ticks = _ticks(self._lib.amdsmi_get_energy_count(g.handle))
         except Exception as exc:
             self._on_error(g, exc, t)
             return
@@ -249,16 +281,41 @@ class AmdMeter(GpuMeter):
         dt = t - g.last_t
         mj_per_tick = g.resolution_uj / 1000.0
         # NVML's wrap/reset rule in the counter's own ticks: plausibility and the estimate scaled to ticks
-        delta, event = counter_delta_mj(g.last_ticks, ticks, dt, g.p_max_w / mj_per_tick, (g.last_p or 0.0) / mj_per_tick)
+        delta, event = counter_delta_mj(
+            g.last_ticks, ticks, dt, g.p_max_w / mj_per_tick, (g.last_p or 0.0) / mj_per_tick, moduli=(2**64,)
+        )
         if event is not None:
             g.info.note(
                 f"energy accumulator {event} handled" + (" (estimated from the power before it)" if event != "wrap" else "")
             )
         g.energy_j += delta * mj_per_tick / 1000.0
+        if ticks != g.last_ticks or g.moved_t is None:
+            g.moved_t = t
+        elif t - g.moved_t >= STALE_COUNTER_S and self._stale(g, t):
+            return
         if dt > 0:
             g.last_p = g.power_w = delta * mj_per_tick / 1000.0 / dt
             self._track_gap(g, dt)
         g.last_ticks, g.last_t = ticks, t
+
+    def _stale(self, g: _Gpu, t: float) -> bool:
+        """The accumulator stood still for STALE_COUNTER_S: if socket power reads above zero, poll it from now on."""
+        power = self._get("amdsmi_get_power_info", g.handle) or {}
+        p = _number(power.get("current_socket_power"))
+        p = p if p is not None else _number(power.get("average_socket_power"))
+        if not p:
+            return False
+        still = t - (g.moved_t or t)
+        if not self._use_power(g):
+            return False
+        g.info.note(
+            f"energy accumulator stale: unchanged for {still:.0f} s while socket power read {p:.0f} W (a known amdsmi "
+            f"fault on some MI100/MI210, ROCm/rocm_smi_lib#180); socket power polled from then on, the {still:.0f} s "
+            "before counted at that power (an estimate)"
+        )
+        g.energy_j += p * still
+        self._start_polling()
+        return True
 
     def _read_power(self, g: _Gpu) -> None:
         t = self._clock()
@@ -283,6 +340,17 @@ class AmdMeter(GpuMeter):
             return
         g.info.errors += 1
         g.info.note(f"transient read errors ({_describe(exc)}) were skipped; the next good reading covers the gap")
+
+
+def _device_key(asic: dict[str, Any], partition: Any, index: int) -> str:
+    """The physical GPU a handle belongs to: its ASIC serial where the GPU is partitioned (DPX/QPX/CPX: one handle per
+    partition, one serial), else the handle itself. An unpartitioned GPU is never merged with another, even where
+    serials repeat or are blank (a VM guest may report none, or zeros, for every GPU)."""
+    serial = str(asic.get("asic_serial") or "").strip()
+    real = serial not in ("", "N/A") and serial.strip("0xX") != ""
+    if real and str(partition or "").upper() in ("DPX", "QPX", "CPX"):
+        return serial
+    return f"handle {index}"
 
 
 def _describe(exc: BaseException) -> str:

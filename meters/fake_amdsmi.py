@@ -6,7 +6,9 @@ function names, argument order and return shapes (dicts with the real keys; "N/A
 wall time into the 64-bit energy accumulator that `amdsmi_get_energy_count` returns with its resolution (15.3 µJ
 per tick, as MI200/MI300 report), compute partitions (CPX: eight handles on one physical GPU, each reporting the
 whole device's power and energy, as amd-smi shows them), and injected faults (no energy counter, as in a VM guest;
-no socket power; a GPU that stops answering). Thread-safe.
+no socket power; a GPU that stops answering; ``rocm62``: the energy count as ROCm 6.2 and older return it, the
+accumulator under the key ``power`` and no ``energy_accumulator``; ``stale``: an accumulator that never moves, as
+reported on some MI100/MI210). Thread-safe.
 
     fake = FakeAmdSmi("2xMI300X")          # or FOOTPRINT_FAKE_AMDSMI=2xMI300X, read by meters.amd
     meter = AmdMeter(amdsmi=fake)
@@ -62,6 +64,7 @@ class AmdSmiLibraryException(AmdSmiException):
             AMDSMI_STATUS_NOT_INIT: "AMDSMI_STATUS_NOT_INIT - Device not initialized",
             AMDSMI_STATUS_NOT_FOUND: "AMDSMI_STATUS_NOT_FOUND - Device Not found",
             AMDSMI_STATUS_DRIVER_NOT_LOADED: "AMDSMI_STATUS_DRIVER_NOT_LOADED - Driver not loaded",
+            AMDSMI_STATUS_NO_PERM: "AMDSMI_STATUS_NO_PERM - Permission Denied",
         }.get(err_code, "AMDSMI_STATUS_UNKNOWN_ERROR - An unknown error occurred")
 
     def __str__(self) -> str:
@@ -90,8 +93,8 @@ MODELS = {
     "MI210": AmdModel("AMD Instinct MI210", 0x740F, "gfx90a", 300.0, 104, False),
 }
 PARTITIONS = {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8}
-FAULTS = ("nocounter", "nopower", "lost")
-_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX]\s*)?([A-Za-z0-9\-]+?)\s*(?::\s*([A-Za-z]+))?\s*(?:/\s*([a-z]+))?\s*$")
+FAULTS = ("nocounter", "nopower", "lost", "rocm62", "stale")
+_ITEM = re.compile(r"^\s*(?:(\d+)\s*[xX]\s*)?([A-Za-z0-9\-]+?)\s*(?::\s*([A-Za-z]+))?\s*(?:/\s*([a-z0-9]+))?\s*$")
 
 
 @dataclass
@@ -224,7 +227,9 @@ class FakeAmdSmi:
         if d.fault == "nocounter":
             raise AmdSmiLibraryException(AMDSMI_STATUS_NOT_SUPPORTED)
         t = self.clock()
-        ticks = int(d.energy_j(t) * 1e6 / COUNTER_RESOLUTION_UJ) % 2**64
+        ticks = int(d.energy_j(d.t0 if d.fault == "stale" else t) * 1e6 / COUNTER_RESOLUTION_UJ) % 2**64
+        if d.fault == "rocm62":  # py-interface before ROCm/amdsmi commit 95ca2b8 (ROCm 6.3)
+            return {"power": ticks, "counter_resolution": COUNTER_RESOLUTION_UJ, "timestamp": int(t * 1e9)}
         return {
             "power": ticks,
             "energy_accumulator": ticks,

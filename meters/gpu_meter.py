@@ -65,8 +65,13 @@ class GpuMeter:
             except Exception as exc:  # a bug or an exotic binding must not break the training job
                 self.notes.append(f"{self.library} meter failed to start: {type(exc).__name__}: {exc}")
             self._t_start = self._clock()
-        if self.background_poll and any(self._needs_polling(g) for g in self._gpus):
-            self._stop_event.clear()
+        self._stop_event.clear()
+        if any(self._needs_polling(g) for g in self._gpus):
+            self._start_polling()
+
+    def _start_polling(self) -> None:
+        """Poll power from a background thread (once; not after stop): at start, or when a GPU falls back to power."""
+        if self.background_poll and self._thread is None and not self._stop_event.is_set():
             self._thread = threading.Thread(target=self._poll_loop, name=f"{self.name}-power-poll", daemon=True)
             self._thread.start()
 

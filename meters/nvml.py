@@ -106,7 +106,9 @@ def _field_number(fv: Any) -> float:
     return float(getattr(fv.value, attr))
 
 
-def counter_delta_mj(last_mj: int, new_mj: int, dt_s: float, p_max_w: float, p_last_w: float | None) -> tuple[float, str | None]:
+def counter_delta_mj(
+    last_mj: int, new_mj: int, dt_s: float, p_max_w: float, p_last_w: float | None, moduli: tuple[int, ...] = _WRAP_MODULI
+) -> tuple[float, str | None]:
     """Energy (mJ) between two counter readings, and what happened: None, "wrap", "reset" or "jump".
 
     A decrease is a wrap-around if completing the cycle of a 32- or 64-bit counter gives a plausible
@@ -122,7 +124,7 @@ def counter_delta_mj(last_mj: int, new_mj: int, dt_s: float, p_max_w: float, p_l
         if delta > plausible:
             return estimate, "jump"
         return delta, None
-    for modulus in _WRAP_MODULI:
+    for modulus in moduli:  # the widths the counter may have: a 64-bit counter never wraps at 2**32
         if last_mj < modulus:
             wrapped = float(modulus - last_mj + new_mj)
             if wrapped <= plausible:

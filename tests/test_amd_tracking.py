@@ -69,7 +69,7 @@ def test_footprint_run_measures_the_amd_gpus_and_assesses_them_as_mi300x(tmp_pat
     assert a["hardware"]["gpu"] == "mi300x" and a["hardware"]["count"] == 2  # the catalogue card
     w = footprint.assess(tmp_path / "amd", samples=0).workload
     assert w.gpu.id == "mi300x" and w.it_energy_kwh == pytest.approx(record["energy"]["total_j"] / 3.6e6)
-    assert any(n.startswith("energy simulated, not measured: 2 x AMD Instinct MI300X") for n in w.notes)
+    assert "energy simulated, not measured: 2 x AMD Instinct MI300X (a fake amdsmi's energy_counter)" in w.notes
 
 
 def test_track_picks_up_the_amd_meter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,3 +80,22 @@ def test_track_picks_up_the_amd_meter(tmp_path: Path, monkeypatch: pytest.Monkey
     gpus = [d for d in t.run["devices"] if d["component"] == "gpu"]
     assert len(gpus) == 1 and gpus[0]["name"] == "AMD Instinct MI300X" and gpus[0]["energy_j"] > 0
     assert any("compute partition CPX" in n for n in gpus[0]["notes"])
+
+
+@pytest.mark.parametrize(("gcds", "modules"), [(4, 2), (3, 2)])
+def test_mi250x_gcds_are_assessed_as_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gcds: int, modules: int) -> None:
+    """amdsmi lists an MI250X as two GPUs (one per GCD); its catalogue card is the module: four GCDs carry two modules'
+    embodied impacts, not four; an odd GCD's module is counted whole and said to be an upper bound."""
+    monkeypatch.delenv("FOOTPRINT_FAKE_NVML", raising=False)
+    monkeypatch.setenv("FOOTPRINT_FAKE_AMDSMI", f"{gcds}xMI250X")
+    with footprint.track(name="t", output_dir=tmp_path, host=False, period_s=0.05, site="FRA") as t:
+        time.sleep(0.3)
+    assert sum(d["component"] == "gpu" for d in t.run["devices"]) == gcds
+    a = footprint.assess(tmp_path / "t", samples=0)
+    one = footprint.assess(tmp_path / "t", samples=0, set=["hardware.count=1"])
+    assert a.workload.gpu.id == "mi250x" and a.workload.count == modules
+    module = a.workload.gpu.name
+    assert any(n.startswith(f"{gcds} x AMD Instinct MI250X are {gcds / 2:g} x {module}") for n in a.workload.notes)
+    assert any("upper bound" in n for n in a.workload.notes) is bool(gcds % 2)
+    cc = "climate_change"
+    assert a.impacts[cc].by_stage["manufacturing"] == pytest.approx(modules * one.impacts[cc].by_stage["manufacturing"], rel=1e-9)

@@ -6,6 +6,7 @@ footprint's integration."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -108,6 +109,19 @@ def test_a_file_missing_an_hour_of_the_run_is_one_line_exit_2(run3h: Path) -> No
     assert "does not cover the run: no intensity for 2025-03-03T02:00Z" in lines[0] and "short.csv" in lines[0]
 
 
+def test_a_log_in_local_time_of_unknown_offset_is_refused_not_shifted(run3h: Path) -> None:
+    """nvidia-smi logs local time without its offset: imported without --utc-offset, its hours would be matched off
+    by the site's UTC offset, so the hourly match is refused in one line (the annual assessment still runs)."""
+    proc = _cli("import", "nvidia-smi", "log.csv", "-o", "local", "--grid", "FRA", cwd=run3h)
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("assess", "local", "--set", "site.carbon_intensity_hourly=ci.csv", cwd=run3h)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "imported without --utc-offset" in lines[0] and "--utc-offset +HH:MM" in lines[0]
+    assert _cli("assess", "local", "--samples", "0", cwd=run3h).returncode == 0
+    assert json.loads((run3h / "run" / "run.json").read_text())["time_zone"] == "UTC"
+
+
 def test_a_scenario_of_totals_is_refused_it_has_no_hours(run3h: Path, tmp_path: Path) -> None:
     sc = tmp_path / "s.yaml"
     sc.write_text(
@@ -155,6 +169,27 @@ def test_earlier_electricity_maps_exports_are_read_too(tmp_path: Path) -> None:
     )
     got = hourly.read_intensity(p)
     assert got.g_per_kwh == (61.25, 59.0) and got.column == "Carbon Intensity gCO₂eq/kWh (LCA)"
+
+
+def test_the_output_traces_the_file_its_zone_source_estimated_hours_and_hash(run3h: Path) -> None:
+    """The hourly file carries no licence of its own: the output records what it says of itself (zone, data source,
+    hours the provider estimated) and its SHA-256, so the number can be traced to the exact download."""
+    rows = [((T0 + timedelta(hours=h)).strftime("%Y-%m-%d %H:%M:%S"), v) for h, v in enumerate((*G_PER_KWH, 80.0))]
+    head = "Datetime (UTC),Country,Zone name,Zone id,Carbon intensity gCO₂eq/kWh (direct),"
+    head += "Carbon intensity gCO₂eq/kWh (Life cycle),Data source,Data estimated,Data estimation method\n"
+    flags = ("false", "true", "false", "true")  # the fourth hour is outside the run: not counted
+    body = "".join(
+        f"{t},France,France,FR,{v * 0.8:.2f},{v:.2f},rte-france.com,{f},{'TIME_SLICER' if f == 'true' else ''}\n"
+        for (t, v), f in zip(rows, flags, strict=True)
+    )
+    (run3h / "traced.csv").write_text(head + body, encoding="utf-8")
+    out = _assess(run3h, "site.carbon_intensity_hourly=traced.csv")
+    h = out["site"]["carbon_intensity_hourly"]
+    assert h["source"] == "Electricity Maps, zone FR (data source: rte-france.com)"
+    assert h["estimated_hours"] == 1 and h["sha256"] == hashlib.sha256((head + body).encode()).hexdigest()
+    assert "zone FR" in out["method"]["use"] and "1 of 3 matched hours estimated by the provider" in out["method"]["use"]
+    plain = _assess(run3h, "site.carbon_intensity_hourly=plain.csv")["site"]["carbon_intensity_hourly"]
+    assert plain["source"] is None and plain["estimated_hours"] is None and len(plain["sha256"]) == 64
 
 
 def test_energy_is_split_at_hour_boundaries() -> None:

@@ -471,7 +471,7 @@ def test_a_fake_nvml_run_is_said_simulated_never_measured_and_estimated_at_once(
     with footprint.track(name="fake", output_dir=tmp_path, nvml=FakeNVML("2xA100-SXM4-40GB"), site="FRA") as t:
         t.step(tokens=10)
     notes = [n for n in workload_from_run(tmp_path / "fake").notes if n.startswith("energy ")]
-    assert any(n.startswith("energy simulated, not measured: 2 x NVIDIA A100") for n in notes), notes
+    assert any(n.startswith("energy simulated, not measured: 2 x NVIDIA A100") and "(a fake NVML's " in n for n in notes), notes
     assert not any(n.startswith("energy measured") for n in notes), notes
 
 

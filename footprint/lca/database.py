@@ -60,6 +60,7 @@ class Gpu:
     notes: tuple[str, ...]
     sources: tuple[str, ...]
     raw: dict[str, Any] = field(repr=False, compare=False, hash=False)
+    devices_per_card: int = 1  # GPUs software enumerates per catalogue card: 2 for an MI250X (one per GCD)
 
     @property
     def mass_kg(self) -> float:
@@ -217,6 +218,7 @@ class Database:
             notes=tuple(g.get("notes") or ()),
             sources=tuple(dict.fromkeys(e["source"] for _, e in iter_values(g))),
             raw=g,
+            devices_per_card=int(_num(g["devices_per_card"], None)) if "devices_per_card" in g else 1,
         )
 
     @cached_property

@@ -11,11 +11,16 @@ the zone's annual mix (no hourly data exists for them), and the notes say so.
 
 A file that does not cover every hour the job drew energy in, or has a gap, a repeated hour or a value that
 is not a carbon intensity, is one clear error (exit 2): an hourly result built on a guessed hour is not hourly.
+
+The file is user input without a licence of its own: the outputs record what it says of itself (Electricity Maps'
+zone id and data source, the matched hours it flags as estimated) and its SHA-256, so that the result can be traced
+to the exact download; its terms of use are the provider's.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
 from dataclasses import dataclass
@@ -35,6 +40,7 @@ EM_TIME = "Datetime (UTC)"
 EM_LIFE_CYCLE = "Carbon intensity gCO₂eq/kWh (Life cycle)"
 EM_DIRECT = "Carbon intensity gCO₂eq/kWh (direct)"
 EM_LCA_OLD = "Carbon Intensity gCO₂eq/kWh (LCA)"  # the same column in Electricity Maps' earlier exports
+EM_ZONE, EM_SOURCE, EM_ESTIMATED = "Zone id", "Data source", "Data estimated"  # matched without regard to case
 PLAIN = ("datetime_utc", "g_per_kwh")
 FORMATS = ((EM_TIME, EM_LIFE_CYCLE), (EM_TIME, EM_LCA_OLD), PLAIN)  # (time column, g CO2 eq/kWh column)
 
@@ -47,6 +53,9 @@ class HourlyIntensity:
     column: str
     hours: tuple[float, ...]
     g_per_kwh: tuple[float, ...]
+    source: str = ""  # what the file says of itself: "Electricity Maps, zone FR (data source: ...)"
+    sha256: str = ""
+    estimated: tuple[bool, ...] = ()  # per hour, where the file flags estimated hours (Electricity Maps)
 
     @property
     def span(self) -> str:
@@ -62,6 +71,9 @@ class HourlyMatch:
     hours: tuple[float, ...]
     kwh: tuple[float, ...]
     g_per_kwh: tuple[float, ...]
+    source: str = ""
+    sha256: str = ""
+    estimated_hours: int | None = None  # of the matched hours, those the file flags as estimated; None: no flag
 
     @property
     def weighted_g_per_kwh(self) -> float:
@@ -79,14 +91,24 @@ class HourlyMatch:
             "it_energy_kwh": list(self.kwh),
             "g_per_kwh": list(self.g_per_kwh),
             "energy_weighted_g_per_kwh": self.weighted_g_per_kwh,
+            "source": self.source or None,
+            "sha256": self.sha256 or None,
+            "estimated_hours": self.estimated_hours,
+            "licence": "the file's provider's terms (not stated in the file)",
         }
 
     def method(self) -> str:
         return (
             f"hourly: climate change of electricity matched hour by hour ({len(self.hours)} h, {_iso(self.hours[0])} to "
-            f"{_iso(self.hours[-1] + HOUR_S)}) to {Path(self.file).name} ({self.column}): energy-weighted "
+            f"{_iso(self.hours[-1] + HOUR_S)}) to {Path(self.file).name} ({self.column}{self._provenance()}): energy-weighted "
             f"{self.weighted_g_per_kwh:.4g} g CO2 eq/kWh; the other 15 categories use the zone's annual mix"
         )
+
+    def _provenance(self) -> str:
+        parts = [self.source] if self.source else []
+        if self.estimated_hours:
+            parts.append(f"{self.estimated_hours} of {len(self.hours)} matched hours estimated by the provider")
+        return "".join(f"; {p}" for p in parts)
 
 
 def _iso(t: float) -> str:
@@ -135,7 +157,9 @@ def read_intensity(path: str | Path, file: str | None = None) -> HourlyIntensity
     if len(rows) < 2:
         raise FootprintError("no hourly rows (a header and one row per hour expected)", name, KEY)
     ti, vi, column = _columns(rows[0], name)
-    hours, values = [], []
+    header = [h.strip().lstrip("\ufeff").casefold() for h in rows[0]]
+    zi, si, ei = (header.index(c.casefold()) if c.casefold() in header else None for c in (EM_ZONE, EM_SOURCE, EM_ESTIMATED))
+    hours, values, zones, sources, estimated = [], [], set(), set(), []
     for n, r in enumerate(rows[1:], start=2):
         if len(r) <= max(ti, vi):
             raise FootprintError(f"row {n}: {len(r)} fields, expected at least {max(ti, vi) + 1}", name, KEY)
@@ -148,6 +172,10 @@ def read_intensity(path: str | Path, file: str | None = None) -> HourlyIntensity
         if not math.isfinite(v) or not 0 <= v <= MAX_G_PER_KWH:
             raise FootprintError(f"row {n}: {raw} g/kWh is not a grid carbon intensity (0 to {MAX_G_PER_KWH:g})", name, KEY)
         values.append(v)
+        zones |= {r[zi].strip()} if zi is not None and zi < len(r) and r[zi].strip() else set()
+        sources |= {r[si].strip()} if si is not None and si < len(r) and r[si].strip() else set()
+        if ei is not None:
+            estimated.append(ei < len(r) and r[ei].strip().casefold() == "true")
     order = np.argsort(hours, kind="stable")
     h, v = np.asarray(hours)[order], np.asarray(values)[order]
     step = np.diff(h)
@@ -157,7 +185,21 @@ def read_intensity(path: str | Path, file: str | None = None) -> HourlyIntensity
         i = int(np.flatnonzero(step > HOUR_S)[0])
         missing = int(step[i] // HOUR_S) - 1
         raise FootprintError(f"gap: {missing} hour(s) missing after {_iso(float(h[i]))}", name, KEY)
-    return HourlyIntensity(name, column, tuple(h.tolist()), tuple(v.tolist()))
+    flags = tuple(np.asarray(estimated, bool)[order].tolist()) if ei is not None else ()
+    return HourlyIntensity(
+        name, column, tuple(h.tolist()), tuple(v.tolist()), _source(column, zones, sources), _sha256(text), flags
+    )
+
+
+def _source(column: str, zones: set[str], sources: set[str]) -> str:
+    if column.casefold() == PLAIN[1]:
+        return ""
+    text = "Electricity Maps" + (f", zone {', '.join(sorted(zones))}" if zones else "")
+    return text + (f" (data source: {', '.join(sorted(sources))})" if sources else "")
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def energy_by_hour(t_unix: np.ndarray, energy_j: np.ndarray) -> dict[float, float]:
@@ -238,7 +280,10 @@ def match(profile_j: dict[float, float], intensity: HourlyIntensity, total_kwh: 
     joules = np.asarray([profile_j[h] for h in hours])
     kwh = joules / joules.sum() * total_kwh
     g = tuple(intensity.g_per_kwh[index[h]] for h in hours)
-    return HourlyMatch(intensity.file, intensity.column, tuple(hours), tuple(kwh.tolist()), g)
+    flagged = sum(intensity.estimated[index[h]] for h in hours) if intensity.estimated else None
+    return HourlyMatch(
+        intensity.file, intensity.column, tuple(hours), tuple(kwh.tolist()), g, intensity.source, intensity.sha256, flagged
+    )
 
 
 def resolve_path(raw: object, scenario_file: str | None) -> Path:

@@ -727,7 +727,7 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {"name": record.get("name") or "run", "hardware": {}, "training": {}, "site": {}}
     groups = gpu_groups(gpus)
     if groups:  # the largest group's model; a tie goes to the first name in sorted order (never to hash order)
-        data["hardware"] = {"gpu": groups[0][0], "count": sum(n for _, n in groups)}
+        data["hardware"] = {"gpu": groups[0][0], "count": sum(cards(name, n)[0] for name, n in groups)}
     duration = float(record.get("duration_s") or 0.0)
     if duration > 0:
         data["training"]["duration"] = f"{duration} s"
@@ -739,6 +739,27 @@ def run_scenario(record: dict[str, Any]) -> dict[str, Any]:
         site = {"grid": site}
     data["site"] = {k: v for k, v in (site or {}).items() if k in ALLOWED["site"]}
     return data
+
+
+def cards(name: str, devices: int) -> tuple[int, str | None]:
+    """The catalogue cards ``devices`` GPUs of model ``name`` amount to, and a note where they differ: an MI250X is
+    two GPUs to software (one per GCD) but one card in the catalogue, whose embodied impacts, peaks and power are
+    the module's. An odd number of GCDs rounds up (the half-used module counted whole: an upper bound)."""
+    try:
+        gpu = db().find_gpu(name)
+    except FootprintError:
+        return devices, None
+    per = gpu.devices_per_card
+    if per <= 1:
+        return devices, None
+    n = -(-devices // per)
+    note = (
+        f"{devices} x {name} are {devices / per:g} x {gpu.name} ({per} GPUs per module, one per GCD, in amdsmi and "
+        "Slurm; the catalogue card is the module): embodied impacts, GPU-hours and peaks counted per module"
+    )
+    if devices % per:
+        note += f"; the odd GCD's module counted whole ({n} modules): an upper bound on embodied impacts"
+    return n, note
 
 
 def gpu_groups(gpus: list[dict[str, Any]]) -> list[tuple[str, int]]:

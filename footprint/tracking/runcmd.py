@@ -252,6 +252,9 @@ def _devices_text(devices: list[dict[str, Any]]) -> str:
     return f"{gpus} GPU{'s' if gpus != 1 else ''}" + (f" + host {', '.join(host)}" if host else "")
 
 
+LOCAL_TIME = "local time as logged (--utc-offset not given)"
+
+
 def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
     """A log's readings (per device: times in Unix seconds, power in W) written through the tracker's own journal
     writer (`meters.journal.JournalWriter`, rolled into Parquet segments), as rank 0 of the run directory: the
@@ -370,6 +373,8 @@ def from_nvidia_smi(
         "name": None,
         "source_file": str(path),
         "imported_from": "nvidia-smi",
+        # nvidia-smi writes local time without its offset: UTC only where --utc-offset said how to get there
+        "time_zone": "UTC" if utc_offset is not None else LOCAL_TIME,
         "duration_s": duration,
         "steps": None,
         "tokens": None,

@@ -116,7 +116,7 @@ _COUNTERS = (
 )
 _MAPPINGS = ("mfu", "step_times", "slurm", "samples", "sampler", "retention")
 _LISTS = ("ranks", "hosts")
-_TEXTS = ("name", "start_utc", "end_utc", "flops_method", "imported_from", "source_file", "run_dir")
+_TEXTS = ("name", "start_utc", "end_utc", "flops_method", "imported_from", "source_file", "run_dir", "time_zone")
 
 
 def clean_record(record: Any, file: str = "run.json") -> dict[str, Any]:

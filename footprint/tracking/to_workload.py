@@ -16,7 +16,7 @@ from typing import Any
 from footprint.errors import ScenarioError
 from footprint.lca.assessment import pct_sig
 from footprint.lca.hourly import hours_from_record
-from footprint.lca.workload import NO_GPU, Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
+from footprint.lca.workload import NO_GPU, Workload, apply_overrides, cards, gpu_groups, run_scenario, workload_from_dict
 from footprint.lca.workload_data import HOST_ONLY
 from footprint.tracking.runrecord import clean_record, read_record
 from footprint.tracking.runview import ENERGY_KINDS, device_kwh, energy_kind
@@ -42,7 +42,8 @@ def energy_notes(devices: list[dict[str, Any]]) -> list[str]:
     if measured:
         notes.append(f"energy measured ({methods(measured)}): {names(measured)}")
     if simulated:
-        notes.append(f"energy simulated, not measured: {names(simulated)} (a fake NVML's {methods(simulated)})")
+        fakes = " and ".join(sorted({_fake_library(d) for d in simulated}))
+        notes.append(f"energy simulated, not measured: {names(simulated)} ({fakes}'s {methods(simulated)})")
     if estimated:
         notes.append(f"energy estimated, not measured: {names(estimated)} ({methods(estimated)})")
     return notes
@@ -79,6 +80,12 @@ def energy_devices(devices: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     )
 
 
+def _fake_library(device: dict[str, Any]) -> str:
+    """Which fake a simulated GPU came from: the AMD meter alone reports ``power_scope: socket`` (amdsmi's socket
+    power), every NVML device ``board`` or ``module``."""
+    return "a fake amdsmi" if device.get("power_scope") == "socket" else "a fake NVML"
+
+
 def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | None = None, flag: str = "--set") -> Workload:
     """A Workload from a run directory (or its run.json record); ``sets`` re-project it (grid, GPU, lifetime)."""
     if isinstance(target, dict):
@@ -92,6 +99,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     data = apply_overrides(run_scenario(record), sets or [], file, flag)
     hours = None
     if (data.get("site") or {}).get("carbon_intensity_hourly") is not None:
+        _check_utc(record, file)
         hours = run_energy_by_hour(run_dir) or hours_from_record(record.get("energy_by_hour_utc"))
     devices = [d for d in record.get("devices", []) if isinstance(d, dict)]
     gpus = [d for d in devices if d.get("component", "gpu") == "gpu"]
@@ -105,6 +113,7 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
     w = workload_from_dict(data, file, energy_by_hour=hours)
     notes = energy_notes(devices)
     groups = gpu_groups(gpus)
+    notes += [note for name, n in groups if (note := cards(name, n)[1])]
     unnamed = len(gpus) - sum(n for _, n in groups)
     if unnamed:
         notes.append(
@@ -150,6 +159,18 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         parts=parts,
         **extra,
     )
+
+
+def _check_utc(record: dict[str, Any], file: str) -> None:
+    """An nvidia-smi log's times are local time without an offset: matched to UTC hours as they stand, every hour
+    would be off by the site's offset (two at a CEST summer noon). Only a log imported with --utc-offset has hours."""
+    if record.get("imported_from") == "nvidia-smi" and record.get("time_zone") != "UTC":
+        raise ScenarioError(
+            "the nvidia-smi log was imported without --utc-offset: its timestamps are local time of unknown offset, so "
+            "its hours cannot be matched to an hourly intensity file (UTC); import it again with --utc-offset +HH:MM",
+            file,
+            "site.carbon_intensity_hourly",
+        )
 
 
 def run_energy_by_hour(run_dir: Path | None) -> dict[float, float] | None:
@@ -207,12 +228,12 @@ def _model_parts(
     out = []
     for name, n in groups:
         data = run_scenario(record)
-        data["hardware"] = {"gpu": name, "count": n}
+        data["hardware"] = {"gpu": name, "count": cards(name, n)[0]}
         data["training"]["energy"] = f"{total * (joules[name] / named if named > 0 else n / devices)} J"
         part = workload_from_dict(apply_overrides(data, sets, file), file, energy_by_hour=hours)
         out.append(
             part.with_(
-                name=f"{part.name}: {n} x {part.gpu.name}",
+                name=f"{part.name}: {part.count} x {part.gpu.name}",
                 energy_method=energy_method([d for d in gpus if d.get("name") == name], "split by each device's measured energy"),
                 gpu_hours_method="measured duration x GPUs",
             )

@@ -143,3 +143,80 @@ def test_the_fake_mirrors_amdsmi_shapes_and_errors() -> None:
     assert fake.amdsmi_get_gpu_asic_info(h)["market_name"] == "AMD Instinct MI300X"
     with pytest.raises(ValueError, match="unknown compute partition"):
         parse_spec("1xMI300X:ZPX")
+
+
+def test_rocm_6_2_and_older_name_the_accumulator_power_and_it_is_still_the_counter() -> None:
+    """Up to ROCm 6.2 amdsmi_get_energy_count returns the accumulator as 'power' (no 'energy_accumulator'): the meter
+    reads the counter there, not falling back to polling socket power."""
+    meter, fake, t0 = run("1xMI300X/rocm62,1xMI250X/rocm62")
+    fake.amdsmi_init()
+    assert set(fake.amdsmi_get_energy_count(fake.handles[0])) == {"power", "counter_resolution", "timestamp"}
+    assert [d.method for d in meter.devices] == [ENERGY_COUNTER, ENERGY_COUNTER]
+    for i, s in enumerate(meter.sample()):
+        assert s.energy_j_cumulative == pytest.approx(truth_j(fake, i, t0, 40.0), abs=2 * COUNTER_RESOLUTION_UJ * 1e-6)
+
+
+def test_a_stale_accumulator_falls_back_to_socket_power_instead_of_zero() -> None:
+    """Some MI100/MI210 return the same accumulator for a whole run (ROCm/rocm_smi_lib#180): a counter that stands
+    still while socket power reads watts is stale, and the meter polls power rather than report 0 J as measured."""
+    meter, fake, t0 = run("1xMI300X/stale,1xMI300X")
+    stale, good = meter.devices
+    assert (stale.method, good.method) == (INSTANT_POWER, ENERGY_COUNTER)
+    assert any(n.startswith("energy accumulator stale: unchanged for 5 s") for n in stale.notes)
+    e = meter.sample()[0].energy_j_cumulative
+    # the first 5 s are estimated at the power read then (the fake's power swings +-20 % over 20 s)
+    assert e == pytest.approx(truth_j(fake, 0, t0, 40.0), rel=0.03)
+
+
+def test_an_init_refused_for_permissions_is_one_line_saying_what_to_do() -> None:
+    """amdsmi_init raising (a user outside the render/video groups) is a one-line note naming the status and the fix,
+    never the exception's multi-line text or a traceback."""
+    fake = FakeAmdSmi("1xMI300X")
+
+    def refuse(*_: object) -> None:
+        raise AmdSmiLibraryException(10)  # AMDSMI_STATUS_NO_PERM
+
+    fake.amdsmi_init = refuse  # type: ignore[method-assign]
+    meter = AmdMeter(fake, background_poll=False)
+    meter.start()
+    meter.stop()
+    assert meter.devices == [] and not meter.available
+    assert meter.notes == [
+        "amdsmi_init failed (AmdSmiLibraryException, code 10: AMDSMI_STATUS_NO_PERM - Permission Denied): this user "
+        "cannot open /dev/kfd and /dev/dri/renderD* (ROCm needs it in the render and video groups)"
+    ]
+
+
+@pytest.mark.parametrize("serial", ["0x0000000000000000", "N/A", "", "0x6F1F0A2B3C4D0000"])
+def test_unpartitioned_gpus_are_never_merged_whatever_their_serials(serial: str) -> None:
+    """A VM guest may report a blank, "N/A" or zero ASIC serial, or the same one, for every GPU: only the handles of a
+    partitioned GPU (DPX/QPX/CPX) are one device; eight SPX GPUs stay eight, each with its own energy."""
+    clock = ManualClock()
+    fake = FakeAmdSmi("2xMI300X", clock=clock)
+    real = fake.amdsmi_get_gpu_asic_info
+    fake.amdsmi_get_gpu_asic_info = lambda h: {**real(h), "asic_serial": serial}  # type: ignore[method-assign]
+    meter = AmdMeter(fake, background_poll=False, clock=clock)
+    meter.start()
+    clock.advance(1.0)
+    samples = meter.sample()
+    meter.stop()
+    assert len(meter.devices) == 2 and len({s.uuid for s in samples}) == 2
+    assert not any("measured once" in n for d in meter.devices for n in d.notes)
+
+
+def test_the_64_bit_accumulator_is_never_read_as_a_32_bit_wrap() -> None:
+    """amdsmi's accumulator is a uint64: a driver reload just below 2**32 ticks (65.7 kJ at 15.3 µJ) is a reset,
+    estimated from the power before it, not a 32-bit wrap-around that would credit a minute at 500 W with 4 kJ."""
+    clock = ManualClock()
+    fake = FakeAmdSmi("1xMI300X", clock=clock)
+    per_s = round(500.0 / 15.3e-6)  # 500 W in ticks per second
+    ticks = iter([4_000_000_000, 4_000_000_000 + per_s, 10])
+    fake.amdsmi_get_energy_count = lambda h: {"energy_accumulator": next(ticks), "counter_resolution": 15.3}  # type: ignore[method-assign]
+    meter = AmdMeter(fake, background_poll=False, clock=clock)
+    meter.start()
+    clock.advance(1.0)
+    meter.sample()
+    clock.advance(60.0)
+    samples = meter.sample()
+    assert samples[0].energy_j_cumulative == pytest.approx(500.0 * 61, rel=1e-3)  # 500 J, then 60 s at 500 W
+    assert any("reset" in n for n in meter.devices[0].notes) and not any("wrap" in n for n in meter.devices[0].notes)
