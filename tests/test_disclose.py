@@ -86,6 +86,24 @@ def test_eu_ai_act_of_bloom_equals_its_assessment(capsys: pytest.CaptureFixture)
     assert "A100" in t["hardware"] and t["not_available"] == {}
 
 
+def test_compute_is_6nd_where_the_assessment_derives_no_mfu(capsys: pytest.CaptureFixture) -> None:
+    # GPT-3 on V100s: lca_data has no dense bf16 peak for a V100, so the assessment derives no MFU and holds no
+    # FLOPs; the compute does not depend on the GPU: 6ND + attention from the scenario's model section
+    from footprint.flops import transformer_flops
+
+    assert footprint.assess("gpt-3-v100", samples=0).workload.flops is None
+    f = transformer_flops(175e9, 300e9, layers=96, hidden=12288, seq_len=2048).flops
+    t = _json(capsys, "gpt-3-v100", "--as", "eu-ai-act")["training"]
+    assert t["compute_flop"] == sig(f, 2) == 3.2e23 and t["provenance"]["compute_flop"]["origin"] == "modelled"
+    assert "6ND" in t["compute_method"]
+    assert _json(capsys, "gpt-3-v100", "--as", "sci", "--per", "pflop")["R"] == pytest.approx(f / 1e15, rel=1e-3)
+    # a scenario with parameters but no tokens: not available, and the reason says which is missing
+    t = _json(capsys, "finetune-small", "--as", "eu-ai-act")["training"]
+    assert t["compute_flop"] is None and "model.parameters without model.tokens" in t["not_available"]["compute_flop"]
+    d = _json(capsys, "finetune-small", "--as", "sci", "--per", "pflop")
+    assert d["R"] is None and "model.tokens" in d["not_available"]["R"]
+
+
 def test_eu_ai_act_of_a_tracked_run(run_dir: Path, capsys: pytest.CaptureFixture) -> None:
     a = footprint.assess(run_dir, samples=0)
     rec = json.loads((run_dir / "run.json").read_text())

@@ -78,7 +78,9 @@ def _r(s: Subject, per: str) -> Fact:
             n, origin, how = (rec or {}).get("steps"), "measured", "optimizer steps counted by the tracker"
         else:
             c = common.compute(s)  # its method and origin; the count unrounded (the EU form rounds it to 2 figures)
-            n, origin, how = (w.flops if c.available else None), c.origin, f"training compute ({c.method})"
+            if not c.available:
+                return missing(c.reason, UNITS[per])
+            n, origin, how = common.flop_count(s), c.origin, f"training compute ({c.method})"
         if not n:
             return missing(f"the {s.kind} records no {UNITS[per].split(' ')[-1]}s", UNITS[per])
         return fact(float(n) / scale, _r_unit(per, scale), origin, how, digits=4)

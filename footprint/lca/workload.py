@@ -28,9 +28,10 @@ from footprint.lca.workload_data import Workload
 from lca_data.loader import YamlLimitError, safe_load
 
 if TYPE_CHECKING:  # pragma: no cover
+    from footprint.flops import TransformerFlops
     from footprint.lca.factorset import FactorSet
 
-__all__ = ["Workload", "load_scenario", "workload_from_dict"]
+__all__ = ["Workload", "load_scenario", "model_flops", "workload_from_dict"]
 
 ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
@@ -259,8 +260,8 @@ def workload_from_dict(data: dict[str, Any], file: str | None = None, kernel_pro
     energy = _energy(ctx, tr, hardware["gpu"], time.pop("gpu_hours"), time.pop("gpu_hours_method"))
     where = _site(ctx, site)
     ranges = _ranges(ctx, ctx.section(data, "uncertainty"))
-    if time["mfu"] is None and model.get("parameters") and model.get("tokens"):
-        time.update(_derived_mfu(ctx, model, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
+    if time["mfu"] is None and (f := model_flops(model)) is not None:
+        time.update(_derived_mfu(ctx, f, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
     name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
     _check_derived(ctx, energy["gpu_hours"], energy["it_energy_kwh"], hardware["lifetime_h"] * hardware["utilization"])
     return Workload(
@@ -494,17 +495,24 @@ def _site(ctx: _Ctx, site: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _derived_mfu(ctx: _Ctx, model: dict[str, float], gpu: Gpu, dtype: str, gpu_hours: float) -> dict[str, Any]:
-    """FLOPs and MFU derived from the model's shape when the scenario states neither (none when beyond physics)."""
+def model_flops(model: dict[str, float]) -> TransformerFlops | None:
+    """The training FLOPs of a scenario's model section (6ND, with attention when it gives the shape); None without
+    model.parameters and model.tokens. The one derivation the assessment and the disclosures share."""
     from footprint.flops import transformer_flops
 
+    if not model.get("parameters") or not model.get("tokens"):
+        return None
     shape = {k: int(model[k]) for k in ("layers", "hidden", "seq_len") if k in model}
-    f = transformer_flops(
+    return transformer_flops(
         model["parameters"],
         model["tokens"],
         active_params=model.get("active_parameters"),
         **(shape if len(shape) == 3 else {}),
     )
+
+
+def _derived_mfu(ctx: _Ctx, f: TransformerFlops, gpu: Gpu, dtype: str, gpu_hours: float) -> dict[str, Any]:
+    """FLOPs and MFU derived from the model's shape when the scenario states neither (none when beyond physics)."""
     try:
         derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype)) if math.isfinite(f.flops) else None
     except KeyError:
