@@ -262,6 +262,23 @@ def test_merge_updates_the_metadata_and_leaves_the_text(newline: str, capsys: py
     assert plain.read_text().endswith("---\n# A card with no metadata\n") and metadata_load(plain)["co2_eq_emissions"]
 
 
+def test_merge_keeps_the_cards_training_type_and_replaces_its_emissions(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    from huggingface_hub import metadata_load
+
+    body = "\r\n# Modèle français 🤗\r\n\r\nDu texte, « guillemets ».\r\n"
+    old = "co2_eq_emissions:\r\n  emissions: 1234.5\r\n  source: codecarbon\r\n  training_type: fine-tuning\r\n"
+    readme = tmp_path / "README.md"
+    readme.write_bytes(("---\r\nlicense: apache-2.0\r\n" + old + "  geographical_location: Québec\r\n---\r\n" + body).encode())
+    assert _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(readme))[0] == 0
+    assert readme.read_bytes().endswith(body.encode())
+    co2 = metadata_load(readme)["co2_eq_emissions"]
+    assert co2["training_type"] == "fine-tuning"  # what the model is: the card says it, footprint was not told
+    assert co2["source"] == "footprint" and co2["emissions"] > 1e7 and co2["geographical_location"].startswith("France")
+    assert list(co2)[:3] == ["emissions", "source", "training_type"]
+    args = ("disclose", "bloom-176b", "--as", "hf", "--training-type", "pre-training", "--merge", str(readme))
+    assert _cli(capsys, *args)[0] == 0 and metadata_load(readme)["co2_eq_emissions"]["training_type"] == "pre-training"
+
+
 # ---- formats, the Python API, bad input ----
 
 

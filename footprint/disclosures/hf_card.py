@@ -171,6 +171,16 @@ def markdown(data: dict[str, Any], form: Form) -> str:
     return front_matter(form["metadata"]) + "\n" + section(form)
 
 
+def _kept(meta: dict[str, Any], old: Any) -> dict[str, Any]:
+    """The new metadata, with the card's own training_type where footprint was not told one: it says what the model
+    is (pre-training or fine-tuning), which no measurement gives; the other fields describe the emissions replaced."""
+    co2 = meta["co2_eq_emissions"]
+    if "training_type" in co2 or not isinstance(old, dict) or not isinstance(old.get("training_type"), str):
+        return meta
+    first = {k: v for k, v in co2.items() if k in ("emissions", "source")}  # the order `metadata` writes
+    return {**meta, "co2_eq_emissions": {**first, "training_type": old["training_type"], **co2}}
+
+
 def merge(form: Form, readme: str | Path) -> Path:
     """Update an existing card's metadata with ``co2_eq_emissions`` (huggingface_hub's `metadata_load` and
     `metadata_save`), its text untouched; written atomically."""
@@ -197,7 +207,7 @@ def merge(form: Form, readme: str | Path) -> Path:
         tmp = Path(d) / "README.md"
         tmp.write_bytes(original)
         data = metadata_load(tmp) or {}
-        data.update(form["metadata"])
+        data.update(_kept(form["metadata"], data.get("co2_eq_emissions")))
         metadata_save(tmp, data)
         updated = tmp.read_bytes()
     return write_bytes(readme, updated)
