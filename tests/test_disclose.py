@@ -279,6 +279,28 @@ def test_merge_keeps_the_cards_training_type_and_replaces_its_emissions(capsys: 
     assert _cli(capsys, *args)[0] == 0 and metadata_load(readme)["co2_eq_emissions"]["training_type"] == "pre-training"
 
 
+TINY = """name: tiny
+hardware: {gpu: A100-SXM4-80GB, count: 1}
+training: {gpu_hours: 0.001, power_per_gpu: 100 W}
+site: {grid: FRA, carbon_intensity: 0.5 g/kWh, pue: 1.0}
+"""
+
+
+def test_small_emissions_are_a_plain_decimal_in_the_card(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    # 0.1 W h x 0.5 g/kWh = 5e-05 g: PyYAML would write 5.0e-05 (and reads 1e-05, as other tools write it, as a string)
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    card, text = _card(capsys, tmp_path, str(scenario))
+    assert "\n  emissions: 0.00005\n" in text and card.data.co2_eq_emissions["emissions"] == pytest.approx(5e-05)
+    assert "files this card under 5 g" in card.text  # huggingface_hub's filter reads str(5e-05): said in the card
+    readme = tmp_path / "README.md"
+    readme.write_text("---\nlicense: mit\n---\n# tiny\n")
+    assert _cli(capsys, "disclose", str(scenario), "--as", "hf", "--merge", str(readme))[0] == 0
+    assert "\n  emissions: 0.00005\n" in readme.read_text() and readme.read_text().endswith("---\n# tiny\n")
+    big = footprint.disclose("gpt-4-falk", "hf").text()
+    assert "\n  emissions: 7616000000.0\n" in big and "files this card" not in big
+
+
 # ---- formats, the Python API, bad input ----
 
 

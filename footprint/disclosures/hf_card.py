@@ -14,9 +14,13 @@ only the front matter changes, the card's text is left byte for byte.
 
 from __future__ import annotations
 
+import re
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from footprint.disclosures import TRAINING_TYPES, common
 from footprint.disclosures.facts import Fact, Form, fact, full_assessment, md_cell, md_rows, missing, sig
@@ -41,11 +45,26 @@ LABELS = {
 NO_TRAINING = "a served model's record holds no training emissions; disclose its training run or scenario for them"
 
 
+class Grams(float):
+    """``emissions`` in grams, written in the YAML as a plain decimal (0.00005, never 5.0e-05) by the safe dumper and
+    by the one huggingface_hub's `metadata_save` uses: a plain decimal reads the same in YAML 1.1 and 1.2 parsers and
+    to a person (PyYAML reads ``1e-05``, as other tools write it back, as a string)."""
+
+
+def _plain(dumper: yaml.SafeDumper, value: Grams) -> yaml.ScalarNode:
+    text = format(Decimal(repr(float(value))), "f")
+    return dumper.represent_scalar("tag:yaml.org,2002:float", text if "." in text else f"{text}.0")
+
+
+for _dumper in (yaml.SafeDumper, yaml.Dumper):
+    yaml.add_representer(Grams, _plain, Dumper=_dumper)
+
+
 def metadata(s: Subject, training_type: str | None) -> dict[str, Any]:
     """The card's front matter: ``co2_eq_emissions`` as the Hub expects it, for a training target; {} when serving."""
     if not s.training:
         return {}
-    co2: dict[str, Any] = {"emissions": sig(common.climate(s)["use"] * 1000, 4), "source": "footprint"}
+    co2: dict[str, Any] = {"emissions": Grams(sig(common.climate(s)["use"] * 1000, 4)), "source": "footprint"}
     if training_type:
         co2["training_type"] = training_type
     co2["geographical_location"] = common.location(s)
@@ -130,6 +149,14 @@ def build(s: Subject, training_type: str | None = None) -> Form:
             "location-based grid factor), as the Hub's emissions filter compares models; the life-cycle figure "
             "(with the hardware's manufacturing, transport and end of life) is given beside it."
         )
+        grams = metadata(s, training_type)["co2_eq_emissions"]["emissions"]
+        if 0 < grams < 1e-4:
+            shown = repr(float(grams))  # as Python prints it; huggingface_hub's filter takes its first number
+            first = re.search(r"\d+\.\d+|\d+", shown).group(0)  # type: ignore[union-attr]
+            notes.append(
+                f"emissions is below 0.0001 g: huggingface_hub's list_models(emissions_thresholds=...) takes the first "
+                f"number in {shown}, so it files this card under {first} g; the value written is right."
+            )
         if training_type is None:
             notes.append("training_type is not written: the target does not say; give --training-type pre-training|fine-tuning")
     else:
@@ -161,8 +188,6 @@ def section(form: Form) -> str:
 
 
 def front_matter(meta: dict[str, Any]) -> str:
-    import yaml
-
     body = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) if meta else "{}\n"
     return f"---\n{body}---\n"
 
