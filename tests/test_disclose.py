@@ -132,6 +132,18 @@ def test_eu_ai_act_of_a_served_model_has_measured_inference_and_no_training(serv
     assert "serving record holds no training" in d["training"]["not_available"]["compute_flop"]
 
 
+def test_eu_ai_act_inference_flop_per_token_from_a_stated_parameter_count(
+    serving: Path, run_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # a serving record and a run record hold no parameter count: --parameters states it, 2N per token
+    inf = _json(capsys, str(serving), "--model", LLAMA, "--as", "eu-ai-act", "--parameters", "8.03e9")["inference"]
+    assert inf["flop_per_token"] == sig(2 * 8.03e9, 2) and "--parameters" in inf["provenance"]["flop_per_token"]["method"]
+    moe = ("--parameters", "46.7e9", "--active-parameters", "12.9e9")
+    assert _json(capsys, str(serving), "--model", LLAMA, "--as", "eu-ai-act", *moe)["inference"]["flop_per_token"] == 2.6e10
+    assert _json(capsys, str(run_dir), "--as", "eu-ai-act", "--parameters", "1e6")["inference"]["flop_per_token"] == 2e6
+    assert _json(capsys, "bloom-176b", "--as", "eu-ai-act")["inference"]["flop_per_token"] == sig(2 * 176e9, 2)
+
+
 def test_eu_ai_act_of_a_fleet_job(fleet: Path, capsys: pytest.CaptureFixture) -> None:
     t = _json(capsys, str(fleet), "--job", "1001", "--as", "eu-ai-act")["training"]
     assert t["energy_mwh"] == sig(2901233 / 3.6e9, 3) and t["provenance"]["energy_mwh"]["origin"] == "measured"
@@ -325,6 +337,10 @@ def test_formats_and_the_python_api(capsys: pytest.CaptureFixture, tmp_path: Pat
         (["bloom-176b", "--as", "hf", "--per", "token"], "--per is SCI's functional unit"),
         (["bloom-176b", "--as", "eu-ai-act", "--merge", "README.md"], "--merge updates a model card"),
         (["bloom-176b", "--as", "sci", "--model", "x"], "--model is for a serving record"),
+        (["bloom-176b", "--as", "eu-ai-act", "--parameters", "7e9"], "the scenario states model.parameters"),
+        (["bloom-176b", "--as", "sci", "--parameters", "7e9"], "it needs --as eu-ai-act"),
+        (["bloom-176b", "--as", "eu-ai-act", "--parameters", "inf"], "--parameters: expected a finite number"),
+        (["bloom-176b", "--as", "eu-ai-act", "--active-parameters", "7e9"], "--active-parameters needs --parameters"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, capsys: pytest.CaptureFixture) -> None:
