@@ -254,6 +254,23 @@ def test_hf_card_of_a_run_and_of_a_served_model(
     assert "Climate change per 1,000 requests" in served.text
 
 
+def test_hf_card_of_a_served_model_gives_the_gpu_lifetimes_its_embodied_share_charges(
+    serving: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from footprint.lca.engine import assess
+    from footprint.serving.assess import Site, template
+
+    d = _json(capsys, str(serving), "--model", LLAMA, "--as", "hf")["figures"]
+    m = next(x for x in footprint.serving_report(serving)["models"] if x["model"] == LLAMA)
+    imp = m["impacts"]["+pue"]
+    embodied_kg = imp["climate_change"] * imp["embodied_share_climate"]
+    w = template("A100-SXM4-80GB", Site(), True, 1.2)  # the record's GPU and site: one whole life of one GPU
+    life = assess(w.with_(gpu_hours=w.lifetime_h * w.utilization), samples=0).impacts["climate_change"]
+    one_life_embodied = life.total - life.by_stage["use"]
+    assert d["gpu_lifetimes"] == pytest.approx(embodied_kg / one_life_embodied, rel=2e-3)  # 3 figures
+    assert d["provenance"]["gpu_lifetimes"]["boundary"] == "+pue"
+
+
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_merge_updates_the_metadata_and_leaves_the_text(newline: str, capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
     from huggingface_hub import ModelCard, metadata_load

@@ -119,8 +119,19 @@ def figures(s: Subject) -> dict[str, Fact]:
             "+pue",
             reason="not modelled for this site",
         ),
-        "gpu_lifetimes": missing("serving charges embodied impacts by GPU time / lifetime: see footprint serving report"),
+        "gpu_lifetimes": _served_lifetimes(s),
     }
+
+
+def _served_lifetimes(s: Subject) -> Fact:
+    """The GPU lifetimes a served model consumed at the +pue boundary: its busy GPU time and idle reserve."""
+    from footprint.serving.assess import Site, gpu_lifetimes
+
+    m, site = s.model, Site(**{k: v for k, v in ((s.serving or {}).get("site") or {}).items() if k in Site.__dataclass_fields__})
+    hours = m["gpu_hours"] + (m.get("idle_reserve_gpu_hours") or 0.0)
+    n = gpu_lifetimes(m.get("gpu_model"), site, hours)
+    how = f"GPU time (busy and idle reserve, {hours:.3g} GPU-hours) / (lifetime {site.lifetime} x utilisation), {s.window}"
+    return fact(n, "", "modelled", how, "+pue")
 
 
 def categories(s: Subject) -> list[tuple[str, str, str]]:
