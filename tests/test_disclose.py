@@ -203,6 +203,8 @@ def test_sci_of_a_served_model_matches_the_serving_report(serving: Path, capsys:
         d = _json(capsys, str(serving), "--model", LLAMA, "--as", "sci", "--per", per)
         _recomputes(d)
         assert d["sci"] == pytest.approx(pu[key]["climate_change"] * 1000, rel=0.01)  # the same unit, the same figure
+        n = m["requests"] if per != "m-tokens" else m["tokens_in"] + m["tokens_out"]  # a count, given whole
+        assert d["R"] == n / {"request": 1, "1k-requests": 1e3, "m-tokens": 1e6}[per]
     assert _json(capsys, str(serving), "--model", LLAMA, "--as", "sci")["functional_unit"] == "request"
 
 
