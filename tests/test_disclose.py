@@ -291,6 +291,12 @@ def test_merge_updates_the_metadata_and_leaves_the_text(newline: str, capsys: py
     plain.write_text("# A card with no metadata\n")
     assert _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(plain))[0] == 0
     assert plain.read_text().endswith("---\n# A card with no metadata\n") and metadata_load(plain)["co2_eq_emissions"]
+    empty = tmp_path / "empty.md"  # an empty front matter is replaced, not left under the new one as two rules
+    empty.write_bytes(newline.join(["---", "---", "# Empty metadata", ""]).encode())
+    assert _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(empty))[0] == 0
+    text = empty.read_bytes().decode()
+    assert text.count("---") == 2 and text.endswith(f"---{newline}# Empty metadata{newline}")
+    assert ModelCard.load(empty).data.co2_eq_emissions["source"] == "footprint"
 
 
 def test_merge_keeps_the_cards_training_type_and_replaces_its_emissions(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:

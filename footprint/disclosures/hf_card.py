@@ -207,6 +207,10 @@ def markdown(data: dict[str, Any], form: Form) -> str:
     return front_matter(form["metadata"]) + "\n" + section(form)
 
 
+#: An empty front matter (``---`` then ``---``), which huggingface_hub's block pattern does not match.
+EMPTY_BLOCK = re.compile(rb"\A(?:\xef\xbb\xbf)?[ \t\r\n]*---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
+
+
 def _kept(meta: dict[str, Any], old: Any) -> dict[str, Any]:
     """The new metadata, with the card's own training_type where footprint was not told one: it says what the model
     is (pre-training or fine-tuning), which no measurement gives; the other fields describe the emissions replaced."""
@@ -241,7 +245,7 @@ def merge(form: Form, readme: str | Path) -> Path:
             raise FootprintError(f"its metadata block is a {type(meta).__name__}, expected a mapping", str(readme), "metadata")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d) / "README.md"
-        tmp.write_bytes(original)
+        tmp.write_bytes(EMPTY_BLOCK.sub(b"", original, count=1))  # huggingface_hub would add a block above it
         data = metadata_load(tmp) or {}
         data.update(_kept(form["metadata"], data.get("co2_eq_emissions")))
         metadata_save(tmp, data)
