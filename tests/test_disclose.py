@@ -378,6 +378,7 @@ def test_bad_served_and_fleet_targets(serving: Path, fleet: Path, capsys: pytest
         ([str(serving), "--as", "sci"], "serves 5 models: pick one with --model"),
         ([str(serving), "--model", "gpt-5", "--as", "sci"], "no model 'gpt-5'"),
         ([str(serving), "--model", LLAMA, "--as", "sci", "--per", "step"], "does not apply to a served model"),
+        ([str(serving), "--model", LLAMA, "--as", "hf", "--training-type", "fine-tuning"], "--training-type goes into"),
         ([str(serving), "--model", LLAMA, "--as", "hf", "--merge", str(serving / "serving.json")], "nothing to merge"),
         ([str(fleet), "--as", "sci"], "name the job with --job"),
         ([str(fleet), "--job", "9999", "--as", "sci"], "no job '9999'"),

@@ -153,6 +153,12 @@ def categories(s: Subject) -> list[tuple[str, str, str]]:
 def build(s: Subject, training_type: str | None = None) -> Form:
     if training_type is not None and training_type not in TRAINING_TYPES:
         raise FootprintError(f"--training-type is {' or '.join(TRAINING_TYPES)}, got {training_type!r}", key="--training-type")
+    if training_type is not None and not s.training:
+        raise FootprintError(
+            f"--training-type goes into co2_eq_emissions, which a served model's card has none of: {NO_TRAINING}",
+            s.target,
+            "--training-type",
+        )
     notes = []
     if s.training:
         notes.append(
