@@ -251,6 +251,7 @@ def test_hf_card_of_a_run_and_of_a_served_model(
     card, _ = _card(capsys, tmp_path, str(run_dir))
     assert card.data.co2_eq_emissions["emissions"] > 0 and "training_type" not in card.data.co2_eq_emissions
     assert "training_type is not written" in card.text
+    assert card.data.co2_eq_emissions["geographical_location"].startswith("not given")  # a run with no site: no place
     served, _ = _card(capsys, tmp_path, str(serving), "--model", LLAMA)
     assert "co2_eq_emissions" not in served.data.to_dict() and "No co2_eq_emissions" in served.text
     assert "Climate change per 1,000 requests" in served.text

@@ -60,6 +60,16 @@ for _dumper in (yaml.SafeDumper, yaml.Dumper):
     yaml.add_representer(Grams, _plain, Dumper=_dumper)
 
 
+def _where(s: Subject) -> str:
+    """Where the model was trained, as the Hub asks: the grid zone charged, or, where none was given (the world
+    average the assessment falls back on), that the location is not known: the world is no place."""
+    from footprint.lca.electricity import WORLD
+
+    if s.assessed.zone.code == WORLD:
+        return f"not given (the world-average grid, zone {WORLD}, was assumed)"
+    return common.location(s)
+
+
 def metadata(s: Subject, training_type: str | None) -> dict[str, Any]:
     """The card's front matter: ``co2_eq_emissions`` as the Hub expects it, for a training target; {} when serving."""
     if not s.training:
@@ -67,7 +77,7 @@ def metadata(s: Subject, training_type: str | None) -> dict[str, Any]:
     co2: dict[str, Any] = {"emissions": Grams(sig(common.climate(s)["use"] * 1000, 4)), "source": "footprint"}
     if training_type:
         co2["training_type"] = training_type
-    co2["geographical_location"] = common.location(s)
+    co2["geographical_location"] = _where(s)
     co2["hardware_used"] = str(common.hardware(s).value)
     return {"co2_eq_emissions": co2}
 
