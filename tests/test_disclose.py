@@ -104,6 +104,14 @@ def test_compute_is_6nd_where_the_assessment_derives_no_mfu(capsys: pytest.Captu
     assert d["R"] is None and "model.tokens" in d["not_available"]["R"]
 
 
+def test_eu_ai_act_training_time_stated_as_a_duration(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    scenario = tmp_path / "duration.yaml"
+    scenario.write_text(TINY.replace("gpu_hours: 0.001", "duration: 10 days").replace("count: 1", "count: 8"))
+    t = _json(capsys, str(scenario), "--as", "eu-ai-act")["training"]
+    assert t["time_days"] == 10 and t["gpu_hours"] == 1920
+    assert t["provenance"]["time_days"]["origin"] == "stated" and "training.duration" in t["provenance"]["time_days"]["method"]
+
+
 def test_eu_ai_act_of_a_tracked_run(run_dir: Path, capsys: pytest.CaptureFixture) -> None:
     a = footprint.assess(run_dir, samples=0)
     rec = json.loads((run_dir / "run.json").read_text())

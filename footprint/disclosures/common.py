@@ -136,6 +136,10 @@ def time_days(s: Subject) -> Fact:
         if not duration:
             return missing("the record has no duration", "days")
         return fact(float(duration) / 86400, "days", "measured", "wall clock from the record's start to its end")
+    from footprint.lca.workload import DURATION_METHOD
+
+    if w.gpu_hours_method == DURATION_METHOD:  # the one wall-clock time a scenario can state
+        return fact(w.gpu_hours / max(w.count, 1) / 24, "days", "stated", "stated in the scenario (training.duration)")
     return fact(
         w.gpu_hours / max(w.count, 1) / 24,
         "days",

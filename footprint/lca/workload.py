@@ -31,7 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from footprint.flops import TransformerFlops
     from footprint.lca.factorset import FactorSet
 
-__all__ = ["Workload", "load_scenario", "model_flops", "workload_from_dict"]
+__all__ = ["DURATION_METHOD", "Workload", "load_scenario", "model_flops", "workload_from_dict"]
+
+#: The GPU-hours method of a scenario that states its wall-clock time (training.duration).
+DURATION_METHOD = "duration x GPU count"
 
 ALLOWED: dict[str, tuple[str, ...]] = {
     "": ("name", "description", "model", "hardware", "training", "site", "uncertainty"),
@@ -362,7 +365,7 @@ def _gpu_time(
         return {**out, **_kernel_profile(ctx, tr["kernel_profile"], gpu, model, dtype, kernel_profile)}
     if "duration" in tr:
         hours = ctx.quantity("training.duration", tr["duration"], "hour", lo=0, lo_open=True) * count
-        return {**out, "gpu_hours": hours, "gpu_hours_method": "duration x GPU count"}
+        return {**out, "gpu_hours": hours, "gpu_hours_method": DURATION_METHOD}
     return {**out, "gpu_hours": None, "gpu_hours_method": ""}  # maybe from energy / power below
 
 
