@@ -47,7 +47,11 @@ footprint disclose serving --model meta-llama/Llama-3.1-8B-Instruct --as eu-ai-a
     )
     p.add_argument("--job", metavar="ID", help="the job of a fleet directory (`footprint fleet report DIR --by job` lists them)")
     p.add_argument("--model", metavar="NAME", help="the model of a serving record that serves several")
-    p.add_argument("--training-type", choices=TRAINING_TYPES, help="--as hf: the card's training_type (not written unless given)")
+    p.add_argument(
+        "--training-type",
+        choices=TRAINING_TYPES,
+        help="--as hf: the card's training_type (not written unless given; --merge keeps the card's own)",
+    )
     p.add_argument(
         "--parameters",
         type=float,
