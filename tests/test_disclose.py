@@ -86,6 +86,32 @@ def test_eu_ai_act_of_bloom_equals_its_assessment(capsys: pytest.CaptureFixture)
     assert "A100" in t["hardware"] and t["not_available"] == {}
 
 
+def test_compute_is_6nd_where_the_assessment_derives_no_mfu(capsys: pytest.CaptureFixture) -> None:
+    # GPT-3 on V100s: lca_data has no dense bf16 peak for a V100, so the assessment derives no MFU and holds no
+    # FLOPs; the compute does not depend on the GPU: 6ND + attention from the scenario's model section
+    from footprint.flops import transformer_flops
+
+    assert footprint.assess("gpt-3-v100", samples=0).workload.flops is None
+    f = transformer_flops(175e9, 300e9, layers=96, hidden=12288, seq_len=2048).flops
+    t = _json(capsys, "gpt-3-v100", "--as", "eu-ai-act")["training"]
+    assert t["compute_flop"] == sig(f, 2) == 3.2e23 and t["provenance"]["compute_flop"]["origin"] == "modelled"
+    assert "6ND" in t["compute_method"]
+    assert _json(capsys, "gpt-3-v100", "--as", "sci", "--per", "pflop")["R"] == pytest.approx(f / 1e15, rel=1e-3)
+    # a scenario with parameters but no tokens: not available, and the reason says which is missing
+    t = _json(capsys, "finetune-small", "--as", "eu-ai-act")["training"]
+    assert t["compute_flop"] is None and "model.parameters without model.tokens" in t["not_available"]["compute_flop"]
+    d = _json(capsys, "finetune-small", "--as", "sci", "--per", "pflop")
+    assert d["R"] is None and "model.tokens" in d["not_available"]["R"]
+
+
+def test_eu_ai_act_training_time_stated_as_a_duration(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    scenario = tmp_path / "duration.yaml"
+    scenario.write_text(TINY.replace("gpu_hours: 0.001", "duration: 10 days").replace("count: 1", "count: 8"))
+    t = _json(capsys, str(scenario), "--as", "eu-ai-act")["training"]
+    assert t["time_days"] == 10 and t["gpu_hours"] == 1920
+    assert t["provenance"]["time_days"]["origin"] == "stated" and "training.duration" in t["provenance"]["time_days"]["method"]
+
+
 def test_eu_ai_act_of_a_tracked_run(run_dir: Path, capsys: pytest.CaptureFixture) -> None:
     a = footprint.assess(run_dir, samples=0)
     rec = json.loads((run_dir / "run.json").read_text())
@@ -112,6 +138,18 @@ def test_eu_ai_act_of_a_served_model_has_measured_inference_and_no_training(serv
     assert inf["energy_per_request_facility_wh"] > inf["energy_per_request_wh"]
     assert all(v is None for k, v in d["training"].items() if k not in ("provenance", "not_available"))
     assert "serving record holds no training" in d["training"]["not_available"]["compute_flop"]
+
+
+def test_eu_ai_act_inference_flop_per_token_from_a_stated_parameter_count(
+    serving: Path, run_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # a serving record and a run record hold no parameter count: --parameters states it, 2N per token
+    inf = _json(capsys, str(serving), "--model", LLAMA, "--as", "eu-ai-act", "--parameters", "8.03e9")["inference"]
+    assert inf["flop_per_token"] == sig(2 * 8.03e9, 2) and "--parameters" in inf["provenance"]["flop_per_token"]["method"]
+    moe = ("--parameters", "46.7e9", "--active-parameters", "12.9e9")
+    assert _json(capsys, str(serving), "--model", LLAMA, "--as", "eu-ai-act", *moe)["inference"]["flop_per_token"] == 2.6e10
+    assert _json(capsys, str(run_dir), "--as", "eu-ai-act", "--parameters", "1e6")["inference"]["flop_per_token"] == 2e6
+    assert _json(capsys, "bloom-176b", "--as", "eu-ai-act")["inference"]["flop_per_token"] == sig(2 * 176e9, 2)
 
 
 def test_eu_ai_act_of_a_fleet_job(fleet: Path, capsys: pytest.CaptureFixture) -> None:
@@ -173,6 +211,8 @@ def test_sci_of_a_served_model_matches_the_serving_report(serving: Path, capsys:
         d = _json(capsys, str(serving), "--model", LLAMA, "--as", "sci", "--per", per)
         _recomputes(d)
         assert d["sci"] == pytest.approx(pu[key]["climate_change"] * 1000, rel=0.01)  # the same unit, the same figure
+        n = m["requests"] if per != "m-tokens" else m["tokens_in"] + m["tokens_out"]  # a count, given whole
+        assert d["R"] == n / {"request": 1, "1k-requests": 1e3, "m-tokens": 1e6}[per]
     assert _json(capsys, str(serving), "--model", LLAMA, "--as", "sci")["functional_unit"] == "request"
 
 
@@ -219,9 +259,27 @@ def test_hf_card_of_a_run_and_of_a_served_model(
     card, _ = _card(capsys, tmp_path, str(run_dir))
     assert card.data.co2_eq_emissions["emissions"] > 0 and "training_type" not in card.data.co2_eq_emissions
     assert "training_type is not written" in card.text
+    assert card.data.co2_eq_emissions["geographical_location"].startswith("not given")  # a run with no site: no place
     served, _ = _card(capsys, tmp_path, str(serving), "--model", LLAMA)
     assert "co2_eq_emissions" not in served.data.to_dict() and "No co2_eq_emissions" in served.text
     assert "Climate change per 1,000 requests" in served.text
+
+
+def test_hf_card_of_a_served_model_gives_the_gpu_lifetimes_its_embodied_share_charges(
+    serving: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from footprint.lca.engine import assess
+    from footprint.serving.assess import Site, template
+
+    d = _json(capsys, str(serving), "--model", LLAMA, "--as", "hf")["figures"]
+    m = next(x for x in footprint.serving_report(serving)["models"] if x["model"] == LLAMA)
+    imp = m["impacts"]["+pue"]
+    embodied_kg = imp["climate_change"] * imp["embodied_share_climate"]
+    w = template("A100-SXM4-80GB", Site(), True, 1.2)  # the record's GPU and site: one whole life of one GPU
+    life = assess(w.with_(gpu_hours=w.lifetime_h * w.utilization), samples=0).impacts["climate_change"]
+    one_life_embodied = life.total - life.by_stage["use"]
+    assert d["gpu_lifetimes"] == pytest.approx(embodied_kg / one_life_embodied, rel=2e-3)  # 3 figures
+    assert d["provenance"]["gpu_lifetimes"]["boundary"] == "+pue"
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
@@ -242,6 +300,51 @@ def test_merge_updates_the_metadata_and_leaves_the_text(newline: str, capsys: py
     plain.write_text("# A card with no metadata\n")
     assert _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(plain))[0] == 0
     assert plain.read_text().endswith("---\n# A card with no metadata\n") and metadata_load(plain)["co2_eq_emissions"]
+    empty = tmp_path / "empty.md"  # an empty front matter is replaced, not left under the new one as two rules
+    empty.write_bytes(newline.join(["---", "---", "# Empty metadata", ""]).encode())
+    assert _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(empty))[0] == 0
+    text = empty.read_bytes().decode()
+    assert text.count("---") == 2 and text.endswith(f"---{newline}# Empty metadata{newline}")
+    assert ModelCard.load(empty).data.co2_eq_emissions["source"] == "footprint"
+
+
+def test_merge_keeps_the_cards_training_type_and_replaces_its_emissions(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    from huggingface_hub import metadata_load
+
+    body = "\r\n# Modèle français 🤗\r\n\r\nDu texte, « guillemets ».\r\n"
+    old = "co2_eq_emissions:\r\n  emissions: 1234.5\r\n  source: codecarbon\r\n  training_type: fine-tuning\r\n"
+    readme = tmp_path / "README.md"
+    readme.write_bytes(("---\r\nlicense: apache-2.0\r\n" + old + "  geographical_location: Québec\r\n---\r\n" + body).encode())
+    assert _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(readme))[0] == 0
+    assert readme.read_bytes().endswith(body.encode())
+    co2 = metadata_load(readme)["co2_eq_emissions"]
+    assert co2["training_type"] == "fine-tuning"  # what the model is: the card says it, footprint was not told
+    assert co2["source"] == "footprint" and co2["emissions"] > 1e7 and co2["geographical_location"].startswith("France")
+    assert list(co2)[:3] == ["emissions", "source", "training_type"]
+    args = ("disclose", "bloom-176b", "--as", "hf", "--training-type", "pre-training", "--merge", str(readme))
+    assert _cli(capsys, *args)[0] == 0 and metadata_load(readme)["co2_eq_emissions"]["training_type"] == "pre-training"
+
+
+TINY = """name: tiny
+hardware: {gpu: A100-SXM4-80GB, count: 1}
+training: {gpu_hours: 0.001, power_per_gpu: 100 W}
+site: {grid: FRA, carbon_intensity: 0.5 g/kWh, pue: 1.0}
+"""
+
+
+def test_small_emissions_are_a_plain_decimal_in_the_card(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    # 0.1 W h x 0.5 g/kWh = 5e-05 g: PyYAML would write 5.0e-05 (and reads 1e-05, as other tools write it, as a string)
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    card, text = _card(capsys, tmp_path, str(scenario))
+    assert "\n  emissions: 0.00005\n" in text and card.data.co2_eq_emissions["emissions"] == pytest.approx(5e-05)
+    assert "files this card under 5 g" in card.text  # huggingface_hub's filter reads str(5e-05): said in the card
+    readme = tmp_path / "README.md"
+    readme.write_text("---\nlicense: mit\n---\n# tiny\n")
+    assert _cli(capsys, "disclose", str(scenario), "--as", "hf", "--merge", str(readme))[0] == 0
+    assert "\n  emissions: 0.00005\n" in readme.read_text() and readme.read_text().endswith("---\n# tiny\n")
+    big = footprint.disclose("gpt-4-falk", "hf").text()
+    assert "\n  emissions: 7616000000.0\n" in big and "files this card" not in big
 
 
 # ---- formats, the Python API, bad input ----
@@ -268,6 +371,10 @@ def test_formats_and_the_python_api(capsys: pytest.CaptureFixture, tmp_path: Pat
         (["bloom-176b", "--as", "hf", "--per", "token"], "--per is SCI's functional unit"),
         (["bloom-176b", "--as", "eu-ai-act", "--merge", "README.md"], "--merge updates a model card"),
         (["bloom-176b", "--as", "sci", "--model", "x"], "--model is for a serving record"),
+        (["bloom-176b", "--as", "eu-ai-act", "--parameters", "7e9"], "the scenario states model.parameters"),
+        (["bloom-176b", "--as", "sci", "--parameters", "7e9"], "it needs --as eu-ai-act"),
+        (["bloom-176b", "--as", "eu-ai-act", "--parameters", "inf"], "--parameters: expected a finite number"),
+        (["bloom-176b", "--as", "eu-ai-act", "--active-parameters", "7e9"], "--active-parameters needs --parameters"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, capsys: pytest.CaptureFixture) -> None:
@@ -280,6 +387,7 @@ def test_bad_served_and_fleet_targets(serving: Path, fleet: Path, capsys: pytest
         ([str(serving), "--as", "sci"], "serves 5 models: pick one with --model"),
         ([str(serving), "--model", "gpt-5", "--as", "sci"], "no model 'gpt-5'"),
         ([str(serving), "--model", LLAMA, "--as", "sci", "--per", "step"], "does not apply to a served model"),
+        ([str(serving), "--model", LLAMA, "--as", "hf", "--training-type", "fine-tuning"], "--training-type goes into"),
         ([str(serving), "--model", LLAMA, "--as", "hf", "--merge", str(serving / "serving.json")], "nothing to merge"),
         ([str(fleet), "--as", "sci"], "name the job with --job"),
         ([str(fleet), "--job", "9999", "--as", "sci"], "no job '9999'"),

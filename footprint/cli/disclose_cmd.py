@@ -19,7 +19,8 @@ footprint disclose bloom-176b --as eu-ai-act                      the Annex XI e
 footprint disclose runs/llama-ft --as hf --training-type fine-tuning --merge README.md
 footprint disclose runs/llama-ft --as sci --per m-tokens --format json
 footprint disclose serving --model meta-llama/Llama-3.1-8B-Instruct --as sci --per 1k-requests
-footprint disclose fleet --job 1001 --as eu-ai-act -o job-1001.md""",
+footprint disclose fleet --job 1001 --as eu-ai-act -o job-1001.md
+footprint disclose serving --model meta-llama/Llama-3.1-8B-Instruct --as eu-ai-act --parameters 8.03e9""",
         handler=disclose,
     )
     p.add_argument(
@@ -46,7 +47,21 @@ footprint disclose fleet --job 1001 --as eu-ai-act -o job-1001.md""",
     )
     p.add_argument("--job", metavar="ID", help="the job of a fleet directory (`footprint fleet report DIR --by job` lists them)")
     p.add_argument("--model", metavar="NAME", help="the model of a serving record that serves several")
-    p.add_argument("--training-type", choices=TRAINING_TYPES, help="--as hf: the card's training_type (not written unless given)")
+    p.add_argument(
+        "--training-type",
+        choices=TRAINING_TYPES,
+        help="--as hf: the card's training_type (not written unless given; --merge keeps the card's own)",
+    )
+    p.add_argument(
+        "--parameters",
+        type=float,
+        metavar="N",
+        help="--as eu-ai-act: the model's parameter count where the target records none (a serving record, a run "
+        "tracked without model=), for the inference FLOP per token (2N)",
+    )
+    p.add_argument(
+        "--active-parameters", type=float, metavar="N", help="with --parameters: the active parameters of a mixture of experts"
+    )
     p.add_argument("--link", metavar="URL", help="where the full assessment is published (default: the command that writes it)")
 
 
@@ -70,6 +85,8 @@ def disclose(args: argparse.Namespace) -> int:
         model=args.model,
         link=args.link,
         training_type=args.training_type,
+        parameters=args.parameters,
+        active_parameters=args.active_parameters,
     )
     if args.merge is not None:
         print(f"updated {shown(d.merge(args.merge))} (metadata: co2_eq_emissions; text untouched)", file=sys.stderr)

@@ -86,13 +86,17 @@ def disclose(
     model: str | None = None,
     link: str | None = None,
     training_type: str | None = None,
+    parameters: float | None = None,
+    active_parameters: float | None = None,
 ) -> Disclosure:
     """Fill in ``form`` ("eu-ai-act", "hf" or "sci") for a scenario (path or shipped name), a run directory, a fleet
     directory with ``job``, a serving record (``model`` picks one of its models), a run record dict or a stopped tracker.
 
     ``per`` is SCI's functional unit (token, m-tokens, step, pflop, run; request, 1k-requests for a served model);
     ``link`` is where the full assessment is published (default: the command that writes it); ``training_type``
-    (pre-training or fine-tuning) goes into the model card."""
+    (pre-training or fine-tuning) goes into the model card; ``parameters`` (and ``active_parameters`` for a mixture of
+    experts) state the model's size where the target records none (a serving record, a run tracked without model=),
+    for the EU form's inference FLOP per token."""
     from footprint.disclosures.target import resolve
 
     if form not in FORMS:
@@ -103,9 +107,28 @@ def disclose(
         raise FootprintError(f"--per is one of {', '.join(PER)}, got {per!r}", key="--per")
     if training_type is not None and form != "hf":
         raise FootprintError("--training-type goes into the model card: it needs --as hf", key="--training-type")
+    stated = _stated_size(form, parameters, active_parameters)
     subject = resolve(target, job=job, model=model, link=link)
     if form == "sci":
         return Disclosure(_module(form).build(subject, per))
     if form == "hf":
         return Disclosure(_module(form).build(subject, training_type))
-    return Disclosure(_module(form).build(subject))
+    return Disclosure(_module(form).build(subject, stated))
+
+
+def _stated_size(form: str, parameters: float | None, active: float | None) -> dict[str, float]:
+    """--parameters and --active-parameters, checked: they serve the EU form's inference FLOP per token only."""
+    from footprint.bounds import check
+
+    given = {k: v for k, v in (("parameters", parameters), ("active_parameters", active)) if v is not None}
+    if given and form != "eu-ai-act":
+        raise FootprintError(
+            "--parameters gives the EU form's inference FLOP per token: it needs --as eu-ai-act", key="--parameters"
+        )
+    if "active_parameters" in given and "parameters" not in given:
+        raise FootprintError("--active-parameters needs --parameters (the model's total)", key="--active-parameters")
+    for k, v in given.items():
+        check(f"model.{k}", v, label=f"--{k.replace('_', '-')}")
+    if given.get("active_parameters", 0) > given.get("parameters", 0):
+        raise FootprintError("--active-parameters is more than --parameters", key="--active-parameters")
+    return given

@@ -46,11 +46,7 @@ def compute(s: Subject) -> Fact:
     """Training compute in FLOP, 2 significant figures: counted, stated or modelled (6ND and its variants)."""
     w = s.assessed.workload
     if w.flops is None:
-        why = {
-            "run": "the run record counted no FLOPs (give footprint.track a model= parameter count, or step(flops=...))",
-            "fleet job": "a scheduler's record holds no FLOP count",
-        }.get(s.kind, "the scenario states neither training.flops nor model.parameters and model.tokens")
-        return missing(why, "FLOP")
+        return _model_compute(s)
     how = (s.record or {}).get("flops_method") or ""
     if s.record is not None and how.startswith("measured"):
         origin, method = "measured", f"counted by the tracker ({how})"
@@ -64,6 +60,47 @@ def compute(s: Subject) -> Fact:
         formula = (w.mfu_method or "").removeprefix("derived: ").split(" over ")[0]
         origin, method = "modelled", f"6ND from the model's parameters and tokens ({formula})"
     return fact(w.flops, "FLOP", origin, method, "model FLOPs of the training run (no recomputation)", digits=2)
+
+
+def _model_compute(s: Subject) -> Fact:
+    """6ND from a scenario's model section where the assessment holds no FLOPs: it derives them only with an MFU,
+    so a GPU without a dense peak for the dtype (a V100 in bf16) leaves them out; the compute does not depend on it."""
+    from footprint.lca.workload import model_flops
+
+    w = s.assessed.workload
+    f = model_flops(w.model) if s.kind == "scenario" else None
+    if f is None:
+        given = [k for k in ("parameters", "tokens") if w.model.get(k)]
+        why = {
+            "run": "the run record counted no FLOPs (give footprint.track a model= parameter count, or step(flops=...))",
+            "fleet job": "a scheduler's record holds no FLOP count",
+        }.get(s.kind, f"the scenario states no training.flops, and {_lacks(given)}")
+        return missing(why, "FLOP")
+    try:
+        mfu = f.flops / (w.gpu_hours * 3600 * w.gpu.peak_flops(w.dtype)) if w.gpu_hours else None
+    except KeyError:
+        mfu = None
+    if mfu is not None and not 0 < mfu <= 1:  # the assessment's note: the model section and the GPU time disagree
+        return missing(f"{f.formula} would take an MFU of {mfu:.0%} on the scenario's GPU-hours: check them", "FLOP")
+    method = f"6ND from the model's parameters and tokens ({f.formula}); the assessment derives no MFU from it"
+    return fact(f.flops, "FLOP", "modelled", method, "model FLOPs of the training run (no recomputation)", digits=2)
+
+
+def flop_count(s: Subject) -> float | None:
+    """The training FLOPs unrounded (SCI's R per PFLOP), where `compute` gives them (it rounds to 2 figures)."""
+    from footprint.lca.workload import model_flops
+
+    w = s.assessed.workload
+    if w.flops is not None:
+        return w.flops
+    f = model_flops(w.model) if compute(s).available else None
+    return f.flops if f is not None else None
+
+
+def _lacks(given: list[str]) -> str:
+    if not given:
+        return "neither model.parameters nor model.tokens"
+    return f"model.{given[0]} without model.{'tokens' if given[0] == 'parameters' else 'parameters'}"
 
 
 def energy_mwh(s: Subject) -> Fact:
@@ -99,6 +136,10 @@ def time_days(s: Subject) -> Fact:
         if not duration:
             return missing("the record has no duration", "days")
         return fact(float(duration) / 86400, "days", "measured", "wall clock from the record's start to its end")
+    from footprint.lca.workload import DURATION_METHOD
+
+    if w.gpu_hours_method == DURATION_METHOD:  # the one wall-clock time a scenario can state
+        return fact(w.gpu_hours / max(w.count, 1) / 24, "days", "stated", "stated in the scenario (training.duration)")
     return fact(
         w.gpu_hours / max(w.count, 1) / 24,
         "days",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from footprint.disclosures import common
 from footprint.disclosures.facts import Fact, Form, fact, full_assessment, md_rows, missing
 from footprint.disclosures.target import Subject
+from footprint.errors import FootprintError
 
 TITLE = "EU AI Act: model documentation, energy and computation (Annex XI, Section 1, 2(d)-(e))"
 LABELS = {
@@ -59,8 +60,8 @@ def _about(f: Fact, text: str) -> Fact:
     return fact(text, "", f.origin, "", f.boundary, digits=None)
 
 
-def inference(s: Subject) -> dict[str, Fact]:
-    out = {"flop_per_token": _flop_per_token(s)}
+def inference(s: Subject, stated: dict[str, float] | None = None) -> dict[str, Fact]:
+    out = {"flop_per_token": _flop_per_token(s, stated or {})}
     if s.serving is None:
         for k in ("energy_per_request_wh", "energy_per_request_facility_wh", "energy_per_output_token_j"):
             out[k] = missing(NO_SERVING)
@@ -97,28 +98,36 @@ def inference(s: Subject) -> dict[str, Fact]:
     return out
 
 
-def _flop_per_token(s: Subject) -> Fact:
-    """Forward-pass FLOP per token, 2N (N: active parameters), as `footprint flops transformer --inference` counts."""
+def _flop_per_token(s: Subject, stated: dict[str, float]) -> Fact:
+    """Forward-pass FLOP per token, 2N (N: active parameters), as `footprint flops transformer --inference` counts;
+    N from the scenario, else as stated with --parameters (a serving record or a run record holds none)."""
     model = s.assessment.workload.model if s.assessment is not None else {}
-    n = model.get("parameters")
+    n, origin = model.get("parameters"), "the scenario's model.parameters"
+    if n and stated:
+        raise FootprintError(
+            f"the {s.kind} states model.parameters ({n:g}); --parameters is for a target that records none: leave it out",
+            s.target,
+            "--parameters",
+        )
+    if not n and stated:
+        model, n, origin = stated, stated["parameters"], "the parameter count stated with --parameters"
     if not n:
-        why = f"the {'serving record' if s.serving else s.kind + ' record' if s.record else 'scenario'} states no parameter count"
-        return missing(why, "FLOP")
+        what = "serving record" if s.serving else s.kind + " record" if s.record else "scenario"
+        return missing(f"the {what} states no parameter count; give it with --parameters N", "FLOP")
     from footprint.flops import transformer_flops
 
     f = transformer_flops(n, 1.0, active_params=model.get("active_parameters"), inference=True)
-    return fact(
-        f.flops_per_token, "FLOP", "modelled", f"{f.formula}, as footprint flops transformer --inference counts", digits=2
-    )
+    how = f"{f.formula} from {origin}, as footprint flops transformer --inference counts"
+    return fact(f.flops_per_token, "FLOP", "modelled", how, digits=2)
 
 
-def build(s: Subject) -> Form:
+def build(s: Subject, stated: dict[str, float] | None = None) -> Form:
     return {
         "form": "eu-ai-act",
         "title": TITLE,
         "target": {"kind": s.kind, "name": s.name, "given_as": s.target},
         "full_assessment": s.link,
-        "sections": {"training": training(s), "inference": inference(s)},
+        "sections": {"training": training(s), "inference": inference(s, stated)},
         "notes": [
             "Figures are footprint's assessment of the target, rounded: training compute to 2 significant figures, the "
             "rest to 3. Origin: measured (a meter or telemetry), stated (given in the scenario or by the training loop) "

@@ -14,9 +14,13 @@ only the front matter changes, the card's text is left byte for byte.
 
 from __future__ import annotations
 
+import re
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from footprint.disclosures import TRAINING_TYPES, common
 from footprint.disclosures.facts import Fact, Form, fact, full_assessment, md_cell, md_rows, missing, sig
@@ -41,14 +45,39 @@ LABELS = {
 NO_TRAINING = "a served model's record holds no training emissions; disclose its training run or scenario for them"
 
 
+class Grams(float):
+    """``emissions`` in grams, written in the YAML as a plain decimal (0.00005, never 5.0e-05) by the safe dumper and
+    by the one huggingface_hub's `metadata_save` uses: a plain decimal reads the same in YAML 1.1 and 1.2 parsers and
+    to a person (PyYAML reads ``1e-05``, as other tools write it back, as a string)."""
+
+
+def _plain(dumper: yaml.SafeDumper, value: Grams) -> yaml.ScalarNode:
+    text = format(Decimal(repr(float(value))), "f")
+    return dumper.represent_scalar("tag:yaml.org,2002:float", text if "." in text else f"{text}.0")
+
+
+for _dumper in (yaml.SafeDumper, yaml.Dumper):
+    yaml.add_representer(Grams, _plain, Dumper=_dumper)
+
+
+def _where(s: Subject) -> str:
+    """Where the model was trained, as the Hub asks: the grid zone charged, or, where none was given (the world
+    average the assessment falls back on), that the location is not known: the world is no place."""
+    from footprint.lca.electricity import WORLD
+
+    if s.assessed.zone.code == WORLD:
+        return f"not given (the world-average grid, zone {WORLD}, was assumed)"
+    return common.location(s)
+
+
 def metadata(s: Subject, training_type: str | None) -> dict[str, Any]:
     """The card's front matter: ``co2_eq_emissions`` as the Hub expects it, for a training target; {} when serving."""
     if not s.training:
         return {}
-    co2: dict[str, Any] = {"emissions": sig(common.climate(s)["use"] * 1000, 4), "source": "footprint"}
+    co2: dict[str, Any] = {"emissions": Grams(sig(common.climate(s)["use"] * 1000, 4)), "source": "footprint"}
     if training_type:
         co2["training_type"] = training_type
-    co2["geographical_location"] = common.location(s)
+    co2["geographical_location"] = _where(s)
     co2["hardware_used"] = str(common.hardware(s).value)
     return {"co2_eq_emissions": co2}
 
@@ -100,8 +129,19 @@ def figures(s: Subject) -> dict[str, Fact]:
             "+pue",
             reason="not modelled for this site",
         ),
-        "gpu_lifetimes": missing("serving charges embodied impacts by GPU time / lifetime: see footprint serving report"),
+        "gpu_lifetimes": _served_lifetimes(s),
     }
+
+
+def _served_lifetimes(s: Subject) -> Fact:
+    """The GPU lifetimes a served model consumed at the +pue boundary: its busy GPU time and idle reserve."""
+    from footprint.serving.assess import Site, gpu_lifetimes
+
+    m, site = s.model, Site(**{k: v for k, v in ((s.serving or {}).get("site") or {}).items() if k in Site.__dataclass_fields__})
+    hours = m["gpu_hours"] + (m.get("idle_reserve_gpu_hours") or 0.0)
+    n = gpu_lifetimes(m.get("gpu_model"), site, hours)
+    how = f"GPU time (busy and idle reserve, {hours:.3g} GPU-hours) / (lifetime {site.lifetime} x utilisation), {s.window}"
+    return fact(n, "", "modelled", how, "+pue")
 
 
 def categories(s: Subject) -> list[tuple[str, str, str]]:
@@ -123,6 +163,12 @@ def categories(s: Subject) -> list[tuple[str, str, str]]:
 def build(s: Subject, training_type: str | None = None) -> Form:
     if training_type is not None and training_type not in TRAINING_TYPES:
         raise FootprintError(f"--training-type is {' or '.join(TRAINING_TYPES)}, got {training_type!r}", key="--training-type")
+    if training_type is not None and not s.training:
+        raise FootprintError(
+            f"--training-type goes into co2_eq_emissions, which a served model's card has none of: {NO_TRAINING}",
+            s.target,
+            "--training-type",
+        )
     notes = []
     if s.training:
         notes.append(
@@ -130,6 +176,14 @@ def build(s: Subject, training_type: str | None = None) -> Form:
             "location-based grid factor), as the Hub's emissions filter compares models; the life-cycle figure "
             "(with the hardware's manufacturing, transport and end of life) is given beside it."
         )
+        grams = metadata(s, training_type)["co2_eq_emissions"]["emissions"]
+        if 0 < grams < 1e-4:
+            shown = repr(float(grams))  # as Python prints it; huggingface_hub's filter takes its first number
+            first = re.search(r"\d+\.\d+|\d+", shown).group(0)  # type: ignore[union-attr]
+            notes.append(
+                f"emissions is below 0.0001 g: huggingface_hub's list_models(emissions_thresholds=...) takes the first "
+                f"number in {shown}, so it files this card under {first} g; the value written is right."
+            )
         if training_type is None:
             notes.append("training_type is not written: the target does not say; give --training-type pre-training|fine-tuning")
     else:
@@ -161,14 +215,26 @@ def section(form: Form) -> str:
 
 
 def front_matter(meta: dict[str, Any]) -> str:
-    import yaml
-
     body = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) if meta else "{}\n"
     return f"---\n{body}---\n"
 
 
 def markdown(data: dict[str, Any], form: Form) -> str:
     return front_matter(form["metadata"]) + "\n" + section(form)
+
+
+#: An empty front matter (``---`` then ``---``), which huggingface_hub's block pattern does not match.
+EMPTY_BLOCK = re.compile(rb"\A(?:\xef\xbb\xbf)?[ \t\r\n]*---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
+
+
+def _kept(meta: dict[str, Any], old: Any) -> dict[str, Any]:
+    """The new metadata, with the card's own training_type where footprint was not told one: it says what the model
+    is (pre-training or fine-tuning), which no measurement gives; the other fields describe the emissions replaced."""
+    co2 = meta["co2_eq_emissions"]
+    if "training_type" in co2 or not isinstance(old, dict) or not isinstance(old.get("training_type"), str):
+        return meta
+    first = {k: v for k, v in co2.items() if k in ("emissions", "source")}  # the order `metadata` writes
+    return {**meta, "co2_eq_emissions": {**first, "training_type": old["training_type"], **co2}}
 
 
 def merge(form: Form, readme: str | Path) -> Path:
@@ -195,9 +261,9 @@ def merge(form: Form, readme: str | Path) -> Path:
             raise FootprintError(f"its metadata block is a {type(meta).__name__}, expected a mapping", str(readme), "metadata")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d) / "README.md"
-        tmp.write_bytes(original)
+        tmp.write_bytes(EMPTY_BLOCK.sub(b"", original, count=1))  # huggingface_hub would add a block above it
         data = metadata_load(tmp) or {}
-        data.update(form["metadata"])
+        data.update(_kept(form["metadata"], data.get("co2_eq_emissions")))
         metadata_save(tmp, data)
         updated = tmp.read_bytes()
     return write_bytes(readme, updated)

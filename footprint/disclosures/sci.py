@@ -78,10 +78,13 @@ def _r(s: Subject, per: str) -> Fact:
             n, origin, how = (rec or {}).get("steps"), "measured", "optimizer steps counted by the tracker"
         else:
             c = common.compute(s)  # its method and origin; the count unrounded (the EU form rounds it to 2 figures)
-            n, origin, how = (w.flops if c.available else None), c.origin, f"training compute ({c.method})"
+            if not c.available:
+                return missing(c.reason, UNITS[per])
+            n, origin, how = common.flop_count(s), c.origin, f"training compute ({c.method})"
         if not n:
             return missing(f"the {s.kind} records no {UNITS[per].split(' ')[-1]}s", UNITS[per])
-        return fact(float(n) / scale, _r_unit(per, scale), origin, how, digits=4)
+        counted = per != "pflop"  # a count is given whole (46,355 requests, not 46,360); modelled compute to 4 figures
+        return fact(float(n) / scale, _r_unit(per, scale), origin, how, digits=None if counted else 4)
     m = s.model
     if per in ("request", "1k-requests"):
         n, how = m.get("requests"), "requests counted by the serving engine"
@@ -90,7 +93,7 @@ def _r(s: Subject, per: str) -> Fact:
         how = "input + output tokens counted by the serving engine on metered GPUs"
     if not n:
         return missing(f"the serving record counted no {UNITS[per].split(' ')[-1]} for this model", UNITS[per])
-    return fact(float(n) / scale, _r_unit(per, scale), "measured", how, digits=4)
+    return fact(float(n) / scale, _r_unit(per, scale), "measured", how, digits=None)
 
 
 def _r_unit(per: str, scale: float) -> str:

@@ -28,9 +28,13 @@ from footprint.lca.workload_data import HOST_ONLY, Workload
 from lca_data.loader import YamlLimitError, safe_load
 
 if TYPE_CHECKING:  # pragma: no cover
+    from footprint.flops import TransformerFlops
     from footprint.lca.factorset import FactorSet
 
-__all__ = ["Workload", "load_scenario", "workload_from_dict"]
+__all__ = ["DURATION_METHOD", "Workload", "load_scenario", "model_flops", "workload_from_dict"]
+
+#: The GPU-hours method of a scenario that states its wall-clock time (training.duration).
+DURATION_METHOD = "duration x GPU count"
 
 LONG_TERM = ("exclude", "include")  # site.long_term_emissions: EF datasets carry no long-term flows (the default)
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -280,8 +284,8 @@ def workload_from_dict(
         energy = _energy(ctx, tr, hardware["gpu"], time.pop("gpu_hours"), time.pop("gpu_hours_method"))
     where = _site(ctx, site)
     ranges = _ranges(ctx, ctx.section(data, "uncertainty"))
-    if hardware["gpu"] is not None and time["mfu"] is None and model.get("parameters") and model.get("tokens"):
-        time.update(_derived_mfu(ctx, model, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
+    if hardware["gpu"] is not None and time["mfu"] is None and (f := model_flops(model)) is not None:
+        time.update(_derived_mfu(ctx, f, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
     name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
     busy_h = hardware["lifetime_h"] * hardware["utilization"]
     _check_derived(ctx, energy.get("host_hours") or energy["gpu_hours"], energy["it_energy_kwh"], busy_h)
@@ -410,7 +414,7 @@ def _gpu_time(
         return {**out, **_kernel_profile(ctx, tr["kernel_profile"], gpu, model, dtype, kernel_profile)}
     if "duration" in tr:
         hours = ctx.quantity("training.duration", tr["duration"], "hour", lo=0, lo_open=True) * count
-        return {**out, "gpu_hours": hours, "gpu_hours_method": "duration x GPU count"}
+        return {**out, "gpu_hours": hours, "gpu_hours_method": DURATION_METHOD}
     return {**out, "gpu_hours": None, "gpu_hours_method": ""}  # maybe from energy / power below
 
 
@@ -581,17 +585,24 @@ def _hourly_intensity(ctx: _Ctx, site: dict[str, Any]) -> Any:
     return hourly.read_intensity(hourly.resolve_path(site["carbon_intensity_hourly"], ctx.file), ctx.file)
 
 
-def _derived_mfu(ctx: _Ctx, model: dict[str, float], gpu: Gpu, dtype: str, gpu_hours: float) -> dict[str, Any]:
-    """FLOPs and MFU derived from the model's shape when the scenario states neither (none when beyond physics)."""
+def model_flops(model: dict[str, float]) -> TransformerFlops | None:
+    """The training FLOPs of a scenario's model section (6ND, with attention when it gives the shape); None without
+    model.parameters and model.tokens. The one derivation the assessment and the disclosures share."""
     from footprint.flops import transformer_flops
 
+    if not model.get("parameters") or not model.get("tokens"):
+        return None
     shape = {k: int(model[k]) for k in ("layers", "hidden", "seq_len") if k in model}
-    f = transformer_flops(
+    return transformer_flops(
         model["parameters"],
         model["tokens"],
         active_params=model.get("active_parameters"),
         **(shape if len(shape) == 3 else {}),
     )
+
+
+def _derived_mfu(ctx: _Ctx, f: TransformerFlops, gpu: Gpu, dtype: str, gpu_hours: float) -> dict[str, Any]:
+    """FLOPs and MFU derived from the model's shape when the scenario states neither (none when beyond physics)."""
     try:
         derived = f.flops / (gpu_hours * 3600 * gpu.peak_flops(dtype)) if math.isfinite(f.flops) else None
     except KeyError:

@@ -85,6 +85,13 @@ def hourly_matches(a: Attribution, site: Site, origin_s: float | None) -> tuple[
     return per, res
 
 
+def gpu_lifetimes(gpu_model: Any, site: Site, gpu_hours: float, default_gpu: str = "H100-SXM5-80GB") -> float:
+    """GPU lifetimes ``gpu_hours`` of this GPU consume: GPU-hours / (lifetime x utilisation), as `assess` charges its
+    embodied impacts and as for training (`Workload.gpu_lifetimes`)."""
+    w = template(_gpu(gpu_model, default_gpu), site, True, site.pue)
+    return float(w.with_(gpu_hours=gpu_hours).gpu_lifetimes)
+
+
 def model_totals(a: Attribution) -> pd.DataFrame:
     """One row per model: energy (J), GPU seconds, tokens and requests, metered and not."""
     m = a.models_w.groupby("model")[
