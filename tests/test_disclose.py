@@ -422,3 +422,17 @@ def test_merge_refuses_a_card_it_cannot_read_and_leaves_it(
     rc, out, err = _cli(capsys, "disclose", "bloom-176b", "--as", "hf", "--merge", str(readme))
     assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1, err
     assert card is None or readme.read_text() == card
+
+
+@pytest.mark.parametrize(
+    ("link", "kept_inside"),
+    [
+        ("https://x.org/r> [click](javascript:alert(1)) <", "<https://x.org/r%3E%20[click](javascript:alert(1))%20%3C>"),
+        ("report `rm -rf` <b>", "`` report `rm -rf` <b> ``"),
+    ],
+)
+def test_a_link_cannot_leave_its_autolink_or_code_span(link: str, kept_inside: str) -> None:
+    """--link is user text: a '>' cannot close the autolink, a backtick cannot close the code span (no Markdown gets out)."""
+    md = footprint.disclose("bloom-176b", "sci", per="run", link=link).text("md")
+    line = next(x for x in md.splitlines() if x.startswith("Full assessment"))
+    assert line.endswith(kept_inside), line

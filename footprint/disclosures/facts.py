@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 ORIGINS = ("measured", "stated", "modelled")
 
@@ -126,8 +128,15 @@ def md_rows(facts: dict[str, Fact], labels: dict[str, str]) -> list[str]:
     return lines
 
 
+URL_SAFE = ":/?#[]@!$&'()*+,;=%~-._"  # RFC 3986 reserved and unreserved characters; the rest is encoded
+
+
 def full_assessment(form: Form) -> str:
     """The line that links the full assessment: an address as a link, a command as code."""
     link = str(form["full_assessment"])
-    shown = f"<{link}>" if link.startswith(("http://", "https://")) else f"`{link}`"
+    if link.startswith(("http://", "https://")):  # an autolink: what could close it or start markup is percent-encoded
+        shown = f"<{quote(link, safe=URL_SAFE)}>"
+    else:  # a code span longer than any run of backticks inside it, so the text cannot leave it
+        fence = "`" * (max((len(r) for r in re.findall(r"`+", link)), default=0) + 1)
+        shown = f"{fence} {link} {fence}" if "`" in link else f"`{link}`"
     return f"Full assessment (every category, stage, source and warning): {shown}"
