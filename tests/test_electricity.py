@@ -364,7 +364,7 @@ def test_a_quoted_national_value_widens_a_range_and_never_moves_a_central_value(
 def _per(code: str, key: str):
     shares = electricity._mix_of(code)[0]
     per, left_out = electricity._counted(electricity._rows_of(code).get(key, {}), electricity.LT_EXCLUDE)
-    return per, shares, left_out
+    return per, shares, left_out, code
 
 
 @pytest.mark.skipif(not OPEN.is_dir(), reason="../shared/reference/electricity/open-factors is not beside the repository")

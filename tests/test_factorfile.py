@@ -81,13 +81,13 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     "old, new, where, message",
     [
-        ("\nland_use,", "\nland_us,", "row 19, column 'category'", "unknown category 'land_us'"),
-        ("\nwater_use,", "\nland_use,", "row 20, column 'category'", "given twice (first in row 19)"),
-        ("\nland_use,0.", "\nland_use,abc", "row 19, column 'value'", "expected a number or n/a"),
-        ("Pt/kWh", "kg/kWh", "row 19, column 'unit'", "not convertible to Pt/kWh"),
-        ("kg CO2 eq/kWh", "kg CO2 eq", "row 7, column 'unit'", "not convertible"),
+        ("\nland_use,", "\nland_us,", "row 20, column 'category'", "unknown category 'land_us'"),
+        ("\nwater_use,", "\nland_use,", "row 21, column 'category'", "given twice (first in row 20)"),
+        ("\nland_use,0.", "\nland_use,abc", "row 20, column 'value'", "expected a number or n/a"),
+        ("Pt/kWh", "kg/kWh", "row 20, column 'unit'", "not convertible to Pt/kWh"),
+        ("kg CO2 eq/kWh", "kg CO2 eq", "row 8, column 'unit'", "not convertible"),
         ("category,value,unit", "category,val,unit", "header", "missing column(s) value"),
-        ("\nland_use,0.", "\nland_use,1e999", "row 19, column 'value'", "finite"),
+        ("\nland_use,0.", "\nland_use,1e999", "row 20, column 'value'", "finite"),
     ],
 )
 def test_bad_files_name_file_row_and_column(tmp_path: Path, old: str, new: str, where: str, message: str) -> None:
@@ -146,4 +146,4 @@ def test_cli_bad_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "bad.csv: row 19, column 'category': unknown category 'land_us'" in lines[0]
+    assert len(lines) == 1 and "bad.csv: row 20, column 'category': unknown category 'land_us'" in lines[0]
