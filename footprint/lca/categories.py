@@ -61,6 +61,8 @@ def method_name(text: str) -> str:
     import re
 
     return EF31 if re.fullmatch(r"\s*EF\s*v?3\.1(\s+no\s+LT)?\s*", text or "", flags=re.I) else text
+
+
 HEADLINE = ("climate_change", "human_toxicity_cancer", "resource_use_minerals_metals")
 # Components of the use stage (the rest of by_component is embodied): grid electricity, and the site's
 # own cooling water in the water-use category.
