@@ -39,6 +39,23 @@ def test_shipped_template_is_valid_and_is_the_open_fra_factors() -> None:
     np.testing.assert_allclose(fs.high, uf.high, rtol=1e-5)
 
 
+def test_a_lower_bound_travels_with_the_file(tmp_path: Path) -> None:
+    """The template marks the open factors' lower bounds (column bound: lower): assessed from the file, ozone depletion
+    is drawn as from the zone (uniform from the bound up), with its use stage a bound; a bad bound is one line."""
+    fs = load(TEMPLATE)
+    i = cat.keys().index("ozone_depletion")
+    assert fs.lower_bound[i] and sum(fs.lower_bound) == 1
+    a, b = assess(_w(TEMPLATE), samples=400), assess(workload_from_dict(BASE, "s.yaml"), samples=400)
+    assert a["ozone_depletion"].lower_bound == b["ozone_depletion"].lower_bound == ("use",)
+    assert (a["ozone_depletion"].low, a["ozone_depletion"].high) == pytest.approx(
+        (b["ozone_depletion"].low, b["ozone_depletion"].high), rel=1e-6
+    )
+    bad = tmp_path / "bad.csv"
+    bad.write_text(TEMPLATE.read_text().replace(",lower\n", ",upper\n"))
+    with pytest.raises(ScenarioError, match="column 'bound': expected 'lower' or empty, got 'upper'"):
+        load(bad)
+
+
 def test_assessing_with_the_file_equals_the_zone() -> None:
     a = assess(_w(TEMPLATE), samples=0)
     b = assess(workload_from_dict(BASE, "s.yaml"), samples=0)

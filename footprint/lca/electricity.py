@@ -50,6 +50,7 @@ WATER_METHOD = EF31  # AWARE 1.2 is the EF 3.1 water-use model
 NOT_MODELLED = "not modelled"
 PARTIAL_CHAIN = LOWER_BOUND_SCOPE  # a technology row whose inventory covers only part of the chain
 PARTIAL_CHAIN_TEXT = "lower bound: inventory covers only part of the chain"
+FILE_BOUND_TEXT = "lower bound (the factor file's column bound: lower)"
 AWARE_BOUNDS = (0.1, 100.0)  # AWARE's own bounds (Boulay et al. 2018): the range where a country has no factor
 
 
@@ -117,6 +118,7 @@ class UseFactors:
     characterisation: tuple[str, ...] = ()  # per category: the characterisation method of the factor
     long_term: tuple[str, ...] = ()  # per category: how the factor treats long-term emissions
     long_term_setting: str = LT_EXCLUDE  # site.long_term_emissions the factors were built for
+    lower_bound: tuple[bool, ...] = ()  # per category: the value is a labelled lower bound (drawn from it up to high)
 
 
 def _codecarbon_file() -> Path:
@@ -640,7 +642,10 @@ def _from_set(fs: FactorSet, long_term: str) -> UseFactors:
     long-term treatment is the file's, whatever site.long_term_emissions says (stated as such)."""
     n = len(cat.keys())
     nm = fs.not_modelled or (False,) * n
-    scope = tuple(src if off else "" for src, off in zip(fs.row_sources, nm, strict=True))  # why, for the report
+    bound = fs.lower_bound or (False,) * n
+    scope = tuple(
+        src if off else (FILE_BOUND_TEXT if b else "") for src, off, b in zip(fs.row_sources, nm, bound, strict=True)
+    )  # why, for the report
     return UseFactors(
         fs.value.copy(),
         fs.low.copy(),
@@ -653,6 +658,8 @@ def _from_set(fs: FactorSet, long_term: str) -> UseFactors:
         characterisation=fs.methods or ("not stated",) * n,
         long_term=("as in the user's file",) * n,
         long_term_setting=long_term,
+        distribution=tuple("uniform" if b else "" for b in bound),  # a bound: no draw below it
+        lower_bound=bound,
     )
 
 
@@ -706,6 +713,7 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None, long_term: st
         tuple(methods),
         lt,
         long_term,
+        tuple(PARTIAL_CHAIN_TEXT in (z.factors[k].scope or "") and not (k == "climate_change" and ci is not None) for k in keys),
     )
 
 

@@ -447,7 +447,7 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
     total = float(sum(v for v in by_stage.values() if v is not None))
     keys = cat.keys()
     method = inp.uf.characterisation[keys.index(c.key)] if c.key in keys and inp.uf.characterisation else ""
-    bound = c.key in keys and electricity.PARTIAL_CHAIN_TEXT in inp.uf.scope[keys.index(c.key)]
+    bound = c.key in keys and bool(inp.uf.lower_bound) and inp.uf.lower_bound[keys.index(c.key)]
     return CategoryResult(
         c.key,
         c.name,
