@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 
 DATA_DIR = Path(__file__).resolve().parent
+# scope of an inventory factor that covers only part of its chain (or of its flows): a labelled lower bound
+LOWER_BOUND_SCOPE = "life_cycle_lower_bound"
 # libyaml's C parser where PyYAML was built with it (~10x faster than the pure-Python one). Used for every YAML the
 # project reads, through `StrictLoader` below (YAML 1.2 scalars, duplicate keys refused).
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

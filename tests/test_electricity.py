@@ -216,6 +216,8 @@ def test_every_factor_states_its_distribution_and_data_quality() -> None:
         if r["distribution"] == "lognormal":
             assert lo < v < hi
             assert min(hi / v, v / lo) >= q.k95(1.0, ratings) * (1 - 2e-3)  # at least the data-quality spread
+        elif r["scope"] == loader.LOWER_BOUND_SCOPE:  # a labelled lower bound: from the bound up to the highest source
+            assert r["distribution"] == "uniform" and 0 < v == lo <= hi
         else:
             assert r["distribution"] == "uniform" and v == lo == 0
     # the spread formula by hand: ln k95 = sqrt(ln(k_src)^2 + ln(1.05)^2 + sum ln(U_i)^2), ter 2 -> 1.00, ger 3 -> 1.02,
@@ -364,7 +366,7 @@ def test_a_quoted_national_value_widens_a_range_and_never_moves_a_central_value(
 def _per(code: str, key: str):
     shares = electricity._mix_of(code)[0]
     per, left_out = electricity._counted(electricity._rows_of(code).get(key, {}), electricity.LT_EXCLUDE)
-    return per, shares, left_out
+    return per, shares, left_out, code
 
 
 @pytest.mark.skipif(not OPEN.is_dir(), reason="../shared/reference/electricity/open-factors is not beside the repository")

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from _paths import REPO, SHARED
+from _paths import REPO, SCENARIOS, SHARED
 
+from footprint.lca import electricity
 from lca_data import loader
 from lca_data.tools import build_electricity_inventory as inv
 
@@ -140,12 +141,16 @@ def test_build_electricity_prefers_the_inventory_where_it_covers() -> None:
         if r["role"] != "factor":
             continue
         f = tech[(t, k)]
+        bound = f["scope"] == "life_cycle_lower_bound"  # ozone depletion: the inventory covers part of the chain
         assert (
             f["source"] == "uslci-fy21-q3"
-            and f["scope"] == "life_cycle"
+            and (f["scope"] == "life_cycle" or (bound and k == "ozone_depletion"))
             and float(f["value"]) == pytest.approx(float(r["value"]), rel=1e-3)
         )
-        assert float(f["low"]) < float(f["value"]) < float(f["high"])
+        if bound:  # no draw below a bound
+            assert float(f["low"]) == float(f["value"]) <= float(f["high"]) and f["distribution"] == "uniform"
+        else:
+            assert float(f["low"]) < float(f["value"]) < float(f["high"])
     for t in ("coal", "gas", "oil", "nuclear", "bioenergy"):
         assert float(tech[(t, "ozone_depletion")]["value"]) > 0
     missing = {(r["technology"], r["category"]) for r in loader.read_csv("electricity_not_modelled.csv")}
@@ -160,3 +165,53 @@ def test_the_generator_reproduces_the_shipped_table(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "lca_data.tools.build_electricity_inventory", os.environ["FOOTPRINT_USLCI"], "-o", str(out)]
     subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=600, cwd=REPO)
     assert out.read_text() == (loader.DATA_DIR / "electricity_inventory_factors.csv").read_text()
+
+
+def test_an_inventory_far_below_every_independent_source_is_a_labelled_lower_bound() -> None:
+    """USLCI's ozone depletion (carbon tetrachloride only) lies 10^3-10^5x below ecoinvent 3.5 for every technology
+    ecoinvent gives: a lower bound of the chain, labelled so, drawn from the bound up to the highest source, never a
+    consensus centre; a category where the inventory agrees with its second source stays a life-cycle value."""
+    from lca_data.tools import build_electricity as build
+
+    def inv(tech: str, category: str, value: float, second: float | None) -> build.InventoryFactor:
+        f = build.InventoryFactor(tech, category, value, build.S_INVENTORY, "life_cycle", "n")
+        if second is not None:
+            f.seconds.append((second, "benportner-ecoinvent-ilcd", "ecoinvent 3.5"))
+        return f
+
+    factors = {
+        ("gas", "ozone_depletion"): inv("gas", "ozone_depletion", 1e-12, 5e-8),
+        ("oil", "ozone_depletion"): inv("oil", "ozone_depletion", 1e-13, None),
+        ("gas", "acidification"): inv("gas", "acidification", 1e-4, 2e-4),
+    }
+    build._partial_chain(factors)
+    for t in ("gas", "oil"):
+        f = factors[(t, "ozone_depletion")]
+        assert f.scope == "life_cycle_lower_bound" and f.note.startswith("lower bound: inventory covers only part")
+    assert factors[("gas", "acidification")].scope == "life_cycle"
+    build.consensus(factors[("gas", "ozone_depletion")])  # a bound forms no geometric mean with an estimate
+    assert factors[("gas", "ozone_depletion")].value == 1e-12
+    tech = {(r["technology"], r["category"]): r for r in loader.load_electricity_technologies()}
+    assert {tech[(t, "ozone_depletion")]["scope"] for t in ("coal", "gas", "nuclear", "oil", "bioenergy")} == {
+        "life_cycle_lower_bound"
+    }
+    usa = electricity.zone("USA").factors["ozone_depletion"]
+    assert usa.value and usa.value > 0 and usa.distribution == "uniform" and usa.low == pytest.approx(usa.value)
+    assert electricity.PARTIAL_CHAIN_TEXT in usa.scope
+
+
+def test_a_lower_bound_use_stage_is_shown_as_a_bound_on_every_face() -> None:
+    """Bloom on France: the use stage of ozone depletion is a bound, its share '≥...' (never a bare 0 %), in the JSON
+    (lower_bound_stages), the table and the Markdown."""
+    from footprint.lca.engine import assess
+    from footprint.lca.render import render
+    from footprint.lca.workload import load_scenario
+
+    a = assess(load_scenario(SCENARIOS / "bloom-176b.yaml"), samples=500)
+    r = a["ozone_depletion"]
+    assert r.lower_bound == ("use",) and a.to_dict()["impacts"]["ozone_depletion"]["lower_bound_stages"] == ["use"]
+    assert r.stage_text("use").startswith("≥") and r.stage_text("use") != "≥0%"
+    assert a["land_use"].lower_bound == ()
+    for fmt in ("table", "md"):
+        line = next(x for x in render(a, fmt).splitlines() if x.lstrip("| ").startswith("Ozone depletion"))
+        assert "≥" in line, fmt

@@ -39,6 +39,23 @@ def test_shipped_template_is_valid_and_is_the_open_fra_factors() -> None:
     np.testing.assert_allclose(fs.high, uf.high, rtol=1e-5)
 
 
+def test_a_lower_bound_travels_with_the_file(tmp_path: Path) -> None:
+    """The template marks the open factors' lower bounds (column bound: lower): assessed from the file, ozone depletion
+    is drawn as from the zone (uniform from the bound up), with its use stage a bound; a bad bound is one line."""
+    fs = load(TEMPLATE)
+    i = cat.keys().index("ozone_depletion")
+    assert fs.lower_bound[i] and sum(fs.lower_bound) == 1
+    a, b = assess(_w(TEMPLATE), samples=400), assess(workload_from_dict(BASE, "s.yaml"), samples=400)
+    assert a["ozone_depletion"].lower_bound == b["ozone_depletion"].lower_bound == ("use",)
+    assert (a["ozone_depletion"].low, a["ozone_depletion"].high) == pytest.approx(
+        (b["ozone_depletion"].low, b["ozone_depletion"].high), rel=1e-6
+    )
+    bad = tmp_path / "bad.csv"
+    bad.write_text(TEMPLATE.read_text().replace(",lower\n", ",upper\n"))
+    with pytest.raises(ScenarioError, match="column 'bound': expected 'lower' or empty, got 'upper'"):
+        load(bad)
+
+
 def test_assessing_with_the_file_equals_the_zone() -> None:
     a = assess(_w(TEMPLATE), samples=0)
     b = assess(workload_from_dict(BASE, "s.yaml"), samples=0)
@@ -81,13 +98,13 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     "old, new, where, message",
     [
-        ("\nland_use,", "\nland_us,", "row 19, column 'category'", "unknown category 'land_us'"),
-        ("\nwater_use,", "\nland_use,", "row 20, column 'category'", "given twice (first in row 19)"),
-        ("\nland_use,0.", "\nland_use,abc", "row 19, column 'value'", "expected a number or n/a"),
-        ("Pt/kWh", "kg/kWh", "row 19, column 'unit'", "not convertible to Pt/kWh"),
-        ("kg CO2 eq/kWh", "kg CO2 eq", "row 7, column 'unit'", "not convertible"),
+        ("\nland_use,", "\nland_us,", "row 20, column 'category'", "unknown category 'land_us'"),
+        ("\nwater_use,", "\nland_use,", "row 21, column 'category'", "given twice (first in row 20)"),
+        ("\nland_use,0.", "\nland_use,abc", "row 20, column 'value'", "expected a number or n/a"),
+        ("Pt/kWh", "kg/kWh", "row 20, column 'unit'", "not convertible to Pt/kWh"),
+        ("kg CO2 eq/kWh", "kg CO2 eq", "row 8, column 'unit'", "not convertible"),
         ("category,value,unit", "category,val,unit", "header", "missing column(s) value"),
-        ("\nland_use,0.", "\nland_use,1e999", "row 19, column 'value'", "finite"),
+        ("\nland_use,0.", "\nland_use,1e999", "row 20, column 'value'", "finite"),
     ],
 )
 def test_bad_files_name_file_row_and_column(tmp_path: Path, old: str, new: str, where: str, message: str) -> None:
@@ -146,4 +163,4 @@ def test_cli_bad_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "bad.csv: row 19, column 'category': unknown category 'land_us'" in lines[0]
+    assert len(lines) == 1 and "bad.csv: row 20, column 'category': unknown category 'land_us'" in lines[0]

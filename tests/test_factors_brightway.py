@@ -74,7 +74,7 @@ def test_the_file_reproduces_brightways_lcia_in_all_16_categories(project, tmp_p
         assert ref[k] > 0, k  # the project gives every category a score: a 0 would prove nothing
         assert fs.value[i] == pytest.approx(ref[k], rel=1e-3), k
         r = rows[k]
-        assert r["characterisation"] == "EF 3.1" and r["long_term"] == "included"
+        assert r["characterisation"] == "EF 3.1" and r["long_term"] == "included"  # ecoinvent's family name, read as EF 3.1
         assert "Brightway project tiny, database grid, activity 'market for electricity, low voltage' [XX]" in r["source"]
         assert "method ('EF v3.1', " in r["source"]
     # the sub-indicator "climate change: fossil" (CF 100) was not taken for climate change

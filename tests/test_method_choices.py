@@ -51,7 +51,7 @@ def test_bloom_names_a_method_for_every_category_and_its_partial_score() -> None
         should = r["characterisation"] != "EF 3.1" or bool(r["not_modelled"]) or bool(r["not_available"])
         assert (r["name"] in partial) is should, k
         assert (r["name"] in d["single_score"]["partial_reasons"]) is should
-    assert d["impacts"]["ozone_depletion"]["characterisation"] == "EF 3.1"  # USLCI's fuel chains x EF 3.1 (a lower bound)
+    assert d["impacts"]["ozone_depletion"]["characterisation"] == "EF 3.1"  # the open inventory (USLCI x EF 3.1)
     assert d["impacts"]["human_toxicity_cancer"]["characterisation"] == "ILCD 2.0 (2018)"
     assert d["impacts"]["land_use"]["characterisation"] == "EF 3.1"
     assert "characterisation" in d["method"] and d["method"]["long_term_emissions"].startswith("exclude")
@@ -62,10 +62,11 @@ def test_the_method_is_read_per_factor_row() -> None:
     rows = electricity._rows_of("FRA")["ionising_radiation"]
     shares = electricity._mix_of("FRA")[0]
     relabelled = {f: {**r, "characterisation": "EF 3.1"} for f, r in rows.items()}
-    f = electricity._mixed_factor(cat.by_key("ionising_radiation"), relabelled, shares, {})
+    f = electricity._mixed_factor(cat.by_key("ionising_radiation"), relabelled, shares, {}, "FRA")
     assert f.characterisation == "EF 3.1"
     mixed = {**relabelled, "nuclear_TWh": rows["nuclear_TWh"]}
-    assert electricity._mixed_factor(cat.by_key("ionising_radiation"), mixed, shares, {}).characterisation.startswith("mixed")
+    mixed_f = electricity._mixed_factor(cat.by_key("ionising_radiation"), mixed, shares, {}, "FRA")
+    assert mixed_f.characterisation.startswith("mixed")
     assert {r["characterisation"] for r in loader.load_electricity_technologies()} >= {"EF 3.1", "ILCD 2.0 (2018)"}
 
 
@@ -120,7 +121,7 @@ def test_every_dominant_stage_holds_in_90_percent_of_the_draws() -> None:
 
 def test_a_practitioner_file_states_its_method(tmp_path) -> None:
     text = template("FRA")
-    assert "characterisation" in text.splitlines()[5]  # the template carries the open factors' methods
+    assert "characterisation" in text.splitlines()[4]  # the template carries the open factors' methods
     path = tmp_path / "mine.csv"
     path.write_text(text)
     assert load(path).methods[cat.keys().index("land_use")] == "EF 3.1"

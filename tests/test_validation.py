@@ -178,7 +178,7 @@ def stage_table(scenario: str) -> str:
             dom = f"{r.dominant_stage} (its lower bound outweighs the other stages{draws})"
         else:
             dom = f"{r.dominant_stage.replace('_', ' ')} {r.share(r.dominant_stage):.0%}{draws}"
-        use = "not modelled" if "use" in r.not_modelled else f"{r.share('use') or 0:.0%}"
+        use = r.stage_text("use") if r.share("use") is not None or "use" in r.not_modelled else "0%"  # "≥" a bound
         ref = f"{paper[k][0]} {paper[k][1]:.0%}" if k in paper else "not published"
         rows.append(f"| {r.name} | {dom} | {use} | {ref} |")
     return "\n".join(rows)

@@ -49,6 +49,8 @@ class CategoryResult:
     stage_votes: dict[str, float] | None = None  # per stage: share of the Monte Carlo draws in which it is largest
     characterisation: str = ""  # the characterisation method behind the use-phase factor (and the embodied data)
     use_long_term: dict[str, Any] | None = None  # use stage without and with long-term emissions, where they differ
+    lower_bound: tuple[str, ...] = ()  # stages whose value is a labelled lower bound (an inventory covering part of
+    # the chain): their share is a bound too, shown "≥", never as a plain (often 0 %) share
 
     def with_stats(
         self, q: Any, sensitivity: dict[str, Any] | None = None, stage_votes: dict[str, float] | None = None
@@ -114,7 +116,10 @@ class CategoryResult:
         """A stage's share for tables: a percentage, "not modelled", or "n/a"."""
         if stage in self.not_modelled:
             return "not modelled"
-        return pct(self.share(stage))
+        share = self.share(stage)
+        if stage in self.lower_bound and share is not None:
+            return f"≥{pct_sig(share, 2)}"  # a bound, with its digits: never a bare "0%"
+        return pct(share)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +138,7 @@ class CategoryResult:
             "use_long_term": self.use_long_term,
             "not_available": list(self.not_available),
             "not_modelled": list(self.not_modelled),
+            "lower_bound_stages": list(self.lower_bound),
             "sensitivity": self.sensitivity,
         }
 

@@ -274,6 +274,7 @@ class BatchAssessment:
                 r.not_available,
                 r.not_modelled,
                 characterisation=r.characterisation,
+                lower_bound=r.lower_bound,
                 use_long_term=_scaled_long_term(basis.per_kwh.impacts[key].use_long_term, e),
             )
         ref = basis.per_gpu_hour

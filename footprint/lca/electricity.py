@@ -32,6 +32,7 @@ from footprint.errors import FootprintError
 from footprint.lca import categories as cat
 from footprint.lca.database import db
 from footprint.lca.units import Q, UnitParseError
+from lca_data.loader import LOWER_BOUND_SCOPE
 
 if TYPE_CHECKING:  # pragma: no cover
     from footprint.lca.factorset import FactorSet
@@ -47,6 +48,9 @@ EF31 = cat.EF31
 CLIMATE_METHOD = "IPCC AR5 GWP100 (Ember's life-cycle factors, via OWID)"
 WATER_METHOD = EF31  # AWARE 1.2 is the EF 3.1 water-use model
 NOT_MODELLED = "not modelled"
+PARTIAL_CHAIN = LOWER_BOUND_SCOPE  # a technology row whose inventory covers only part of the chain
+PARTIAL_CHAIN_TEXT = "lower bound: inventory covers only part of the chain"
+FILE_BOUND_TEXT = "lower bound (the factor file's column bound: lower)"
 AWARE_BOUNDS = (0.1, 100.0)  # AWARE's own bounds (Boulay et al. 2018): the range where a country has no factor
 
 
@@ -114,6 +118,7 @@ class UseFactors:
     characterisation: tuple[str, ...] = ()  # per category: the characterisation method of the factor
     long_term: tuple[str, ...] = ()  # per category: how the factor treats long-term emissions
     long_term_setting: str = LT_EXCLUDE  # site.long_term_emissions the factors were built for
+    lower_bound: tuple[bool, ...] = ()  # per category: the value is a labelled lower bound (drawn from it up to high)
 
 
 def _codecarbon_file() -> Path:
@@ -310,7 +315,8 @@ def _mix_sum(per: dict[str, dict[str, Any]], shares: dict[str, float]) -> tuple[
 def _mix_quality(per: dict[str, dict[str, Any]], shares: dict[str, float], value: float) -> tuple[str, dict[str, int] | None]:
     """Distribution and data-quality ratings of a mixed value: lognormal when positive (uniform from 0 when it is
     zero by construction); each rating the contribution-weighted mean of the technologies' ratings (EF practice)."""
-    dist = "lognormal" if value > 0 else "uniform"
+    bound = any(r["scope"] == PARTIAL_CHAIN for f, r in per.items() if shares.get(f, 0) > 0)
+    dist = "lognormal" if value > 0 and not bound else "uniform"  # a lower bound: no draw below it
     weights = {f: shares[f] * r["value"] for f, r in per.items() if r.get("dqr") and shares.get(f, 0) > 0}
     total = sum(weights.values())
     if total <= 0:
@@ -352,6 +358,9 @@ def _scope_note(
         else ("direct stack emissions only (no upstream fuel chain, no construction)")
     )
     parts = []
+    bound = sorted(r["technology"] for r in present.values() if r["scope"] == PARTIAL_CHAIN)
+    if bound:
+        parts.append(f"{PARTIAL_CHAIN_TEXT} for {', '.join(bound)} (far below every independent life-cycle estimate)")
     if direct and len(direct) == len(present):
         parts.append(f"{what}: lower bound")
     elif direct:
@@ -565,6 +574,11 @@ NATIONAL_REASON = (
     "national value"
 )
 
+BOUND_REASON = (
+    "central value a labelled lower bound (the open inventory covers only part of the chain), not an estimate the "
+    "national value contests; the range spans the national value"
+)
+
 
 def ill_posed(source: str, category: str, value: float) -> str:
     """Why a national value cannot test a factor ("" where it can): a zero, or a value flat across mixes."""
@@ -606,7 +620,7 @@ def _national_values(code: str, factors: dict[str, ZoneFactor]) -> tuple[dict[st
                 "ratio": ratio,
                 "unit": f.unit,
                 "in_range": f.low is not None and f.high is not None and f.low <= other <= f.high,
-                "note": why or NATIONAL_REASON,
+                "note": why or (BOUND_REASON if PARTIAL_CHAIN_TEXT in f.scope else NATIONAL_REASON),
             }
         )
     return factors, out
@@ -628,7 +642,10 @@ def _from_set(fs: FactorSet, long_term: str) -> UseFactors:
     long-term treatment is the file's, whatever site.long_term_emissions says (stated as such)."""
     n = len(cat.keys())
     nm = fs.not_modelled or (False,) * n
-    scope = tuple(src if off else "" for src, off in zip(fs.row_sources, nm, strict=True))  # why, for the report
+    bound = fs.lower_bound or (False,) * n
+    scope = tuple(
+        src if off else (FILE_BOUND_TEXT if b else "") for src, off, b in zip(fs.row_sources, nm, bound, strict=True)
+    )  # why, for the report
     return UseFactors(
         fs.value.copy(),
         fs.low.copy(),
@@ -641,6 +658,8 @@ def _from_set(fs: FactorSet, long_term: str) -> UseFactors:
         characterisation=fs.methods or ("not stated",) * n,
         long_term=("as in the user's file",) * n,
         long_term_setting=long_term,
+        distribution=tuple("uniform" if b else "" for b in bound),  # a bound: no draw below it
+        lower_bound=bound,
     )
 
 
@@ -694,6 +713,7 @@ def _open_factors(grid: str, ci: float | None, ewif: float | None, long_term: st
         tuple(methods),
         lt,
         long_term,
+        tuple(PARTIAL_CHAIN_TEXT in (z.factors[k].scope or "") and not (k == "climate_change" and ci is not None) for k in keys),
     )
 
 

@@ -467,6 +467,7 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
     total = float(sum(v for v in by_stage.values() if v is not None))
     keys = cat.keys()
     method = inp.uf.characterisation[keys.index(c.key)] if c.key in keys and inp.uf.characterisation else ""
+    bound = c.key in keys and bool(inp.uf.lower_bound) and inp.uf.lower_bound[keys.index(c.key)]
     return CategoryResult(
         c.key,
         c.name,
@@ -479,6 +480,7 @@ def _category(c: cat.Category, inp: Inputs, alloc: float, facility: float, w: Wo
         tuple(not_available),
         not_modelled=tuple(not_modelled),
         characterisation=method,
+        lower_bound=("use",) if bound else (),
     )
 
 

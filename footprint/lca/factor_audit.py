@@ -136,6 +136,9 @@ def _audit_summary() -> list[str]:
         by_cat.setdefault(category.replace("_", " "), []).append(tech)
     techs = loader.load_electricity_technologies() + loader.load_electricity_zone_technologies()
     dist = {d: sum(1 for r in techs if r["distribution"] == d) for d in ("lognormal", "uniform")}
+    bound_rows = [r for r in techs if r["scope"] == electricity.PARTIAL_CHAIN]
+    bounds = sorted({f"{r['technology']} {r['category'].replace('_', ' ')}" for r in bound_rows})
+    water = dist["uniform"] - len(bound_rows)
     return [
         f"- {len(factors)} technology x category factors ({len(loader.load_electricity_technologies())} generic, "
         f"{len(loader.load_electricity_zone_technologies())} zone rows), {len(rows)} audit rows "
@@ -144,7 +147,9 @@ def _audit_summary() -> list[str]:
         f"- {two} factors have at least two independent sources; {len(factors) - two} rest on one source "
         "(their P rating is 4, and the audit lists them).",
         f"- Distributions: {dist['lognormal']} lognormal (central value strictly inside its 95 % range), "
-        f"{dist['uniform']} uniform (operational water of wind, 0 L/kWh: not an EF category).",
+        f"{dist['uniform']} uniform: {water} operational water of wind (0 L/kWh: not an EF category), "
+        f"{len(bounds)} lower bounds from the bound up to the highest source (the open inventory covers only part of "
+        f"the chain: {', '.join(bounds)}).",
         f"- {len(missing)} technology x category pairs have no open life-cycle value (lca_data/electricity_not_modelled.csv: "
         "zero by construction from direct emissions alone, never shipped as a 0 central value): missing in a zone's "
         "mix, whose factor is then the rest of the mix, labelled a lower bound (not modelled where nothing is left): "

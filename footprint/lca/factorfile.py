@@ -14,7 +14,9 @@ Every one of the 16 categories appears exactly once; ``value`` is a number or ``
 ``unit`` is any unit convertible to the category's unit per kWh (g CO2 eq/kWh, kg CO2 eq/MWh ...);
 ``low``/``high`` (optional, in the same unit) bound the Monte Carlo range; ``source`` is required;
 ``characterisation`` (optional) names the method behind the value ("EF 3.1", "ILCD 2.0 (2018)" ...): only a row
-saying "EF 3.1" counts as EF 3.1 in the single score, an empty one is "not stated (user's factor file)". Values
+saying "EF 3.1" counts as EF 3.1 in the single score, an empty one is "not stated (user's factor file)";
+``bound`` (optional) "lower" marks a value that is a lower bound (drawn uniform from it up to ``high``, its stage share
+shown "≥"), as the open factors' ozone depletion (an inventory covering only part of the chain). Values
 are finite and not negative (a negative per-kWh factor would turn the use phase into a credit: no
 electricity dataset we know has one, and a sign error is far likelier).
 """
@@ -82,6 +84,7 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
     val, lo, hi = (np.full(n, np.nan) for _ in range(3))
     srcs = [""] * n
     methods = [METHOD_NOT_STATED] * n
+    bound = [False] * n
     seen: dict[str, int] = {}
     line_of_row = _data_lines(text)
     for i, raw in enumerate(raw_rows):
@@ -98,6 +101,9 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
             raise _err(name, f"{where}, column 'source'", "empty: say where the factor comes from")
         srcs[j] = row["source"]
         methods[j] = cat.method_name(row.get("characterisation") or "") or METHOD_NOT_STATED
+        if row.get("bound", "").lower() not in ("", "lower"):
+            raise _err(name, f"{where}, column 'bound'", f"expected 'lower' or empty, got {row['bound']!r}")
+        bound[j] = row.get("bound", "").lower() == "lower"
         if row.get("value", "").lower() in NOT_AVAILABLE:
             continue
         target = f"{cat.by_key(key).unit}/kWh"
@@ -120,7 +126,7 @@ def load(path: str | Path, scenario: str | None = None) -> FactorSet:
     absent = [k for k in keys if k not in seen]
     if absent:
         raise _err(name, "category", f"no row for {', '.join(absent)}: give all 16 categories (value n/a where you have none)")
-    return FactorSet(str(p), val, lo, hi, tuple(srcs), methods=tuple(methods))
+    return FactorSet(str(p), val, lo, hi, tuple(srcs), methods=tuple(methods), lower_bound=tuple(bound))
 
 
 def _data_lines(text: str) -> list[int]:
@@ -132,6 +138,7 @@ def _data_lines(text: str) -> list[int]:
 def template(zone: str = "FRA") -> str:
     """A filled-in factor file: the open factors of ``zone`` in the file format, to replace row by row
     with licensed data (``python -m footprint.lca.factorfile FRA > my_grid.csv``)."""
+    from footprint.lca.electricity import PARTIAL_CHAIN_TEXT
     from footprint.lca.electricity import zone as zone_of
     from footprint.lca.units import display_unit
 
@@ -147,11 +154,13 @@ def template(zone: str = "FRA") -> str:
         f = z.factors[c.key]
         unit = f"{display_unit(c.unit)}/kWh"
         if f.value is None:
-            rows.append([c.key, "n/a", unit, "", "", "footprint open factors: none", f.characterisation, f.note])
+            rows.append([c.key, "n/a", unit, "", "", "footprint open factors: none", f.characterisation, f.note, ""])
             continue
         src = f"footprint open factors for {z.code}: " + ", ".join(f.sources)
-        rows.append([c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.characterisation, f.scope or f.note])
-    write_rows(buf, rows)
+        bound = "lower" if PARTIAL_CHAIN_TEXT in (f.scope or "") else ""
+        row = [c.key, f"{f.value:.6g}", unit, f"{f.low:.6g}", f"{f.high:.6g}", src, f.characterisation, f.scope or f.note]
+        rows.append([*row, bound])
+    write_rows(buf, rows, ("bound",))
     return buf.getvalue()
 
 
@@ -161,7 +170,8 @@ def header_lines(origin: str) -> str:
         "# footprint electricity factors: per-kWh impacts of the electricity a site draws, one row per EF 3.1 category.\n"
         "# Use it with `site.electricity_factors: this_file.csv` (paths relative to the current directory or the scenario).\n"
         "# Columns: category (EF 3.1 key, all 16 once), value (a number per kWh, or n/a), unit (any unit convertible to the\n"
-        "# category's unit per kWh), low/high (optional: Monte Carlo range), source (required), characterisation, note.\n"
+        "# category's unit per kWh), low and high (optional, same unit: the Monte Carlo range), source (required),\n"
+        "# characterisation (optional: the method behind the value, e.g. EF 3.1), note, bound (optional: lower).\n"
         + "".join(f"# {line}\n" for line in origin.splitlines())
     )
 

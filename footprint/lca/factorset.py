@@ -24,6 +24,7 @@ class FactorSet:
     title: str = ""  # a named set that is not a file (site.electricity_factors: ademe)
     not_modelled: tuple[bool, ...] = ()  # per category: the set's source has no factor (value NaN), not merely n/a
     methods: tuple[str, ...] = ()  # the characterisation method the file states per category (column characterisation)
+    lower_bound: tuple[bool, ...] = ()  # per category: the file says the value is a lower bound (column bound: lower)
 
     @property
     def label(self) -> str:

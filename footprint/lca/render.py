@@ -98,7 +98,7 @@ NORMALISATION_NOTE = PE_NOTE + " Weighting into one score is a value choice (EF 
 #: What a "not modelled" cell means, for every face that shows one (table, Markdown, report methods, dashboard).
 NOT_MODELLED = (
     "no open factor for any technology of the electricity mix (no share is then given); a partly covered mix is a "
-    "lower bound (notes)"
+    "lower bound (notes); ≥ = the stage is a lower bound (its open inventory covers only part of the chain)"
 )
 
 

@@ -475,7 +475,7 @@ def _compare_html(sections: list[Section]) -> str:
         rows.append(
             [c.name, display_unit(c.unit)]
             + [
-                f"{num(s.assessment.impacts[c.key].total)} ({pct(s.assessment.impacts[c.key].share('use'))} use)"
+                f"{num(s.assessment.impacts[c.key].total)} ({s.assessment.impacts[c.key].stage_text('use')} use)"
                 for s in sections
             ]
         )

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from lca_data.loader import load_sources
 from lca_data.tools import write_csv
-from lca_data.tools.electricity_quality import quality
+from lca_data.tools.electricity_quality import LOWER_BOUND, quality
 
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_SRC = HERE.parent.parent / "shared" / "reference" / "electricity"
@@ -669,7 +669,7 @@ def _prefer_inventory(factors: dict[tuple[str, str], Factor], path: Path | None 
         note += f"coverage {r['coverage'] or 'n/a'}; {r['note']}"
         year = int(r["data_year"]) if r["data_year"] else None  # the data's own year (2002 ...), not the release's
         note += f"; data year {year}" if year else "; data year not stated"
-        f = InventoryFactor(r["technology"], r["category"], float(r["value"]), S_INVENTORY, "life_cycle", note, year=year)
+        f = InventoryFactor(r["technology"], r["category"], float(r["value"]), S_INVENTORY, r["scope"], note, year=year)
         f.upstream, f.characterisation, f.long_term = float(r["upstream"]), r["characterisation"], r["long_term"]
         f.variants += [float(v["value"]) for v in rows if v["role"] == "variant" and (v["technology"], v["category"]) == key]
         if old is not None:
@@ -677,6 +677,32 @@ def _prefer_inventory(factors: dict[tuple[str, str], Factor], path: Path | None 
                 f.seconds.append((old.value, old.source, f"the factor before the open inventory: {old.note}"))
             f.seconds += old.seconds  # its independent cross-checks (ecoinvent 3.5 ...) check the new factor
         factors[key] = f
+    _partial_chain(factors)
+
+
+PARTIAL_CHAIN = LOWER_BOUND  # the inventory's scope where it covers only part of the chain (or of its flows)
+
+
+def _partial_chain(factors: dict[tuple[str, str], Factor]) -> None:
+    """Where the open inventory lies more than 3x below every independent life-cycle estimate of every technology
+    that has one, it covers only part of the category's chain (USLCI's ozone depletion: carbon tetrachloride only,
+    10^3-10^5x below ecoinvent 3.5): each of its factors in the category is then a lower bound (issue 29: a lower
+    bound is labelled a bound, never the central estimate; no consensus is formed with it, and its range runs from
+    it to the highest source)."""
+    inventory = [f for f in factors.values() if isinstance(f, InventoryFactor)]
+    for category in dict.fromkeys(f.category for f in inventory):
+        rows = [f for f in inventory if f.category == category]
+        tested = [(f, _independent(f)) for f in rows if _independent(f)]
+        if not tested or not all(v > CONTESTED_RATIO * f.value for f, ind in tested for v, _, _ in ind):
+            continue
+        ratios = [v / f.value for f, ind in tested for v, _, _ in ind]
+        checked = ", ".join(f"{f.tech}" for f, _ in tested)
+        why = (
+            f"lower bound: inventory covers only part of the chain (more than {CONTESTED_RATIO:g}x below every "
+            f"independent life-cycle estimate, {min(ratios):,.0f}-{max(ratios):,.0f}x for {checked})"
+        )
+        for f in rows:
+            f.scope, f.note = PARTIAL_CHAIN, f"{why}; {f.note}"
 
 
 class InventoryFactor(Factor):

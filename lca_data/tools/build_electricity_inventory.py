@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from lca_data.loader import LOWER_BOUND_SCOPE
 from lca_data.tools import write_csv
 
 HERE = Path(__file__).resolve().parents[1]
@@ -415,7 +416,7 @@ def _row(
     tech: str, process: str, key: str, score: float, direct: float, coverage: float | None, chain: tuple[int, int, list[str]]
 ) -> dict:
     lower = coverage is not None and coverage < 0.995
-    scope = "life_cycle_lower_bound" if lower else "life_cycle"
+    scope = LOWER_BOUND_SCOPE if lower else "life_cycle"
     n, cut, names = chain
     note = f"USLCI life cycle over a {n}-process supply chain; {cut} inputs cut off (USLCI CUTOFF or no USLCI provider"
     note += f": {'; '.join(names[:6])}{' ...' if len(names) > 6 else ''})" if names else ")"

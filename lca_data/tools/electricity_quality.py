@@ -43,6 +43,7 @@ REFERENCE_YEAR = 2023  # year of codecarbon's generation mix
 # the one table the engine's embodied and host factors read too
 U = {k: tuple(float(x) for x in v) for k, v in loader.load_data_quality()["pedigree"].items() if k != "source"}
 U_BASIC = 1.05
+LOWER_BOUND = loader.LOWER_BOUND_SCOPE  # an inventory covering only part of the chain: its value is a lower bound
 Z95 = 1.959964
 
 
@@ -100,7 +101,9 @@ def quality(
     if sources_spread is not None:
         p = max(p, precision(sources_spread, len(seconds)))
     ratings = {"ter": ter(scope), "ger": ger(source, zone, scope), "tir": tir(year), "p": p}
-    if central > 0:
+    if scope == LOWER_BOUND and central > 0:  # a bound: nothing below it, any value up to the highest source
+        low, high, dist, gsd = central, max([central, *variants, *seconds]), "uniform", None
+    elif central > 0:
         k_lo, k_hi = (k95(spread(central, [*variants, *seconds], side), ratings) for side in (-1, 1))
         low, high, dist, gsd = central / k_lo, central * k_hi, "lognormal", math.exp(math.log(max(k_lo, k_hi)) / Z95)
     else:
