@@ -232,7 +232,7 @@ def import_log(args: argparse.Namespace) -> int:
     if problems:  # the plausibility table (footprint.bounds): refused whole, nothing written
         raise FootprintError(f"{problems[0]} (nothing written)", args.file)
     record["name"] = shown(record.get("name") or out.resolve().name)
-    with atomic_dir(out, replace=out.is_dir()) as tmp:  # built whole beside it, then renamed into place
+    with atomic_dir(out) as tmp:  # claimed (one of N concurrent imports wins), built whole beside it, renamed in
         if series is not None:
             record["samples"] = write_log_samples(tmp, record, series)
         runrecord.write_json(tmp / "run.json", record)
@@ -260,6 +260,7 @@ def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, t
     import numpy as np
 
     from meters.base import DeviceInfo, DeviceSample
+    from meters.importers import interval_energy, split_gap_s
     from meters.journal import JournalWriter
     from meters.segments import Retention
 
@@ -281,7 +282,7 @@ def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, t
     ts, idx, energy, power = [], [], [], []
     for i, u in enumerate(keys):
         t, p = (np.asarray(x, dtype=float) for x in series[u])
-        cum = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
+        cum = np.concatenate([[0.0], np.cumsum(interval_energy(t, p, split_gap_s(t))[0])])  # gaps not bridged
         ts.append(t)
         idx.append(np.full(len(t), i))
         energy.append(cum)
@@ -333,11 +334,16 @@ def from_nvidia_smi(
         series = power_series(df, df.attrs.get("power_column") or "power_w")
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not an nvidia-smi CSV log this importer understands ({exc})", str(path)) from None
+    dropped = df.attrs.get("dropped") or {}
+    left_out = "; ".join(f"{n:,} {why}" for why, n in dropped.items())
     if not any(_imported_energy(r["energy_j"]) is not None for r in per_device.values()):
+        why = f" (lines left out: {left_out})" if left_out else ""
         raise FootprintError(
-            "no device has two timestamped readings with a power value: no energy to import (nothing written)", str(path)
+            "no device has two timestamped readings with a power value close enough in time to integrate: no energy "
+            f"to import{why} (nothing written)",
+            str(path),
         )
-    devices, notes = [], []
+    devices, notes = [], [f"lines of the log left out: {left_out}"] if left_out else []
     if gpu:
         from footprint.lca.database import db
 
