@@ -388,9 +388,9 @@ def _fold_het(job: str, parts: list[SlurmJob]) -> SlurmJob:
 
 
 def read_sacct(path: str | Path, tz: tzinfo, delimiter: str = "|") -> SacctResult:
-    p = Path(path)
-    if not p.is_file():
-        raise FootprintError("no such sacct file", str(p))
+    from footprint.inputs import check_file
+
+    p = check_file(path, "sacct file")  # missing, a directory, or a named pipe that would block the read
     if p.stat().st_size > MAX_SACCT_BYTES:
         raise FootprintError(f"larger than {MAX_SACCT_BYTES} bytes: split the sacct export by time", str(p))
     try:

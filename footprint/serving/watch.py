@@ -23,7 +23,6 @@ import socket
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,11 @@ MAX_TIME_S = 253402300799.0  # 9999-12-31: a later window end is damage
 
 
 def fetch_url(url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (the user's own server)
-        return r.read(MAX_BODY).decode("utf-8", "replace")
+    """The server's /metrics text: bounded, within `timeout` overall, redirects only to the same host
+    (`footprint.http.get_text`)."""
+    from footprint.http import get_text
+
+    return get_text(url, timeout, MAX_BODY)
 
 
 class Watcher:
@@ -94,10 +96,11 @@ class Watcher:
     def _scrape(self) -> None:
         try:
             text = self.fetch(self.url)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, FootprintError) as exc:
             self.errors += 1
             if self.engines is None:
-                raise FootprintError(f"cannot scrape {self.url}: {exc}", key="--metrics-url") from None
+                why = exc.detail if isinstance(exc, FootprintError) else exc
+                raise FootprintError(f"cannot scrape {self.url}: {why}", key="--metrics-url") from None
             return
         rows = list(parse(text.splitlines(), self.url, now=self.clock()))
         if self.engines is None:
@@ -234,6 +237,9 @@ def read_windows(path: Path) -> list[dict[str, Any]]:
     seen: set[int] = set()
     if not path.exists():
         return lines
+    from footprint.inputs import check_file
+
+    check_file(path, "windows journal")  # a named pipe planted there would block the read
     with path.open(encoding="utf-8", errors="replace") as fh:
         for n, raw in enumerate(fh, 1):
             raw = raw.strip()
@@ -312,10 +318,10 @@ def build_record(out: Path, site: Any) -> Path:
 
 def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: float | None, site: Any) -> Path:
     """Watch until Ctrl-C, SIGTERM or ``duration_s``; then rebuild the record from every window written."""
+    from footprint.http import check_url
     from footprint.outputs import check_dir_target
 
-    if not url.startswith(("http://", "https://")):  # urllib also opens file:// and ftp://: never a /metrics
-        raise FootprintError(f"expected an http:// or https:// URL, got {url[:100]!r}", key="--metrics-url")
+    check_url(url, "--metrics-url")  # http(s) only (never file://), a host the HTTP stack can send
     check_dir_target(out)
     earlier = read_windows(out / "windows.jsonl")  # a damaged journal or another --window: said now, not at the end
     if earlier and earlier[0]["window_s"] != window_s:
