@@ -52,7 +52,7 @@ class Deadline:
 
 
 def _shutdown(conn: Any) -> None:
-    sock = getattr(conn, "sock", None)
+    sock = conn if isinstance(conn, socket.socket) else getattr(conn, "sock", None)
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
@@ -83,15 +83,25 @@ def _pools() -> dict[str, Any]:
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-    class Conn(HTTPConnection):
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            _register(self)
-            return super().request(*args, **kwargs)
+    class Registering:
+        # the socket itself is registered (http.client drops the connection's reference once a response that ends
+        # with the connection has begun), when made and when a kept-alive one is reused
+        sock: Any
 
-    class TLSConn(HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()  # type: ignore[misc]
+            _register(self.sock)
+
         def request(self, *args: Any, **kwargs: Any) -> Any:
-            _register(self)
-            return super().request(*args, **kwargs)
+            if self.sock is not None:
+                _register(self.sock)
+            return super().request(*args, **kwargs)  # type: ignore[misc]
+
+    class Conn(Registering, HTTPConnection):
+        pass
+
+    class TLSConn(Registering, HTTPSConnection):
+        pass
 
     class Pool(HTTPConnectionPool):
         ConnectionCls = Conn
@@ -182,7 +192,8 @@ def _get(url: str, timeout_s: float) -> tuple[Any, Any]:
     parts = urlsplit(url)
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = cls(parts.hostname, parts.port, timeout=timeout_s)
-    _register(conn)  # its socket is shut down at the deadline
+    conn.connect()
+    _register(conn.sock)  # shut down at the deadline (the socket itself: the response keeps it, the connection not)
     conn.request("GET", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), headers={"Accept": "text/plain"})
     return conn, conn.getresponse()
 
