@@ -453,7 +453,7 @@ def iter_samples(
 
     from meters.segments import COLUMNS, dict_array
 
-    run_dir = Path(run_dir)
+    run_dir = _run_dir(run_dir)
     want = list(columns or ("rank", "host", *COLUMNS))
     inner = [c for c in want if c not in ("rank", "host")]
     lo, hi = t_range or (None, None)
@@ -515,6 +515,18 @@ def _legacy_tables(
         raise FootprintError(f"cannot read {LEGACY_SAMPLES} ({exc})", str(path)) from None
 
 
+def _run_dir(run_dir: str | Path) -> Path:
+    """A run directory that exists, or one error: `read_samples('nope')` is a mistake, not an empty run."""
+    p = Path(run_dir)
+    if not p.is_dir():
+        raise FootprintError("no such run directory" if not p.exists() else "not a directory, expected a run directory", str(p))
+    return p
+
+
+#: Time buckets a power timeline may ask for: a plot is a few thousand pixels wide; memory is devices x buckets.
+MAX_BUCKETS = 100_000
+
+
 def read_samples(run_dir: str | Path, **kwargs: Any) -> pd.DataFrame:
     """`iter_samples` gathered into one DataFrame: ask for the span, devices and columns you need (a 30-day run
     read whole at full resolution is what the segments exist to avoid)."""
@@ -561,9 +573,11 @@ def power_timeline(
     any run length, and no pandas (a report process stays small)."""
     import pyarrow as pa
 
+    from footprint.inputs import finite_number
     from meters.store import downsample
 
-    span = sample_span(run_dir)
+    buckets = int(finite_number(buckets, "buckets", str(run_dir), 1, MAX_BUCKETS, what="a whole number of buckets"))
+    span = sample_span(_run_dir(run_dir))
     if span is None:
         return pa.table({c: pa.array([], pa.float64()) for c in TIMELINE_COLUMNS})
     lo, hi = span
