@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.escaping import shown
 from footprint.tracking import runrecord
 from footprint.tracking.stepcount import SOURCE
 from footprint.tracking.tracker import ATTACHED_DIR, PARENT_ENV, rank_mfu
@@ -34,6 +36,20 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
         site["pue"] = check("site.pue", pue, label="--pue")
     return site or None
+
+
+def _check_runnable(program: str) -> None:
+    """The command's program as the child's exec would find it (a path, or a name on PATH), executable; else one
+    error before anything is recorded."""
+    where = program if os.sep in program else shutil.which(program)
+    if where is None:
+        raise FootprintError(f"cannot start {shown(program)!r}: not found on PATH", key="cmd")
+    if not os.path.isfile(where):
+        why = "no such file" if not os.path.exists(where) else "not a file"
+        raise FootprintError(f"cannot start {shown(program)!r}: {why}", key="cmd")
+    if not os.access(where, os.X_OK):
+        why = "not executable (chmod +x, or run it with its interpreter)"
+        raise FootprintError(f"cannot start {shown(program)!r}: {why}", key="cmd")
 
 
 def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | None = None) -> int:
@@ -54,6 +70,7 @@ def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | N
     if args.name is not None and (why := check_name(args.name)):
         raise FootprintError(f"{why}: it names the run's directory inside --output-dir", key="--name")
     site = _site(args.grid, args.pue)
+    _check_runnable(cmd[0])  # before any run directory exists: `footprint run -- ./nope` leaves no record
     with Supervisor() as sup:  # before the tracker's threads start: they inherit the blocked signals
         tracker = Tracker(name=args.name, output_dir=args.output_dir, site=site, period_s=args.period, handle_sigterm=False)
         os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
@@ -61,9 +78,11 @@ def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | N
         exporter = exporter_for(tracker) if exporter_for is not None else None
         try:
             proc = sup.spawn(cmd, child_env(tracker.run_dir, getattr(args, "count_steps", False)))
-        except OSError as exc:
+        except OSError as exc:  # it vanished or changed since it was checked: nothing ran, so no record is left
             tracker.stop()
-            raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
+            if tracker.run_dir is not None:
+                shutil.rmtree(tracker.run_dir, ignore_errors=True)
+            raise FootprintError(f"cannot start {shown(cmd[0])!r}: {exc.strerror}", key="cmd") from None
         try:
             code = sup.wait(proc)
         finally:

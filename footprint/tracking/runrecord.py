@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from footprint.errors import FootprintError
+from footprint.escaping import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -703,15 +705,16 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
     from footprint.bounds import clean_site
 
     site, site_notes = clean_site(h.get("site"))  # a journal header is not trusted: the plausibility table applies
+    fields, field_notes = header_fields(h)
     rec = {
-        "rank": h.get("rank") if isinstance(h.get("rank"), int) else _rank_of(jp),
-        "local_rank": h.get("local_rank", 0),
-        "world_size": h.get("world_size", 1),
-        "host": h.get("host"),
-        "pid": h.get("pid"),
-        "name": h.get("name"),
+        "rank": fields["rank"] if fields["rank"] is not None else _rank_of(jp),
+        "local_rank": fields["local_rank"] or 0,
+        "world_size": fields["world_size"] or 1,
+        "host": fields["host"],
+        "pid": fields["pid"],
+        "name": fields["name"],
         "site": site,
-        "slurm": h.get("slurm"),
+        "slurm": fields["slurm"],
         "start_unix": start_unix,
         "end_unix": (start_unix + duration) if start_unix is not None else None,
         "duration_s": duration,
@@ -729,9 +732,43 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         + (["journal ended with a torn line"] if j.torn_tail else [])
         + ([f"journal: {j.bad_lines} damaged line(s) skipped"] if j.bad_lines else [])
         + store.notes
-        + [f"journal header: {n}" for n in site_notes],
+        + [f"journal header: {n}" for n in site_notes + field_notes],
     }
     return clean_record(rec, str(jp))
+
+
+#: The ranks, processes and hosts a journal header may name (more is damage): MAX_RECORD_DEVICES ranks, Linux's
+#: pid_max (2^22), a host name of at most 253 characters (RFC 1035).
+_HEADER_INTS = {"rank": 100_000, "local_rank": 100_000, "world_size": 100_000, "pid": 1 << 22}
+
+
+def header_fields(h: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A journal header's rank, local_rank, world_size, pid, host, name and slurm as `recover` may copy them (a
+    header is not trusted: it may be damaged or written by hand): numbers whole and in range, the name a plain run
+    name, the host a host name, slurm a mapping of short texts; anything else is left out with a note."""
+    from footprint.outputs import check_name
+
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for k, hi in _HEADER_INTS.items():
+        v = h.get(k)
+        ok = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= hi
+        out[k] = v if ok else None
+        if v is not None and not ok:
+            notes.append(f"{k} {str(v)[:40]!r} is not a whole number from 0 to {hi:,}: left out")
+    name, host, slurm = h.get("name"), h.get("host"), h.get("slurm")
+    out["name"] = name if name is None or check_name(name) is None else None
+    if out["name"] is None and name is not None:
+        notes.append(f"name: {check_name(name)}: left out (the directory's name is used)")
+    host_ok = isinstance(host, str) and 0 < len(host) <= 253 and re.fullmatch(r"[\w.:-]+", host) is not None
+    out["host"] = host if host_ok else None
+    if host is not None and not host_ok:
+        notes.append(f"host {shown(str(host)[:40])!r} is not a host name: left out")
+    slurm_ok = isinstance(slurm, dict) and all(isinstance(v, str) and len(v) <= 1000 for v in slurm.values())
+    out["slurm"] = {str(k): shown(v) for k, v in slurm.items()} if slurm_ok else None
+    if slurm is not None and not slurm_ok:
+        notes.append("slurm: not a mapping of texts: left out")
+    return out, notes
 
 
 def host_info() -> dict[str, Any]:
