@@ -33,9 +33,11 @@ from footprint.errors import FootprintError
 from footprint.serving import engines as eng
 from footprint.serving.scrape import parse
 from footprint.serving.telemetry import ENGINE_COLS, GPU_COLS, HOST_COLS, PLACE_COLS, Telemetry, model_of
+from meters.importers import MAX_DEVICE_POWER_W
 
 MAX_BODY = 20_000_000
 MAX_TIME_S = 253402300799.0  # 9999-12-31: a later window end is damage
+MAX_COUNT = 1e18  # requests or tokens in one window: the plausibility table's most tokens of a whole training run
 
 
 def fetch_url(url: str, timeout: float = 5.0) -> str:
@@ -133,7 +135,9 @@ class Watcher:
         engines = {}
         for k, c in self.counters.items():
             s = self.start_counters.get(k, {})
-            engines[f"{k[0]}|{k[1]}"] = {f: (v - s[f] if f in s and v >= s[f] else v) for f, v in c.items()}
+            rise = {f: (v - s[f] if f in s and v >= s[f] else v) for f, v in c.items()}
+            # a server's negative, NaN or 1e300 counter is not written: the line stays one a reader accepts
+            engines[f"{k[0]}|{k[1]}"] = {f: v for f, v in rise.items() if _count(v) <= MAX_COUNT}
         line = json.dumps(
             {
                 "start": self.window_start,
@@ -275,12 +279,20 @@ def _check_window(x: Any, where: str, window_s: float | None, file: str) -> dict
             f"{where}: window_s",
         )
     gpus, engines = x.get("gpus"), x.get("engines")
+    most_j = MAX_DEVICE_POWER_W * w_s  # no GPU draws more: 1e300 J in a window is damage
     ok_gpus = isinstance(gpus, dict) and all(
-        isinstance(v, list) and len(v) == 3 and _count(v[2]) == _count(v[2]) for v in gpus.values()
+        isinstance(v, list) and len(v) == 3 and _count(v[2]) <= most_j for v in gpus.values()
     )
-    if not ok_gpus or not isinstance(engines, dict) or not all(isinstance(d, dict) for d in engines.values()):
+    ok_engines = isinstance(engines, dict) and all(
+        isinstance(d, dict) and all(_count(c) <= MAX_COUNT for c in d.values()) for d in engines.values()
+    )
+    if not ok_gpus or not ok_engines:
         key = "gpus" if not ok_gpus else "engines"
-        want = "{uuid: [index, name, joules >= 0]}" if key == "gpus" else "{engine|model: {counter: value}}"
+        want = (
+            f"{{uuid: [index, name, joules >= 0 and at most {most_j:g}]}}"
+            if key == "gpus"
+            else f"{{engine|model: {{counter: a count from 0 to {MAX_COUNT:g}}}}} (not NaN, negative or 1e300)"
+        )
         raise FootprintError(f"expected {want}", file, f"{where}: {key}")
     x.setdefault("host", "?")
     return x
