@@ -402,6 +402,39 @@ def _rank_of(path: Path) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
+def against_journal(record: dict[str, Any], run_dir: str | Path) -> list[str]:
+    """Correct, in `record`, what contradicts the run's own journal (the evidence the meters wrote as they went; a
+    run.json may be edited or damaged): steps, tokens or FLOPs below the journals' last progress events (a run cannot
+    count less than it already flushed), a duration longer than the samples by more than a minute and 10 %. The
+    journal's value is used and a note says so. Cheap: the journals' headers and progress events, the newest
+    readings only."""
+    from meters.journal import read_journal
+
+    notes: list[str] = []
+    counted: dict[str, float] = {"steps": 0.0, "tokens": 0.0, "flops": 0.0}
+    for jp in journals(Path(run_dir)):
+        try:
+            progress = read_journal(jp, samples=False).progress or {} if jp.is_file() else {}
+        except Exception:  # noqa: BLE001 - a damaged journal is no evidence: nothing is corrected from it
+            continue
+        for k in counted:
+            counted[k] += finite_or_none(progress.get(k)) or 0.0
+    for k, logged in counted.items():
+        stated = finite_or_none(record.get(k))
+        if logged > 0 and (stated is None or stated < logged):
+            notes.append(f"run.json's {k} ({stated}) is below the {logged:.6g} its journals counted: the journals' value is used")
+            record[k] = int(logged) if k != "flops" else logged
+    span = sample_span(Path(run_dir))
+    stated = finite_or_none(record.get("duration_s"))
+    if span is not None and stated is not None and stated > span[1] * 1.1 + 60:
+        notes.append(
+            f"run.json's duration ({stated:.6g} s) is longer than the {span[1]:.6g} s its samples cover: the samples' "
+            "duration is used"
+        )
+        record["duration_s"] = span[1]
+    return notes
+
+
 def journals(run_dir: Path) -> list[Path]:
     """Each rank's journal (the tail of its samples; the whole run for runs recorded before segments), also
     where only its segments are left (a kill in the instant of a roll on a filesystem without hard links)."""

@@ -16,7 +16,7 @@ from typing import Any
 from footprint.errors import ScenarioError
 from footprint.lca.assessment import pct_sig
 from footprint.lca.workload import Workload, apply_overrides, gpu_groups, run_scenario, workload_from_dict
-from footprint.tracking.runrecord import clean_record, read_record
+from footprint.tracking.runrecord import against_journal, clean_record, read_record
 from footprint.tracking.story import training_story
 
 __all__ = ["energy_notes", "workload_from_run"]
@@ -57,6 +57,8 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         path = Path(target)
         path = path / "run.json" if path.is_dir() else path
         record, file = read_record(path), str(path)
+        record.setdefault("notes", [])
+        record["notes"] = [*record["notes"], *against_journal(record, path.parent)]  # the journal is the evidence
     data = apply_overrides(run_scenario(record), sets or [], file, flag)
     gpus = [d for d in record.get("devices", []) if d.get("component", "gpu") == "gpu"]
     if not data["hardware"].get("gpu"):
