@@ -105,7 +105,10 @@ def _secret(path: str, what: str) -> str:
     """A secret from a file: bounded, UTF-8, one printable line (a binary file is refused, never sent)."""
     from footprint.inputs import check_file
 
-    p = check_file(path, f"{what} file")  # a named pipe would block the read forever
+    try:
+        p = check_file(path, f"{what} file")  # a named pipe would block the read forever
+    except FootprintError as exc:
+        raise PrometheusError(f"cannot read the {what} file ({exc.detail})", str(path)) from None
     try:
         with p.open("rb") as f:
             raw = f.read(MAX_SECRET_BYTES + 1)

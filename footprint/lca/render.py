@@ -143,7 +143,7 @@ def to_markdown(a: Assessment) -> str:
     if sens:
         out += ["", "## What drives the uncertainty", "", SENSITIVITY_NOTE, ""]
         out += ["| " + " | ".join(sens[0]) + " |", "|" + "---|" * len(sens[0])]
-        out += ["| " + " | ".join(md_text(v) for v in r.values()) + " |" for r in sens]
+        out += ["| " + " | ".join(r.values()) + " |" for r in sens]
     groups = note_groups(a)
     if groups:
         out += ["", "## Notes: scope, contested data and warnings", ""]

@@ -417,8 +417,9 @@ def against_journal(record: dict[str, Any], run_dir: str | Path) -> list[str]:
             progress = read_journal(jp, samples=False).progress or {} if jp.is_file() else {}
         except Exception:  # noqa: BLE001 - a damaged journal is no evidence: nothing is corrected from it
             continue
-        for k in counted:
-            counted[k] += finite_or_none(progress.get(k)) or 0.0
+        for k in counted:  # every rank counts the job's steps; tokens and FLOPs are each rank's own, summed
+            v = finite_or_none(progress.get(k)) or 0.0
+            counted[k] = max(counted[k], v) if k == "steps" else counted[k] + v
     for k, logged in counted.items():
         stated = finite_or_none(record.get(k))
         if logged > 0 and (stated is None or stated < logged):
