@@ -406,3 +406,20 @@ def test_a_closed_stdout_is_one_line_exit_2(tmp_path: Path) -> None:
     p = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.startswith("footprint: error: standard output is closed"), p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+@FUZZ
+@given(value=_VALUES, where=st.sampled_from(["params", "tokens", "layers", "flops", "gpu_hours", "achieved"]))
+def test_fuzz_the_flop_and_mfu_api_takes_any_value(value: Any, where: str) -> None:
+    try:
+        if where in ("params", "tokens", "layers"):
+            args = {"params": 7e9, "tokens": 1e9, "layers": 32, "hidden": 4096, "seq_len": 2048} | {where: value}
+            r = footprint.transformer_flops(args.pop("params"), args.pop("tokens"), **args)
+            assert math.isfinite(r.flops) and r.flops > 0
+        else:
+            kw = {"flops": 1e21, "gpu_hours": 10.0} if where != "achieved" else {}
+            kw |= {{"flops": "flops", "gpu_hours": "gpu_hours", "achieved": "achieved_tflops"}[where]: value}
+            m = footprint.compute_mfu("A100-SXM4-40GB", **kw)
+            assert math.isfinite(m.mfu)
+    except FootprintError as exc:
+        assert "\n" not in str(exc)

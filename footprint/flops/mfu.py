@@ -39,8 +39,16 @@ def compute_mfu(
     achieved_tflops: float | None = None,
 ) -> Mfu:
     """MFU from total FLOPs over GPU-hours, or from achieved TFLOP/s per GPU, against the dense peak."""
+    from footprint.inputs import finite_number
     from footprint.lca.database import db
 
+    # objects, bytes, NaN or 10**400: one error, not a traceback
+    flops, gpu_hours, achieved_tflops = (
+        None if v is None else finite_number(v, key)
+        for key, v in (("--flops", flops), ("--gpu-hours", gpu_hours), ("--achieved-tflops", achieved_tflops))
+    )
+    if not isinstance(gpu, str):
+        raise FootprintError(f"expected a GPU name, got {type(gpu).__name__}", key="--gpu")
     card = db().find_gpu(gpu, key="--gpu")
     try:
         peak = card.peak_flops(dtype) / 1e12
