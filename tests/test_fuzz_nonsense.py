@@ -423,3 +423,47 @@ def test_fuzz_the_flop_and_mfu_api_takes_any_value(value: Any, where: str) -> No
             assert math.isfinite(m.mfu)
     except FootprintError as exc:
         assert "\n" not in str(exc)
+
+
+_HEADER = st.one_of(
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@FUZZ
+@given(
+    fields=st.fixed_dictionaries(
+        {}, optional={k: _HEADER for k in ("rank", "local_rank", "world_size", "pid", "host", "name", "slurm")}
+    )
+)
+def test_fuzz_recover_copies_only_what_a_journal_header_can_mean(
+    cli: CliServer, good_run: Path, tmp_path_factory: pytest.TempPathFactory, fields: dict[str, Any]
+) -> None:
+    from footprint.outputs import check_name
+
+    run = shutil.copytree(good_run, tmp_path_factory.mktemp("rec") / "r")
+    (run / "run.json").unlink()
+    for p in (run / "ranks").glob("rank-*.json"):
+        p.unlink()
+    journal = next((run / "ranks").glob("rank-*.journal.jsonl"))
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    meta = header.get("meta", header)
+    meta.update(fields)
+    lines[0] = json.dumps(header)
+    journal.write_text("\n".join(lines) + "\n")
+    o = cli.run(["recover", str(run)])
+    assert verdict(o) is None, (verdict(o), fields, o.err[-300:])
+    if o.code != 0:
+        return
+    rec = json.loads(next((run / "ranks").glob("rank-*.json")).read_text())
+    assert rec["name"] is None or check_name(rec["name"]) is None
+    assert rec["host"] is None or (isinstance(rec["host"], str) and len(rec["host"]) <= 253 and "<" not in rec["host"])
+    for k in ("rank", "local_rank", "world_size", "pid"):  # a pid that is no pid is left out (None)
+        ok = rec[k] is None and k == "pid" or isinstance(rec[k], int) and not isinstance(rec[k], bool) and 0 <= rec[k] <= 1 << 22
+        assert ok, (k, rec[k])
