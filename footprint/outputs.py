@@ -335,6 +335,20 @@ def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterat
             _unclaim(target, made, replace)
 
 
+def claim_new(path: str | os.PathLike[str]) -> bool:
+    """Claim a new (or empty) output directory for a writer that builds it elsewhere and renames it in at the end
+    (the fleet store): True if it was made here. Release it with `release_claim`, or remove the claim mark just before
+    the rename (the rename then replaces an empty directory that is this writer's)."""
+    target = check_dir_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return _claim_new(target, path)
+
+
+def release_claim(path: str | os.PathLike[str], made: bool) -> None:
+    """Give back a directory claimed with `claim_new` (its mark removed, the directory too if it was made)."""
+    _unclaim(Path(path), made, False)
+
+
 def _claim_new(target: Path, path: str | os.PathLike[str]) -> bool:
     """Claim `target` for `atomic_dir`: True if made here, False if an empty directory made beforehand was taken."""
     made = True

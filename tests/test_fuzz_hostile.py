@@ -428,3 +428,39 @@ def test_fuzz_kernels_diff_of_any_two_traces(
     assert verdict(o) is None, (verdict(o), a, b, o.err[-300:])
     if o.code == 2:
         _error(o, "nothing to compare")
+
+
+def test_concurrent_fleet_imports_into_one_new_directory_one_wins(tmp_path: Path) -> None:
+    head = "JobID|JobIDRaw|JobName|User|Account|Partition|Start|End|Elapsed|AllocTRES|NodeList|State|ConsumedEnergyRaw\n"
+    when = "2025-03-01T00:24:02|2025-03-01T01:49:55|01:25:53"
+    (tmp_path / "sacct.txt").write_text(head + f"5000|5000|t|u|a|gpu|{when}|gres/gpu=2|gpu-01|COMPLETED|\n")
+    procs = [_footprint("fleet", "import", "slurm", "sacct.txt", "-o", "fl", "--quiet", cwd=tmp_path) for _ in range(3)]
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    assert sorted(code for code, _ in results) == [0, 2, 2], results
+    assert all(len(err.strip().splitlines()) == 1 for code, err in results if code == 2), results
+
+
+def test_a_sacct_export_over_the_cap_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC
+
+    import footprint.fleet.slurm as slurm
+
+    monkeypatch.setattr(slurm, "MAX_SACCT_ROWS", 10)
+    head = "JobID|JobIDRaw|JobName|User|Account|Partition|Start|End|Elapsed|AllocTRES|NodeList|State|ConsumedEnergyRaw\n"
+    when = "2025-03-01T00:24:02|2025-03-01T01:49:55|01:25:53"
+    rows = "".join(f"{5000 + i}|{5000 + i}|t|u|a|gpu|{when}|gres/gpu=2|gpu-01|COMPLETED|\n" for i in range(20))
+    (tmp_path / "sacct.txt").write_text(head + rows)
+    with pytest.raises(FootprintError, match="more than 10 jobs"):
+        slurm.read_sacct(tmp_path / "sacct.txt", UTC)
+
+
+def test_a_codecarbon_file_over_its_cap_is_refused(cli: CliServer, tmp_path: Path) -> None:
+    import meters.importers as imp
+
+    p = tmp_path / "e.csv"
+    row = "1,1\n" * 100_000
+    with p.open("w") as fh:
+        fh.write("duration,energy_consumed\n")
+        for _ in range(imp.MAX_CODECARBON_BYTES // len(row) + 1):
+            fh.write(row)
+    _error(cli.run(["import", "codecarbon", str(p), "-o", str(tmp_path / "o")]), "larger than")
