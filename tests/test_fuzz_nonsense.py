@@ -467,3 +467,13 @@ def test_fuzz_recover_copies_only_what_a_journal_header_can_mean(
     for k in ("rank", "local_rank", "world_size", "pid"):  # a pid that is no pid is left out (None)
         ok = rec[k] is None and k == "pid" or isinstance(rec[k], int) and not isinstance(rec[k], bool) and 0 <= rec[k] <= 1 << 22
         assert ok, (k, rec[k])
+
+
+@FUZZ
+@given(values=st.lists(st.tuples(st.one_of(st.floats(allow_nan=True), st.none(), st.text(max_size=3)), _SAMPLE), max_size=8))
+def test_fuzz_serving_prometheus_samples_of_any_kind_are_readings_or_left_out(values: list[tuple[Any, Any]]) -> None:
+    from footprint.serving.promsource import MAX_SAMPLE, _points
+
+    pts = _points([[t, v] for t, v in values])
+    assert pts.shape == (pts.shape[0], 2) and pts.shape[0] <= len(values)
+    assert all(math.isfinite(t) and math.isfinite(v) and abs(v) <= MAX_SAMPLE for t, v in pts)
