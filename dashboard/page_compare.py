@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
+from footprint.escaping import md_text
 from footprint.lca import categories as cat
 from footprint.lca.assessment import Assessment, gpus_text, lifetimes, qty
 
@@ -66,8 +67,8 @@ def render(samples: int) -> None:
     cols = st.columns(len(items))
     for col, (name, a) in zip(cols, items, strict=True):
         with col:
-            st.markdown(f"**{name}**")
-            st.caption(f"{gpus_text(a)}, {a.workload.grid}")
+            st.markdown(f"**{md_text(name)}**")  # a scenario's name is user text: shown as typed
+            st.caption(md_text(f"{gpus_text(a)}, {a.workload.grid}"))
             for k in cat.HEADLINE:
                 r = a.impacts[k]
                 delta = None if a is ref else core.change(r.total, ref.impacts[k].total)

@@ -98,7 +98,7 @@ def render(samples: int) -> None:
         return
     t = rep.totals
     win = rep.meta.get("window") or {}
-    st.caption(f"Window {win.get('start')} – {win.get('end')}")
+    st.caption(f"Window {md_text(win.get('start'))} – {md_text(win.get('end'))}")
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Jobs assessed", f"{t.jobs:,} of {rep.jobs_total:,}", help="jobs with a known GPU model and measured energy")
     c2.metric("GPU-hours", num(t.gpu_hours), help=f"{lifetimes(t.gpu_lifetimes)} GPU lifetimes consumed (never rounded up)")

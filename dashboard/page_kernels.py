@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import core, ui
+from footprint.escaping import md_text
 from footprint.kernels.render import format_us, launchless
 from footprint.lca.assessment import num
 
@@ -129,7 +130,7 @@ def show_analysis(r: dict[str, Any]) -> None:
             + (f", {num(d['memory_bandwidth_tbytes_per_s'])} TB/s" if d.get("memory_bandwidth_tbytes_per_s") else "")
         )
     else:
-        st.markdown(f"**GPU:** {d.get('name') or 'unknown model'}: not in the catalogue, peaks not available")
+        st.markdown(f"**GPU:** {md_text(d.get('name') or 'unknown model')}: not in the catalogue, peaks not available")
     show_launchless(r)
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("GPU time (trace)", format_us(r["total_time_us"]))
@@ -374,7 +375,9 @@ def render_diff() -> None:
 
 def show_diff(d: dict[str, Any]) -> None:
     """Totals with their change, kernel classes (table and chart), the ops that changed most, the footprint."""
-    st.caption(f"A: {d['a']['source']} ({d['a']['device']}); B: {d['b']['source']} ({d['b']['device']}). Basis: {d['basis']}.")
+    a, b = d["a"], d["b"]  # paths and device names from the traces: user text
+    side_a, side_b = f"{md_text(a['source'])} ({md_text(a['device'])})", f"{md_text(b['source'])} ({md_text(b['device'])})"
+    st.caption(f"A: {side_a}; B: {side_b}. Basis: {md_text(d['basis'])}.")
     t = d["totals"]
     cols = st.columns(4)
     for col, key, label, fmt in zip(

@@ -198,7 +198,7 @@ def _timeline(df: Any) -> None:
         f"band = min to max.{more}"
     )
     _energy_bars(totals)
-    st.caption("Energy per device: " + "; ".join(f"{d}: {num(float(e) / 3.6e6)} kWh" for d, e in totals.items()) + ".")
+    st.caption("Energy per device: " + "; ".join(f"{md_text(d)}: {num(float(e) / 3.6e6)} kWh" for d, e in totals.items()) + ".")
 
 
 def _mfu(record: dict[str, Any], per_step: list[dict[str, Any]]) -> None:

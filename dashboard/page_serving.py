@@ -126,7 +126,7 @@ def render(samples: int) -> None:  # noqa: ARG001 - the serving report has no Mo
         )
     if rep.get("life"):
         lf = rep["life"]
-        st.subheader(f"A model's life: {lf['model']}")
+        st.subheader(f"A model's life: {md_text(lf['model'])}")
         d1, d2, d3 = st.columns(3)
         d1.metric("Training (kg CO2 eq)", num(lf["training"]["impacts"]["climate_change"]))
         d2.metric("Serving per day (kg CO2 eq)", num(lf["serving_per_day"]["climate_change"]))

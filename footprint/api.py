@@ -30,8 +30,21 @@ def override_list(overrides: Overrides) -> list[str]:
     if isinstance(overrides, str):
         raise TypeError("set= takes a mapping such as {'training.mfu': 0.5} or a list of 'key=value' strings, not a string")
     if isinstance(overrides, Mapping):
-        return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in overrides.items()]
-    return [str(x) for x in overrides]
+        return [f"{k}={v if isinstance(v, str) else _as_json(k, v)}" for k, v in overrides.items()]
+    if not isinstance(overrides, Sequence) or any(not isinstance(x, str) for x in overrides):
+        raise FootprintError("set= takes a mapping such as {'training.mfu': 0.5} or a list of 'key=value' strings", key="set")
+    return list(overrides)
+
+
+def _as_json(key: Any, value: Any) -> str:
+    """A `set=` value as the text `--set` would carry: numbers, booleans, None, lists and mappings of them (NaN is
+    written as such and refused where it is read); anything else (an object, bytes) is one error naming the key."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        raise FootprintError(
+            f"expected a number, text, a list or a mapping, got {type(value).__name__} {str(value)[:40]!r}", key=f"set: {key}"
+        ) from None
 
 
 def to_workload(
@@ -44,6 +57,12 @@ def to_workload(
             raise TypeError("overrides apply to a scenario or a run, not to a Workload (use Workload.with_)")
         return target
     if isinstance(target, dict):
+        if "devices" not in target:  # a dict is a run record (`tracker.stop()`), never read as a scenario
+            raise FootprintError(
+                "a mapping given to assess() is read as a run record (tracker.stop()'s result) and this one has no "
+                f"'devices' (keys: {', '.join(map(str, list(target)[:6]))}): for a scenario give its YAML path or a Workload",
+                key="target",
+            )
         return workload_from_run(target, sets, flag)
     if isinstance(target, (str, Path)):
         p = scenario_path(target)

@@ -113,9 +113,15 @@ def check(key: str, value: float, file: str | None = None, label: str | None = N
 
 
 def record_problems(record: dict[str, Any]) -> list[str]:
-    """What is implausible in an imported run record: each GPU's average power (energy over its duration) against
+    """What is implausible in an imported run record: its duration (and each device's) against `training.duration`
+    (codecarbon's `duration` of 1e308 s), each GPU's average power (energy over its duration) against
     `training.power_per_gpu`, and its site against the site rows."""
     out = []
+    for v in (record.get("duration_s"), *(d.get("duration_s") for d in record.get("devices") or [])):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0:  # 0: no duration (not available)
+            why = problem("training.duration", v / 3600.0)
+            if why:
+                return [f"duration_s: {why}"]
     for d in record.get("devices") or []:
         e, t = d.get("energy_j"), d.get("duration_s") or record.get("duration_s")
         if d.get("component", "gpu") != "gpu" or not e or not t or t <= 0:

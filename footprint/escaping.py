@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: a cell starting with one of these is read as a formula
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # OWASP; full-width forms
 
 
 def unsafe_char(c: str) -> bool:
@@ -30,10 +30,21 @@ def shown(text: str | os.PathLike[str]) -> str:
     return "".join(ascii(c)[1:-1] if unsafe_char(c) else c for c in s)
 
 
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + "".join(sorted(_BIDI)) + "]|\r(?!\n)")
+
+
+def terminal_text(text: str) -> str:
+    """Text as it is safe to write to a terminal, lines and tabs kept: every other control character, terminal escape
+    (ESC, CSI, OSC ...), lone CR and bidirectional override becomes its Python escape (``\\x1b``), so an op, model or
+    run name cannot recolour, retitle or rewrite the screen."""
+    return _TERMINAL_UNSAFE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def csv_cell(value: Any) -> Any:
-    """A CSV cell a spreadsheet will not run: text starting with = + - @ tab or CR gets a leading single quote
-    (OWASP's advice); numbers are left as numbers."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    """A CSV cell a spreadsheet will not run: text starting with = + - @ tab or CR (or their full-width forms, which
+    some spreadsheets also read), after any leading spaces, gets a leading single quote (OWASP's advice); numbers are
+    left as numbers."""
+    if isinstance(value, str) and value.lstrip(" ").startswith(FORMULA_START):
         return "'" + value
     return value
 
@@ -43,9 +54,18 @@ def csv_cell(value: Any) -> Any:
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&$])")
 
 
+# what opens a block when it starts a line or a list item: a heading, a quote, a list item, a setext underline
+_MD_BLOCK = re.compile(r"^(\s*)(#|>|[-+=]|\d+(?=[.)]))")
+
+
 def md_text(value: Any) -> str:
     """Text as literal Markdown on one line: the characters that open a tag, a link, an image, code, emphasis or a
     table cell are backslash-escaped (a rendered page shows them as typed), so no `<script>`, `javascript:` link
     or outside image can come from a run name or a note."""
     s = shown(str(value)).replace("\n", " ")
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    m = _MD_BLOCK.match(s)
+    if m is None:
+        return s
+    at = m.end() if m.group(2)[0].isdigit() else m.start(2)  # `1.` is escaped as `1\.`, `#` as `\#`
+    return s[:at] + "\\" + s[at:]

@@ -49,6 +49,14 @@ def _regular_file(p: Path, what: str, key: str | None) -> os.stat_result:
     return st
 
 
+def check_file(path: str | os.PathLike[str], what: str = "file", key: str | None = None) -> Path:
+    """`path` if it names a regular file, else one clear error (missing, unreadable, a directory, a FIFO or a
+    device): for readers that open the file themselves, so that a named pipe never blocks them."""
+    p = Path(path)
+    _regular_file(p, what, key)
+    return p
+
+
 def read_bytes(
     path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_TEXT_BYTES, key: str | None = None
 ) -> bytes:

@@ -294,22 +294,35 @@ def _take(d: Path) -> bool:
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterator[Path]:
     """A temporary directory beside `path` to fill; renamed to `path` when the block ends without error (an existing
-    directory is replaced only when `replace` is true), removed otherwise."""
+    directory is replaced only when `replace` is true), removed otherwise.
+
+    Without `replace` the target is claimed before the block runs (an exclusive mkdir, or the claim mark of an empty
+    directory made beforehand): of several processes writing one new directory, one wins and the others fail in one
+    line before doing any work, instead of each replacing the one before (a check-then-rename race)."""
     target = check_dir_target(path)
-    if target.exists() and not replace:
+    if target.exists() and not replace and not _empty_real_dir(target):
         raise _fail(path, "it exists (pass --force to replace it)")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    made = False if replace else _claim_new(target, path)
+    done = False
+    try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name[:80]}.", suffix=".tmp", dir=target.parent))
     except OSError as e:
+        _unclaim(target, made, replace)
         raise _fail(path, _reason(e)) from None
     try:
         yield tmp
         old = None
-        if target.exists():
+        if not replace:  # ours, empty but for the claim mark: the rename replaces an empty directory
+            (target / CLAIM_MARK).unlink()
+        elif target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name[:80]}.", suffix=".old", dir=target.parent))
             os.replace(target, old / "x")
         os.replace(tmp, target)
+        done = True
         _fsync_dir(target.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
@@ -318,3 +331,63 @@ def atomic_dir(path: str | os.PathLike[str], *, replace: bool = False) -> Iterat
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        if not done:
+            _unclaim(target, made, replace)
+
+
+def claim_new(path: str | os.PathLike[str]) -> bool:
+    """Claim a new (or empty) output directory for a writer that builds it elsewhere and renames it in at the end
+    (the fleet store): True if it was made here. Release it with `release_claim`, or remove the claim mark just before
+    the rename (the rename then replaces an empty directory that is this writer's)."""
+    target = check_dir_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return _claim_new(target, path)
+
+
+def release_claim(path: str | os.PathLike[str], made: bool) -> None:
+    """Give back a directory claimed with `claim_new` (its mark removed, the directory too if it was made)."""
+    _unclaim(Path(path), made, False)
+
+
+def _claim_new(target: Path, path: str | os.PathLike[str]) -> bool:
+    """Claim `target` for `atomic_dir`: True if made here, False if an empty directory made beforehand was taken."""
+    made = True
+    try:
+        target.mkdir()
+    except FileExistsError:
+        made = False
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    if not _take(target):
+        raise _fail(path, "another process is writing it (it was claimed first); choose another directory")
+    return made
+
+
+def _unclaim(target: Path, made: bool, replace: bool) -> None:
+    """Give a claimed directory back as it was: its mark removed, and the directory too if it was made here."""
+    if replace:
+        return
+    with contextlib.suppress(OSError):
+        (target / CLAIM_MARK).unlink()
+        if made:
+            target.rmdir()
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An exclusive lock, among footprint's writers, on the directory holding `path` (flock on the directory itself:
+    no lock file is left behind): a read-modify-write of `path` in the block (an append) loses no other writer's
+    update."""
+    import fcntl
+
+    parent = Path(os.path.abspath(os.fspath(path))).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise _fail(path, _reason(e)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

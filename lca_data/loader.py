@@ -84,10 +84,22 @@ def _construct_bool(loader: Any, node: Any) -> bool:
 
 
 def _construct_mapping(loader: Any, node: Any) -> dict[Any, Any]:
-    """A mapping whose explicit keys are all different (a `<<` merge may still be overridden, as YAML says)."""
+    """A mapping whose explicit keys are all different, with at most one `<<` merge key (a merged value may still be
+    overridden by an explicit key, as YAML says)."""
     seen: dict[Any, Any] = {}
+    merge = None
     for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+        if key_node.tag == "tag:yaml.org,2002:merge":  # two `<<` keys: PyYAML silently lets the last one win
+            if merge is not None:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"the merge key '<<' is given twice (first at line {merge.line + 1}); merge a list: <<: [*a, *b]",
+                    key_node.start_mark,
+                )
+            merge = key_node.start_mark
+            continue
+        if not isinstance(key_node, yaml.ScalarNode):
             continue
         key = (key_node.tag, key_node.value)
         if key in seen:

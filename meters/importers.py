@@ -14,7 +14,6 @@ pandas/numpy are imported inside the functions: importing this module stays chea
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 import re
@@ -63,6 +62,15 @@ NVIDIA_SMI_TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
 # are skipped with a note, like negative or missing ones, so an imported energy is never negative or absurd.
 MAX_DEVICE_POWER_W = 10_000.0
 MAX_UTC_OFFSET_H = 14  # UTC-12 to UTC+14 are the offsets in use
+MAX_LINE_BYTES = 64 * 1024  # nvidia-smi's lines are a few hundred bytes even with every field queried
+MAX_READINGS = 2_000_000  # rows one import holds (~0.3 GB): 8 GPUs at 1 Hz for ~3 days; split a longer log
+MAX_GPU_INDEX = 100_000  # nvidia-smi numbers a host's GPUs from 0: an index above this is damage
+# Readings further apart than this are not bridged: the integration is split there (the logger stopped; a line
+# through the gap would invent its energy). Ten of the log's own median intervals, at least MIN_SPLIT_GAP_S (a 1 Hz
+# log paused for a minute) and at most MAX_SPLIT_GAP_S (no power log samples less often than hourly).
+MIN_SPLIT_GAP_S = 60.0
+MAX_SPLIT_GAP_S = 3600.0
+_ZONE = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})\s*$")
 
 # Preferred power column when integrating: the instantaneous reading first (power.draw is a 1 s
 # average on Ampere (except GA100) and newer drivers/boards).
@@ -106,56 +114,129 @@ def _utc_offset(value: float | str | timedelta) -> timedelta:
     return sign * timedelta(hours=hours, minutes=minutes)
 
 
+def _lines(path: PathLike, counts: dict[str, int]) -> Any:
+    """The log's lines, streamed: a line over `MAX_LINE_BYTES` is skipped (counted), never held whole."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        while True:
+            line = fh.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+                while line and not line.endswith("\n"):  # the rest of an over-long line, read in pieces
+                    line = fh.readline(1 << 20)
+                counts["too long"] += 1
+                continue
+            yield line
+
+
+def _fields(line: str) -> list[str] | None:
+    """One line's fields. nvidia-smi never quotes: a quote is parsed on its own line only, so an unterminated one
+    cannot swallow the lines after it; None for a line the csv module cannot read."""
+    if '"' not in line:
+        return [c.strip() for c in line.split(",")]
+    try:
+        return [c.strip() for c in next(csv.reader([line.rstrip("\r\n")], skipinitialspace=True, strict=True))]
+    except (csv.Error, StopIteration):
+        return None
+
+
+def _rows(path: PathLike) -> tuple[list[str], list[list[str]], dict[str, int]]:
+    """The header and the rows of the header's width, streamed and capped at `MAX_READINGS`; what was left out,
+    counted by why."""
+    counts = {"too long": 0, "unreadable": 0, "wrong width": 0, "not a GPU index": 0}
+    header: list[str] | None = None
+    body: list[list[str]] = []
+    for line in _lines(path, counts):
+        row = _fields(line)
+        if row is None:
+            counts["unreadable"] += 1
+            continue
+        if not any(row):
+            continue
+        if header is None:
+            header = row
+        elif row == header:
+            continue  # nvidia-smi repeats its header when restarted into the same file
+        elif len(row) != len(header):
+            counts["wrong width"] += 1
+        else:
+            if len(body) >= MAX_READINGS:
+                raise ValueError(f"{path}: more than {MAX_READINGS:,} readings: split the log (`split -l`) and import each part")
+            body.append(row)
+    if header is None:
+        raise ValueError(f"{path}: empty nvidia-smi log")
+    return header, body, counts
+
+
+def _timestamps(values: list[str], utc_offset: Any) -> tuple[Any, bool]:
+    """(naive datetimes, zoned): nvidia-smi's own format, else ISO 8601; ISO 8601 with a zone (`Z`, `+02:00`) is
+    converted to UTC (zoned=True, and a `utc_offset` is refused: the log states its own)."""
+    import pandas as pd
+
+    ts = pd.to_datetime(pd.Series(values, dtype=object), format=NVIDIA_SMI_TIME_FORMAT, errors="coerce")
+    if not (ts.isna().all() and len(values)):
+        return ts.astype("datetime64[ns]"), False
+    zoned = [bool(_ZONE.search(v)) for v in values]
+    if not any(zoned):
+        return pd.to_datetime(pd.Series(values, dtype=object), errors="coerce", format="mixed").astype("datetime64[ns]"), False
+    if not all(zoned):
+        raise ValueError("the log mixes timestamps with a UTC offset and timestamps without one")
+    if utc_offset is not None:
+        raise ValueError("utc_offset: the timestamps state their own UTC offset (ISO 8601 'Z' or '+HH:MM'): leave it out")
+    ts = pd.to_datetime(pd.Series(values, dtype=object), errors="coerce", format="ISO8601", utc=True)
+    return ts.dt.tz_localize(None).astype("datetime64[ns]"), True
+
+
 def read_nvidia_smi_csv(path: PathLike, utc_offset: float | str | timedelta | None = None) -> pd.DataFrame:
     """Parse an nvidia-smi --query-gpu CSV log into a tidy DataFrame, one row per (time, GPU).
 
     Columns: ``timestamp`` (naive local time as written, or tz-aware UTC when `utc_offset` is given:
-    hours east of UTC, e.g. 1 for the SC'24 logs), ``t_s`` (float seconds on the same clock; epoch
-    seconds when `utc_offset` is given), ``device`` (UUID if logged, else the index, else "0"),
+    hours east of UTC, e.g. 1 for the SC'24 logs, or when the timestamps are ISO 8601 with a zone such as
+    ``2024-01-01T10:00:00Z``), ``t_s`` (float seconds on the same clock; epoch seconds when the time is UTC),
+    ``device`` (UUID if logged, else the index, else "0"),
     ``index``/``name``/``uuid`` when logged, ``power_draw_w``, ``power_draw_instant_w``,
     ``power_draw_average_w`` when logged, ``power_w`` (the preferred one: instant if present), and every
     other queried field with a tidy name and its unit as suffix (e.g. ``clocks_current_sm_mhz``).
-    Unavailable values ("[N/A]", "[Unknown Error]") become NaN; repeated header lines and a torn last
-    line are dropped. ``df.attrs`` holds ``power_column`` and ``source``.
+    Unavailable values ("[N/A]", "[Unknown Error]") become NaN. Read as a stream, line by line, at most
+    `MAX_READINGS` rows: repeated header lines are dropped; a torn line, a line of another width, one over
+    `MAX_LINE_BYTES`, an index that is no GPU index or a time that is no time is left out and counted in
+    ``df.attrs["dropped"]`` (by why; ``dropped_rows`` is their sum). ``df.attrs`` also holds ``power_column``
+    and ``source``.
     """
     import numpy as np
     import pandas as pd
 
-    text = Path(path).read_text(errors="replace")
-    reader = csv.reader(io.StringIO(text), skipinitialspace=True)
-    rows = [r for r in reader if r and any(c.strip() for c in r)]
-    if not rows:
-        raise ValueError(f"{path}: empty nvidia-smi log")
-    header = [c.strip() for c in rows[0]]
+    header, body, counts = _rows(path)
     fields: list[tuple[str, str | None]] = []
     for col in header:
         m = _HEADER_UNIT.match(col)
         fields.append((m.group(1).strip(), m.group(2).strip()) if m else (col, None))
     if "timestamp" not in [f for f, _ in fields]:
-        raise ValueError(f"{path}: no timestamp column in header {header}")
-    body = [r for r in rows[1:] if len(r) == len(header) and [c.strip() for c in r] != header]
-    dropped = len(rows) - 1 - len(body)
-
+        raise ValueError(f"{path}: no timestamp column in header {header[:20]}")
     data: dict[str, Any] = {}
     for j, (fname, unit) in enumerate(fields):
-        values = [r[j].strip() for r in body]
+        values = [r[j] for r in body]
         if fname in _STRING_FIELDS:
             data[_tidy_name(fname, None)] = values
         else:
             data[_tidy_name(fname, unit)] = np.array([_parse_value(v) for v in values], dtype=float)
     df = pd.DataFrame(data)
-    ts = pd.to_datetime(df["timestamp"], format=NVIDIA_SMI_TIME_FORMAT, errors="coerce")
-    if ts.isna().all() and len(df):
-        ts = pd.to_datetime(df["timestamp"], errors="coerce", format="mixed")
-    ts = ts.astype("datetime64[ns]")
-    df = df.loc[ts.notna().to_numpy()].copy()
-    ts = ts[ts.notna()]
+    keep = np.ones(len(df), dtype=bool)
+    if "index" in df:  # a GPU index is a small whole number; 1e30 or -1 is damage, not a device
+        idx = df["index"].to_numpy(dtype=float)
+        bad = np.isfinite(idx) & ~((idx >= 0) & (idx <= MAX_GPU_INDEX) & (idx == np.floor(idx)))
+        counts["not a GPU index"] += int(bad.sum())
+        keep &= ~bad
+    ts, zoned = _timestamps(df["timestamp"].astype(str).tolist(), utc_offset)
+    counts["no readable time"] = int((keep & ts.isna().to_numpy()).sum())
+    keep &= ts.notna().to_numpy()
+    df, ts = df.loc[keep].copy(), ts[keep]
     t_s = (ts - pd.Timestamp("1970-01-01")) / pd.Timedelta(seconds=1)
     if utc_offset is not None:
         off = _utc_offset(utc_offset)
         t_s = t_s - off.total_seconds()
-        ts = (ts - pd.Timedelta(off)).dt.tz_localize("UTC")
-    df["timestamp"] = ts.to_numpy() if utc_offset is None else ts
+        ts = ts - pd.Timedelta(off)
+    df["timestamp"] = ts.dt.tz_localize("UTC") if utc_offset is not None or zoned else ts.to_numpy()
     df["t_s"] = t_s.to_numpy(dtype=float)
     if "index" in df:
         df["index"] = df["index"].astype("Int64")
@@ -170,18 +251,49 @@ def read_nvidia_smi_csv(path: PathLike, utc_offset: float | str | timedelta | No
     df = df.reset_index(drop=True)
     df.attrs["power_column"] = power_col
     df.attrs["source"] = str(path)
-    df.attrs["dropped_rows"] = dropped
+    df.attrs["dropped"] = {k: v for k, v in counts.items() if v}
+    df.attrs["dropped_rows"] = sum(counts.values())
+    df.attrs["utc"] = utc_offset is not None or zoned
     return df
 
 
-def _trapezoid_window(t: Any, p: Any, start: float, end: float) -> float:
-    """Trapezoid integral of p(t) over [start, end], interpolating linearly at the edges."""
+def split_gap_s(t: Any) -> float:
+    """The longest interval between two readings that is bridged (see `MIN_SPLIT_GAP_S`): ten of the log's median
+    intervals, within [MIN_SPLIT_GAP_S, MAX_SPLIT_GAP_S]."""
+    import numpy as np
+
+    d = np.diff(np.asarray(t, dtype=float))
+    med = float(np.median(d)) if len(d) else 0.0
+    return min(MAX_SPLIT_GAP_S, max(MIN_SPLIT_GAP_S, 10.0 * med))
+
+
+def interval_energy(t: Any, p: Any, split_s: float) -> tuple[Any, Any]:
+    """(trapezoid energy of each interval between readings, bridged): an interval longer than `split_s` is a gap in
+    the log, not bridged: its energy is 0 here (unknown, left out), and it is False in `bridged`."""
+    import numpy as np
+
+    t, p = np.asarray(t, dtype=float), np.asarray(p, dtype=float)
+    dt = np.diff(t)
+    bridged = dt <= split_s
+    return np.where(bridged, 0.5 * (p[1:] + p[:-1]) * dt, 0.0), bridged
+
+
+def _trapezoid_window(t: Any, p: Any, start: float, end: float, split_s: float = math.inf) -> tuple[float, float, int, float]:
+    """Trapezoid integral of p(t) over [start, end], interpolating linearly at the edges, without the gaps longer than
+    `split_s`: (energy, seconds covered by readings, gaps left out, seconds left out)."""
     import numpy as np
 
     inside = (t > start) & (t < end)
     tt = np.concatenate([[start], t[inside], [end]])
     pp = np.concatenate([[np.interp(start, t, p)], p[inside], [np.interp(end, t, p)]])
-    return float(np.sum(0.5 * (pp[1:] + pp[:-1]) * np.diff(tt)))
+    dt = np.diff(tt)
+    k = np.clip(np.searchsorted(t, tt[:-1], side="right") - 1, 0, len(t) - 2)  # the log's interval each piece is in
+    bridged = (t[k + 1] - t[k]) <= split_s
+    gaps = int(np.count_nonzero(np.diff(t[(t >= start) & (t <= end)]) > split_s)) if len(t) > 1 else 0
+    if not bridged.all() and gaps == 0:
+        gaps = 1  # the window lies inside one gap
+    energy = float(np.sum(0.5 * (pp[1:] + pp[:-1]) * dt, where=bridged))
+    return energy, float(dt[bridged].sum()), gaps, float(dt[~bridged].sum())
 
 
 def _longest_constant_run(t: Any, p: Any) -> tuple[float, int, int]:
@@ -313,8 +425,25 @@ def integrate_energy(
                 "notes": notes + ["window does not overlap the log"],
             }
             continue
-        energy = _trapezoid_window(t, p, a, b)
-        duration = b - a
+        split_s = split_gap_s(t)
+        energy, duration, gaps, left_out = _trapezoid_window(t, p, a, b, split_s)
+        if gaps:
+            notes.append(
+                f"{gaps} gap(s) longer than {split_s:g} s between readings not bridged: {left_out:.0f} s without "
+                f"readings left out (the energy covers the {duration:.0f} s with readings)"
+            )
+        if duration <= 0:
+            out[device] = {
+                "energy_j": math.nan,
+                "duration_s": 0.0,
+                "mean_power_w": math.nan,
+                "samples": int(len(t)),
+                "method": method,
+                "reliable": False,
+                "stuck_s": 0.0,
+                "notes": notes + [f"no two readings within {split_s:g} s of each other: no energy"],
+            }
+            continue
         in_win = (t >= a) & (t <= b)
         tw, pw = t[in_win], p[in_win]
         reliable = True
@@ -333,7 +462,7 @@ def integrate_energy(
             )
         if len(tw) > 1:
             gap = float(np.max(np.diff(tw)))
-            if gap > max_gap_s:
+            if max_gap_s < gap <= split_s:
                 notes.append(f"largest gap between readings {gap:.1f} s: power interpolated across it")
         if method == "power_draw":
             notes.append(
@@ -372,6 +501,7 @@ _CODECARBON_RENAME = {
     "water_consumed": "water_consumed_l",
 }
 KWH_TO_J = 3.6e6
+MAX_CODECARBON_BYTES = 64 * 2**20  # ~200,000 rows: codecarbon appends one per flush (every 15 s by default)
 
 
 def read_codecarbon_csv(path: PathLike) -> pd.DataFrame:
@@ -382,6 +512,8 @@ def read_codecarbon_csv(path: PathLike) -> pd.DataFrame:
     """
     import pandas as pd
 
+    if os.path.getsize(path) > MAX_CODECARBON_BYTES:  # one row per flush: a file this large is not an emissions.csv
+        raise ValueError(f"larger than {MAX_CODECARBON_BYTES:,} bytes")
     df = pd.read_csv(path)
     df.columns = [c.strip() for c in df.columns]
     missing = [c for c in ("duration", "energy_consumed") if c not in df]

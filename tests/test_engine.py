@@ -28,7 +28,8 @@ def _w(**training):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.floats(min_value=1, max_value=1e7), st.floats(min_value=1.5, max_value=20))
+# at most 8 GPUs x 20 years (the plausibility table's longest life) even after the factor: more is refused
+@given(st.floats(min_value=1, max_value=7e4), st.floats(min_value=1.5, max_value=20))
 def test_linear_in_gpu_hours(hours: float, factor: float) -> None:
     a1 = assess(_w(gpu_hours=hours), samples=0)
     a2 = assess(_w(gpu_hours=hours * factor), samples=0)
@@ -38,7 +39,7 @@ def test_linear_in_gpu_hours(hours: float, factor: float) -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.floats(min_value=1, max_value=1e7), st.sampled_from(["A100-SXM4-40GB", "H100-SXM5-80GB", "L4", "MI300X"]))
+@given(st.floats(min_value=1, max_value=1.4e6), st.sampled_from(["A100-SXM4-40GB", "H100-SXM5-80GB", "L4", "MI300X"]))
 def test_stages_and_components_sum_to_total(hours: float, gpu: str) -> None:
     w = workload_from_dict(
         {**BASE, "hardware": {**BASE["hardware"], "gpu": gpu}, "training": {"gpu_hours": hours, "power_per_gpu": "300 W"}}

@@ -247,7 +247,7 @@ def test_run_sacct_uses_utc_and_the_standard_time_format(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "args,pattern",
     [
-        (["fleet", "import", "slurm", "missing.txt", "-o", "OUT"], "missing.txt: no such sacct file"),
+        (["fleet", "import", "slurm", "missing.txt", "-o", "OUT"], "missing.txt: no such file"),
         (["fleet", "import", "slurm", "--run-sacct", "-o", "OUT"], "--run-sacct needs --start and --end"),
         (["fleet", "import", "slurm", "SACCT", "--tz", "Mars/Olympus", "-o", "OUT"], "unknown time zone"),
         (["fleet", "import", "slurm", "SACCT", "--gpu-type", "a100", "-o", "OUT"], "expected TYPE=GPU"),

@@ -625,7 +625,7 @@ def test_cli(shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     (tmp_path / "notatrace.json").write_text('{"name": "run"}')
     assert main(["kernels", "analyze", str(tmp_path / "notatrace.json")]) == 2
     err = capsys.readouterr().err
-    assert "missing.json: not found" in err and "traceEvents" in err and len(err.strip().splitlines()) == 2
+    assert "missing.json: no such file" in err and "traceEvents" in err and len(err.strip().splitlines()) == 2
 
 
 def test_archive_member_errors(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ LAYERS = (
             "footprint.outputs",
             "footprint.escaping",
             "footprint.bounds",
+            "footprint.http",
         ),
     ),
     (2, ("footprint.tracking", "footprint.kernels", "footprint.fleet", "footprint.serving")),

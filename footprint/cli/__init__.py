@@ -13,6 +13,8 @@ from __future__ import annotations
 import _thread
 import atexit
 import contextlib
+import errno
+import io
 import os
 import signal
 import sys
@@ -49,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     """The console script. The command modules are imported inside, so that a Ctrl-C while they load is the same
     one line and exit 130 as a Ctrl-C during the work (never a KeyboardInterrupt traceback)."""
     sys.unraisablehook = _redeliver_interrupt
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = _Terminal(out)  # None when started with stdout closed (`>&-`): each write is then one error line
+    sys.stderr = err if err is not None else open(os.devnull, "w")  # noqa: SIM115 - nowhere to say anything
     try:
         from footprint.cli.app import main as run
 
@@ -57,6 +62,43 @@ def main(argv: list[str] | None = None) -> int:
         print(INTERRUPTED, file=sys.stderr)
         _interrupted.append(True)
         return 130
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+class _Terminal(io.TextIOBase):
+    """stdout as the commands see it: what they print passes `footprint.escaping.terminal_text` (a name holding a
+    terminal escape is printed as its Python escape, lines and tabs kept); a closed stdout is an OSError on the first
+    write, which the CLI prints as one line, exit 2."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from footprint.escaping import terminal_text
+
+        if self._stream is None:
+            raise OSError(errno.EBADF, "standard output is closed: nothing can be printed (use -o FILE)")
+        return self._stream.write(terminal_text(text))
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise OSError(errno.EBADF, "standard output is closed")
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
 
 
 def __getattr__(name: str) -> Any:

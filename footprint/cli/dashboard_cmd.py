@@ -35,6 +35,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _check_address(address: str, port: int) -> None:
+    """The interface and port Streamlit will listen on, tried here first: a name that resolves to nothing, an
+    address not on this machine or a port in use is one line, not Streamlit's traceback."""
+    import socket
+
+    from footprint.errors import FootprintError
+    from footprint.escaping import shown
+
+    where = f"{shown(address[:100])}:{port}"
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, addr = infos[0]
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(addr)
+    except (OSError, UnicodeError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)[:100] or type(exc).__name__
+        raise FootprintError(f"cannot listen on {where} ({why})", key="--address") from None
+
+
 def dashboard(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -42,6 +62,7 @@ def dashboard(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("streamlit") is None:
         raise FootprintError("the dashboard needs streamlit: pip install 'footprint[dashboard]'", key="dashboard")
+    _check_address(args.address, args.port)
     app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
     cmd = [
         sys.executable,

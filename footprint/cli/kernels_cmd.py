@@ -77,7 +77,7 @@ footprint kernels predict --profile cpu.yaml --model example""",
 def _register_diff(ks: argparse._SubParsersAction) -> None:
     kd = ks.add_parser(
         "diff",
-        help="compare two traces of the same model: time, FLOPs, % of peak and energy per kernel class and op, "
+        help="compare two traces of the same model: time, FLOPs, %% of peak and energy per kernel class and op, "
         "down to a training run's footprint",
     )
     kd.add_argument("a", help="trace A (before)")

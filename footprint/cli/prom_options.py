@@ -102,6 +102,8 @@ def window_args(args: argparse.Namespace) -> tuple[float | None, float | None]:
     """``--start`` and ``--end`` as Unix seconds (None where an optional one was not given)."""
     start = parse_when(args.start, "--start") if args.start else None
     end = parse_when(args.end, "--end") if args.end else None
+    if start is not None and end is not None and end <= start:
+        raise FootprintError(f"--end ({args.end}) is not after --start ({args.start}): nothing to import", key="--start/--end")
     return start, end
 
 

@@ -565,10 +565,16 @@ def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float)
                 (GPU_COUNTER, *(str((s.get("metric") or {}).get(k, "")) for k in (n.host_label, n.gpu_label)))
             )
             pts = s.get("values") or ([s["value"]] if s.get("value") else [])
-            for tt, x in pts if dev is not None else []:
-                t.append(round(float(tt), 3))
+            for pt in pts if dev is not None else []:
+                try:  # a sample of null, text or 1e300 is no reading (never a traceback or a 300-digit energy)
+                    tt, x = float(pt[0]), float(pt[1])
+                except (TypeError, ValueError, IndexError, OverflowError):
+                    continue
+                if not (math.isfinite(tt) and math.isfinite(x) and 0 <= x < 1e18):  # 1e18 J: 30 GW-years
+                    continue
+                t.append(round(tt, 3))
                 d.append(dev)
-                v.append(float(x))
+                v.append(x)
         del data
         return _by_time(np.array(t), np.array(d, np.int32), np.array(v))
 

@@ -472,12 +472,17 @@ def render_jobs(table: Any, fmt: str, header: bool = True, widths: dict[str, int
 def _csv(table: Any, header: bool) -> str:
     """One chunk as CSV, written by Arrow's CSV writer (pandas' formats a float at a time); text cells through
     `footprint.escaping.csv_cell`, the start time in one ISO format whatever the rows."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     from footprint.escaping import csv_cell
 
-    safe = table.apply(lambda col: col.map(csv_cell) if col.dtype == object or col.dtype == "category" else col)
+    def cells(col: Any) -> Any:  # every text column, whatever its dtype (object, category, string, Arrow string)
+        numeric = pd.api.types.is_numeric_dtype(col) or pd.api.types.is_datetime64_any_dtype(col)
+        return col if numeric or pd.api.types.is_bool_dtype(col) else col.astype(object).map(csv_cell)
+
+    safe = table.apply(cells)
     if "start" in safe and hasattr(safe["start"], "dt"):
         t = safe["start"]
         t = t.dt.tz_localize("UTC") if t.dt.tz is None else t.dt.tz_convert("UTC")

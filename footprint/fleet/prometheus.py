@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
@@ -79,10 +78,14 @@ def check_tls_files(ca_file: str | None, cert: str | None, key: str | None) -> N
 
     if key and not cert:
         raise PrometheusError("a client key needs its certificate: add --client-cert CERT.pem", key="--client-key")
+    from footprint.inputs import check_file
+
     for opt, path in (("--ca-file", ca_file), ("--client-cert", cert), ("--client-key", key)):
-        if path and not Path(path).is_file():
-            why = "is a directory" if Path(path).is_dir() else "no such file"
-            raise PrometheusError(f"{why}: expected a PEM file", file=path, key=opt)
+        if path:
+            try:
+                check_file(path, "PEM file", opt)  # missing, a directory, or a named pipe that would block the read
+            except FootprintError as exc:
+                raise PrometheusError(exc.detail, file=path, key=opt) from None
     opt, path = "--ca-file", ca_file
     try:
         if ca_file:
@@ -100,7 +103,12 @@ def check_tls_files(ca_file: str | None, cert: str | None, key: str | None) -> N
 
 def _secret(path: str, what: str) -> str:
     """A secret from a file: bounded, UTF-8, one printable line (a binary file is refused, never sent)."""
-    p = Path(path)
+    from footprint.inputs import check_file
+
+    try:
+        p = check_file(path, f"{what} file")  # a named pipe would block the read forever
+    except FootprintError as exc:
+        raise PrometheusError(f"cannot read the {what} file ({exc.detail})", str(path)) from None
     try:
         with p.open("rb") as f:
             raw = f.read(MAX_SECRET_BYTES + 1)
@@ -135,19 +143,14 @@ def check_header(name: str, value: str) -> None:
 
 
 def _check_url(url: str, given: str) -> None:
-    from urllib.parse import urlsplit
+    from footprint.http import check_url
 
-    if not url.startswith(("http://", "https://")):
-        raise PrometheusError(f"expected an http:// or https:// URL, got {given[:200]!r}", key="--url")
-    if any(ord(c) < 33 or ord(c) == 127 for c in url):
-        raise PrometheusError("the URL holds spaces or control characters", key="--url")
     try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises on a port that is not a number in 0-65535
-    except ValueError as exc:
-        raise PrometheusError(f"invalid URL {given[:200]!r}: {exc}", key="--url") from None
-    if not parts.hostname:
-        raise PrometheusError(f"invalid URL {given[:200]!r}: no host", key="--url")
+        check_url(url)
+    except PrometheusError:
+        raise
+    except FootprintError as exc:
+        raise PrometheusError(exc.detail.replace(repr(url[:200]), repr(given[:200])), key="--url") from None
 
 
 class _Answer:
@@ -168,16 +171,13 @@ class _Answer:
 
 class PrometheusClient:
     def __init__(self, config: PromConfig, session: Any = None) -> None:
-        import requests
+        from footprint import http
 
         url = config.url.strip().rstrip("/")
         self.config = config
         self.base = url
-        self.session = session or requests.Session()
+        self.session = session or http.session(pool_maxsize=16)  # connections that obey an overall deadline
         self.session.max_redirects = MAX_REDIRECTS
-        adapter = requests.adapters.HTTPAdapter(pool_maxsize=16)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
         self.session.headers.update({"Accept": "application/json", "Accept-Encoding": "gzip", **config.headers})
         if config.bearer_token_file:
             self.session.headers["Authorization"] = "Bearer " + _secret(config.bearer_token_file, "bearer token")
@@ -205,13 +205,20 @@ class PrometheusClient:
         of a success."""
         import requests
 
+        from footprint import http
+
         url = f"{self.base}{path}"
         delay = 0.5
         last = ""
         for attempt in range(self.config.retries + 1):
             try:
                 self.requests += 1
-                r = self._send(url, params, sum(len(str(v)) for v in params.values()) > 4000)
+                with http.deadline(self._overall_s()) as d:  # one deadline per request: a trickle cannot outlast it
+                    try:
+                        r = self._send(url, params, sum(len(str(v)) for v in params.values()) > 4000)
+                    finally:
+                        if d.expired:
+                            raise self._slow(url) from None
             except requests.exceptions.SSLError as exc:
                 raise PrometheusError(
                     f"TLS error talking to {self.base}: {_tls_reason(exc)} (a private CA: --ca-file CA.pem; a client "
@@ -263,25 +270,28 @@ class PrometheusClient:
             params = params if post else ({} if parts.query else params)
         raise PrometheusError(f"{self.base}: more than {MAX_REDIRECTS} redirects (a loop?)", key="--url")
 
+    def _overall_s(self) -> float:
+        return max(self.config.timeout_s, 1.0) * 4
+
+    def _slow(self, url: str) -> PrometheusError:
+        return PrometheusError(
+            f"{url}: no whole answer after {self._overall_s():g} s (4 x --timeout; a slow server?): raise --timeout or "
+            "narrow the query",
+            key="--url",
+        )
+
     def _read(self, r: Any, url: str) -> _Answer:
         cap = self.config.max_response_bytes
         declared = r.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > cap and "gzip" not in r.headers.get("Content-Encoding", ""):
             r.close()
             raise PrometheusError(_too_big(url, cap), key="--url")
-        deadline = time.monotonic() + max(self.config.timeout_s, 1.0) * 4
         parts, size = [], 0
         try:
             for piece in r.iter_content(1 << 16):
                 size += len(piece)
                 if size > cap:
                     raise PrometheusError(_too_big(url, cap), key="--url")
-                if time.monotonic() > deadline:
-                    raise PrometheusError(
-                        f"{url}: the answer is still arriving after {4 * self.config.timeout_s:g} s (a slow server?): "
-                        "raise --timeout or narrow the query",
-                        key="--url",
-                    )
                 parts.append(piece)
         finally:
             r.close()

@@ -57,6 +57,7 @@ SACCT_FIELDS = (
 REQUIRED = ("JobID", "Start", "End", "AllocTRES", "NodeList", "State")
 FREE_TEXT = ("JobName",)  # may contain the delimiter (sacct does not escape it)
 MAX_SACCT_BYTES = 2_000_000_000
+MAX_SACCT_ROWS = 2_000_000  # jobs (and notes on lines left out) one import holds: ~0.5 GB; a month of a large cluster
 _NO_TIME = {"", "unknown", "none", "n/a"}
 _JOBID = re.compile(r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>.+))?$")
 
@@ -131,6 +132,10 @@ def parse_elapsed(text: str) -> float | None:
         return None
     d, h, mi, s = m.groups()
     return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi) * 60 + float(s)
+
+
+EARLIEST_JOB_S = 946_684_800.0  # 2000-01-01 UTC: SLURM's first release was in 2002
+LATEST_JOB_S = 7_258_118_400.0  # 2200-01-01 UTC: within every timestamp type downstream (ns: up to 2262)
 
 
 def parse_time(text: str, tz: tzinfo) -> float | None:
@@ -300,6 +305,11 @@ def _read_lines(
     for lineno, line in lines:
         if not line.strip():
             continue
+        if len(jobs) + len(skipped) >= MAX_SACCT_ROWS:  # memory grows with each: a bound, not a slow death
+            raise FootprintError(
+                f"more than {MAX_SACCT_ROWS:,} jobs and lines left out by line {lineno:,}: split the export by time "
+                "(sacct -S ... -E ...) and import each part into its own fleet directory"
+            )
         try:
             row = _row(line.split(delimiter), header)
             m = _JOBID.match(row["JobID"].strip())
@@ -337,6 +347,9 @@ def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | s
     if start is None:
         return f"{state.lower()} and never started, left out"
     end = parse_time(row.get("End", ""), tz)
+    for key, t in (("Start", start), ("End", end)):  # 0001-01-01 or 9999-12-31: damage, not a job (SLURM is from 2002)
+        if t is not None and not EARLIEST_JOB_S <= t < LATEST_JOB_S:
+            return f"{key} {row.get(key, '')[:30]} is outside 2000-2200, left out"
     notes: list[str] = []
     alloc = _allocation(row, notes)
     elapsed = parse_elapsed(row.get("Elapsed", ""))
@@ -388,9 +401,9 @@ def _fold_het(job: str, parts: list[SlurmJob]) -> SlurmJob:
 
 
 def read_sacct(path: str | Path, tz: tzinfo, delimiter: str = "|") -> SacctResult:
-    p = Path(path)
-    if not p.is_file():
-        raise FootprintError("no such sacct file", str(p))
+    from footprint.inputs import check_file
+
+    p = check_file(path, "sacct file")  # missing, a directory, or a named pipe that would block the read
     if p.stat().st_size > MAX_SACCT_BYTES:
         raise FootprintError(f"larger than {MAX_SACCT_BYTES} bytes: split the sacct export by time", str(p))
     try:

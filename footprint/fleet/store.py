@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
-from footprint.outputs import write_text
+from footprint.outputs import CLAIM_MARK, write_text
 
 INDEX = "index.parquet"  # the job rows in one file: fleet directories written before the partitioned ledger
 LEDGER = "ledger"  # the job rows, partitioned by month: ledger/month=YYYY-MM/part-NNNNN.parquet
@@ -221,15 +221,22 @@ class FleetWriter:
     """Writes a fleet directory under a temporary name; `commit()` moves it into place."""
 
     def __init__(self, out: str | Path, overwrite: bool = False) -> None:
-        from footprint.outputs import check_dir_target, write_error
+        from footprint.outputs import check_dir_target, claim_new, write_error
 
         self.out = check_dir_target(out)  # not '', '/', a symlink, a file, a pipe or a device
         if self.out.is_dir() and any(self.out.iterdir()) and not overwrite:
             raise FootprintError("exists and is not empty: choose a new directory or pass --overwrite", str(self.out), "-o")
+        self.overwrite = overwrite
+        # a new directory is claimed now: of N concurrent imports into it one wins, the others fail here in one line
+        self.made = False if overwrite else claim_new(self.out)
         try:
             self.out.parent.mkdir(parents=True, exist_ok=True)
             self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name[:80]}.import-", suffix=".tmp", dir=self.out.parent))
         except OSError as e:
+            if not overwrite:
+                from footprint.outputs import release_claim
+
+                release_claim(self.out, self.made)
             raise write_error(self.out, e) from None
         self.series_parts = 0
         self.records = True
@@ -291,7 +298,9 @@ class FleetWriter:
 
         old = None
         try:
-            if self.out.exists():
+            if not self.overwrite:
+                (self.out / CLAIM_MARK).unlink()  # ours and otherwise empty: the rename replaces it
+            elif self.out.exists():
                 old = Path(tempfile.mkdtemp(prefix=f".{self.out.name[:80]}.", suffix=".old", dir=self.out.parent)) / "x"
                 os.replace(self.out, old)
             os.replace(self.tmp, self.out)
@@ -302,6 +311,10 @@ class FleetWriter:
         return self.out
 
     def abort(self) -> None:
+        from footprint.outputs import release_claim
+
+        if not self.overwrite:
+            release_claim(self.out, self.made)
         self._index.abort()
         if self._job_gpus.writer is not None:
             self._job_gpus.writer.close()

@@ -118,6 +118,7 @@ class Device:
     first_t: float = math.inf
     last_t: float = -math.inf
     resets: int = 0
+    jumps: int = 0  # counter increases no device can make (above MAX_DEVICE_POWER_W over the interval): left out
     gaps: int = 0
     max_gap_s: float = 0.0
     reset_times: list[float] = field(default_factory=list)
@@ -396,6 +397,16 @@ class Fetcher:
                 d.resets += int(reset.sum())
                 d.reset_times += t[1:][reset].tolist()[: max(0, 1000 - len(d.reset_times))]
             e = np.where(reset, v[1:], inc) * (self.names.energy_unit_j if d.kind == GPU_COUNTER else 1.0)
+            if d.kind == GPU_COUNTER:  # a jump of 10^7 x (about 1 GW) or to 1e300 is damage, not energy: left out
+                jump = e > MAX_DEVICE_POWER_W * np.maximum(dt, 1e-9)
+                if jump.any():
+                    if not d.jumps:
+                        self.t.notes.append(
+                            f"{d.key}: the energy counter rose faster than {MAX_DEVICE_POWER_W:g} W (no GPU draws that): "
+                            "such intervals are left out (their energy is not counted; a lower bound)"
+                        )
+                    d.jumps += int(jump.sum())
+                    e = np.where(jump, 0.0, e)
         d.gaps += int(gap.sum())
         d.max_gap_s = max(d.max_gap_s, float(dt.max()))
         n = len(dt)

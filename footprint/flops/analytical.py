@@ -55,9 +55,16 @@ def transformer_flops(
     """
     if recompute not in RECOMPUTE:
         raise FootprintError(f"unknown recompute {recompute!r}; allowed: {', '.join(RECOMPUTE)}", key="--recompute")
-    for key, v in (("params", params), ("tokens", tokens)):
-        if v is None or v <= 0:
+    from footprint.inputs import finite_number
+
+    def number(v: Any, key: str, required: bool = False) -> Any:  # objects, bytes, NaN, 10**400: one error
+        if v is None and required:
             raise FootprintError(f"must be > 0, got {v!r}", key=f"--{key}")
+        return None if v is None else finite_number(v, f"--{key}", lo=0, lo_open=required)
+
+    params, tokens = number(params, "params", True), number(tokens, "tokens", True)
+    active_params, vocab = number(active_params, "active-params"), number(vocab, "vocab")
+    layers, hidden, seq_len = number(layers, "layers"), number(hidden, "hidden"), number(seq_len, "seq-len")
     n = float(active_params or params)
     shape = (layers, hidden, seq_len)
     if any(x is not None for x in shape) and not all(x is not None and x > 0 for x in shape):

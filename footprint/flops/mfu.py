@@ -44,6 +44,13 @@ def mfu_against_peak(
     The peak is the caller's (the catalogue's card, `footprint.lca.catalogue.compute_mfu`): FLOP
     arithmetic stays below the LCA core and never looks a card up itself.
     """
+    from footprint.inputs import finite_number
+
+    # objects, bytes, NaN or 10**400: one error, not a traceback
+    flops, gpu_hours, achieved_tflops = (
+        None if v is None else finite_number(v, key)
+        for key, v in (("--flops", flops), ("--gpu-hours", gpu_hours), ("--achieved-tflops", achieved_tflops))
+    )
     if achieved_tflops is None:
         if not flops or not gpu_hours or flops <= 0 or gpu_hours <= 0:
             raise FootprintError("give --flops and --gpu-hours (both > 0), or --achieved-tflops", key="--flops")

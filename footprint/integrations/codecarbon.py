@@ -81,12 +81,21 @@ def write_emissions_csv(target: Any, path: str | Path, samples: int = 0) -> Path
     """Append ``target``'s row to ``path`` (header written when the file is new); returns the path. The file is
     rewritten whole through `footprint.outputs` (never half a row on a full disk); text cells are neutralised
     against spreadsheet formulas."""
-    from footprint.escaping import csv_cell
-    from footprint.outputs import check_file_target, write_text
+    from footprint.outputs import check_file_target, locked
 
     path = Path(path)
     cols = columns()
     real = check_file_target(path)
+    row = emissions_row(target, samples)
+    with locked(path):  # concurrent exports each add their row: the read and the rename happen under one lock
+        _append_row(path, real, cols, row)
+    return path
+
+
+def _append_row(path: Path, real: Path, cols: list[str], row: dict[str, Any]) -> None:
+    from footprint.escaping import csv_cell
+    from footprint.outputs import write_text
+
     old = ""
     if real.is_file() and real.stat().st_size:
         from footprint.inputs import read_bytes
@@ -99,14 +108,12 @@ def write_emissions_csv(target: Any, path: str | Path, samples: int = 0) -> Path
             )
         if not old.endswith("\n"):
             old += "\r\n"
-    row = emissions_row(target, samples)
     buf = io.StringIO()
     wr = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     if not old:
         wr.writeheader()
     wr.writerow({c: ("" if row.get(c) is None else csv_cell(row[c])) for c in cols})
     write_text(path, old + buf.getvalue())
-    return path
 
 
 def _cc_version() -> str:

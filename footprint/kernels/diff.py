@@ -169,6 +169,8 @@ def _describe(r: dict[str, Any], by_steps: bool) -> dict[str, Any]:
 
 def _side(path: str | Path, steps: str | int, include_unlinked: bool, power: str | Path | None, top: int) -> dict[str, Any]:
     an = analyse(path, top=top, steps=steps, include_unlinked=include_unlinked)
+    if not an.result["trace"]["events"]:
+        raise FootprintError("the trace holds no events: nothing to compare", str(path))
     if an.classified is None:
         if power is not None:
             raise FootprintError("--power-a/--power-b attribute GPU energy; this trace has no GPU events", str(path))
@@ -224,7 +226,8 @@ def diff_traces(
         "basis": sa["basis"] if sa["basis"] == sb["basis"] else f"A {sa['basis']}; B {sb['basis']}",
         "include_unlinked": include_unlinked,
         "totals": {k: figure(sa["totals"][k], sb["totals"][k]) for k in sa["totals"]},
-        "by_category": {c: {f: figure(sa["by_category"][c][f], sb["by_category"][c][f]) for f in fields} for c in cats},
+        # a CPU trace has the matrix categories only: a category one side lacks is not available there, not 0
+        "by_category": {c: {f: figure(_of(sa, c, f), _of(sb, c, f)) for f in fields} for c in cats},
         "ops": _compare_ops(sa["ops"], sb["ops"], top),
         "ops_total": len({*sa["ops"], *sb["ops"]}),
         "footprint": None,
@@ -233,6 +236,10 @@ def diff_traces(
     if scenario is not None or train_steps is not None:
         out["footprint"] = run_footprint(sa, sb, scenario=scenario, train_steps=train_steps, gpus=gpus, gpu=gpu, samples=samples)
     return out
+
+
+def _of(side: dict[str, Any], category: str, field: str) -> Any:
+    return side["by_category"].get(category, {}).get(field)
 
 
 def _consistency(sa: dict[str, Any], sb: dict[str, Any]) -> list[str]:

@@ -447,6 +447,9 @@ class _Capped:
 def open_source(path: Path, member: str | None) -> tuple[Any, str, list[str]]:
     """(binary stream of the JSON, description, warnings)."""
     notes: list[str] = []
+    from footprint.inputs import check_file
+
+    check_file(path, "trace file (.json, .json.gz or a tar archive)")  # a named pipe would block the read forever
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
     except FileNotFoundError:

@@ -84,6 +84,8 @@ def compute_mfu(
 ) -> Mfu:
     """MFU of a catalogue card: its dense peak for `dtype` (lca_data, the one source of peaks) against FLOPs over
     GPU-hours or achieved TFLOP/s per GPU."""
+    if not isinstance(gpu, str):  # an object or bytes from the Python API: one error, not a traceback
+        raise FootprintError(f"expected a GPU name, got {type(gpu).__name__}", key="--gpu")
     card = db().find_gpu(gpu, key="--gpu")
     try:
         peak = card.peak_flops(dtype) / 1e12

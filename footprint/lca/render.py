@@ -10,6 +10,7 @@ import csv
 import io
 from typing import Any
 
+from footprint.escaping import md_text
 from footprint.lca import categories as cat
 from footprint.lca.assessment import (
     PE_NOTE,
@@ -164,8 +165,8 @@ def details_lines(a: Assessment) -> list[str]:
 def to_markdown(a: Assessment) -> str:
     """A Markdown table with the summary above and the caveats below, each group's items folded (GitHub renders
     `<details>`)."""
-    out = [f"# {a.workload.name}", ""]
-    out += [f"- {line.strip()}" for line in _summary_lines(a)[1:]]
+    out = [f"# {md_text(a.workload.name)}", ""]  # user text (names, descriptions, notes) as literal Markdown
+    out += [f"- {md_text(line.strip())}" for line in _summary_lines(a)[1:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(r) + " |" for r in table_rows(a)]
     score = single_score_line(a)
@@ -180,7 +181,7 @@ def to_markdown(a: Assessment) -> str:
         out += ["", "## Notes: scope, contested data and warnings", ""]
         for g in groups:
             out += [f"<details><summary><b>{g.title} ({len(g.items)})</b>: {_md_html(g.summary)}</summary>", ""]
-            out += [f"- {x}" for x in g.items] + ["", "</details>", ""]
+            out += [f"- {md_text(x)}" for x in g.items] + ["", "</details>", ""]
     out += ["", "## Sources", ""] + [f"- {md_source(s)}" for s in a.sources]
     return "\n".join(out) + "\n"
 

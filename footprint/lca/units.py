@@ -168,6 +168,8 @@ def check_expression(text: str, original: Any = None) -> None:
             continue
         if kind == "sign" and prev != "":
             raise UnitParseError(f"cannot read {shown!r} as a quantity (+ and - are not units; write one number)")
+        if kind == "num" and prev == "num":  # `3.5.1 years` would be read as 3.5 x .1 = 0.35 years
+            raise UnitParseError(f"cannot read {shown!r} as a quantity (two numbers in a row: write one number)")
         if kind == "num" and depth:
             raise UnitParseError(f"cannot read {shown!r} as a quantity (numbers go before the unit, not inside parentheses)")
         if kind == "op":

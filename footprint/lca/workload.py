@@ -192,9 +192,10 @@ class _Ctx:
         return ScenarioError(msg, self.file, key)
 
     def section(self, data: dict[str, Any], name: str) -> dict[str, Any]:
-        sec = data.get(name) or {}
+        sec = data.get(name)
+        sec = {} if sec is None else sec  # absent or null: the defaults; `[]`, `''` or 0 is a mistake, not "none"
         if not isinstance(sec, dict):
-            raise self.err(name, "expected a mapping")
+            raise self.err(name, f"expected a mapping, got {type(sec).__name__} {_short(sec)}")
         allowed = ALLOWED[name]
         for k in sec:
             if k not in allowed:
@@ -287,8 +288,7 @@ def workload_from_dict(
     if hardware["gpu"] is not None and time["mfu"] is None and (f := model_flops(model)) is not None:
         time.update(_derived_mfu(ctx, f, hardware["gpu"], time["dtype"], energy["gpu_hours"]))
     name = shown(str(data.get("name") or (Path(file).stem if file else "scenario")))  # no terminal escape rides along
-    busy_h = hardware["lifetime_h"] * hardware["utilization"]
-    _check_derived(ctx, energy.get("host_hours") or energy["gpu_hours"], energy["it_energy_kwh"], busy_h)
+    _check_derived(ctx, energy, hardware)
     w = Workload(
         name=name,
         **hardware,
@@ -360,6 +360,7 @@ def _hardware(ctx: _Ctx, hw: dict[str, Any]) -> dict[str, Any]:
     variant = hw.get("embodied_data")
     if variant is not None:
         variant = ctx.text("hardware.embodied_data", variant, list(db().corrections["variants"]))
+    _check_embodied(ctx, gpu, variant, embodied)
     return {
         "gpu": gpu,
         "count": count,
@@ -636,12 +637,50 @@ def _pue_method(site: dict[str, Any], preset: str) -> str:
     return f"preset {preset}" if "preset" in site else f"default: the {preset} preset, no PUE given"
 
 
-def _check_derived(ctx: _Ctx, gpu_hours: float, it_kwh: float, busy_h: float) -> None:
-    """Inputs that are each finite can still multiply past floating point (1e300 GPU-hours at 1e300 W)."""
+def _check_derived(ctx: _Ctx, energy: dict[str, Any], hardware: dict[str, Any]) -> None:
+    """Inputs that are each plausible can still give an impossible result: past floating point (1e300 GPU-hours at
+    1e300 W), or more GPU time than the job's GPUs have in the longest service life of the plausibility table
+    (1e33 FLOP at MFU 0.01, MFU 1e-9, 5 GWh at 400 W: thousands of GPU-years per GPU)."""
+    # a run without GPU (hardware.gpu: none) is its host: its hours are the host's, one machine's worth of life
+    gpu_hours, it_kwh = energy.get("host_hours") or energy["gpu_hours"], energy["it_energy_kwh"]
+    busy_h = hardware["lifetime_h"] * hardware["utilization"]
     for key, v in (("training", gpu_hours), ("training.energy", it_kwh), ("hardware", gpu_hours / busy_h)):
         if not math.isfinite(v) or v <= 0:
             raise ctx.err(
                 key, "the stated numbers give a GPU time, energy or lifetime share beyond floating point: check their units"
+            )
+    most = max(hardware["count"], 1) * bounds.BOUNDS["hardware.lifetime"].hi
+    if gpu_hours > most:
+        raise ctx.err(
+            "training",
+            f"{energy['gpu_hours_method'] or 'the GPU time'} gives {gpu_hours:.4g} GPU-hours, more than "
+            f"{hardware['count']:,} GPU(s) x 20 years ({most:.4g} GPU-hours, the longest service life of the plausibility "
+            "table): check the units and the MFU, utilisation or power it was derived from",
+        )
+
+
+#: An embodied override this many times the card's own catalogue value (or more) is refused: a unit slip of 10^3
+#: (t for kg, m3 for L), the plausibility table's rule (footprint/bounds.py).
+EMBODIED_OVERRIDE_MAX_RATIO = 1000.0
+
+
+def _check_embodied(ctx: _Ctx, gpu: Gpu, variant: str | None, override: dict[str, float]) -> None:
+    """hardware.embodied per GPU against the card's catalogue value: 1e12 kg CO2 eq or 1e30 m3 of water per GPU is a
+    slip, not a card (a category the catalogue has no value for is kept as stated)."""
+    if not override:
+        return
+    from footprint.lca import categories as cat
+    from footprint.lca.database import INDICATORS
+
+    total = db().embodied(gpu.id, variant).total()
+    for c, v in override.items():
+        ref = float(total[INDICATORS.index(c)])
+        if ref > 0 and v > EMBODIED_OVERRIDE_MAX_RATIO * ref:
+            unit = display_unit(cat.by_key(c).unit)
+            raise ctx.err(
+                f"hardware.embodied.{c}",
+                f"{v:.4g} {unit} per GPU is more than {EMBODIED_OVERRIDE_MAX_RATIO:g} x the catalogue's {ref:.4g} {unit} "
+                f"for a {gpu.name}: check the unit (per GPU, not per fleet)",
             )
 
 

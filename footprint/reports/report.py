@@ -64,6 +64,10 @@ class Section:
 
 def infer_format(output: str, fmt: str | None) -> str:
     if fmt:
+        if fmt == "markdown":
+            return "md"
+        if fmt not in FORMATS:  # `report(..., format="exe")` would otherwise write HTML under any name
+            raise FootprintError(f"unknown format {str(fmt)[:40]!r}: one of {', '.join(FORMATS)}", key="--format")
         return fmt
     name = output.lower()
     if name.endswith(".boamps.json"):

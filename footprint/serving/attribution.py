@@ -62,6 +62,7 @@ def parse_map(data: Any, file: str) -> dict[str, Any]:
     if not isinstance(pods, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pods.items()):
         raise FootprintError("expected pod name: model name pairs", file, "pods")
     rows = []
+    seen: dict[tuple[str, int], tuple[str, str]] = {}
     for i, e in enumerate(data.get("gpus") or []):
         key = f"gpus[{i}]"
         if not isinstance(e, dict) or not isinstance(e.get("host"), str) or not isinstance(e.get("model"), str):
@@ -73,6 +74,15 @@ def parse_map(data: Any, file: str) -> dict[str, Any]:
             or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in idx)
         ):
             raise FootprintError("expected a list of GPU indices (whole numbers >= 0)", file, f"{key}.gpus")
+        for g in idx:  # one GPU named for two models would have its energy counted for each of them
+            other = seen.setdefault((e["host"], g), (key, e["model"]))
+            if other[1] != e["model"]:
+                raise FootprintError(
+                    f"GPU {g} of {e['host'][:60]!r} is mapped to {other[1][:60]!r} ({other[0]}) and to {e['model'][:60]!r}: "
+                    "map each GPU to the one model it serves",
+                    file,
+                    f"{key}.gpus",
+                )
         rows += [(e["host"], str(g), e["model"]) for g in idx]
     return {"pods": pods, "gpus": pd.DataFrame(rows, columns=["host", "gpu", "model"])}
 

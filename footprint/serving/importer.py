@@ -110,6 +110,14 @@ def import_files(
     t1 = max(float(t[-1]) for t, _ in series.values())
     lo = start if start is not None else t0 - (t0 % window_s)
     hi = end if end is not None else t1
+    if hi <= max(lo, t0) or lo >= t1:  # --end before the first sample, --start after the last: no record of nothing
+        from footprint.serving.store import iso
+
+        raise FootprintError(
+            f"the window {iso(lo)} to {iso(hi)} holds no sample (the files span {iso(t0)} to {iso(t1)}): nothing written",
+            files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files",
+            "--start/--end",
+        )
     n = _windows(
         hi - lo, window_s, ", ".join(files)
     )  # whole windows: a partial last one would charge its tokens part of its energy

@@ -13,6 +13,7 @@ on the server: counted once (NVIDIA/dcgm-exporter#317). The expressions are the 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -102,6 +103,23 @@ class Queries:
         return q
 
 
+MAX_SAMPLE = 1e18  # a counter or gauge sample above this (1e300) is damage: 1e18 J is 30 GW-years
+
+
+def _points(values: Any) -> np.ndarray:
+    """Prometheus' ``[[time, "value"], ...]`` as an (n, 2) float array of the samples that are readings: a sample of
+    null, text, NaN, an infinity or 1e300 is left out (never a traceback or a 300-digit energy)."""
+    out = []
+    for pt in values if isinstance(values, list) else []:
+        try:
+            t, v = float(pt[0]), float(pt[1])
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+            continue
+        if math.isfinite(t) and math.isfinite(v) and abs(v) <= MAX_SAMPLE:
+            out.append((t, v))
+    return np.asarray(out, dtype=float).reshape(-1, 2)
+
+
 def matrix(
     client: PrometheusClient, expr: str, start: float, end: float, window_s: float
 ) -> list[tuple[dict, np.ndarray, np.ndarray]]:
@@ -112,9 +130,9 @@ def matrix(
     while first <= n:
         last = min(n, first + MAX_POINTS - 1)
         data = client.query_range(expr, start + first * window_s, start + last * window_s, window_s)
-        for s in data.get("result", []):
-            labels = s.get("metric", {})
-            vals = np.asarray(s.get("values", []), dtype=float).reshape(-1, 2)
+        for s in (data.get("result") or []) if isinstance(data, dict) else []:
+            labels = s.get("metric", {}) if isinstance(s, dict) else {}
+            vals = _points(s.get("values") if isinstance(s, dict) else None)
             _, ws, vs = acc.setdefault(tuple(sorted(labels.items())), (labels, [], []))
             ws.append(np.rint((vals[:, 0] - start) / window_s).astype(np.int64) - 1)
             vs.append(vals[:, 1])

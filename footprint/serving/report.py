@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from footprint.escaping import csv_cell
 from footprint.lca import categories as cat
 from footprint.serving.assess import BOUNDARIES, Site, assess
 from footprint.serving.attribution import Attribution
@@ -283,8 +284,8 @@ def to_csv(rep: dict[str, Any]) -> str:
             per = m["per_unit"][b]
             w.writerow(
                 [
-                    m["model"],
-                    m["engine"],
+                    csv_cell(m["model"]),  # names come from the servers' labels: never a spreadsheet formula
+                    csv_cell(m["engine"]),
                     b,
                     m["gpu_j"],
                     m["host_j"],

@@ -88,10 +88,12 @@ def read(path: str | Path) -> tuple[dict[str, Any], Attribution]:
     meta = load_json(read_text(f, "serving record"), str(f))
     if meta.get("format") != FORMAT:
         raise FootprintError(f"expected format {FORMAT!r}, got {meta.get('format')!r}", str(f), "format")
-    tables = {}
-    for name in TABLES:
-        text = read_text(p / FILES[name], "serving table")
-        tables[name] = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame()
+    _check_meta(meta, str(f))
+    tables = {name: _table(p / FILES[name], KEYS[name]) for name in TABLES}
+    unlisted = sorted(set(map(str, tables["models_w"]["model"])) - set(map(str, tables["models"]["model"])))
+    if unlisted:  # every model with energy is listed with its engine and GPU model: a truncated models.csv is damage
+        where = str(p / FILES["models"])
+        raise FootprintError(f"damaged: model {unlisted[0][:60]!r} of {FILES['models_w']} is not listed", where)
     for t, k in (
         ("gpus", "host"),
         ("gpus", "gpu"),
@@ -105,10 +107,68 @@ def read(path: str | Path) -> tuple[dict[str, Any], Attribution]:
     ):
         if k in tables[t]:
             tables[t][k] = [x if isinstance(x, str) else "" if x != x else str(x) for x in tables[t][k]]
-    window_s = float(meta.get("window_s", 300.0))
+    window_s = float(meta["window_s"])
     _whole_windows(tables, window_s)
     a = Attribution(**tables, window_s=window_s, notes=list(meta.get("notes", [])))
     return meta, a
+
+
+#: The columns each table must have (what the report joins and groups on); the others are read as numbers.
+KEYS = {
+    "models_w": ("window", "model"),
+    "residual_w": ("window",),
+    "unmetered": ("window", "model"),
+    "reserve": ("model",),
+    "gpus": ("host", "gpu", "gpu_model"),
+    "health": ("counter",),
+    "models": ("model", "engine"),
+    "usage": ("host", "gpu", "model"),
+}
+TEXT_COLUMNS = {"model", "engine", "flag", "gpu_model", "host", "gpu", "uuid", "method", "models", "counter", "where", "which"}
+
+
+def _check_meta(meta: dict[str, Any], file: str) -> None:
+    """serving.json's numbers and site as the report uses them, or one error naming the key (a record is not trusted:
+    it may be damaged or edited by hand)."""
+    from footprint.inputs import finite_number
+
+    meta.setdefault("window_s", 300.0)
+    finite_number(meta["window_s"], "window_s", file, 0, 366 * 86400, lo_open=True)
+    for k in ("start_s", "end_s"):
+        if k in meta:
+            finite_number(meta[k], k, file, 0, 253402300799.0)
+    if not isinstance(meta.get("site") or {}, dict):
+        raise FootprintError(f"expected a mapping (grid, pue, lifetime), got {type(meta['site']).__name__}", file, "site")
+    if not isinstance(meta.get("notes", []), list):
+        raise FootprintError("expected a list of notes", file, "notes")
+    if not isinstance(meta.get("partial_windows", {}), dict):
+        raise FootprintError("expected a mapping of window: seconds", file, "partial_windows")
+
+
+def _table(path: Path, keys: tuple[str, ...]) -> pd.DataFrame:
+    """One table of the record: CSV with its key columns, every other column numbers that are not negative or
+    infinite (NaN is "not available"); an empty file is an empty table; anything else one error naming the file."""
+    text = read_text(path, "serving table")
+    if not text.strip():
+        return pd.DataFrame(columns=list(keys))
+    try:
+        df = pd.read_csv(io.StringIO(text))
+    except (ValueError, pd.errors.ParserError) as exc:  # a quote never closed, a torn row
+        raise FootprintError(f"not a CSV table ({str(exc).splitlines()[0][:120]})", str(path)) from None
+    missing = [k for k in keys if k not in df]
+    if missing:
+        have = ", ".join(map(str, df.columns[:12]))
+        raise FootprintError(f"damaged: no column {', '.join(missing)} (columns: {have})", str(path))
+    for c in df.columns:
+        if c in TEXT_COLUMNS:
+            continue
+        v = pd.to_numeric(df[c], errors="coerce")
+        bad = (v.isna() & df[c].notna()) | (v < 0) | ~(v.abs() < math.inf) & v.notna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise FootprintError(f"row {row + 1}: {str(df[c].iloc[row])[:40]!r} is not a number >= 0", str(path), str(c))
+        df[c] = v
+    return df
 
 
 def _whole_windows(tables: dict[str, pd.DataFrame], window_s: float) -> None:

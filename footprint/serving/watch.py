@@ -23,7 +23,6 @@ import socket
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,19 @@ from footprint.errors import FootprintError
 from footprint.serving import engines as eng
 from footprint.serving.scrape import parse
 from footprint.serving.telemetry import ENGINE_COLS, GPU_COLS, HOST_COLS, PLACE_COLS, Telemetry, model_of
+from meters.importers import MAX_DEVICE_POWER_W
 
 MAX_BODY = 20_000_000
 MAX_TIME_S = 253402300799.0  # 9999-12-31: a later window end is damage
+MAX_COUNT = 1e18  # requests or tokens in one window: the plausibility table's most tokens of a whole training run
 
 
 def fetch_url(url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (the user's own server)
-        return r.read(MAX_BODY).decode("utf-8", "replace")
+    """The server's /metrics text: bounded, within `timeout` overall, redirects only to the same host
+    (`footprint.http.get_text`)."""
+    from footprint.http import get_text
+
+    return get_text(url, timeout, MAX_BODY)
 
 
 class Watcher:
@@ -94,10 +98,11 @@ class Watcher:
     def _scrape(self) -> None:
         try:
             text = self.fetch(self.url)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, FootprintError) as exc:
             self.errors += 1
             if self.engines is None:
-                raise FootprintError(f"cannot scrape {self.url}: {exc}", key="--metrics-url") from None
+                why = exc.detail if isinstance(exc, FootprintError) else exc
+                raise FootprintError(f"cannot scrape {self.url}: {why}", key="--metrics-url") from None
             return
         rows = list(parse(text.splitlines(), self.url, now=self.clock()))
         if self.engines is None:
@@ -130,7 +135,9 @@ class Watcher:
         engines = {}
         for k, c in self.counters.items():
             s = self.start_counters.get(k, {})
-            engines[f"{k[0]}|{k[1]}"] = {f: (v - s[f] if f in s and v >= s[f] else v) for f, v in c.items()}
+            rise = {f: (v - s[f] if f in s and v >= s[f] else v) for f, v in c.items()}
+            # a server's negative, NaN or 1e300 counter is not written: the line stays one a reader accepts
+            engines[f"{k[0]}|{k[1]}"] = {f: v for f, v in rise.items() if _count(v) <= MAX_COUNT}
         line = json.dumps(
             {
                 "start": self.window_start,
@@ -234,6 +241,9 @@ def read_windows(path: Path) -> list[dict[str, Any]]:
     seen: set[int] = set()
     if not path.exists():
         return lines
+    from footprint.inputs import check_file
+
+    check_file(path, "windows journal")  # a named pipe planted there would block the read
     with path.open(encoding="utf-8", errors="replace") as fh:
         for n, raw in enumerate(fh, 1):
             raw = raw.strip()
@@ -269,12 +279,20 @@ def _check_window(x: Any, where: str, window_s: float | None, file: str) -> dict
             f"{where}: window_s",
         )
     gpus, engines = x.get("gpus"), x.get("engines")
+    most_j = MAX_DEVICE_POWER_W * w_s  # no GPU draws more: 1e300 J in a window is damage
     ok_gpus = isinstance(gpus, dict) and all(
-        isinstance(v, list) and len(v) == 3 and _count(v[2]) == _count(v[2]) for v in gpus.values()
+        isinstance(v, list) and len(v) == 3 and _count(v[2]) <= most_j for v in gpus.values()
     )
-    if not ok_gpus or not isinstance(engines, dict) or not all(isinstance(d, dict) for d in engines.values()):
+    ok_engines = isinstance(engines, dict) and all(
+        isinstance(d, dict) and all(_count(c) <= MAX_COUNT for c in d.values()) for d in engines.values()
+    )
+    if not ok_gpus or not ok_engines:
         key = "gpus" if not ok_gpus else "engines"
-        want = "{uuid: [index, name, joules >= 0]}" if key == "gpus" else "{engine|model: {counter: value}}"
+        want = (
+            f"{{uuid: [index, name, joules >= 0 and at most {most_j:g}]}}"
+            if key == "gpus"
+            else f"{{engine|model: {{counter: a count from 0 to {MAX_COUNT:g}}}}} (not NaN, negative or 1e300)"
+        )
         raise FootprintError(f"expected {want}", file, f"{where}: {key}")
     x.setdefault("host", "?")
     return x
@@ -312,10 +330,10 @@ def build_record(out: Path, site: Any) -> Path:
 
 def watch(url: str, out: Path, window_s: float, interval_s: float, duration_s: float | None, site: Any) -> Path:
     """Watch until Ctrl-C, SIGTERM or ``duration_s``; then rebuild the record from every window written."""
+    from footprint.http import check_url
     from footprint.outputs import check_dir_target
 
-    if not url.startswith(("http://", "https://")):  # urllib also opens file:// and ftp://: never a /metrics
-        raise FootprintError(f"expected an http:// or https:// URL, got {url[:100]!r}", key="--metrics-url")
+    check_url(url, "--metrics-url")  # http(s) only (never file://), a host the HTTP stack can send
     check_dir_target(out)
     earlier = read_windows(out / "windows.jsonl")  # a damaged journal or another --window: said now, not at the end
     if earlier and earlier[0]["window_s"] != window_s:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.escaping import shown
 from footprint.tracking import runrecord
 from footprint.tracking.stepcount import SOURCE
 from footprint.tracking.tracker import ATTACHED_DIR, PARENT_ENV, rank_mfu
@@ -34,6 +36,20 @@ def _site(grid: str | None, pue: float | None = None) -> dict[str, Any] | None:
 
         site["pue"] = check("site.pue", pue, label="--pue")
     return site or None
+
+
+def _check_runnable(program: str) -> None:
+    """The command's program as the child's exec would find it (a path, or a name on PATH), executable; else one
+    error before anything is recorded."""
+    where = program if os.sep in program else shutil.which(program)
+    if where is None:
+        raise FootprintError(f"cannot start {shown(program)!r}: not found on PATH", key="cmd")
+    if not os.path.isfile(where):
+        why = "no such file" if not os.path.exists(where) else "not a file"
+        raise FootprintError(f"cannot start {shown(program)!r}: {why}", key="cmd")
+    if not os.access(where, os.X_OK):
+        why = "not executable (chmod +x, or run it with its interpreter)"
+        raise FootprintError(f"cannot start {shown(program)!r}: {why}", key="cmd")
 
 
 def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | None = None) -> int:
@@ -54,6 +70,7 @@ def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | N
     if args.name is not None and (why := check_name(args.name)):
         raise FootprintError(f"{why}: it names the run's directory inside --output-dir", key="--name")
     site = _site(args.grid, args.pue)
+    _check_runnable(cmd[0])  # before any run directory exists: `footprint run -- ./nope` leaves no record
     with Supervisor() as sup:  # before the tracker's threads start: they inherit the blocked signals
         tracker = Tracker(name=args.name, output_dir=args.output_dir, site=site, period_s=args.period, handle_sigterm=False)
         os.environ.pop(PARENT_ENV, None)  # a `footprint run` inside another one measures for itself
@@ -61,9 +78,11 @@ def run_command(args: argparse.Namespace, exporter_for: Callable[[Any], Any] | N
         exporter = exporter_for(tracker) if exporter_for is not None else None
         try:
             proc = sup.spawn(cmd, child_env(tracker.run_dir, getattr(args, "count_steps", False)))
-        except OSError as exc:
+        except OSError as exc:  # it vanished or changed since it was checked: nothing ran, so no record is left
             tracker.stop()
-            raise FootprintError(f"cannot start {cmd[0]!r}: {exc.strerror}", key="cmd") from None
+            if tracker.run_dir is not None:
+                shutil.rmtree(tracker.run_dir, ignore_errors=True)
+            raise FootprintError(f"cannot start {shown(cmd[0])!r}: {exc.strerror}", key="cmd") from None
         try:
             code = sup.wait(proc)
         finally:
@@ -232,7 +251,7 @@ def import_log(args: argparse.Namespace) -> int:
     if problems:  # the plausibility table (footprint.bounds): refused whole, nothing written
         raise FootprintError(f"{problems[0]} (nothing written)", args.file)
     record["name"] = shown(record.get("name") or out.resolve().name)
-    with atomic_dir(out, replace=out.is_dir()) as tmp:  # built whole beside it, then renamed into place
+    with atomic_dir(out) as tmp:  # claimed (one of N concurrent imports wins), built whole beside it, renamed in
         if series is not None:
             record["samples"] = write_log_samples(tmp, record, series)
         runrecord.write_json(tmp / "run.json", record)
@@ -263,6 +282,7 @@ def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, t
     import numpy as np
 
     from meters.base import DeviceInfo, DeviceSample
+    from meters.importers import interval_energy, split_gap_s
     from meters.journal import JournalWriter
     from meters.segments import Retention
 
@@ -284,7 +304,7 @@ def write_log_samples(run_dir: Path, record: dict[str, Any], series: dict[str, t
     ts, idx, energy, power = [], [], [], []
     for i, u in enumerate(keys):
         t, p = (np.asarray(x, dtype=float) for x in series[u])
-        cum = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
+        cum = np.concatenate([[0.0], np.cumsum(interval_energy(t, p, split_gap_s(t))[0])])  # gaps not bridged
         ts.append(t)
         idx.append(np.full(len(t), i))
         energy.append(cum)
@@ -336,11 +356,16 @@ def from_nvidia_smi(
         series = power_series(df, df.attrs.get("power_column") or "power_w")
     except (ValueError, KeyError) as exc:
         raise FootprintError(f"not an nvidia-smi CSV log this importer understands ({exc})", str(path)) from None
+    dropped = df.attrs.get("dropped") or {}
+    left_out = "; ".join(f"{n:,} {why}" for why, n in dropped.items())
     if not any(_imported_energy(r["energy_j"]) is not None for r in per_device.values()):
+        why = f" (lines left out: {left_out})" if left_out else ""
         raise FootprintError(
-            "no device has two timestamped readings with a power value: no energy to import (nothing written)", str(path)
+            "no device has two timestamped readings with a power value close enough in time to integrate: no energy "
+            f"to import{why} (nothing written)",
+            str(path),
         )
-    devices, notes = [], []
+    devices, notes = [], [f"lines of the log left out: {left_out}"] if left_out else []
     if gpu:
         from footprint.lca.database import db
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from footprint.errors import FootprintError
+from footprint.escaping import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -400,6 +402,40 @@ def _rank_of(path: Path) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
+def against_journal(record: dict[str, Any], run_dir: str | Path) -> list[str]:
+    """Correct, in `record`, what contradicts the run's own journal (the evidence the meters wrote as they went; a
+    run.json may be edited or damaged): steps, tokens or FLOPs below the journals' last progress events (a run cannot
+    count less than it already flushed), a duration longer than the samples by more than a minute and 10 %. The
+    journal's value is used and a note says so. Cheap: the journals' headers and progress events, the newest
+    readings only."""
+    from meters.journal import read_journal
+
+    notes: list[str] = []
+    counted: dict[str, float] = {"steps": 0.0, "tokens": 0.0, "flops": 0.0}
+    for jp in journals(Path(run_dir)):
+        try:
+            progress = read_journal(jp, samples=False).progress or {} if jp.is_file() else {}
+        except Exception:  # noqa: BLE001 - a damaged journal is no evidence: nothing is corrected from it
+            continue
+        for k in counted:  # every rank counts the job's steps; tokens and FLOPs are each rank's own, summed
+            v = finite_or_none(progress.get(k)) or 0.0
+            counted[k] = max(counted[k], v) if k == "steps" else counted[k] + v
+    for k, logged in counted.items():
+        stated = finite_or_none(record.get(k))
+        if logged > 0 and (stated is None or stated < logged):
+            notes.append(f"run.json's {k} ({stated}) is below the {logged:.6g} its journals counted: the journals' value is used")
+            record[k] = int(logged) if k != "flops" else logged
+    span = sample_span(Path(run_dir))
+    stated = finite_or_none(record.get("duration_s"))
+    if span is not None and stated is not None and stated > span[1] * 1.1 + 60:
+        notes.append(
+            f"run.json's duration ({stated:.6g} s) is longer than the {span[1]:.6g} s its samples cover: the samples' "
+            "duration is used"
+        )
+        record["duration_s"] = span[1]
+    return notes
+
+
 def journals(run_dir: Path) -> list[Path]:
     """Each rank's journal (the tail of its samples; the whole run for runs recorded before segments), also
     where only its segments are left (a kill in the instant of a roll on a filesystem without hard links)."""
@@ -453,7 +489,7 @@ def iter_samples(
 
     from meters.segments import COLUMNS, dict_array
 
-    run_dir = Path(run_dir)
+    run_dir = _run_dir(run_dir)
     want = list(columns or ("rank", "host", *COLUMNS))
     inner = [c for c in want if c not in ("rank", "host")]
     lo, hi = t_range or (None, None)
@@ -515,6 +551,18 @@ def _legacy_tables(
         raise FootprintError(f"cannot read {LEGACY_SAMPLES} ({exc})", str(path)) from None
 
 
+def _run_dir(run_dir: str | Path) -> Path:
+    """A run directory that exists, or one error: `read_samples('nope')` is a mistake, not an empty run."""
+    p = Path(run_dir)
+    if not p.is_dir():
+        raise FootprintError("no such run directory" if not p.exists() else "not a directory, expected a run directory", str(p))
+    return p
+
+
+#: Time buckets a power timeline may ask for: a plot is a few thousand pixels wide; memory is devices x buckets.
+MAX_BUCKETS = 100_000
+
+
 def read_samples(run_dir: str | Path, **kwargs: Any) -> pd.DataFrame:
     """`iter_samples` gathered into one DataFrame: ask for the span, devices and columns you need (a 30-day run
     read whole at full resolution is what the segments exist to avoid)."""
@@ -561,9 +609,11 @@ def power_timeline(
     any run length, and no pandas (a report process stays small)."""
     import pyarrow as pa
 
+    from footprint.inputs import finite_number
     from meters.store import downsample
 
-    span = sample_span(run_dir)
+    buckets = int(finite_number(buckets, "buckets", str(run_dir), 1, MAX_BUCKETS, what="a whole number of buckets"))
+    span = sample_span(_run_dir(run_dir))
     if span is None:
         return pa.table({c: pa.array([], pa.float64()) for c in TIMELINE_COLUMNS})
     lo, hi = span
@@ -689,15 +739,16 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
     from footprint.bounds import clean_site
 
     site, site_notes = clean_site(h.get("site"))  # a journal header is not trusted: the plausibility table applies
+    fields, field_notes = header_fields(h)
     rec = {
-        "rank": h.get("rank") if isinstance(h.get("rank"), int) else _rank_of(jp),
-        "local_rank": h.get("local_rank", 0),
-        "world_size": h.get("world_size", 1),
-        "host": h.get("host"),
-        "pid": h.get("pid"),
-        "name": h.get("name"),
+        "rank": fields["rank"] if fields["rank"] is not None else _rank_of(jp),
+        "local_rank": fields["local_rank"] or 0,
+        "world_size": fields["world_size"] or 1,
+        "host": fields["host"],
+        "pid": fields["pid"],
+        "name": fields["name"],
         "site": site,
-        "slurm": h.get("slurm"),
+        "slurm": fields["slurm"],
         "start_unix": start_unix,
         "end_unix": (start_unix + duration) if start_unix is not None else None,
         "duration_s": duration,
@@ -715,9 +766,43 @@ def _recover_rank(jp: Path, read_journal: Any, store_cls: Any, pieces: list[Any]
         + (["journal ended with a torn line"] if j.torn_tail else [])
         + ([f"journal: {j.bad_lines} damaged line(s) skipped"] if j.bad_lines else [])
         + store.notes
-        + [f"journal header: {n}" for n in site_notes],
+        + [f"journal header: {n}" for n in site_notes + field_notes],
     }
     return clean_record(rec, str(jp))
+
+
+#: The ranks, processes and hosts a journal header may name (more is damage): MAX_RECORD_DEVICES ranks, Linux's
+#: pid_max (2^22), a host name of at most 253 characters (RFC 1035).
+_HEADER_INTS = {"rank": 100_000, "local_rank": 100_000, "world_size": 100_000, "pid": 1 << 22}
+
+
+def header_fields(h: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A journal header's rank, local_rank, world_size, pid, host, name and slurm as `recover` may copy them (a
+    header is not trusted: it may be damaged or written by hand): numbers whole and in range, the name a plain run
+    name, the host a host name, slurm a mapping of short texts; anything else is left out with a note."""
+    from footprint.outputs import check_name
+
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for k, hi in _HEADER_INTS.items():
+        v = h.get(k)
+        ok = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= hi
+        out[k] = v if ok else None
+        if v is not None and not ok:
+            notes.append(f"{k} {str(v)[:40]!r} is not a whole number from 0 to {hi:,}: left out")
+    name, host, slurm = h.get("name"), h.get("host"), h.get("slurm")
+    out["name"] = name if name is None or check_name(name) is None else None
+    if out["name"] is None and name is not None:
+        notes.append(f"name: {check_name(name)}: left out (the directory's name is used)")
+    host_ok = isinstance(host, str) and 0 < len(host) <= 253 and re.fullmatch(r"[\w.:-]+", host) is not None
+    out["host"] = host if host_ok else None
+    if host is not None and not host_ok:
+        notes.append(f"host {shown(str(host)[:40])!r} is not a host name: left out")
+    slurm_ok = isinstance(slurm, dict) and all(isinstance(v, str) and len(v) <= 1000 for v in slurm.values())
+    out["slurm"] = {str(k): shown(v) for k, v in slurm.items()} if slurm_ok else None
+    if slurm is not None and not slurm_ok:
+        notes.append("slurm: not a mapping of texts: left out")
+    return out, notes
 
 
 def host_info() -> dict[str, Any]:

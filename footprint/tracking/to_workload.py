@@ -18,7 +18,7 @@ from footprint.lca.assessment import pct_sig
 from footprint.lca.hourly import hours_from_record
 from footprint.lca.workload import NO_GPU, Workload, apply_overrides, cards, gpu_groups, run_scenario, workload_from_dict
 from footprint.lca.workload_data import HOST_ONLY
-from footprint.tracking.runrecord import clean_record, read_record
+from footprint.tracking.runrecord import against_journal, clean_record, read_record
 from footprint.tracking.runview import ENERGY_KINDS, device_kwh, energy_kind
 from footprint.tracking.story import training_story
 
@@ -96,6 +96,8 @@ def workload_from_run(target: str | Path | dict[str, Any], sets: list[str] | Non
         path = Path(target)
         path = path / "run.json" if path.is_dir() else path
         record, file, run_dir = read_record(path), str(path), path.parent
+        record.setdefault("notes", [])
+        record["notes"] = [*record["notes"], *against_journal(record, path.parent)]  # the journal is the evidence
     data = apply_overrides(run_scenario(record), sets or [], file, flag)
     hours = None
     if (data.get("site") or {}).get("carbon_intensity_hourly") is not None:
