@@ -180,17 +180,43 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
     return spans
 
 
+class EdgeActivity(Activity):
+    """`Activity` whose score for a GPU and a job window is, where the GPU has a curve, how its power steps up at
+    the job's start and down at its end (mean power over ``edge_s`` after minus before each edge, in J over the
+    window's length) plus its energy in the window: a GPU a job took shows both steps, one that was merely busy
+    (another job, the same profile) does not, where the window's energy alone cannot tell them apart."""
+
+    def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float = 120.0) -> None:
+        super().__init__(start, end)
+        self.curves, self.edge_s = curves, edge_s
+        self.window = (start, end)
+
+    def energy(self, dev: int, start: float, end: float) -> float:
+        c = self.curves.get(dev)
+        if c is None:
+            return super().energy(dev, start, end)
+        w = min(self.edge_s, 0.5 * max(end - start, 1.0))
+
+        def power(a: float, b: float) -> float:
+            return float(np.interp(b, c.t, c.e) - np.interp(a, c.t, c.e)) / max(b - a, 1e-9)
+
+        step = 0.0
+        if start > self.window[0] + w:  # a start the window cut is no edge
+            step += power(start, start + w) - power(start - w, start)
+        if end < self.window[1] - w:
+            step += power(end - w, end) - power(end, end + w)
+        return step * (end - start) + power(start, end) * (end - start)
+
+
 def curve_activity(
     client: PrometheusClient, found: Found, curves: Curves, window: tuple[float, float], hosts: set[str]
 ) -> Activity:
-    """Per-GPU energy in bins on the nodes without job labels, from their curves (no request of its own; GPUs
+    """What `Plan` ranks the free GPUs of an unlabelled node by, from their curves (no request of its own; GPUs
     with only the power gauge by `activity`)."""
-    act = activity(client, found, window, hosts, (GPU_GAUGE,))
-    edges = act.t0 + act.bin_s * np.arange(act.n + 1)
-    for d in found.fetch.t.devices:
-        c = curves.curves.get(d.id)
-        if d.host in hosts and d.kind == GPU_COUNTER and c is not None:
-            act.bins[d.id] = np.maximum(np.diff(np.interp(edges, c.t, c.e)), 0.0)
+    gauges = activity(client, found, window, hosts, (GPU_GAUGE,))
+    mine = {d.id: curves.curves[d.id] for d in found.fetch.t.devices if d.host in hosts and d.id in curves.curves}
+    act = EdgeActivity(*window, mine)
+    act.bins = gauges.bins
     return act
 
 
