@@ -38,6 +38,7 @@ class _Chunk:
     ends: list[float]
     groups: dict[tuple[int, int], list[tuple[str, float, float, float, float]]] = field(default_factory=dict)
     phase: dict[int, float] = field(default_factory=dict)
+    latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
     dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
 
 
@@ -85,6 +86,7 @@ class Summaries:
         self.curves = Curves(self.max_gap_s)
         self._open: dict[int, list[Any]] = {}  # device -> its last run, still growing: [label, t0, v0, t1, v1]
         self._last_v: dict[int, float] = {}
+        self._seen: dict[int, float] = {}  # device -> the end of the last bin it had samples in
         lo, hi = self.window
         k = int(math.ceil((hi - lo) / self.bin_s)) + 1
         ends = [lo + i * self.bin_s + EDGE for i in range(k + 1)]
@@ -164,8 +166,9 @@ class Summaries:
                     ts = float(s["value"][1])
                 except (KeyError, IndexError, TypeError, ValueError):
                     continue
-                if dev is not None and dev not in c.phase and math.isfinite(ts):
-                    c.phase[dev] = round(ts % self.s, 3)
+                if dev is not None and math.isfinite(ts):
+                    c.phase.setdefault(dev, round(ts % self.s, 3))
+                    c.latest[(dev, at)] = max(c.latest.get((dev, at), -math.inf), ts)
 
     def _dense_gpus(self, c: _Chunk, host: str) -> None:
         """A node without job labels: each GPU's counter at every scrape step (its last sample at each step)."""
@@ -199,14 +202,26 @@ class Summaries:
                 t = ph + np.floor((t - ph) / self.s + 1e-6) * self.s  # the sample each step returned
             self.curves.add_dense(dev, t, v)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
+        last = c.ends[-1] >= self.window[1]
         for dev, b in sorted(c.groups, key=lambda x: (x[1], x[0])):
-            if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev)):
+            edge = Edge(
+                self._seen.get(dev) == c.ends[b] - self.bin_s,
+                (dev, b + 1) in c.groups or (b + 1 == len(c.ends) and not last),
+                c.latest.get((dev, c.ends[b])),
+            )
+            if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev), edge):
                 repair.setdefault(b, []).append(dev)
+            self._seen[dev] = c.ends[b]
         for b, devs in sorted(repair.items()):
             self._raw(c.ends[b], devs)
 
-    def _lay_out(self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None) -> bool:
-        """One GPU's groups in one bin end to end on its scrape grid; False where that is not certain."""
+    def _lay_out(
+        self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None, edge: Edge
+    ) -> bool:
+        """One GPU's groups in one bin end to end on its scrape grid; False where that is not certain. A GPU with
+        fewer samples than the grid holds is placed only where one series begins or ends in the bin and the
+        rest is certain: it reported up to the bin and not in the next (it vanished: its samples start the
+        bin), or not in the bin before and its latest sample is the bin's last grid point (it appeared)."""
         if ph is None or any(not math.isfinite(x) for g in groups for x in g[1:]) or any(g[4] > 0 for g in groups):
             return False
         runs: dict[tuple[float, float, float], list[str]] = {}
@@ -217,8 +232,11 @@ class Summaries:
             return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
         i0 = math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1
         i1 = math.floor((end - ph) / self.s + 1e-6)
-        if sum(int(r[2]) for r in order) != i1 - i0 + 1:
+        k = sum(int(r[2]) for r in order)
+        if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(order) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
             return False  # a gap, a GPU appearing or vanishing, another interval
+        if k < i1 - i0 + 1 and not edge.before:
+            i0 = i1 - k + 1  # it appeared: its samples end the bin
         if order[0][0] < self._last_v.get(dev, -math.inf):
             return False  # below the previous bin: a reset between bins, or runs out of order
         p = i0
@@ -228,6 +246,15 @@ class Summaries:
             p += int(k)
         self._last_v[dev] = order[-1][1]
         return True
+
+    def _anchored(self, dev: int, runs: dict, i0: int, i1: int, k: int, ph: float, edge: Edge) -> bool:
+        label = ",".join(sorted(next(iter(runs.values()))))
+        cur = self._open.get(dev)
+        if edge.before and not edge.after:  # vanished: the open run of the same series reached the bin's start
+            return cur is not None and cur[0] == label and abs(cur[3] - (ph + (i0 - 1) * self.s)) < 1e-3
+        if not edge.before and edge.after:  # appeared: its latest sample at the bin's end is the last grid point
+            return edge.latest is not None and abs(edge.latest - (ph + i1 * self.s)) < 1e-3
+        return False
 
     def _run(self, dev: int, jobs: list[str], t0: float, v0: float, t1: float, v1: float) -> None:
         label = ",".join(sorted(jobs))
@@ -288,6 +315,16 @@ class Summaries:
             return self._raw_series(hosts[:h], end) + self._raw_series(hosts[h:], end)
         result = data.get("result") if isinstance(data, dict) else None
         return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """What is known of a GPU's samples around one bin: any in the bin before, any in the bin after, and its
+    latest sample at the bin's end (from the phase queries; None where not asked)."""
+
+    before: bool
+    after: bool
+    latest: float | None
 
 
 def _fresh(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
