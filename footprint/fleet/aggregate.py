@@ -166,9 +166,10 @@ def activity(
 
 
 def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[float, float]) -> LabelSpans:
-    """Where each job label was seen on each device: to the scrape from the curves' runs for counter GPUs (a job
-    began after the sample before its first labelled one: from there, as the exact import counts that interval),
-    from the series index (per day) for the others."""
+    """Where each job label was seen on each device: to the scrape from the curves' runs for counter GPUs, from the
+    series index (per day) for the others. A job known from its label alone began somewhere between its first
+    labelled sample and the one before, and ended between its last and the one after: half a scrape before
+    the first and after the last, which halves the largest error of either choice of sample."""
     spans = LabelSpans()
     have = set(curves.curves)
     for lab, dev, a, b in found.jobs_on.items():
@@ -176,7 +177,7 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
             spans.add(lab, dev, a, b)
     tel = found.fetch.t
     for (label, dev), (a, b) in curves.spans.items():
-        spans.add(tel.label_id(label), dev, max(a - scrape_s, window[0]), min(b, window[1]))
+        spans.add(tel.label_id(label), dev, max(a - 0.5 * scrape_s, window[0]), min(b + 0.5 * scrape_s, window[1]))
     return spans
 
 
