@@ -212,14 +212,15 @@ def one_query_bound(url: str, start: float, end: float, repeat: int = 5) -> tupl
     return walls, inner
 
 
-def _import(url: str, start: float, end: float, tmp: Path, pythonpath: str | None = None) -> dict:
-    """One `footprint fleet import prometheus` in a fresh process: wall, peak RSS, the server's query seconds."""
+def _import(url: str, start: float, end: float, tmp: Path, pythonpath: str | None = None, sacct: bool = True) -> dict:
+    """One `footprint fleet import prometheus` in a fresh process (with the sacct file, or from the job labels
+    alone): wall, peak RSS, the server's query seconds, the ledger."""
     import os
 
     out = tmp / "fleet-run"
     shutil.rmtree(out, ignore_errors=True)
     args = ["fleet", "import", "prometheus", "--url", url, "--start", f"{start:.0f}", "--end", f"{end:.0f}"]
-    args += ["--sacct", str(tmp / "sacct.txt"), "--tz", "UTC", "-o", str(out), "--quiet"]
+    args += (["--sacct", str(tmp / "sacct.txt")] if sacct else []) + ["--tz", "UTC", "-o", str(out), "--quiet"]
     env = dict(os.environ, PYTHONPATH=pythonpath or str(REPO))
     before = server_cpu(url)
     cwd = pythonpath or REPO  # python -c puts the working directory first on the path
@@ -272,43 +273,52 @@ def _cluster(tmp: Path, start: float, gpus: int, days: float, job_hours: tuple[f
 
 def _accuracy(ledger: object, c: dict) -> tuple[int, float, int]:
     """Jobs of 30 min or more: how many, the largest relative error against the true energy, how many over 1 %."""
-    errs = [abs(ledger.loc[j, "gpu_energy_j"] / e - 1) for j, e in c["truth"].items() if c["dur"][j] >= 1800 and e > 0]
+    errs = [
+        abs(ledger.loc[j, "gpu_energy_j"] / e - 1)
+        for j, e in c["truth"].items()
+        if c["dur"][j] >= 1800 and e > 0 and j in ledger.index
+    ]
     return len(errs), max(errs), sum(e > 0.01 for e in errs)
 
 
 def _measure(name: str, url: str, start: float, c: dict, repeat: int, before: str | None) -> dict:
-    """The one-query bound and the import, alternated in the same run, on one served cluster; printed."""
+    """The one-query bound and the import (with SLURM's job table, and from the job labels alone), alternated in
+    the same run on one served cluster; printed. Returns the medians of the import with SLURM's table."""
     end = c["end"]
-    bounds, imports, inner = [], [], 0.0
+    bounds, runs, inner = [], {True: [], False: []}, 0.0
     for _ in range(repeat):
-        b, inner = one_query_bound(url, start, end)
-        bounds += b
-        imports.append(_import(url, start, end, Path(c["tmp"])))
+        for sacct in (True, False):
+            b, inner = one_query_bound(url, start, end, 3)
+            bounds += b
+            runs[sacct].append(_import(url, start, end, Path(c["tmp"]), sacct=sacct))
     bound = statistics.median(bounds)
+    print(f"  {name}: one-query bound {spread(bounds)} (server inner_eval {inner:.3f} s)")
+    for sacct, imports in runs.items():
+        _line("sacct + labels" if sacct else "labels only", imports, c, bound)
+    if before:
+        for sacct in (True, False):
+            _line(
+                f"{'sacct + labels' if sacct else 'labels only'}, before",
+                [_import(url, start, end, Path(c["tmp"]), before, sacct)],
+                c,
+                bound,
+            )
+    walls = [r["wall_s"] for r in runs[True]]
+    return {"wall": statistics.median(walls), "bound": bound, "rss": statistics.median([r["rss_mb"] for r in runs[True]])}
+
+
+def _line(what: str, imports: list[dict], c: dict, bound: float) -> None:
     walls = [r["wall_s"] for r in imports]
     r0 = imports[-1]
     n, worst, over = _accuracy(r0["ledger"], c)
-    budget = 3 * bound + 5.0
     srv = r0["server"]
     print(
-        f"  {name}: one-query bound {spread(bounds)} (server inner_eval {inner:.3f} s); import {spread(walls)}, "
-        f"peak RSS {statistics.median([r['rss_mb'] for r in imports]):.0f} MB, {r0['requests']} requests "
-        f"({r0['raw_bins']} bins read raw); server query time per import: "
+        f"    {what}: import {spread(walls)}, peak RSS {statistics.median([r['rss_mb'] for r in imports]):.0f} MB, "
+        f"{r0['requests']} requests ({r0['raw_bins']} bins read raw); server per import: "
         + ", ".join(f"{k} {srv[k]:.2f} s" for k in SLICES)
-        + f" over {srv['queries']:.0f} queries; import / (3 x bound + 5 s) = {statistics.median(walls) / budget:.2f}; "
+        + f" over {srv['queries']:.0f} queries; import / (3 x bound + 5 s) = {statistics.median(walls) / (3 * bound + 5):.2f}; "
         f"{n:,} jobs >= 30 min, worst error {worst:.3%}, {over} over 1 %"
     )
-    if before:
-        old = _import(url, start, end, Path(c["tmp"]), before)
-        srv = old["server"]
-        n, worst, over = _accuracy(old["ledger"], c)
-        print(
-            f"  {name}, before (--before {before}): import {old['wall_s']:.1f} s, peak RSS {old['rss_mb']:.0f} MB, "
-            f"{old['requests']} requests; server: "
-            + ", ".join(f"{k} {srv[k]:.2f} s" for k in SLICES)
-            + f" over {srv['queries']:.0f} queries; worst error {worst:.3%}, {over} over 1 %"
-        )
-    return {"wall": statistics.median(walls), "bound": bound, "rss": statistics.median([r["rss_mb"] for r in imports])}
 
 
 def prometheus_part(sizes: list[int], days: float, month_gpus: int, repeat: int, before: str | None) -> None:

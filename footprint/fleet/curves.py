@@ -41,7 +41,7 @@ import numpy as np
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 
 BIN_S = 3600.0  # summary bins: an hour (the layout needs no finer; a GPU's samples per bin bound the response)
-BINS_PER_CHUNK = 24  # a day of bins per request: responses stay a few MB at 4,096 GPUs
+BINS_PER_CHUNK = 24  # bins per request: a day (see `summaries.Summaries._build`)
 EDGE = 0.001  # bin ends sit 1 ms past whole seconds: a sample exactly on an end would be counted in two bins
 
 

@@ -10,8 +10,10 @@ consumed in time order, so the answers held at once are bounded by the concurren
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
 
+MAX_STEPS = 10_000  # steps per series in one query_range (Prometheus' limit: 11,000)
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
 
 
@@ -87,12 +90,15 @@ class Summaries:
         self._open: dict[int, list[Any]] = {}  # device -> its last run, still growing: [label, t0, v0, t1, v1]
         self._last_v: dict[int, float] = {}
         self._seen: dict[int, float] = {}  # device -> the end of the last bin it had samples in
+        self._phase: dict[int, float] = {}
         lo, hi = self.window
         k = int(math.ceil((hi - lo) / self.bin_s)) + 1
         ends = [lo + i * self.bin_s + EDGE for i in range(k + 1)]
+        # a day a chunk: series come and go with the jobs, and a query_range costs the series it selects times its
+        # steps (a month of 64 GPUs in one request: 33 s a summary; in days: 0.02 s a day)
         chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
         if self.gpus or self.meters:
-            for c in in_order(chunks, self._fetch, self.concurrency):
+            for c in in_order(chunks, self._fetch, 2):  # two chunks in flight at most: memory bounded by two
                 self._consume(c)
         for dev in list(self._open):
             self._close(dev)
@@ -103,16 +109,23 @@ class Summaries:
 
     # ---- fetching (threads) ----------------------------------------------------------------------
     def _fetch(self, ends: list[float]) -> _Chunk:
+        """One chunk's answers, its requests in parallel (``concurrency``): the summaries, the phases, the
+        fixed-step counters of each unlabelled node and host-meter metric."""
         c = _Chunk(ends)
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
+        asks: list[Callable[[], Any]] = []
         if labelled:
-            self._summaries(c)
+            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES))]
         if self.gpus:
-            self._phases(c)
-        for host in self.raw_hosts:
-            self._dense_gpus(c, host)
-        for metric, kind in self.meters:
-            self._dense_meters(c, metric, kind)
+            asks.append(functools.partial(self._phases, c))
+        asks += [functools.partial(self._dense_gpus, c, host) for host in self.raw_hosts]
+        asks += [functools.partial(self._dense_meters, c, metric, kind) for metric, kind in self.meters]
+        values: dict[tuple[int, int, str], list[float]] = {}
+        for part in in_order(asks, lambda ask: ask(), self.concurrency):
+            for dev, b, job, f, v in part or ():
+                values.setdefault((dev, b, job), [math.nan] * len(SUMMARIES))[f] = v
+        for (dev, b, job), (k, vmin, vmax, r) in values.items():
+            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
         return c
 
     def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False) -> str:
@@ -122,36 +135,39 @@ class Summaries:
         op = "!~" if exclude else "=~"
         return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
 
-    def _summaries(self, c: _Chunk) -> None:
+    def _summary(self, c: _Chunk, f: int) -> list[tuple[int, int, str, int, float]]:
+        """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk, as (device, bin,
+        job label, f, value)."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
-        values: dict[tuple[int, int, str], list[float]] = {}
+        fn, agg = SUMMARIES[f]
         skip = self.raw_hosts
-        for f, (fn, agg) in enumerate(SUMMARIES):
 
-            def expr(hosts: list[str] | None, fn: str = fn, agg: str = agg) -> str:
-                sel = self._sel(n.energy_metric, hosts) if hosts else self._sel(n.energy_metric, skip or None, exclude=True)
-                return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
+        def expr(hosts: list[str] | None) -> str:
+            sel = self._sel(n.energy_metric, hosts) if hosts else self._sel(n.energy_metric, skip or None, exclude=True)
+            return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
 
-            every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
-            for s in matrix(self.client, expr, None, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
-                lab = s["metric"]
-                dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
-                if dev is None:
-                    continue
-                job = self.found.fetch._job_key(lab)
-                t, v = points(s)
-                for tt, vv in zip(t.tolist(), v.tolist(), strict=True):
-                    b = int(round((tt - c.ends[0]) / self.bin_s))
-                    values.setdefault((dev, b, job), [math.nan] * len(SUMMARIES))[f] = vv
-        for (dev, b, job), (k, vmin, vmax, r) in values.items():
-            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+        every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
+        out = []
+        for s in matrix(self.client, expr, None, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
+            lab = s["metric"]
+            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            if dev is None:
+                continue
+            job = self.found.fetch._job_key(lab)
+            t, v = points(s)
+            bins = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist()
+            out += [(dev, b, job, f, x) for b, x in zip(bins, v.tolist(), strict=True)]
+        return out
 
     def _phases(self, c: _Chunk) -> None:
-        """Each meter's scrape phase (a sample's time modulo the interval), from the latest samples at a few
-        instants (one ``timestamp()`` per metric and instant: a sample per series)."""
+        """Each meter's scrape phase (a sample's time modulo the interval), from its latest sample at the chunk's
+        end (and the window's start): one ``timestamp()`` per metric and instant, a sample per series. A meter
+        silent at that instant keeps the phase an earlier chunk found."""
         n = self.n
         metrics = [(n.energy_metric, GPU_COUNTER)] if self.gpus else []
-        for (metric, kind), at in itertools.product(metrics + self.meters, (c.ends[-1], c.ends[len(c.ends) // 2], c.ends[0])):
+        first = c.ends[0] < self.window[0] + self.bin_s  # the window's first bin: where GPUs that appear start
+        instants = (c.ends[-1], c.ends[0]) if first else (c.ends[-1],)
+        for (metric, kind), at in itertools.product(metrics + self.meters, instants):
             self.stats["requests"] = self.stats.get("requests", 0) + 1
             data = self.client.query(f"timestamp({self._sel(metric, None)})", at=at)
             for s in (data.get("result") or []) if isinstance(data, dict) else []:
@@ -174,10 +190,7 @@ class Summaries:
         """A node without job labels: each GPU's counter at every scrape step (its last sample at each step)."""
         n = self.n
         by = f"{n.host_label},{n.gpu_label}"
-        a, b = c.ends[0] - self.bin_s + self.s, c.ends[-1]
-        for s in matrix(
-            self.client, lambda h: f"max by ({by}) ({self._sel(n.energy_metric, h)})", [host], a, b, self.s, self.stats
-        ):
+        for s in self._dense(c, lambda h: f"max by ({by}) ({self._sel(n.energy_metric, h)})", [host]):
             lab = s["metric"]
             dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
             if dev is not None:
@@ -186,16 +199,28 @@ class Summaries:
 
     def _dense_meters(self, c: _Chunk, metric: str, kind: int) -> None:
         """A host meter's counter at every scrape step: its job edges are SLURM's, anywhere between two samples."""
-        step = self.s
-        a, b = c.ends[0] - self.bin_s + step, c.ends[-1]
-        for s in matrix(self.client, lambda h: self._sel(metric, None), None, a, b, step, self.stats):
+        for s in self._dense(c, lambda h: self._sel(metric, None), None):
             lab = s["metric"]
             d = self.found.fetch._device(kind, {k: str(v) for k, v in lab.items()}, metric)
             t, v = _fresh(*points(s))
             c.dense.append((d.id, t, v))
 
+    def _dense(self, c: _Chunk, expr: Callable[[list[str] | None], str], hosts: list[str] | None) -> list[dict[str, Any]]:
+        """A fixed-step ``query_range`` over the chunk at the scrape interval, in pieces of at most ``MAX_STEPS``
+        steps (Prometheus refuses more than 11,000 points a series)."""
+        a, end = c.ends[0] - self.bin_s + self.s, c.ends[-1]
+        out: list[dict[str, Any]] = []
+        while a <= end:
+            b = min(a + (MAX_STEPS - 1) * self.s, end)
+            out += matrix(self.client, expr, hosts, a, b, self.s, self.stats)
+            a = b + self.s
+        return out
+
     # ---- consuming (in time order) ---------------------------------------------------------------
     def _consume(self, c: _Chunk) -> None:
+        for dev, ph in c.phase.items():
+            self._phase[dev] = ph
+        c.phase = self._phase  # scrape phases are steady: one found in an earlier chunk still holds
         for dev, t, v in c.dense:
             if dev in c.phase:
                 ph = c.phase[dev]
