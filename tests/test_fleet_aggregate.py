@@ -49,7 +49,10 @@ def test_aggregated_matches_exact_within_half_a_percent(agg: Path, fleet: Path, 
     # the counter reset (1003_1), the GPU that vanished (1002), the gauge-only GPU (1005), the unlabelled node (1004)
     assert a.loc["1002", "coverage"] == pytest.approx(e.loc["1002", "coverage"], abs=0.01)
     cpu = (a["cpu_energy_j"] / e["cpu_energy_j"] - 1).abs().dropna()
-    assert len(cpu) >= 4 and cpu.max() < 0.005
+    assert len(cpu) >= 4 and cpu.drop("2001").max() < 0.005
+    # 2001 is known from its label only: it began between its first labelled sample and the one before, which the
+    # exact import takes as its start and the default import half a scrape later (the middle)
+    assert cpu["2001"] < 0.5 * cluster.scrape_s / a.loc["2001", "duration_s"]
     truth = cluster.truth()
     assert all(abs(a.loc[j, "gpu_energy_j"] / truth[j] - 1) < 0.01 for j in ("1001", "1003_2", "1004", "1005"))
 

@@ -93,6 +93,9 @@ def test_import_reads_the_recorded_energy(tmp_path: Path, shared: Path) -> None:
     inside = [j for j in labelled if a.loc[j, "end"].timestamp() < c.end]
     edges = {j: 2 * c.scrape_s / a.loc[j, "duration_s"] for j in inside}  # one scrape interval at each edge
     assert len(inside) >= 4 and all(err[j] <= edges[j] for j in inside), (err.to_dict(), edges)
-    assert (b.loc[inside, "gpu_energy_j"] <= a.loc[inside, "gpu_energy_j"] * 1.001).all()  # edges lose, never add
+    # edges lose, never add; but 1002's GPU falls off the bus inside the job: the counter import stops at its last
+    # sample (a lower bound, as the exact import), the recording's increase() extrapolates past it
+    kept = [j for j in inside if j != "1002"]
+    assert (b.loc[kept, "gpu_energy_j"] <= a.loc[kept, "gpu_energy_j"] * 1.001).all()
     # a job cut by the window's end: its last part is in the evaluation after the end, up to one interval (60 s)
     assert err["2001"] < 60.0 / a.loc["2001", "duration_s"], err.to_dict()

@@ -1,23 +1,24 @@
 """`footprint fleet import` by server-side aggregation (the default): per-job energy evaluated by the server.
 
-No raw sample crosses the network except for short jobs. The steps:
+Raw samples cross the network only for nodes without job labels, host meters, short jobs and the few bins a
+layout cannot place. The steps:
 
 1. Discovery from the series index (`/api/v1/series`, one request per day: label sets, no samples):
    every GPU (host + index), whether it has the energy counter or only the power gauge, the job
    labels each GPU carried and on which days, host RAPL/Kepler meters.
 2. The job table and who held which GPU: `attribution.Plan`, as for the exact import (SLURM windows,
-   labels, label-only jobs; on nodes without the label, the busiest free GPUs in the job's window,
-   from per-GPU activity that the server bins with one `query_range` per node).
-3. Per job, per GPU, per stretch of its window shared with k other jobs (a GPU shared by jobs, MIG
-   instances): `promql.Term`s — ``increase()`` of the energy counter over exactly that stretch (the
-   job's own label series on labelled nodes, the GPU's series elsewhere; ``max by`` GPU, so a counter
-   repeated on every MIG instance counts once), ``avg_over_time`` x duration of the power gauge for
-   GPUs without the counter, ``count_over_time`` for coverage; a shared stretch weighs 1/k.
-   Jobs shorter than ``exact_below_s`` are computed from their raw samples (the counter interpolated
-   at the window's edges), where the extrapolation of a few samples would err most.
-4. Per GPU, the metered total over the window (the counter merged over its series and MIG repeats:
-   ``increase((max by (GPU) (counter))[d:step])``): total - what jobs hold = the unattributed / idle
-   line, so that per-job sums close to the metered total.
+   labels, label-only jobs whose windows come from the curves' first and last labelled samples; on nodes
+   without the label, the busiest free GPUs in the job's window, from those nodes' curves).
+3. (Before 2.) Every counter GPU and host meter as a curve of its cumulative energy (`summaries`, `curves`): a few
+   grouped queries per day whatever the number of jobs — per series group and hour, count / min / max /
+   resets laid out on the GPU's scrape grid where the job label is on the series, the counter at every
+   scrape on nodes without it and for host meters — so that each sample is read about once. Per job, per
+   GPU, per stretch of its window shared with k other jobs (a GPU shared by jobs, MIG instances; weight 1/k)
+   the energy is the curve's increase over the stretch (numpy, client-side). GPUs with only the power gauge,
+   jobs shorter than ``exact_below_s`` (their raw samples) and a recording rule's energy keep one
+   `promql.Term` per stretch.
+4. Per GPU, the metered total over the window (the curve's increase): total - what jobs hold = the
+   unattributed / idle line, so that per-job sums close to the metered total.
 
 The ledger (`index.parquet`, `job_gpus.parquet`, `gpus.parquet`, `fleet.json`) is written; a job's run
 record is written on demand (`footprint fleet job`), never for every job.
@@ -26,7 +27,6 @@ record is written on demand (`footprint fleet job`), never for every job.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +36,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet import promql
 from footprint.fleet.attribution import Activity, Job, Plan
+from footprint.fleet.curves import Curves
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
@@ -131,7 +132,13 @@ def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
     plan._claims_host_meters()
 
 
-def activity(client: PrometheusClient, found: Found, window: tuple[float, float], hosts: set[str]) -> Activity:
+def activity(
+    client: PrometheusClient,
+    found: Found,
+    window: tuple[float, float],
+    hosts: set[str],
+    kinds: tuple[int, ...] = (GPU_COUNTER, GPU_GAUGE),
+) -> Activity:
     """Per-GPU energy in bins (the server's increase per bin), on the nodes without job labels only: what
     `Plan` needs to infer which GPUs an unlabelled job held."""
     act = Activity(*window)
@@ -139,7 +146,7 @@ def activity(client: PrometheusClient, found: Found, window: tuple[float, float]
         return act
     n = found.fetch.names
     by = (n.host_label, n.gpu_label)
-    devs = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE) and d.host in hosts]
+    devs = [d for d in found.fetch.t.devices if d.kind in kinds and d.host in hosts]
     keys = {(d.kind, found.fetch._gpu_key(found.labels[d.id])): d.id for d in devs}
     for host in sorted(hosts):
         raw = sorted({found.labels[d.id].get(n.host_label, "") for d in devs if d.host == host})
@@ -155,6 +162,62 @@ def activity(client: PrometheusClient, found: Found, window: tuple[float, float]
                 dev = keys.get((kind, found.fetch._gpu_key(s.get("metric") or {})))
                 if dev is not None:
                     _add_bins(act, dev, s.get("values") or [], unit)
+    return act
+
+
+def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[float, float]) -> LabelSpans:
+    """Where each job label was seen on each device: to the scrape from the curves' runs for counter GPUs, from the
+    series index (per day) for the others. A job known from its label alone began somewhere between its first
+    labelled sample and the one before, and ended between its last and the one after: half a scrape before
+    the first and after the last, which halves the largest error of either choice of sample."""
+    spans = LabelSpans()
+    have = set(curves.curves)
+    for lab, dev, a, b in found.jobs_on.items():
+        if dev not in have:
+            spans.add(lab, dev, a, b)
+    tel = found.fetch.t
+    for (label, dev), (a, b) in curves.spans.items():
+        spans.add(tel.label_id(label), dev, max(a - 0.5 * scrape_s, window[0]), min(b + 0.5 * scrape_s, window[1]))
+    return spans
+
+
+class EdgeActivity(Activity):
+    """`Activity` whose score for a GPU and a job window is, where the GPU has a curve, how its power steps up at
+    the job's start and down at its end (mean power over ``edge_s`` after minus before each edge, in J over the
+    window's length) plus its energy in the window: a GPU a job took shows both steps, one that was merely busy
+    (another job, the same profile) does not, where the window's energy alone cannot tell them apart."""
+
+    def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float = 120.0) -> None:
+        super().__init__(start, end)
+        self.curves, self.edge_s = curves, edge_s
+        self.window = (start, end)
+
+    def energy(self, dev: int, start: float, end: float) -> float:
+        c = self.curves.get(dev)
+        if c is None:
+            return super().energy(dev, start, end)
+        w = min(self.edge_s, 0.5 * max(end - start, 1.0))
+
+        def power(a: float, b: float) -> float:
+            return float(np.interp(b, c.t, c.e) - np.interp(a, c.t, c.e)) / max(b - a, 1e-9)
+
+        step = 0.0
+        if start > self.window[0] + w:  # a start the window cut is no edge
+            step += power(start, start + w) - power(start - w, start)
+        if end < self.window[1] - w:
+            step += power(end - w, end) - power(end, end + w)
+        return step * (end - start) + power(start, end) * (end - start)
+
+
+def curve_activity(
+    client: PrometheusClient, found: Found, curves: Curves, window: tuple[float, float], hosts: set[str]
+) -> Activity:
+    """What `Plan` ranks the free GPUs of an unlabelled node by, from their curves (no request of its own; GPUs
+    with only the power gauge by `activity`)."""
+    gauges = activity(client, found, window, hosts, (GPU_GAUGE,))
+    mine = {d.id: curves.curves[d.id] for d in found.fetch.t.devices if d.host in hosts and d.id in curves.curves}
+    act = EdgeActivity(*window, mine)
+    act.bins = gauges.bins
     return act
 
 
@@ -309,17 +372,22 @@ def evaluate(
     exact_below_s: float,
     exact_all: bool = False,
     chunk: int | None = None,
+    curves: Curves | None = None,
 ) -> tuple[Energies, Iterator[tuple[range, Energies]]]:
     """Each GPU's metered total now (first: where a GPU reported without a break, a job's telemetry covers its
     window and needs no sample count), and an iterator over the jobs ``chunk`` at a time, in order: every job's
     energy on every GPU it held and the host meters' shares. The totals' ``alloc_j``/``alloc_s`` are complete
     once the iterator is spent; memory is bounded by the chunk, not the job count. ``found``'s job labels per
-    device are consumed (cleared) here."""
+    device are consumed (cleared) here. With ``curves`` (`summaries`), counter GPUs and host meters are read
+    from them (no request per job); power-gauge GPUs keep their terms."""
     chunk = max(int(chunk or CHUNK_JOBS), 1)
     tot = Energies()
     items = holdings(plan, found)
     tot.by_activity = split_by_activity(plan, found, items, ev)
-    tot.dev_j, tot.dev_s, irregular = metered(found, plan.window, ev, _repeated(found, items))
+    if curves is None:  # a recording rule's per-minute energy (`rules/`) read instead of the counters
+        tot.dev_j, tot.dev_s = metered_recorded(found, plan.window, ev)
+    else:
+        tot.dev_j, tot.dev_s = metered_curves(found, plan.window, ev, curves)
     found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks
     found.instance.clear()
     host_items = _by_chunk(cpu_items(plan, found), chunk)
@@ -327,7 +395,7 @@ def evaluate(
     def chunks() -> Iterator[tuple[range, Energies]]:
         for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
             now = (items.jobs(c0, c0 + chunk), host_items.pop(k, []))  # Item objects for this chunk only
-            out = _evaluate_jobs(client, plan, found, ev, now, irregular, exact_below_s, exact_all)
+            out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves)
             for (_j, dev), v in out.pair_j.items():
                 tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
             for (_j, dev), v in out.pair_s.items():
@@ -350,15 +418,19 @@ def _evaluate_jobs(
     found: Found,
     ev: promql.Evaluator,
     items: tuple[list[Item], list[Item]],
-    irregular: dict[int, list[tuple[float, float]]] | None,
     exact_below_s: float,
     exact_all: bool,
+    curves: Curves | None = None,
 ) -> Energies:
     """The energies of these (GPU, host meter) items: one chunk of jobs."""
     out = Energies()
-    groups, short = _job_groups(plan, found, items[0], exact_below_s or 0.0, exact_all, out)
-    terms, info = _job_terms(plan, found, groups, ev, irregular, out)
-    for i, it in enumerate(items[1]):
+    gpu_items, host_items = items
+    if curves is not None:
+        gpu_items = _from_curves(plan, gpu_items, curves, exact_below_s or 0.0, exact_all, out)
+        host_items = _from_curves(plan, host_items, curves, 0.0, False, out)
+    groups, short = _job_groups(plan, found, gpu_items, exact_below_s or 0.0, exact_all, out)
+    terms, info = _job_terms(plan, found, groups, ev)
+    for i, it in enumerate(host_items):
         lab = found.labels[it.dev]
         m = ",".join(f'{k}="{_q(v)}"' for k, v in sorted(lab.items()) if k != "__name__")
         terms.append(promql.Term(("h", i, it.job, it.dev, it.w), lab.get("__name__", ""), m, it.a, it.b, ("instance",)))
@@ -377,6 +449,48 @@ def _evaluate_jobs(
                 out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
     _short(client, found, short, ev, out)
     return out
+
+
+def _from_curves(
+    plan: Plan, items: list[Item], curves: Curves, exact_below_s: float, exact_all: bool, out: Energies
+) -> list[Item]:
+    """The items whose device has a curve, evaluated from it (per device, vectorised); the rest returned: power
+    gauges, and the short jobs read raw."""
+    rest: list[Item] = []
+    by_dev: dict[int, list[Item]] = {}
+    for it in items:
+        short = exact_all or plan.jobs.end[it.job] - plan.jobs.start[it.job] < exact_below_s
+        (rest if it.dev not in curves.curves or short else by_dev.setdefault(it.dev, [])).append(it)
+    for dev, its in by_dev.items():
+        c = curves.curves[dev]
+        a, b = np.array([it.a for it in its]), np.array([it.b for it in its])
+        w = np.array([it.w for it in its])
+        e, sec = c.energy(a, b) * w, c.seconds(a, b) * w
+        for it, x, y in zip(its, e.tolist(), sec.tolist(), strict=True):
+            key = (it.job, it.dev)
+            out.pair_j[key] = out.pair_j.get(key, 0.0) + x
+            out.pair_s[key] = out.pair_s.get(key, 0.0) + y
+    return rest
+
+
+def metered_curves(found: Found, window: tuple[float, float], ev: promql.Evaluator, curves: Curves) -> tuple[dict, dict]:
+    """Each meter's joules and reporting seconds over the window from its curve; power-gauge GPUs from their terms."""
+    dev_j: dict[int, float] = {}
+    dev_s: dict[int, float] = {}
+    a, b = np.array([window[0]]), np.array([window[1]])
+    for dev, c in curves.curves.items():
+        dev_j[dev] = float(c.energy(a, b)[0])
+        dev_s[dev] = float(c.seconds(a, b)[0])
+        d = found.fetch.t.devices[dev]
+        d.resets, d.gaps, d.max_gap_s = c.resets, c.gaps, c.max_gap_s
+    edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
+    days = [(x, y) for x, y in zip(edges[:-1], edges[1:], strict=True) if y > x]
+    gauges = [(d.id, x, y) for d in found.fetch.t.devices if d.kind == GPU_GAUGE for x, y in days]
+    if gauges:
+        sj, ss = _merged(found, gauges, ev)
+        dev_j.update(sj)
+        dev_s.update({k: min(v, window[1] - window[0]) for k, v in ss.items()})
+    return dev_j, dev_s
 
 
 def _job_groups(
@@ -403,11 +517,9 @@ def _job_terms(
     found: Found,
     groups: dict[tuple[Any, ...], list[int]],
     ev: promql.Evaluator,
-    irregular: dict[int, list[tuple[float, float]]] | None,
-    out: Energies,
 ) -> tuple[list[promql.Term], dict[int, tuple[tuple[Any, ...], set[int], set[int], float, float]]]:
-    """The energy and sample-count terms of every group; a group whose GPUs reported without a break through
-    its window (``irregular`` says where they did not) is given full coverage without counting samples."""
+    """The energy and sample-count terms of every group (the items no curve answers: power gauges, short jobs
+    read raw, the recorded energy)."""
     n = found.fetch.names
     by = (n.host_label, n.gpu_label)
     terms: list[promql.Term] = []
@@ -426,13 +538,8 @@ def _job_terms(
             b = b + n.recorded_every_s if labelled and b < plan.window[1] else b
         if what == "both":
             terms.append(promql.Term(("e", gi), metric, m, a, b, by, fn))
-        steady = irregular is not None and kind == GPU_COUNTER and not n.recorded
-        counted = [d for d in devs if not steady or any(x < b and a < y for x, y in irregular.get(d, []))]
-        for d in set(devs) - set(counted):
-            out.pair_s[(j, d)] = out.pair_s.get((j, d), 0.0) + (g[3] - a) * w
-        if counted:
-            terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
-        info[gi] = (g, set(devs), set(counted), unit, every)
+        terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
+        info[gi] = (g, set(devs), set(devs), unit, every)
     return terms, info
 
 
@@ -446,13 +553,6 @@ def _gpu_matchers(found: Found, devs: list[int]) -> str:
 
 def _eq_or_re(label: str, values: set[str]) -> str:
     return f'{label}="{_q(next(iter(values)))}"' if len(values) == 1 else _matcher(label, promql.regex_alt(values))
-
-
-def _repeated(found: Found, items: Items) -> set[int]:
-    """GPUs whose counter appears on several series at once (MIG instances, jobs sharing the GPU): their
-    metered total needs the merged counter; every other GPU's is the sum of its series' increases."""
-    shared = set(items.dev[items.shared()].tolist())
-    return shared | found.multi
 
 
 def _short(client: PrometheusClient, found: Found, short: list[Item], ev: promql.Evaluator, out: Energies) -> None:
@@ -473,129 +573,13 @@ def _label_values(job: Job, labels: tuple[str, ...]) -> list[str]:
     return sorted({i.split("/")[-1] if len(labels) > 1 else i for i in job.ids})
 
 
-def metered(
-    found: Found, window: tuple[float, float], ev: promql.Evaluator, repeated: set[int]
-) -> tuple[dict, dict, dict[int, list[tuple[float, float]]] | None]:
-    """Each GPU's (and host meter's) metered joules and seconds over the window, and where each GPU's counter did
-    not report steadily (None: not known)."""
+def metered_recorded(found: Found, window: tuple[float, float], ev: promql.Evaluator) -> tuple[dict, dict]:
+    """Each GPU's metered joules and seconds from the recorded energy, and the host meters', per day."""
     edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
     days = [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-    span = window[1] - window[0]
-    irregular = None
-    if found.fetch.names.recorded:
-        dev_j, dev_s = _metered_recorded(found, days, ev, span)
-    else:
-        dev_j, dev_s, irregular = _metered_counters(found, days, ev, repeated, span)
+    dev_j, dev_s = _metered_recorded(found, days, ev, window[1] - window[0])
     dev_j.update(_host_totals(found, days, ev))
-    return dev_j, dev_s, irregular
-
-
-def _metered_counters(
-    found: Found, days: list[tuple[float, float]], ev: promql.Evaluator, repeated: set[int], span: float
-) -> tuple[dict, dict, dict[int, list[tuple[float, float]]]]:
-    """Each counter's value at every hour boundary of the window (``max by`` GPU of the counter, evaluated by one
-    range query per day: its last sample within the lookback, the largest of its series, since job-label
-    changes and MIG repeats are one monotonic counter), and the energy as the differences of consecutive
-    values: the hours telescope to the counter's increase over the window, reading a few samples per GPU and
-    hour. The odd hours — whose end value is below its start (a reset: driver reload), or where the GPU has
-    no value at one end (it appeared, vanished, or had a gap) — are read by ``increase()`` of the GPU's
-    merged series over that hour, as PromQL counts them. The power gauge: the series merged by GPU in a
-    subquery (slower, so only for those)."""
-    n = found.fetch.names
-    gpus = [d for d in found.fetch.t.devices if d.kind in (GPU_COUNTER, GPU_GAUGE)]
-    start, end = days[0][0], days[-1][1]
-    dev_j: dict[int, float] = {}
-    dev_s: dict[int, float] = {}
-    last: dict[int, tuple[float, float]] = {}  # device -> (time, value) at its latest boundary
-    odd: list[tuple[int, float, float]] = []  # hours read by increase(): resets, GPUs appearing or vanishing
-    gone: dict[int, tuple[float, float]] = {}
-    prev_t = None
-    for t, values in _hourly_values(found, ev, start, end):
-        for d, v in values.items():
-            if d in last:
-                t0, v0 = last[d]
-                if v >= v0 and t0 == prev_t:
-                    dev_j[d] = dev_j.get(d, 0.0) + (v - v0) * n.energy_unit_j
-                    dev_s[d] = min(dev_s.get(d, 0.0) + (t - t0), span)
-                else:  # a reset, or back after a gap (the gap's hours in one piece)
-                    gone.pop(d, None)
-                    odd.append((d, t0, t))
-            elif prev_t is not None:
-                odd.append((d, prev_t, t))  # appeared after the window's start
-            last[d] = (t, v)
-        for d, (t0, _) in last.items():
-            if t0 == prev_t and d not in values:
-                gone[d] = (t0, t)  # its last samples before it vanished, unless it comes back
-        prev_t = t
-    odd += [(d, a, b) for d, (a, b) in gone.items()]
-    if odd:
-        oj, os_ = _merged(found, odd, ev)
-        for d, e in oj.items():
-            dev_j[d] = dev_j.get(d, 0.0) + e
-        for d, sec in os_.items():
-            dev_s[d] = min(dev_s.get(d, 0.0) + sec, span)
-    gauges = [(d.id, a, b) for d in gpus if d.kind == GPU_GAUGE for a, b in days]
-    if gauges:
-        sj, ss = _merged(found, gauges, ev)
-        dev_j.update(sj)
-        dev_s.update({k: min(v, span) for k, v in ss.items()})
-    irregular: dict[int, list[tuple[float, float]]] = {d.id: [(-math.inf, math.inf)] for d in gpus if d.id not in last}
-    for d, a, b in odd:
-        irregular.setdefault(d, []).append((a, b))
-    return dev_j, dev_s, irregular
-
-
-def _hourly_values(found: Found, ev: promql.Evaluator, start: float, end: float) -> Iterator[tuple[float, dict[int, float]]]:
-    """(time, {device: counter value}) at start, every hour after it, and end, in time order: one range query per
-    day, a few days in flight at once (a month of 4,096 GPUs' hours is never held whole)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    n = found.fetch.names
-    expr = f"max by ({n.host_label},{n.gpu_label}) ({n.energy_metric}{n.matchers()})"
-    grid = np.arange(start, end, HOUR).tolist()
-    spans = [(grid[i], grid[min(i + 23, len(grid) - 1)]) for i in range(0, len(grid), 24)]
-
-    def one(ab: tuple[float, float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-        a, b = ab
-        data = ev.client.query_range(expr, a, b, HOUR) if b > a else ev.client.query(expr, at=a)
-        ev.requests += 1
-        t, d, v = array("d"), array("i"), array("d")  # a day of every GPU's hours, ~20 B a value
-        for s in (data.get("result") or []) if isinstance(data, dict) else []:
-            dev = found.by_labels.get(
-                (GPU_COUNTER, *(str((s.get("metric") or {}).get(k, "")) for k in (n.host_label, n.gpu_label)))
-            )
-            pts = s.get("values") or ([s["value"]] if s.get("value") else [])
-            for pt in pts if dev is not None else []:
-                try:  # a sample of null, text or 1e300 is no reading (never a traceback or a 300-digit energy)
-                    tt, x = float(pt[0]), float(pt[1])
-                except (TypeError, ValueError, IndexError, OverflowError):
-                    continue
-                if not (math.isfinite(tt) and math.isfinite(x) and 0 <= x < 1e18):  # 1e18 J: 30 GW-years
-                    continue
-                t.append(round(tt, 3))
-                d.append(dev)
-                v.append(x)
-        del data
-        return _by_time(np.array(t), np.array(d, np.int32), np.array(v))
-
-    todo = [*spans, (end, end)]
-    step = ev.concurrency  # days in flight: the answers are consumed in time order and dropped
-    with ThreadPoolExecutor(max_workers=ev.concurrency) as pool:
-        for i in range(0, len(todo), step):
-            for part in pool.map(one, todo[i : i + step]):
-                for t, (devs, values) in sorted(part.items()):
-                    yield t, dict(zip(devs.tolist(), values.tolist(), strict=True))
-
-
-def _by_time(t: np.ndarray, dev: np.ndarray, v: np.ndarray) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-    """time -> (devices, counter values) with a finite, non-negative value (the last one where a device repeats)."""
-    ok = np.isfinite(v) & (v >= 0)
-    t, dev, v = t[ok], dev[ok], v[ok]
-    out = {}
-    for x in np.unique(t).tolist():
-        m = t == x
-        out[x] = (dev[m], v[m])
-    return out
+    return dev_j, dev_s
 
 
 def _host_totals(found: Found, days: list[tuple[float, float]], ev: promql.Evaluator) -> dict[int, float]:

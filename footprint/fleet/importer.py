@@ -140,6 +140,7 @@ def _aggregated(
     """The default: per-job energies evaluated by the server (`footprint.fleet.aggregate`)."""
 
     from footprint.fleet import aggregate, promql
+    from footprint.fleet.summaries import Summaries
 
     fetch = _connect(opts, window)
     client = fetch.client
@@ -156,12 +157,25 @@ def _aggregated(
         (lambda done, total: progress("querying", total, 1)) if progress else None,
         resume,
     )
-    source = {**_source(opts, window), "method": "server-side increase()"}
+    method = "server-side increase()" if opts.names.recorded else "server-side per-series summaries (count/min/max/resets)"
+    source = {**_source(opts, window), "method": method}
     try:
-        act = aggregate.activity(client, found, window, aggregate.hosts_without_labels(found))
+        unlabelled = aggregate.hosts_without_labels(found)
+        curves = None
+        if not opts.names.recorded:  # the counters as curves from a few grouped queries per day (`summaries`)
+            sm = Summaries(client, found, window, ev.scrape_s, opts.max_gap_s, unlabelled, opts.concurrency, resume)
+            curves = sm.build()
+            ev.requests += sm.stats.get("requests", 0) - sm.stats.get("reused", 0)
+            ev.splits += sm.stats.get("splits", 0)
+            ev.reused += sm.stats.get("reused", 0)
+            found.jobs_on = aggregate.curve_spans(found, curves, sm.s, window)
+            act = aggregate.curve_activity(client, found, curves, window, unlabelled)
+        else:
+            act = aggregate.activity(client, found, window, unlabelled)
         plan.build(opts.sacct.jobs if opts.sacct else None, found.jobs_on, act, now)
-        aggregate.refine_label_jobs(plan, found, ev)
-        e, chunks = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s)
+        if curves is None:
+            aggregate.refine_label_jobs(plan, found, ev)
+        e, chunks = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s, curves=curves)
         for jobs, part in chunks:  # a chunk of jobs evaluated, written and dropped
             _write_chunk(w, plan, jobs, part, opts, source)
     except FootprintError as exc:
@@ -171,6 +185,8 @@ def _aggregated(
         more = f" ({kept} answers kept in {resume}: the same command resumes from them)"
         raise type(exc)(exc.detail + more, exc.file, exc.key) from None
     agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
+    if curves is not None:
+        agg["raw_bins"] = curves.raw_bins
     if e.by_activity:
         plan.notes.append(
             f"{e.by_activity} stretch(es) of a GPU shared by jobs on MIG instances split by the instances' activity "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import uuid as uuidlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -323,8 +322,10 @@ def random_cluster(
     seed: int = 0,
     fine_s: float = 5.0,
     job_hours: tuple[float, float] = (1 / 3, 12.0),
+    job_gpus: tuple[int, ...] = (1, 2, 4, 8),
 ) -> Cluster:
-    """Nodes of ``gpus_per_node`` GPUs and a seeded stream of jobs (1-8 GPUs, ``job_hours`` long) filling them ~70 %."""
+    """Nodes of ``gpus_per_node`` GPUs and a seeded stream of jobs (``job_gpus`` GPUs each, at most a node's,
+    ``job_hours`` long) filling them ~70 %."""
     rng = np.random.default_rng(seed)
     models = list(profiles)
     gpus = []
@@ -342,7 +343,7 @@ def random_cluster(
         host = f"gpu-{n + 1:02d}"
         t = start + float(rng.uniform(0, 1800))
         while t < end:
-            k = int(rng.choice([1, 2, 4, 8][: 1 + int(math.log2(gpus_per_node))]))
+            k = int(rng.choice([k for k in job_gpus if k <= gpus_per_node] or [1]))
             dur = float(rng.uniform(job_hours[0] * 3600, job_hours[1] * 3600))
             idle = [i for i in range(gpus_per_node) if free_at[(host, i)] <= t]
             if len(idle) >= k:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from footprint.errors import FootprintError
+from footprint.fleet.dialects import DIALECTS, dialect
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.promql import selector_matchers
 from meters.importers import MAX_DEVICE_POWER_W
@@ -43,25 +44,37 @@ HOST_CPU_SOURCES = {
 LOOKBACK_S = 300.0  # Prometheus' default lookback: the samples just outside the window are fetched to close its edge intervals
 
 
+_DCGM = DIALECTS["dcgm"]
+
+
 @dataclass(frozen=True)
 class DcgmNames:
-    """Metric and label names; the defaults are what NVIDIA's dcgm-exporter ships."""
+    """Metric and label names; the defaults are dcgm-exporter's (`dialects.DIALECTS`), `of` takes another entry."""
 
-    energy_metric: str = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-    energy_unit_j: float = 1e-3  # the counter is in mJ
+    energy_metric: str = _DCGM.energy_metric
+    energy_unit_j: float = _DCGM.energy_unit_j
     recorded: str = ""  # a recording rule's per-minute GPU energy (J), read instead of the counter (rules/)
-    activity_metric: str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # per MIG instance: splits a shared GPU by activity
-    instance_label: str = "GPU_I_ID"
+    activity_metric: str = _DCGM.activity_metric  # per MIG instance: splits a shared GPU by activity
+    instance_label: str = _DCGM.instance_label
     recorded_every_s: float = 60.0
-    power_metric: str = "DCGM_FI_DEV_POWER_USAGE"
-    gpu_label: str = "gpu"
-    uuid_label: str = "UUID"
-    model_label: str = "modelName"
-    host_label: str = "Hostname"
-    job_labels: tuple[str, ...] = ("hpc_job",)
+    power_metric: str = _DCGM.power_metric
+    gpu_label: str = _DCGM.gpu_label
+    uuid_label: str = _DCGM.uuid_label
+    model_label: str = _DCGM.model_label
+    host_label: str = _DCGM.host_label
+    job_labels: tuple[str, ...] = _DCGM.job_labels
     selector: str = ""  # extra matchers for every query, e.g. cluster="a",namespace!="test"
     cpu_source: str = "auto"  # auto | rapl | kepler | none
     cpu_host_label: str = "instance"
+
+    @classmethod
+    def of(cls, name: str, **overrides: object) -> DcgmNames:
+        """The names of exporter dialect ``name`` (`dialects.DIALECTS`), with ``overrides``."""
+        d = dialect(name)
+        fields = ("energy_metric", "energy_unit_j", "power_metric", "gpu_label", "uuid_label", "model_label")
+        fields += ("activity_metric", "instance_label")
+        base = {f: getattr(d, f) for f in fields} | {"host_label": d.host_label, "job_labels": d.job_labels}
+        return cls(**(base | overrides))  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:  # the user's selector, checked and without its braces: it cannot close ours
         object.__setattr__(self, "selector", selector_matchers(self.selector))
@@ -71,26 +84,9 @@ class DcgmNames:
         return "{" + ",".join(parts) + "}" if parts else ""
 
 
-#: Exporter dialects: the metric and label names, and the energy counter's unit, of the GPU exporters the import reads.
-#: NVIDIA's dcgm-exporter (the defaults above) and AMD's device-metrics-exporter (ROCm/device-metrics-exporter,
-#: docs/configuration/metricslist.md: GPU_ENERGY_CONSUMED "accumulated energy consumed by the GPU in micro Joules",
-#: GPU_POWER_USAGE in W, GPU_GFX_ACTIVITY in %; labels hostname, gpu_id, gpu_uuid, card_model, gpu_partition_id,
-#: and job_id from its SLURM prolog/epilog integration, docs/integrations/slurm-integration.md).
-EXPORTERS: dict[str, DcgmNames] = {
-    "dcgm": DcgmNames(),
-    "amd": DcgmNames(
-        energy_metric="gpu_energy_consumed",
-        energy_unit_j=1e-6,
-        activity_metric="gpu_gfx_activity",  # a share of a partitioned GPU's energy: relative, so % reads like DCGM's ratio
-        instance_label="gpu_partition_id",
-        power_metric="gpu_power_usage",
-        gpu_label="gpu_id",
-        uuid_label="gpu_uuid",
-        model_label="card_model",
-        host_label="hostname",
-        job_labels=("job_id",),
-    ),
-}
+#: Exporter dialects as names the import reads (`dialects.DIALECTS`: NVIDIA's dcgm-exporter and AMD's
+#: device-metrics-exporter, each with its documented source).
+EXPORTERS: dict[str, DcgmNames] = {name: DcgmNames.of(name) for name in DIALECTS}
 
 
 def exporter_names(exporter: str, **changes: Any) -> DcgmNames:

@@ -1,0 +1,217 @@
+"""Each meter's cumulative energy as a curve, from queries that read every sample about once (issue 35).
+
+The aggregated import used to ask the server for one ``increase()`` per job, GPU and stretch: every term
+an index lookup and a read of the job's samples, hundreds of terms per request — thousands of times
+the cost of reading each sample once. Here the server answers a handful of grouped queries per time chunk,
+whatever the number of jobs, and the jobs are joined client-side (numpy):
+
+- GPUs that carry a job label: per series group (host, GPU, job labels) and per bin (an hour, at a fixed
+  step: one ``query_range`` per function and chunk), ``count_over_time``, ``min_over_time``,
+  ``max_over_time`` and ``resets``. A GPU's series share one monotonic counter and one scrape grid (its
+  phase from one ``timestamp()`` per chunk), so within a bin the groups ordered by value are laid end to end
+  on the grid: the first and last sample of every series — where a job label starts and stops — are
+  known to the scrape, values and times, without reading the samples. A bin the summaries cannot lay out
+  (a reset, a gap, a GPU shared by two jobs, an unknown phase) is read raw, grouped by bin and host.
+- GPUs on nodes without the label (jobs from SLURM only) and host RAPL/Kepler meters: the counter at a fixed
+  step, one ``query_range`` per node (per metric for host meters) and chunk.
+
+Every knot is a real sample (time, counter value). A job's energy on a GPU is the curve's increase between
+its window's edges (linear between the two samples around each edge, PromQL's reset rule between knots),
+never extrapolated past the first or last sample: a GPU that stopped reporting gives a lower bound, and its
+coverage says so. Coverage: the stretches between knots no more than ``max_gap_s`` apart, or inside one
+laid-out series (whose count proves it has no gap).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from array import array
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
+
+BIN_S = 3600.0  # summary bins: an hour (the layout needs no finer; a GPU's samples per bin bound the response)
+BINS_PER_CHUNK = 24  # bins per request: a day (see `summaries.Summaries._build`)
+EDGE = 0.001  # bin ends sit 1 ms past whole seconds: a sample exactly on an end would be counted in two bins
+
+
+@dataclass
+class Curve:
+    """One meter: knot times, cumulative joules and cumulative covered seconds (all sorted by time)."""
+
+    t: np.ndarray
+    e: np.ndarray
+    s: np.ndarray
+    resets: int = 0
+    gaps: int = 0
+    max_gap_s: float = 0.0
+
+    def energy(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.interp(b, self.t, self.e) - np.interp(a, self.t, self.e)
+
+    def seconds(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.interp(b, self.t, self.s) - np.interp(a, self.t, self.s)
+
+
+@dataclass
+class _Knots:
+    t: array = field(default_factory=lambda: array("d"))
+    v: array = field(default_factory=lambda: array("d"))
+    run: array = field(default_factory=lambda: array("q"))  # knots of one laid-out series share a run id; -1: dense
+
+
+class Curves:
+    """Knots collected per device, then turned into `Curve`s (``finish``)."""
+
+    def __init__(self, max_gap_s: float) -> None:
+        self.max_gap_s = max_gap_s
+        self.knots: dict[int, _Knots] = {}
+        self.curves: dict[int, Curve] = {}
+        self.spans: dict[tuple[str, int], tuple[float, float]] = {}  # (job label, device) -> first, last sample
+        self.raw_bins = 0  # bins read raw because the summaries could not lay them out
+        self._runs = 0
+
+    def add_run(self, dev: int, t0: float, v0: float, t1: float, v1: float) -> None:
+        k = self.knots.setdefault(dev, _Knots())
+        self._runs += 1
+        k.t.extend((t0, t1))
+        k.v.extend((v0, v1))
+        k.run.extend((self._runs, self._runs))
+
+    def add_dense(self, dev: int, t: np.ndarray, v: np.ndarray) -> None:
+        k = self.knots.setdefault(dev, _Knots())
+        k.t.extend(t.tolist())
+        k.v.extend(v.tolist())
+        k.run.extend([-1] * len(t))
+
+    def seen(self, label: str, dev: int, t0: float, t1: float) -> None:
+        if label:
+            a, b = self.spans.get((label, dev), (math.inf, -math.inf))
+            self.spans[(label, dev)] = (min(a, t0), max(b, t1))
+
+    def finish(self, unit_j: dict[int, float]) -> None:
+        """Knots to curves: sorted, one per instant, cumulative joules with the reset rule, covered seconds."""
+        for dev, k in self.knots.items():
+            t, v, run = np.frombuffer(k.t), np.frombuffer(k.v), np.frombuffer(k.run, np.int64)
+            order = np.lexsort((-v, t))
+            t, v, run = t[order], v[order], run[order]
+            keep = np.concatenate([[True], np.diff(t) > 0])
+            t, v, run = t[keep], v[keep], run[keep]
+            inc = np.diff(v)
+            drop = inc < 0
+            e = np.concatenate([[0.0], np.cumsum(np.where(drop, v[1:], inc))]) * unit_j.get(dev, 1.0)
+            dt = np.diff(t)
+            inner = (run[1:] == run[:-1]) & (run[1:] >= 0)
+            gap = ~inner & (dt > self.max_gap_s)
+            s = np.concatenate([[0.0], np.cumsum(np.where(gap, 0.0, dt))])
+            self.curves[dev] = Curve(
+                t, e, s, int(drop.sum()), int(gap.sum()), float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0))
+            )
+        self.knots.clear()
+
+
+def matrix(
+    client: Any,
+    expr: Callable[[list[str] | None], str],
+    hosts: list[str] | None,
+    start: float,
+    end: float,
+    step: float,
+    stats: dict[str, int],
+    every_host: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """A ``query_range``'s series (``expr(None)``: every host; ``expr(hosts)``: those); a request the server refuses
+    for its size is split by time, then by host (``every_host``: the hosts that None stands for)."""
+    try:
+        stats["requests"] = stats.get("requests", 0) + 1
+        data = client.query_range(expr(hosts), start, end, step)
+    except PrometheusLimitError:
+        stats["splits"] = stats.get("splits", 0) + 1
+        n = int(round((end - start) / step)) + 1
+        if n > 1:
+            mid = start + (n // 2) * step
+            return matrix(client, expr, hosts, start, mid - step, step, stats, every_host) + matrix(
+                client, expr, hosts, mid, end, step, stats, every_host
+            )
+        hosts = every_host if hosts is None else hosts
+        if hosts and len(hosts) > 1:
+            h = len(hosts) // 2
+            return matrix(client, expr, hosts[:h], start, end, step, stats) + matrix(
+                client, expr, hosts[h:], start, end, step, stats
+            )
+        raise
+    result = data.get("result") if isinstance(data, dict) else None
+    return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+
+
+class Kept:
+    """A client whose answers are kept in ``resume`` (one file a request), so that a failed import's re-run asks the
+    server only for the rest; ``resume`` None: a plain pass-through."""
+
+    def __init__(self, client: PrometheusClient, resume: Path | None) -> None:
+        self.client, self.resume = client, resume
+        self.reused = 0
+
+    def query(self, expr: str, at: float) -> Any:
+        return self._kept(("q", expr, f"{at:.3f}"), lambda: self.client.query(expr, at=at))
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> Any:
+        return self._kept(
+            ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}"), lambda: self.client.query_range(expr, start, end, step)
+        )
+
+    def _kept(self, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
+        if self.resume is None:
+            return ask()
+        path = self.resume / (hashlib.sha256("|".join(key).encode()).hexdigest()[:32] + ".json")
+        try:
+            data = json.loads(path.read_text())
+            self.reused += 1
+            return data
+        except (OSError, ValueError):
+            pass
+        data = ask()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)  # whole or not at all; not fsynced (a lost answer is asked again)
+        return data
+
+
+def points(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """A series' (times, values), plausible readings only: a sample of null, text or 1e300 is no reading (left out
+    alone, never the whole series, never a 300-digit energy)."""
+    vals = s.get("values") or []
+    arr = np.array([_sample(x) for x in vals] if isinstance(vals, list) else [], float).reshape(-1, 2)
+    ok = np.isfinite(arr[:, 0]) & np.isfinite(arr[:, 1]) & (arr[:, 1] >= 0) & (arr[:, 1] < MAX_COUNTER)
+    return arr[ok, 0], arr[ok, 1]
+
+
+MAX_COUNTER = 1e18  # J (or the counter's unit): 30 GW-years, past any GPU's lifetime energy
+
+
+def _sample(x: Any) -> tuple[float, float]:
+    """One [time, "value"] pair as floats; NaN for anything else (dropped by `points`)."""
+    try:
+        return float(x[0]), float(x[1])
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        return math.nan, math.nan
+
+
+def in_order(jobs: list[Any], fn: Callable[[Any], Any], workers: int) -> Iterator[Any]:
+    """``fn`` over ``jobs`` a few at a time in parallel, results in order (each batch consumed and dropped)."""
+    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
+        for i in range(0, len(jobs), max(workers, 1)):
+            yield from pool.map(fn, jobs[i : i + max(workers, 1)])
+
+
+__all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "Kept", "in_order", "matrix", "points"]

@@ -1,0 +1,363 @@
+"""The queries behind `curves`: grouped per-bin summaries laid out on each GPU's scrape grid, fixed-step
+counters for nodes without job labels and for host meters, raw samples only for bins that need them.
+
+Requests per day of window: four summaries (count, min, max, resets; ``min``/``max by`` host, GPU and job
+labels, so a counter repeated on every MIG instance is one group), one ``timestamp()`` for the scrape phases,
+one fixed-step ``query_range`` per unlabelled node and per host-meter metric, and one raw read per hour that
+has a bin to repair. Days are fetched a few at a time in parallel (Thanos and Mimir split them further) and
+consumed in time order, so the answers held at once are bounded by the concurrency, not the window.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, Kept, in_order, matrix, points
+from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
+from footprint.fleet.promql import range_of, regex_alt
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
+
+MAX_STEPS = 10_000  # steps per series in one query_range (Prometheus' limit: 11,000)
+SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
+
+
+def grid_step(estimate: float) -> float:
+    """The scrape interval as the grid's step: a whole number of seconds when the estimate is within 5 % of one
+    (an hour's count is off by one where a sample sits on both of its ends)."""
+    r = float(round(estimate))
+    return r if r >= 1 and abs(r - estimate) <= 0.05 * estimate else round(estimate, 3)
+
+
+@dataclass
+class _Chunk:
+    ends: list[float]
+    groups: dict[tuple[int, int], list[tuple[str, float, float, float, float]]] = field(default_factory=dict)
+    phase: dict[int, float] = field(default_factory=dict)
+    latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
+    dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+
+class Summaries:
+    """Builds `Curves` for the counter GPUs and host meters that discovery found (``found``: `aggregate.Found`)."""
+
+    def __init__(
+        self,
+        client: PrometheusClient,
+        found: Any,
+        window: tuple[float, float],
+        scrape_s: float,
+        max_gap_s: float,
+        unlabelled: set[str],
+        concurrency: int = 4,
+        resume: Path | None = None,
+    ) -> None:
+        self.client, self.found, self.window = Kept(client, resume), found, window
+        self.n = found.fetch.names
+        self.s = grid_step(scrape_s)
+        self.unlabelled = unlabelled
+        self.concurrency = concurrency
+        self.max_gap_s = max_gap_s
+        self.bin_s = BIN_S
+        self.stats: dict[str, int] = {}
+        devs = found.fetch.t.devices
+        self.gpus = [d for d in devs if d.kind == GPU_COUNTER]
+        self.raw_hosts = sorted({found.labels[d.id].get(self.n.host_label, "") for d in self.gpus if d.host in unlabelled})
+        self.meters = sorted({(d.metric, d.kind) for d in devs if d.kind in (CPU, RAM)})
+
+    # ---- the whole window ------------------------------------------------------------------------
+    def build(self) -> Curves:
+        """The curves; bins halved (and everything asked again) while the server refuses one bin of one node for
+        its size (``--query.max-samples`` far below the default)."""
+        while True:
+            try:
+                return self._build()
+            except PrometheusLimitError:
+                if self.bin_s / 2 < 4 * self.s:
+                    raise
+                self.bin_s /= 2
+                self.stats["splits"] = self.stats.get("splits", 0) + 1
+
+    def _build(self) -> Curves:
+        self.curves = Curves(self.max_gap_s)
+        self._open: dict[int, list[Any]] = {}  # device -> its last run, still growing: [label, t0, v0, t1, v1]
+        self._last_v: dict[int, float] = {}
+        self._seen: dict[int, float] = {}  # device -> the end of the last bin it had samples in
+        self._phase: dict[int, float] = {}
+        lo, hi = self.window
+        k = int(math.ceil((hi - lo) / self.bin_s)) + 1
+        ends = [lo + i * self.bin_s + EDGE for i in range(k + 1)]
+        # a day a chunk: series come and go with the jobs, and a query_range costs the series it selects times its
+        # steps (a month of 64 GPUs in one request: 33 s a summary; in days: 0.02 s a day)
+        chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
+        if self.gpus or self.meters:
+            for c in in_order(chunks, self._fetch, 2):  # two chunks in flight at most: memory bounded by two
+                self._consume(c)
+        for dev in list(self._open):
+            self._close(dev)
+        units = {d.id: self.n.energy_unit_j for d in self.gpus}
+        self.curves.finish(units)
+        self.stats["reused"] = self.client.reused
+        return self.curves
+
+    # ---- fetching (threads) ----------------------------------------------------------------------
+    def _fetch(self, ends: list[float]) -> _Chunk:
+        """One chunk's answers, its requests in parallel (``concurrency``): the summaries, the phases, the
+        fixed-step counters of each unlabelled node and host-meter metric."""
+        c = _Chunk(ends)
+        labelled = any(d.host not in self.unlabelled for d in self.gpus)
+        asks: list[Callable[[], Any]] = []
+        if labelled:
+            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES))]
+        if self.gpus:
+            asks.append(functools.partial(self._phases, c))
+        asks += [functools.partial(self._dense_gpus, c, host) for host in self.raw_hosts]
+        asks += [functools.partial(self._dense_meters, c, metric, kind) for metric, kind in self.meters]
+        values: dict[tuple[int, int, str], list[float]] = {}
+        for part in in_order(asks, lambda ask: ask(), self.concurrency):
+            for dev, b, job, f, v in part or ():
+                values.setdefault((dev, b, job), [math.nan] * len(SUMMARIES))[f] = v
+        for (dev, b, job), (k, vmin, vmax, r) in values.items():
+            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+        return c
+
+    def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False) -> str:
+        n = self.n
+        if hosts is None:
+            return f"{metric}{n.matchers()}"
+        op = "!~" if exclude else "=~"
+        return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
+
+    def _summary(self, c: _Chunk, f: int) -> list[tuple[int, int, str, int, float]]:
+        """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk, as (device, bin,
+        job label, f, value)."""
+        n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
+        fn, agg = SUMMARIES[f]
+        skip = self.raw_hosts
+
+        def expr(hosts: list[str] | None) -> str:
+            sel = self._sel(n.energy_metric, hosts) if hosts else self._sel(n.energy_metric, skip or None, exclude=True)
+            return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
+
+        every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
+        out = []
+        for s in matrix(self.client, expr, None, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
+            lab = s["metric"]
+            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            if dev is None:
+                continue
+            job = self.found.fetch._job_key(lab)
+            t, v = points(s)
+            bins = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist()
+            out += [(dev, b, job, f, x) for b, x in zip(bins, v.tolist(), strict=True)]
+        return out
+
+    def _phases(self, c: _Chunk) -> None:
+        """Each meter's scrape phase (a sample's time modulo the interval), from its latest sample at the chunk's
+        end (and the window's start): one ``timestamp()`` per metric and instant, a sample per series. A meter
+        silent at that instant keeps the phase an earlier chunk found."""
+        n = self.n
+        metrics = [(n.energy_metric, GPU_COUNTER)] if self.gpus else []
+        first = c.ends[0] < self.window[0] + self.bin_s  # the window's first bin: where GPUs that appear start
+        instants = (c.ends[-1], c.ends[0]) if first else (c.ends[-1],)
+        for (metric, kind), at in itertools.product(metrics + self.meters, instants):
+            self.stats["requests"] = self.stats.get("requests", 0) + 1
+            data = self.client.query(f"timestamp({self._sel(metric, None)})", at=at)
+            for s in (data.get("result") or []) if isinstance(data, dict) else []:
+                lab = s.get("metric") if isinstance(s, dict) else None
+                if not isinstance(lab, dict):
+                    continue
+                if kind == GPU_COUNTER:
+                    dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+                else:
+                    dev = self.found.fetch._device(kind, {k: str(v) for k, v in lab.items()} | {"__name__": metric}, metric).id
+                try:
+                    ts = float(s["value"][1])
+                except (KeyError, IndexError, TypeError, ValueError):
+                    continue
+                if dev is not None and math.isfinite(ts):
+                    c.phase.setdefault(dev, round(ts % self.s, 3))
+                    c.latest[(dev, at)] = max(c.latest.get((dev, at), -math.inf), ts)
+
+    def _dense_gpus(self, c: _Chunk, host: str) -> None:
+        """A node without job labels: each GPU's counter at every scrape step (its last sample at each step)."""
+        n = self.n
+        by = f"{n.host_label},{n.gpu_label}"
+        for s in self._dense(c, lambda h: f"max by ({by}) ({self._sel(n.energy_metric, h)})", [host]):
+            lab = s["metric"]
+            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            if dev is not None:
+                t, v = _fresh(*points(s))
+                c.dense.append((dev, t, v))
+
+    def _dense_meters(self, c: _Chunk, metric: str, kind: int) -> None:
+        """A host meter's counter at every scrape step: its job edges are SLURM's, anywhere between two samples."""
+        for s in self._dense(c, lambda h: self._sel(metric, None), None):
+            lab = s["metric"]
+            d = self.found.fetch._device(kind, {k: str(v) for k, v in lab.items()}, metric)
+            t, v = _fresh(*points(s))
+            c.dense.append((d.id, t, v))
+
+    def _dense(self, c: _Chunk, expr: Callable[[list[str] | None], str], hosts: list[str] | None) -> list[dict[str, Any]]:
+        """A fixed-step ``query_range`` over the chunk at the scrape interval, in pieces of at most ``MAX_STEPS``
+        steps (Prometheus refuses more than 11,000 points a series)."""
+        a, end = c.ends[0] - self.bin_s + self.s, c.ends[-1]
+        out: list[dict[str, Any]] = []
+        while a <= end:
+            b = min(a + (MAX_STEPS - 1) * self.s, end)
+            out += matrix(self.client, expr, hosts, a, b, self.s, self.stats)
+            a = b + self.s
+        return out
+
+    # ---- consuming (in time order) ---------------------------------------------------------------
+    def _consume(self, c: _Chunk) -> None:
+        for dev, ph in c.phase.items():
+            self._phase[dev] = ph
+        c.phase = self._phase  # scrape phases are steady: one found in an earlier chunk still holds
+        for dev, t, v in c.dense:
+            if dev in c.phase:
+                ph = c.phase[dev]
+                t = ph + np.floor((t - ph) / self.s + 1e-6) * self.s  # the sample each step returned
+            self.curves.add_dense(dev, t, v)
+        repair: dict[int, list[int]] = {}  # bin -> devices to read raw
+        last = c.ends[-1] >= self.window[1]
+        for dev, b in sorted(c.groups, key=lambda x: (x[1], x[0])):
+            edge = Edge(
+                self._seen.get(dev) == c.ends[b] - self.bin_s,
+                (dev, b + 1) in c.groups or (b + 1 == len(c.ends) and not last),
+                c.latest.get((dev, c.ends[b])),
+            )
+            if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev), edge):
+                repair.setdefault(b, []).append(dev)
+            self._seen[dev] = c.ends[b]
+        for b, devs in sorted(repair.items()):
+            self._raw(c.ends[b], devs)
+
+    def _lay_out(
+        self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None, edge: Edge
+    ) -> bool:
+        """One GPU's groups in one bin end to end on its scrape grid; False where that is not certain. A GPU with
+        fewer samples than the grid holds is placed only where one series begins or ends in the bin and the
+        rest is certain: it reported up to the bin and not in the next (it vanished: its samples start the
+        bin), or not in the bin before and its latest sample is the bin's last grid point (it appeared)."""
+        if ph is None or any(not math.isfinite(x) for g in groups for x in g[1:]) or any(g[4] > 0 for g in groups):
+            return False
+        runs: dict[tuple[float, float, float], list[str]] = {}
+        for job, k, vmin, vmax, _ in groups:
+            runs.setdefault((vmin, vmax, k), []).append(job)
+        order = sorted(runs)
+        if any(order[i][1] >= order[i + 1][0] for i in range(len(order) - 1)):
+            return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
+        i0 = math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1
+        i1 = math.floor((end - ph) / self.s + 1e-6)
+        k = sum(int(r[2]) for r in order)
+        if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(order) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
+            return False  # a gap, a GPU appearing or vanishing, another interval
+        if k < i1 - i0 + 1 and not edge.before:
+            i0 = i1 - k + 1  # it appeared: its samples end the bin
+        if order[0][0] < self._last_v.get(dev, -math.inf):
+            return False  # below the previous bin: a reset between bins, or runs out of order
+        p = i0
+        for vmin, vmax, k in order:
+            t0, t1 = ph + p * self.s, ph + (p + int(k) - 1) * self.s
+            self._run(dev, runs[(vmin, vmax, k)], t0, vmin, t1, vmax)
+            p += int(k)
+        self._last_v[dev] = order[-1][1]
+        return True
+
+    def _anchored(self, dev: int, runs: dict, i0: int, i1: int, k: int, ph: float, edge: Edge) -> bool:
+        label = ",".join(sorted(next(iter(runs.values()))))
+        cur = self._open.get(dev)
+        if edge.before and not edge.after:  # vanished: the open run of the same series reached the bin's start
+            return cur is not None and cur[0] == label and abs(cur[3] - (ph + (i0 - 1) * self.s)) < 1e-3
+        if not edge.before and edge.after:  # appeared: its latest sample at the bin's end is the last grid point
+            return edge.latest is not None and abs(edge.latest - (ph + i1 * self.s)) < 1e-3
+        return False
+
+    def _run(self, dev: int, jobs: list[str], t0: float, v0: float, t1: float, v1: float) -> None:
+        label = ",".join(sorted(jobs))
+        cur = self._open.get(dev)
+        if cur is not None and cur[0] == label and abs(t0 - cur[3] - self.s) < 1e-3 and v0 >= cur[4]:
+            cur[3], cur[4] = t1, v1  # the same series going on from the previous bin
+            return
+        if cur is not None:
+            self._close(dev)
+        self._open[dev] = [label, t0, v0, t1, v1]
+
+    def _close(self, dev: int) -> None:
+        label, t0, v0, t1, v1 = self._open.pop(dev)
+        self.curves.add_run(dev, t0, v0, t1, v1)
+        for job in label.split(",") if label else ():
+            self.curves.seen(job, dev, t0, t1)
+
+    def _raw(self, end: float, devs: list[int]) -> None:
+        """Bins the summaries could not lay out: every sample of those GPUs' nodes in the bin."""
+        n, found = self.n, self.found
+        want = set(devs)
+        hosts = sorted({found.labels[d].get(n.host_label, "") for d in devs})
+        self.curves.raw_bins += len(devs)
+        merged: dict[int, dict[float, float]] = {}
+        for s in self._raw_series(hosts, end):
+            lab = s["metric"]
+            dev = found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            if dev not in want:
+                continue
+            t, v = points(s)
+            if not len(t):
+                continue
+            job = found.fetch._job_key(lab)
+            for j in job.split(",") if job else ():
+                self.curves.seen(j, dev, float(t[0]), float(t[-1]))
+            acc = merged.setdefault(dev, {})
+            for tt, vv in zip(t.tolist(), v.tolist(), strict=True):
+                acc[tt] = max(acc.get(tt, vv), vv)
+        for dev in devs:
+            if dev in self._open:
+                self._close(dev)
+            acc = merged.get(dev, {})
+            if acc:
+                t = np.array(sorted(acc))
+                self.curves.add_dense(dev, t, np.array([acc[x] for x in t.tolist()]))
+                self._last_v[dev] = max(self._last_v.get(dev, -math.inf), acc[float(t[-1])])
+
+    def _raw_series(self, hosts: list[str], end: float) -> list[dict[str, Any]]:
+        """The raw samples of these nodes' counters in the bin ending at ``end``, split by node if refused."""
+        self.stats["requests"] = self.stats.get("requests", 0) + 1
+        try:
+            data = self.client.query(f"{self._sel(self.n.energy_metric, hosts)}[{range_of(self.bin_s)}]", at=end)
+        except PrometheusLimitError:
+            if len(hosts) < 2:
+                raise
+            self.stats["splits"] = self.stats.get("splits", 0) + 1
+            h = len(hosts) // 2
+            return self._raw_series(hosts[:h], end) + self._raw_series(hosts[h:], end)
+        result = data.get("result") if isinstance(data, dict) else None
+        return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """What is known of a GPU's samples around one bin: any in the bin before, any in the bin after, and its
+    latest sample at the bin's end (from the phase queries; None where not asked)."""
+
+    before: bool
+    after: bool
+    latest: float | None
+
+
+def _fresh(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed-step series less the steps that repeat the previous value (a stale sample, within the lookback)."""
+    if len(v) < 2:
+        return t, v
+    keep = np.concatenate([[True], v[1:] != v[:-1]])
+    return t[keep], v[keep]
+
+
+__all__ = ["SUMMARIES", "Summaries", "grid_step"]

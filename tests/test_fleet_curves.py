@@ -1,0 +1,99 @@
+"""The counters as curves (`fleet.summaries`, `fleet.curves`) on a job mix like a real cluster's: single-GPU jobs
+of 0.5-6 h (about ten a GPU over two days), one of two nodes without the job label, 30 s scrapes, on a real
+Prometheus; every job against the synthetic truth, and what the import asked the server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from footprint.fleet import promserver, synthetic
+from footprint.fleet.dialects import DIALECTS, dialect
+from footprint.fleet.importer import ImportOptions, import_fleet
+from footprint.fleet.prometheus import PromConfig
+from footprint.fleet.slurm import parse_sacct
+from footprint.fleet.telemetry import DcgmNames
+
+needs_prometheus = pytest.mark.skipif(promserver.missing() is not None, reason=str(promserver.missing()))
+
+
+@pytest.fixture(scope="module")
+def mix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[synthetic.Cluster, Path]]:
+    d = tmp_path_factory.mktemp("mix")
+    start = datetime(2025, 2, 1, tzinfo=UTC).timestamp()
+    c = synthetic.random_cluster(
+        start, 2.0, 2, 8, synthetic.demo_profiles(), scrape_s=30.0, seed=5, fine_s=10.0, job_hours=(0.5, 6.0), job_gpus=(1,)
+    )
+    c.unlabelled_hosts = {"gpu-02"}
+    synthetic.write_openmetrics(c, d / "m.om", power_gauge=False)
+    tsdb = promserver.backfill(d / "m.om", d / "tsdb")
+    sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+    with promserver.serve(tsdb) as url:
+        import_fleet(d / "fleet", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+    yield c, d / "fleet"
+
+
+@needs_prometheus
+def test_every_job_of_30_minutes_or_more_within_1_percent_of_its_true_energy(mix: tuple[synthetic.Cluster, Path]) -> None:
+    c, out = mix
+    idx = pd.read_parquet(out / "ledger").set_index("job_id")
+    truth = c.truth()
+    long = [j for j in c.jobs if (j.end or c.end) - j.start >= 1800]
+    hosts = {j.gpus[0][0] for j in long}
+    assert hosts == {"gpu-01", "gpu-02"} and len(long) >= 100  # labelled and SLURM-only jobs, ~ten a GPU
+    err = {j.job_id: abs(idx.loc[j.job_id, "gpu_energy_j"] / truth[j.job_id] - 1) for j in long}
+    assert max(err.values()) < 0.01, sorted(err.items(), key=lambda x: -x[1])[:5]
+    # on the node without labels each job's GPU was inferred from the power steps at its edges: the right one
+    slurm_only = [j for j in long if j.gpus[0][0] == "gpu-02"]
+    right = [j for j in slurm_only if f"gpu-02:gpu{j.gpus[0][1]})" in idx.loc[j.job_id, "notes"]]
+    assert len(right) == len(slurm_only)
+
+
+@needs_prometheus
+def test_requests_do_not_grow_with_the_jobs(mix: tuple[synthetic.Cluster, Path]) -> None:
+    """Per day a fixed handful of grouped queries (summaries, phases, the unlabelled node), and a raw read only for
+    the hours where a GPU's series cannot be laid out from their summaries."""
+    c, out = mix
+    meta = json.loads((out / "fleet.json").read_text())
+    agg = meta["sources"]["prometheus"]["aggregation"]
+    labelled_gpu_hours = 8 * 49
+    assert agg["raw_bins"] < 0.1 * labelled_gpu_hours
+    assert agg["requests"] < len(c.jobs) / 4, (agg, len(c.jobs))
+    gpus = pd.read_parquet(out / "gpus.parquet")
+    idx = pd.read_parquet(out / "ledger")
+    g = gpus[gpus["component"] == "gpu"]
+    # what the jobs hold never exceeds what the GPUs metered; the rest is the idle line
+    assert (g["allocated_energy_j"] <= g["energy_j"] * (1 + 1e-9)).all()
+    assert idx["gpu_energy_j"].sum() == pytest.approx(g["allocated_energy_j"].sum(), rel=1e-9)
+    assert (g["resets"] == 0).all() and (g["gaps"] == 0).all()
+
+
+def test_dialect_table_gives_the_default_names() -> None:
+    assert DcgmNames.of("dcgm") == DcgmNames()
+    assert DcgmNames.of("dcgm", gpu_label="minor_number").gpu_label == "minor_number"
+    assert DIALECTS["dcgm"].energy_unit_j == 1e-3
+    with pytest.raises(KeyError, match="known: amd, dcgm"):
+        dialect("nope")
+
+
+def test_every_exporter_the_cli_offers_is_one_entry_of_the_dialect_table() -> None:
+    """dcgm and AMD's device-metrics-exporter are rows of one table; --exporter's names are built from it."""
+    from footprint.fleet.telemetry import EXPORTERS
+
+    assert set(EXPORTERS) == set(DIALECTS) == {"dcgm", "amd"}
+    amd = EXPORTERS["amd"]
+    assert (amd.energy_metric, amd.energy_unit_j, amd.job_labels) == ("gpu_energy_consumed", 1e-6, ("job_id",))
+    assert amd.instance_label == DIALECTS["amd"].instance_label == "gpu_partition_id"
+
+
+def test_a_bad_sample_costs_its_own_reading_not_the_series() -> None:
+    """Prometheus values of null, text or 1e300 (a broken exporter) are no reading; the series' other samples stay."""
+    from footprint.fleet.curves import points
+
+    t, v = points({"values": [[1, "2"], [2, None], [3, "abc"], [4, "1e300"], [5, "7"], ["x", "8"], [6]]})
+    assert t.tolist() == [1.0, 5.0] and v.tolist() == [2.0, 7.0]
