@@ -67,6 +67,7 @@ class Cluster:
         seed: int = 3,
         cluster: str = "",
         worker: str = "llama70-0-1",
+        restart_at: float = START + 3000.0 + 7.0,
     ) -> None:
         self.layout, self.kube_labels = layout, kube_labels
         self.extra = {"cluster": cluster} if cluster else {}  # several clusters in one Prometheus, told apart
@@ -77,7 +78,7 @@ class Cluster:
         self.pods = [
             Pod("llama70-0", LLAMA70, [("node-1", 0), ("node-1", 1)], labels=lws),
             Pod(worker, None, [("node-2", 0), ("node-2", 1)], leader="llama70-0", labels=lws),
-            Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=START + 3000.0 + 7.0),
+            Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=restart_at),
             Pod("gemma-9b-0", GEMMA, [("node-1", 3)]),
             Pod("tinyllama-0", TINY, [("node-1", 3)]),
             Pod("qwen-14b-0", QWEN, [("node-2", 2)]),

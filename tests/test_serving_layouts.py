@@ -148,6 +148,25 @@ def test_requests_and_tokens_are_exact_integers(reps: dict, clusters: dict[str, 
                     assert m[k] == c.counted(model.name, k), (model.name, k)
 
 
+def test_a_restart_across_a_window_edge_counts_from_zero(tmp_path: Path) -> None:
+    """The engine restarts between a window's last scrape and the next window's first: ``resets()`` of either window
+    sees no reset, and the window's edge difference was negative (a window of minus tokens); it counts from 0."""
+    from _serving_layouts import START
+
+    c = Cluster("pod", cluster="edge", restart_at=START + 3000.0 - 5.0)  # the 15 s scrape at 3000 s is the first after
+    synthetic.write(c, tmp_path / "metrics.om")  # type: ignore[arg-type]
+    promserver.backfill(tmp_path / "metrics.om", tmp_path / "tsdb")
+    with promserver.serve(tmp_path / "tsdb") as url:
+        client = PrometheusClient(PromConfig(url))
+        import_prometheus(tmp_path / "rec", client, c.start, c.end, WINDOW, None, SITE, 'cluster="edge"', MAP)  # type: ignore[arg-type]
+    meta, a = store.read(tmp_path / "rec")
+    per_window = a.models_w[a.models_w["model"] == MISTRAL.name]
+    assert (per_window[["tokens_in", "tokens_out", "requests"]].fillna(0) >= 0).all().all()
+    m = _model(report.finite(report.build(meta, a, SITE)), MISTRAL.name)
+    for k in ("tokens_in", "tokens_out", "requests"):
+        assert m[k] == c.counted(MISTRAL.name, k), k
+
+
 def test_the_range_contains_the_truth_after_a_gap_under_load(reps: dict, clusters: dict[str, Cluster]) -> None:
     for layout, (_, rep) in reps.items():
         q = _model(rep, QWEN.name)
