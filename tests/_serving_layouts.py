@@ -68,6 +68,7 @@ class Cluster:
         cluster: str = "",
         worker: str = "llama70-0-1",
         restart_at: float = START + 3000.0 + 7.0,
+        gap: tuple[float, float] = (3600.0, 5400.0),
     ) -> None:
         self.layout, self.kube_labels = layout, kube_labels
         self.extra = {"cluster": cluster} if cluster else {}  # several clusters in one Prometheus, told apart
@@ -84,7 +85,8 @@ class Cluster:
             Pod("qwen-14b-0", QWEN, [("node-2", 2)]),
         ]
         self.gpus = [(h, i) for h in ("node-1", "node-2") for i in range(4)]
-        self.gap = ("node-2", 2, START + 3600.0, START + 5400.0)  # [from, to): no scrape; the driver reloaded inside
+        # [from, to) seconds after the start: no scrape on node-2 GPU 2; the driver reloaded inside
+        self.gap = ("node-2", 2, START + gap[0], START + gap[1])
         self.busy = self._traffic(np.random.default_rng(seed))
 
     # ---- truth ----------------------------------------------------------------------------------------------------

@@ -179,6 +179,21 @@ def test_the_range_contains_the_truth_after_a_gap_under_load(reps: dict, cluster
         assert h[("node-2", "2")]["gaps"] >= 6 and h[("node-2", "2")]["lost_hi_j"] >= h[("node-2", "2")]["lost_j"] > 0
 
 
+@pytest.mark.parametrize("gap", [(0.0, 1800.0), (5400.0, 7200.0)], ids=["first-half-hour", "last-half-hour"])
+def test_the_range_contains_the_truth_with_a_gap_at_the_edge_of_the_range(tmp_path: Path, gap: tuple[float, float]) -> None:
+    """The exporter down for the first (or last) half hour under load: those windows are missing, not short, and only
+    the windows between a GPU's first and last reading were searched for gaps: the bound left them out."""
+    c = Cluster("pod", gap=gap)
+    f = synthetic.write(c, tmp_path / "edge.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.finite(report.build(meta, a, SITE))
+    low, high = _model(rep, QWEN.name)["gpu_j_range"]
+    assert low < c.model_energy_j(QWEN.name) <= high, (low, c.model_energy_j(QWEN.name), high)
+    h = {(r["where"], r["which"]): r for r in rep["health"] if r["counter"] == "gpu"}
+    assert h[("node-2", "2")]["gaps"] == 6
+
+
 def test_the_scrape_interval_is_read_from_the_data(reps: dict) -> None:
     """15 s scrapes, --scrape-interval not given (it defaulted to 30 s and moved which windows count as gaps)."""
     for meta, rep in reps.values():

@@ -311,7 +311,8 @@ def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, d in g.groupby("gkey"):
         d = d.sort_values("window")
-        full = pd.RangeIndex(int(d["window"].min()), int(d["window"].max()) + 1)
+        # every window of the range: an exporter down at its start or end hides energy as much as one down inside it
+        full = pd.RangeIndex(min(0, int(d["window"].min())), max(n, int(d["window"].max()) + 1))
         x = d.set_index("window").reindex(full)
         T = x["T"].fillna(tel.window_s)
         short = x["samples"] < GAP_SHARE * np.maximum(1.0, T / tel.scrape_s)
