@@ -267,7 +267,33 @@ def test_a_cluster_scraping_exporters_both_ways(tmp_path: Path) -> None:
         ("HuggingFaceTB/SmolLM-135M", 135e6),
         ("Qwen/Qwen2.5-7B-Instruct-AWQ-4bit", 7e9),
         ("microsoft/Phi-3-mini-4k-instruct", None),
+        ("Qwen/Qwen2.5-0.5B-Instruct", 0.5e9),
+        ("Qwen/Qwen2.5-7B-Instruct-1M", 7e9),  # -1M: a million tokens of context (was read as 1e6 parameters)
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", None),  # 12.9B active: not in the name (was read as 7e9)
+        ("mistral-community/Mixtral-8x22B-v0.1", None),
+        ("Qwen/Qwen3-30B-A3B", 3e9),  # an MoE that names its active parameters
+        ("Qwen/Qwen2-57B-A14B-Instruct", 14e9),
+        ("llama-2-7b.Q4_K_M.gguf", 7e9),
     ],
 )
 def test_the_cost_model_reads_the_size_from_the_name(name: str, params: float | None) -> None:
     assert params_of(name) == params
+
+
+def test_the_maps_params_weigh_a_shared_gpu_and_every_size_is_said(tmp_path: Path) -> None:
+    """A size the name does not give (an MoE's active count, a context suffix) is given in the map, as YAML writes
+    it (12.9e9 is a string to YAML): the split follows it and the notes say each N and where it came from."""
+    from footprint.serving.attribution import parse_map
+
+    c = Cluster("pod", kube_labels=False)
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    gmap = parse_map({"pods": MAP_PODS, "params": {GEMMA.name: "1.1e9"}}, "map.yaml")
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, gmap, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.finite(report.build(meta, a, SITE))
+    gemma, tiny = _model(rep, GEMMA.name), _model(rep, TINY.name)
+    tokens = {m["model"]: (m["tokens_in"] or 0) + (m["tokens_out"] or 0) for m in (gemma, tiny)}
+    share = gemma["gpu_j"] / (gemma["gpu_j"] + tiny["gpu_j"])
+    assert share == pytest.approx(tokens[GEMMA.name] / sum(tokens.values()), rel=0.02)  # both weigh 1.1e9 a token
+    said = next(n for n in meta["notes"] if n.startswith("shared-GPU estimate"))
+    assert f"{GEMMA.name} 1.1e+09 (from its map)" in said and f"{TINY.name} 1.1e+09 (from its name)" in said, said

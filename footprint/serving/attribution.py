@@ -55,12 +55,26 @@ class Attribution:
 
 
 def parse_map(data: Any, file: str) -> dict[str, Any]:
-    """The user's map: ``gpus: [{host, gpus: [0, 1], model}]`` and/or ``pods: {pod: model}``."""
-    if not isinstance(data, dict) or not set(data) <= {"gpus", "pods"}:
-        raise FootprintError("expected a mapping with 'gpus' (a list of {host, gpus, model}) and/or 'pods' ({pod: model})", file)
+    """The user's map: ``gpus: [{host, gpus: [0, 1], model}]``, ``pods: {pod: model}`` and/or ``params: {model: N}``
+    (parameters active per token, for the shared-GPU cost model, `footprint.serving.costmodel`)."""
+    if not isinstance(data, dict) or not set(data) <= {"gpus", "pods", "params"}:
+        raise FootprintError(
+            "expected a mapping with 'gpus' (a list of {host, gpus, model}), 'pods' ({pod: model}) and/or "
+            "'params' ({model: parameters active per token})",
+            file,
+        )
     pods = data.get("pods") or {}
     if not isinstance(pods, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pods.items()):
         raise FootprintError("expected pod name: model name pairs", file, "pods")
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise FootprintError("expected model name: parameters active per token (e.g. 12.9e9) pairs", file, "params")
+    sizes: dict[str, float] = {}
+    for k, v in params.items():
+        n = _number(v)  # YAML reads 12.9e9 (no sign after the e) as a string
+        if not isinstance(k, str) or n is None or not 0 < n < 1e15:
+            raise FootprintError("expected a number of parameters active per token, > 0 (e.g. 12.9e9)", file, f"params.{k}")
+        sizes[k] = n
     rows = []
     for i, e in enumerate(data.get("gpus") or []):
         key = f"gpus[{i}]"
@@ -74,7 +88,20 @@ def parse_map(data: Any, file: str) -> dict[str, Any]:
         ):
             raise FootprintError("expected a list of GPU indices (whole numbers >= 0)", file, f"{key}.gpus")
         rows += [(e["host"], str(g), e["model"]) for g in idx]
-    return {"pods": pods, "gpus": pd.DataFrame(rows, columns=["host", "gpu", "model"])}
+    return {
+        "pods": pods,
+        "gpus": pd.DataFrame(rows, columns=["host", "gpu", "model"]),
+        "params": sizes,
+    }
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
 
 
 def _slots(eng: pd.DataFrame, gmap: pd.DataFrame | None, place: pd.DataFrame) -> pd.DataFrame:
@@ -127,7 +154,9 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
     # "without energy" rather than charged a fraction of the window's energy
     g["short"] = (g["method"] == "dcgm_energy_counter") & (g["samples"] < GAP_SHARE * g["T"] / tel.scrape_s)
     slots = slots.merge(g.loc[~g["short"], ["window", "gkey"]], on=["window", "gkey"], how="inner")
-    slots = costmodel.activity(slots, notes)  # one unit per GPU and window: busy seconds, or tokens x a cost model
+    slots = costmodel.activity(
+        slots, notes, (gpu_map or {}).get("params")
+    )  # one unit per GPU and window: busy seconds, or tokens x a cost model
     per = slots.groupby(["window", "gkey"]).agg(sum_act=("act", "sum"), all_timed=("timed", "all"), busy=("busy_s", "sum"))
     g = g.merge(per, left_on=["window", "gkey"], right_index=True, how="left")
     g["has_model"] = g["sum_act"].notna()
