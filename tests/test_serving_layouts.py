@@ -122,6 +122,25 @@ def test_a_gpu_shared_by_two_engines_is_split_in_one_unit_and_flagged(reps: dict
     print(f"shared GPU: SGLang model's share {share:.3f} (cost model) against {true_share:.3f} (truth)")
 
 
+def test_engines_timing_seconds_of_different_things_do_not_add_them(tmp_path: Path) -> None:
+    """TGI (batch-seconds) and vLLM (request-seconds, 16 requests batched) time-slice a GPU: both are seconds, so they
+    were added as busy seconds and vLLM's model took its batch size's worth of the GPU; one unit, flagged, instead."""
+    from dataclasses import replace
+
+    c = Cluster("pod", kube_labels=False, shared=(replace(GEMMA, engine="tgi"), replace(TINY, engine="vllm")))
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    gmap = {"pods": MAP_PODS | {"gemma-9b-0": GEMMA.name}, "gpus": None}  # TGI publishes no model label
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, gmap, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    assert a.gpus.set_index(["host", "gpu"])["split"][("node-1", "3")].startswith("estimate: tokens x 2N FLOPs")
+    rep = report.finite(report.build(meta, a, SITE))
+    gemma, tiny = _model(rep, GEMMA.name), _model(rep, TINY.name)
+    assert all(any("estimate" in f for f in m["flags"]) for m in (gemma, tiny))
+    by_seconds = 1 / (1 + 16 * TINY.load / GEMMA.load)  # what adding the seconds gave TGI's model (about 0.05)
+    share = gemma["gpu_j"] / (gemma["gpu_j"] + tiny["gpu_j"])
+    assert share > 4 * by_seconds, share
+
+
 def test_the_shared_gpu_says_its_unit(prom: str, tmp_path: Path) -> None:
     _import(prom, tmp_path / "r", "pod")
     _, a = store.read(tmp_path / "r")

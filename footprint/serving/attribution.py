@@ -126,7 +126,7 @@ def _slots(eng: pd.DataFrame, gmap: pd.DataFrame | None, place: pd.DataFrame) ->
     parts = [x for x in parts if len(x)]
     slots = pd.concat(parts, ignore_index=True).drop_duplicates() if parts else pod
     slots = slots.astype({"window": "int64", "engine_row": "int64"})
-    cols = ["prefill_s", "decode_s", "tokens_in", "tokens_out"]
+    cols = ["engine", "prefill_s", "decode_s", "tokens_in", "tokens_out"]
     return slots.merge(eng[["engine_row", *cols]], on="engine_row")
 
 
@@ -157,7 +157,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
     slots = costmodel.activity(
         slots, notes, (gpu_map or {}).get("params")
     )  # one unit per GPU and window: busy seconds, or tokens x a cost model
-    per = slots.groupby(["window", "gkey"]).agg(sum_act=("act", "sum"), all_timed=("timed", "all"), busy=("busy_s", "sum"))
+    per = slots.groupby(["window", "gkey"]).agg(sum_act=("act", "sum"), all_timed=("by_busy", "all"), busy=("busy_s", "sum"))
     g = g.merge(per, left_on=["window", "gkey"], right_index=True, how="left")
     g["has_model"] = g["sum_act"].notna()
     g["f"] = np.where(

@@ -3,7 +3,11 @@
 Engines time different things (vLLM and SGLang request-seconds, TGI batch-seconds, llama.cpp slot-seconds) and SGLang
 times no decode at all, so adding one engine's seconds to another's tokens compares nothing. On each GPU and window:
 
-- every engine on it has prefill and decode seconds: they split it (busy time, the engines' own measure);
+- every engine on it has prefill and decode seconds **of the same thing** (`footprint.serving.engines`'
+  ``busy_of``: vLLM's request-seconds and llama.cpp's slot-seconds are both each request's own time): they split it
+  (busy time, the engines' own measure). TGI's batch-seconds are seconds too but not that unit: 32 requests batched
+  for a second are 32 request-seconds and one batch-second, so added they would hand the GPU to the engine that
+  batches more;
 - otherwise every engine's activity is its tokens weighted by a **stated cost model**: the compute of a forward
   pass, about 2 N FLOPs per token for a model of N parameters (Kaplan et al. 2020, "Scaling Laws for Neural
   Language Models", section 2.1). N is the parameters **active** per token: the map's ``params: {model: N}`` where
@@ -22,6 +26,8 @@ import re
 
 import numpy as np
 import pandas as pd
+
+from footprint.serving.engines import BY_NAME
 
 COST_MODEL = "tokens x 2N FLOPs (N: parameters active per token, from the map's params or the model name; Kaplan et al. 2020)"
 DEFAULT_PARAMS = 1e9
@@ -64,11 +70,14 @@ def activity(slots: pd.DataFrame, notes: list[str], params: dict[str, float] | N
     """``slots`` with ``act`` (each engine row's activity on its GPU, in the GPU-window's one unit) and ``unit``.
     ``params``: parameters active per token by model (the map's ``params``), over what the names say."""
     timed = slots["prefill_s"].notna() & slots["decode_s"].notna()
+    unit = slots["engine"].map(lambda e: BY_NAME[e].busy_of if e in BY_NAME else e)
     slots = slots.assign(timed=timed, busy_s=slots["prefill_s"].fillna(0) + slots["decode_s"].fillna(0))
-    all_timed = slots.groupby(["window", "gkey"])["timed"].transform("all").astype(bool)
+    per = slots.assign(unit=unit).groupby(["window", "gkey"])
+    all_timed = (per["timed"].transform("all").astype(bool) & (per["unit"].transform("nunique") == 1)).to_numpy(bool)
     size = sizes(set(slots["model"]), params or {})
     n = slots["model"].map(lambda m: size[m][0] or DEFAULT_PARAMS).to_numpy(float)
     tokens = (slots["tokens_in"].fillna(0) + slots["tokens_out"].fillna(0)).to_numpy(float)
+    slots["by_busy"] = all_timed  # the GPU-window is split, and its busy fraction read, in busy seconds
     slots["act"] = np.where(all_timed, slots["busy_s"], tokens * 2.0 * n)
     models_on = slots.groupby(["window", "gkey"])["model"].transform("nunique")
     slots["unit"] = np.where(all_timed, "busy seconds", np.where(models_on > 1, "estimate: " + COST_MODEL, "tokens"))
