@@ -72,6 +72,7 @@ class Cluster:
         restart_at: float = START + 3000.0 + 7.0,
         gap: tuple[float, float] = (3600.0, 5400.0),
         shared: tuple[Model, Model] | None = None,
+        ray: bool = False,
     ) -> None:
         self.layout, self.kube_labels = layout, kube_labels
         self.extra = {"cluster": cluster} if cluster else {}  # several clusters in one Prometheus, told apart
@@ -79,10 +80,12 @@ class Cluster:
         self.scrape_s = SCRAPE
         self.t = START + np.arange(int(round(hours * 3600 / SCRAPE)) + 1) * SCRAPE
         lws = {"label_leaderworkerset_sigs_k8s_io_name": "llama70", "label_leaderworkerset_sigs_k8s_io_group_index": "0"}
+        if ray:  # one Ray cluster serving two models: the leader, its worker and Mistral's pod carry one set label
+            lws = {"label_ray_io_cluster": "serve"}
         self.pods = [
             Pod("llama70-0", LLAMA70, [("node-1", 0), ("node-1", 1)], labels=lws),
             Pod(worker, None, [("node-2", 0), ("node-2", 1)], leader="llama70-0", labels=lws),
-            Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=restart_at),
+            Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=restart_at, labels=lws if ray else {}),
             Pod("gemma-9b-0", shared[0] if shared else GEMMA, [("node-1", 3)]),
             Pod("tinyllama-0", shared[1] if shared else TINY, [("node-1", 3)], concurrency=16.0 if shared else 1.0),
             Pod("qwen-14b-0", QWEN, [("node-2", 2)]),

@@ -264,6 +264,24 @@ def test_a_worker_named_in_the_map_joins_its_model(tmp_path: Path) -> None:
     assert any("1 by --map" in n for n in meta["notes"])
 
 
+def test_the_map_wins_over_a_set_serving_several_models(tmp_path: Path) -> None:
+    """One Ray cluster serves Llama 70B (a head and a worker) and Mistral: the worker's set label names both models'
+    pods. Named in --map, the worker is Llama's (the set label won and split it between the two); unnamed, the split
+    is said."""
+    c = Cluster("pod", ray=True)
+    f = synthetic.write(c, tmp_path / "ray.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "set", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, _ = store.read(tmp_path / "set")
+    assert any("serve several models" in n and "llama70-0-1" in n for n in meta["notes"]), meta["notes"]
+    named = {"pods": MAP_PODS | {"llama70-0-1": LLAMA70.name}, "gpus": None}
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, named, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.build(meta, a, SITE)
+    for name in CLEAN:
+        assert _model(rep, name)["gpu_j"] == pytest.approx(c.model_energy_j(name), rel=0.01), name
+    assert not any("serve several models" in n for n in meta["notes"])
+
+
 def test_a_cluster_scraping_exporters_both_ways(tmp_path: Path) -> None:
     """node-1's exporter behind a Service (exported_pod), node-2's with honor_labels: each GPU by the layout its engine
     pods match."""
