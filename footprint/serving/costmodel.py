@@ -31,6 +31,7 @@ from footprint.serving.engines import BY_NAME
 
 COST_MODEL = "tokens x 2N FLOPs (N: parameters active per token, from the map's params or the model name; Kaplan et al. 2020)"
 DEFAULT_PARAMS = 1e9
+UNITS = ["busy seconds", "estimate: " + COST_MODEL, "tokens"]  # the unit a GPU-window's models are split in
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])")
 _ACTIVE = re.compile(r"(?<![a-zA-Z\d.])[aA](\d+(?:\.\d+)?)[bB](?![a-zA-Z])")  # Qwen3-30B-A3B: 3B active per token
 _EXPERTS = re.compile(r"(?<![\d.])\d+x\d+(?:\.\d+)?[bB](?![a-zA-Z])", re.IGNORECASE)  # Mixtral-8x7B: experts x size
@@ -70,17 +71,19 @@ def activity(slots: pd.DataFrame, notes: list[str], params: dict[str, float] | N
     """``slots`` with ``act`` (each engine row's activity on its GPU, in the GPU-window's one unit) and ``unit``.
     ``params``: parameters active per token by model (the map's ``params``), over what the names say."""
     timed = slots["prefill_s"].notna() & slots["decode_s"].notna()
-    unit = slots["engine"].map(lambda e: BY_NAME[e].busy_of if e in BY_NAME else e)
+    unit = slots["engine"].map({name: e.busy_of for name, e in BY_NAME.items()})
     slots = slots.assign(timed=timed, busy_s=slots["prefill_s"].fillna(0) + slots["decode_s"].fillna(0))
     per = slots.assign(unit=unit).groupby(["window", "gkey"])
     all_timed = (per["timed"].transform("all").astype(bool) & (per["unit"].transform("nunique") == 1)).to_numpy(bool)
     size = sizes(set(slots["model"]), params or {})
-    n = slots["model"].map(lambda m: size[m][0] or DEFAULT_PARAMS).to_numpy(float)
+    n = slots["model"].map({m: s[0] or DEFAULT_PARAMS for m, s in size.items()}).to_numpy(float)
     tokens = (slots["tokens_in"].fillna(0) + slots["tokens_out"].fillna(0)).to_numpy(float)
     slots["by_busy"] = all_timed  # the GPU-window is split, and its busy fraction read, in busy seconds
     slots["act"] = np.where(all_timed, slots["busy_s"], tokens * 2.0 * n)
     models_on = slots.groupby(["window", "gkey"])["model"].transform("nunique")
-    slots["unit"] = np.where(all_timed, "busy seconds", np.where(models_on > 1, "estimate: " + COST_MODEL, "tokens"))
+    # a category, not a string per row: a month of a fleet has millions of rows and the estimate's name is long
+    code = np.where(all_timed, 0, np.where(models_on > 1, 1, 2))
+    slots["unit"] = pd.Categorical.from_codes(code, UNITS)
     shared = sorted(set(slots.loc[slots["unit"].str.startswith("estimate"), "model"]))
     if shared:
         said = "; ".join(
