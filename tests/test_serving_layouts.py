@@ -264,6 +264,20 @@ def test_a_worker_named_in_the_map_joins_its_model(tmp_path: Path) -> None:
     assert any("1 by --map" in n for n in meta["notes"])
 
 
+def test_a_map_against_the_pods_is_said(tmp_path: Path) -> None:
+    """The map names Mistral's GPU for Llama 70B: the map is followed (the user's word), but no longer silently."""
+    import pandas as pd
+
+    c = Cluster("pod")
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    gmap = {"pods": MAP_PODS, "gpus": pd.DataFrame([("node-1", "2", LLAMA70.name)], columns=["host", "gpu", "model"])}
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, gmap, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    said = [n for n in meta["notes"] if "against their pods" in n]
+    assert said and f"node-1/2 for {LLAMA70.name} (its pod mistral-7b-5d9f8-xk2lp serves {MISTRAL.name})" in said[0], said
+    assert MISTRAL.name not in a.gpus.set_index(["host", "gpu"])["models"][("node-1", "2")]
+
+
 def test_the_map_wins_over_a_set_serving_several_models(tmp_path: Path) -> None:
     """One Ray cluster serves Llama 70B (a head and a worker) and Mistral: the worker's set label names both models'
     pods. Named in --map, the worker is Llama's (the set label won and split it between the two); unnamed, the split

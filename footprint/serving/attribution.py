@@ -130,6 +130,27 @@ def _slots(eng: pd.DataFrame, gmap: pd.DataFrame | None, place: pd.DataFrame) ->
     return slots.merge(eng[["engine_row", *cols]], on="engine_row")
 
 
+def _disagreements(place: pd.DataFrame, eng: pd.DataFrame, gmap: pd.DataFrame | None, notes: list[str]) -> None:
+    """A GPU the map names for one model while its pod serves another: the map is followed, and says so."""
+    if gmap is None or not len(gmap) or not len(place) or not len(eng):
+        return
+    served = eng[["namespace", "pod", "model"]].drop_duplicates()
+    on = place[["host", "gpu", "namespace", "pod"]].drop_duplicates().merge(served, on=["namespace", "pod"])
+    on = on.assign(gpu=on["gpu"].astype(str)).merge(gmap.assign(gpu=gmap["gpu"].astype(str)), on=["host", "gpu"])
+    differ = on[on["model_x"] != on["model_y"]].drop_duplicates(["host", "gpu"])
+    if len(differ):
+        said = "; ".join(
+            f"{h}/{g} for {m} (its pod {p} serves {x})"
+            for h, g, m, p, x in zip(
+                differ["host"], differ["gpu"], differ["model_y"], differ["pod"], differ["model_x"], strict=True
+            )
+        )
+        notes.append(
+            f"--map names GPU(s) against their pods: {said}; the map is followed: those pods' engines lose the GPU "
+            "(their tokens there are without energy) and the mapped model's GPU carries only its activity placed there"
+        )
+
+
 def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: str | None = None) -> Attribution:
     """Split every metered GPU- and host-joule between the models, the idle reserve and the unattributed residual.
     ``pod_label``: the DCGM series' pod label (default: the layout the engines' pods match)."""
@@ -144,6 +165,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
     place = grouping.choose_layout(tel.placement, eng, pod_label, notes)
     place = grouping.group_workers(place, eng, tel.pod_sets, pod_models, notes)
     gmap = gpu_map["gpus"] if gpu_map else None
+    _disagreements(place, eng, gmap, notes)
     slots = _slots(eng, gmap, place)
     if not len(slots) and len(eng):
         raise grouping.no_match(tel, place, eng, pod_label is not None)
