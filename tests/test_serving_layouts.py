@@ -213,10 +213,23 @@ def test_the_range_contains_the_truth_with_a_gap_at_the_edge_of_the_range(tmp_pa
     assert h[("node-2", "2")]["gaps"] == 6
 
 
+def test_a_card_not_in_the_catalogue_says_its_bound_is_not_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card lca_data does not list gets the catalogue's highest TDP as its gap bound: a newer card may draw more."""
+    import _serving_layouts
+
+    monkeypatch.setattr(_serving_layouts, "H100", "NVIDIA Future-X 300GB")
+    c = Cluster("pod")
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, _ = store.read(tmp_path / "rec")
+    assert any("NVIDIA Future-X 300GB not in lca_data" in n and "exceed" in n for n in meta["notes"]), meta["notes"]
+
+
 def test_the_scrape_interval_is_read_from_the_data(reps: dict) -> None:
     """15 s scrapes, --scrape-interval not given (it defaulted to 30 s and moved which windows count as gaps)."""
     for meta, rep in reps.values():
         assert meta["scrape_s"] == 15.0 and any("read from the data" in n for n in meta["notes"])
+        assert not any("not in lca_data" in n for n in meta["notes"])  # H100 is: its own TDP bounds its gaps
         gaps = {(r["where"], r["which"]): r["gaps"] for r in rep["health"] if r["counter"] == "gpu"}
         assert {k for k, g in gaps.items() if g} == {("node-2", "2")}
 

@@ -222,6 +222,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
             "metered GPU): kept out of every per-token figure"
         )
     usage = slots.groupby(["host", "gpu", "model"], as_index=False)["active_j"].sum()
+    _uncatalogued(g, notes)
     return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, tel.window_s, notes)
 
 
@@ -382,6 +383,24 @@ def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
     for (pod, model), d in eng.groupby(["pod", "model"]):
         rows.append(("engine", pod, model, len(d), n - len(d) if len(d) < n else 0, int(d["resets"].sum()), 0.0, 0.0))
     return pd.DataFrame(rows, columns=["counter", "where", "which", "windows", "gaps", "resets", "lost_j", "lost_hi_j"])
+
+
+def _uncatalogued(g: pd.DataFrame, notes: list[str]) -> None:
+    """Cards not in lca_data: their gap bound is not their own limit, and a range built on it says so."""
+    from footprint.lca.database import db
+
+    unknown = []
+    for m in sorted(set(map(str, g["gpu_model"]))):
+        try:
+            db().find_gpu(m)
+        except (FootprintError, TypeError, ValueError, KeyError):
+            unknown.append(m)
+    if unknown:
+        notes.append(
+            f"GPU model(s) {', '.join(unknown[:3])} not in lca_data: a gap's 'at most' uses the catalogue's highest TDP "
+            f"({tdp_w(None):,.0f} W) or the card's highest measured window, not its own limit; a card allowed more can "
+            "exceed that bound"
+        )
 
 
 def tdp_w(gpu_model: Any) -> float:
