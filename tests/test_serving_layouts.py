@@ -181,9 +181,13 @@ def test_a_restart_across_a_window_edge_counts_from_zero(tmp_path: Path) -> None
     meta, a = store.read(tmp_path / "rec")
     per_window = a.models_w[a.models_w["model"] == MISTRAL.name]
     assert (per_window[["tokens_in", "tokens_out", "requests"]].fillna(0) >= 0).all().all()
-    m = _model(report.finite(report.build(meta, a, SITE)), MISTRAL.name)
+    rep = report.finite(report.build(meta, a, SITE))
+    m = _model(rep, MISTRAL.name)
     for k in ("tokens_in", "tokens_out", "requests"):
         assert m[k] == c.counted(MISTRAL.name, k), k
+    engine = {r["where"]: r for r in rep["health"] if r["counter"] == "engine"}
+    assert engine["mistral-7b-5d9f8-xk2lp"]["resets"] == 1  # the health table counts it too (it said 0)
+    assert engine["qwen-14b-0"]["resets"] == 0
 
 
 def test_the_range_contains_the_truth_after_a_gap_under_load(reps: dict, clusters: dict[str, Cluster]) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from footprint.fleet.promql import braced
 
 Matrix = Callable[[str, float, float], list[tuple[dict, np.ndarray, np.ndarray]]]
+Counted = tuple[dict, np.ndarray, np.ndarray, np.ndarray]  # labels, window index, count, resets in the window
 
 
 def _key(labels: dict[str, Any]) -> tuple:
@@ -40,8 +41,9 @@ def _dense(rows: list[tuple[dict, np.ndarray, np.ndarray]], n: int) -> dict[tupl
 
 def exact_increases(
     client: Any, matrix: Matrix, metric: str, matchers: str, start: float, end: float, window_s: float, rng: str
-) -> list[tuple[dict, np.ndarray, np.ndarray]]:
-    """(labels, window index, count) per series of ``metric{matchers}``: counter differences at the window edges."""
+) -> list[Counted]:
+    """(labels, window index, count, resets) per series of ``metric{matchers}``: counter differences at the window
+    edges; resets counts a restart across the window's first edge too (``resets()`` of the window does not)."""
     n = int(round((end - start) / window_s))
     sel = f"{metric}{braced(matchers)}[{rng}]"
     # the edge before the first window too: evaluated from start - window, so that edge i ends window i - 1
@@ -59,13 +61,13 @@ def exact_increases(
         start_at = np.where(np.isnan(first), last, first)
         # a counter whose first sample in the window is below the last one before it restarted across the edge (or
         # inside a gap before the window): resets() sees only the window's samples, so the rule is applied here
-        edge_reset = ~np.isnan(prev) & (start_at < prev)
+        edge_reset = ~np.isnan(prev) & (start_at < prev) & (rst == 0)
         inc = np.where(np.isnan(prev), last - start_at, np.where(edge_reset, last, last - prev))
         ws = np.nonzero(~np.isnan(last))[0]
         for w in ws[rst[ws] > 0].tolist():  # the rare windows with a reset: from their raw samples
             inc[w] = _with_resets(client, metric, lab, start + (w + 1) * window_s, rng, prev[w])
         if len(ws):
-            out.append((lab, ws.astype(np.int64), inc[ws]))
+            out.append((lab, ws.astype(np.int64), inc[ws], rst[ws] + edge_reset[ws]))
     return out
 
 
