@@ -10,7 +10,8 @@
   leader is. kube-state-metrics' ``kube_pod_labels`` carries ``leaderworkerset.sigs.k8s.io/name`` and group index
   (``kube_labels=False`` leaves it out: only the names relate the pods).
 - **Two engines on one GPU** (time-sliced, node-1 GPU 3): SGLang (tokens, time to first token only) and llama.cpp
-  (slot-seconds, no model label).
+  (slot-seconds, no model label); ``shared`` puts two other models there (TGI's batch-seconds beside vLLM's
+  request-seconds, 16 requests batched: 16 request-seconds a busy second).
 - **An engine restart** (Mistral's counters go back to 0 mid-run) and **a scrape gap under load** on node-2 GPU 2
   (30 minutes, the driver reloaded inside it: its energy counter restarts, the gap's energy is lost), an idle GPU.
 
@@ -45,6 +46,7 @@ class Pod:
     leader: str = ""  # a worker's leader: busy when it is
     labels: dict[str, str] = field(default_factory=dict)  # kube_pod_labels' label_* labels
     restart_at: float | None = None  # the engine restarts: its counters go back to 0
+    concurrency: float = 1.0  # requests batched at once: an engine timing requests counts this many seconds a second
 
 
 LLAMA70 = Model("meta-llama/Llama-3.1-70B-Instruct", "vllm", 4000.0, 450.0, 350.0, 0.2, 0.75)
@@ -67,6 +69,10 @@ class Cluster:
         seed: int = 3,
         cluster: str = "",
         worker: str = "llama70-0-1",
+        restart_at: float = START + 3000.0 + 7.0,
+        gap: tuple[float, float] = (3600.0, 5400.0),
+        shared: tuple[Model, Model] | None = None,
+        ray: bool = False,
     ) -> None:
         self.layout, self.kube_labels = layout, kube_labels
         self.extra = {"cluster": cluster} if cluster else {}  # several clusters in one Prometheus, told apart
@@ -74,16 +80,19 @@ class Cluster:
         self.scrape_s = SCRAPE
         self.t = START + np.arange(int(round(hours * 3600 / SCRAPE)) + 1) * SCRAPE
         lws = {"label_leaderworkerset_sigs_k8s_io_name": "llama70", "label_leaderworkerset_sigs_k8s_io_group_index": "0"}
+        if ray:  # one Ray cluster serving two models: the leader, its worker and Mistral's pod carry one set label
+            lws = {"label_ray_io_cluster": "serve"}
         self.pods = [
             Pod("llama70-0", LLAMA70, [("node-1", 0), ("node-1", 1)], labels=lws),
             Pod(worker, None, [("node-2", 0), ("node-2", 1)], leader="llama70-0", labels=lws),
-            Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=START + 3000.0 + 7.0),
-            Pod("gemma-9b-0", GEMMA, [("node-1", 3)]),
-            Pod("tinyllama-0", TINY, [("node-1", 3)]),
+            Pod("mistral-7b-5d9f8-xk2lp", MISTRAL, [("node-1", 2)], restart_at=restart_at, labels=lws if ray else {}),
+            Pod("gemma-9b-0", shared[0] if shared else GEMMA, [("node-1", 3)]),
+            Pod("tinyllama-0", shared[1] if shared else TINY, [("node-1", 3)], concurrency=16.0 if shared else 1.0),
             Pod("qwen-14b-0", QWEN, [("node-2", 2)]),
         ]
         self.gpus = [(h, i) for h in ("node-1", "node-2") for i in range(4)]
-        self.gap = ("node-2", 2, START + 3600.0, START + 5400.0)  # [from, to): no scrape; the driver reloaded inside
+        # [from, to) seconds after the start: no scrape on node-2 GPU 2; the driver reloaded inside
+        self.gap = ("node-2", 2, START + gap[0], START + gap[1])
         self.busy = self._traffic(np.random.default_rng(seed))
 
     # ---- truth ----------------------------------------------------------------------------------------------------
@@ -117,6 +126,7 @@ class Cluster:
         busy = self.busy[p.name] * SCRAPE
         pre, dec = busy * m.prefill_share, busy * (1 - m.prefill_share)
         c = {"prefill_s": pre, "decode_s": dec, "tokens_in": pre * m.in_tok_s, "tokens_out": dec * m.out_tok_s}
+        c["prefill_s"], c["decode_s"] = pre * p.concurrency, dec * p.concurrency  # request-seconds overlap
         c = {k: np.concatenate([[0.0], np.cumsum(v)]) for k, v in c.items()}
         if p.restart_at is not None:  # a new process counts from 0 from its start on
             after = self.t >= p.restart_at

@@ -131,7 +131,13 @@ def test_malformed_files_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize(
     ("yaml", "key"),
-    [("gpus: [{host: n1, gpus: [-1], model: m}]\n", "gpus[0].gpus"), ("pods: [a, b]\n", "pods"), ("other: 1\n", "")],
+    [
+        ("gpus: [{host: n1, gpus: [-1], model: m}]\n", "gpus[0].gpus"),
+        ("pods: [a, b]\n", "pods"),
+        ("other: 1\n", ""),
+        ("params: {llama: -8e9}\n", "params.llama"),
+        ("params: {llama: 8 billion}\n", "params.llama"),
+    ],
 )
 def test_bad_map_names_the_key(tmp_path: Path, capsys: pytest.CaptureFixture, yaml: str, key: str) -> None:
     (tmp_path / "map.yaml").write_text(yaml)

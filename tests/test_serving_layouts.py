@@ -122,6 +122,25 @@ def test_a_gpu_shared_by_two_engines_is_split_in_one_unit_and_flagged(reps: dict
     print(f"shared GPU: SGLang model's share {share:.3f} (cost model) against {true_share:.3f} (truth)")
 
 
+def test_engines_timing_seconds_of_different_things_do_not_add_them(tmp_path: Path) -> None:
+    """TGI (batch-seconds) and vLLM (request-seconds, 16 requests batched) time-slice a GPU: both are seconds, so they
+    were added as busy seconds and vLLM's model took its batch size's worth of the GPU; one unit, flagged, instead."""
+    from dataclasses import replace
+
+    c = Cluster("pod", kube_labels=False, shared=(replace(GEMMA, engine="tgi"), replace(TINY, engine="vllm")))
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    gmap = {"pods": MAP_PODS | {"gemma-9b-0": GEMMA.name}, "gpus": None}  # TGI publishes no model label
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, gmap, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    assert a.gpus.set_index(["host", "gpu"])["split"][("node-1", "3")].startswith("estimate: tokens x 2N FLOPs")
+    rep = report.finite(report.build(meta, a, SITE))
+    gemma, tiny = _model(rep, GEMMA.name), _model(rep, TINY.name)
+    assert all(any("estimate" in f for f in m["flags"]) for m in (gemma, tiny))
+    by_seconds = 1 / (1 + 16 * TINY.load / GEMMA.load)  # what adding the seconds gave TGI's model (about 0.05)
+    share = gemma["gpu_j"] / (gemma["gpu_j"] + tiny["gpu_j"])
+    assert share > 4 * by_seconds, share
+
+
 def test_the_shared_gpu_says_its_unit(prom: str, tmp_path: Path) -> None:
     _import(prom, tmp_path / "r", "pod")
     _, a = store.read(tmp_path / "r")
@@ -148,6 +167,29 @@ def test_requests_and_tokens_are_exact_integers(reps: dict, clusters: dict[str, 
                     assert m[k] == c.counted(model.name, k), (model.name, k)
 
 
+def test_a_restart_across_a_window_edge_counts_from_zero(tmp_path: Path) -> None:
+    """The engine restarts between a window's last scrape and the next window's first: ``resets()`` of either window
+    sees no reset, and the window's edge difference was negative (a window of minus tokens); it counts from 0."""
+    from _serving_layouts import START
+
+    c = Cluster("pod", cluster="edge", restart_at=START + 3000.0 - 5.0)  # the 15 s scrape at 3000 s is the first after
+    synthetic.write(c, tmp_path / "metrics.om")  # type: ignore[arg-type]
+    promserver.backfill(tmp_path / "metrics.om", tmp_path / "tsdb")
+    with promserver.serve(tmp_path / "tsdb") as url:
+        client = PrometheusClient(PromConfig(url))
+        import_prometheus(tmp_path / "rec", client, c.start, c.end, WINDOW, None, SITE, 'cluster="edge"', MAP)  # type: ignore[arg-type]
+    meta, a = store.read(tmp_path / "rec")
+    per_window = a.models_w[a.models_w["model"] == MISTRAL.name]
+    assert (per_window[["tokens_in", "tokens_out", "requests"]].fillna(0) >= 0).all().all()
+    rep = report.finite(report.build(meta, a, SITE))
+    m = _model(rep, MISTRAL.name)
+    for k in ("tokens_in", "tokens_out", "requests"):
+        assert m[k] == c.counted(MISTRAL.name, k), k
+    engine = {r["where"]: r for r in rep["health"] if r["counter"] == "engine"}
+    assert engine["mistral-7b-5d9f8-xk2lp"]["resets"] == 1  # the health table counts it too (it said 0)
+    assert engine["qwen-14b-0"]["resets"] == 0
+
+
 def test_the_range_contains_the_truth_after_a_gap_under_load(reps: dict, clusters: dict[str, Cluster]) -> None:
     for layout, (_, rep) in reps.items():
         q = _model(rep, QWEN.name)
@@ -160,10 +202,38 @@ def test_the_range_contains_the_truth_after_a_gap_under_load(reps: dict, cluster
         assert h[("node-2", "2")]["gaps"] >= 6 and h[("node-2", "2")]["lost_hi_j"] >= h[("node-2", "2")]["lost_j"] > 0
 
 
+@pytest.mark.parametrize("gap", [(0.0, 1800.0), (5400.0, 7200.0)], ids=["first-half-hour", "last-half-hour"])
+def test_the_range_contains_the_truth_with_a_gap_at_the_edge_of_the_range(tmp_path: Path, gap: tuple[float, float]) -> None:
+    """The exporter down for the first (or last) half hour under load: those windows are missing, not short, and only
+    the windows between a GPU's first and last reading were searched for gaps: the bound left them out."""
+    c = Cluster("pod", gap=gap)
+    f = synthetic.write(c, tmp_path / "edge.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.finite(report.build(meta, a, SITE))
+    low, high = _model(rep, QWEN.name)["gpu_j_range"]
+    assert low < c.model_energy_j(QWEN.name) <= high, (low, c.model_energy_j(QWEN.name), high)
+    h = {(r["where"], r["which"]): r for r in rep["health"] if r["counter"] == "gpu"}
+    assert h[("node-2", "2")]["gaps"] == 6
+
+
+def test_a_card_not_in_the_catalogue_says_its_bound_is_not_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card lca_data does not list gets the catalogue's highest TDP as its gap bound: a newer card may draw more."""
+    import _serving_layouts
+
+    monkeypatch.setattr(_serving_layouts, "H100", "NVIDIA Future-X 300GB")
+    c = Cluster("pod")
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, _ = store.read(tmp_path / "rec")
+    assert any("NVIDIA Future-X 300GB not in lca_data" in n and "exceed" in n for n in meta["notes"]), meta["notes"]
+
+
 def test_the_scrape_interval_is_read_from_the_data(reps: dict) -> None:
     """15 s scrapes, --scrape-interval not given (it defaulted to 30 s and moved which windows count as gaps)."""
     for meta, rep in reps.values():
         assert meta["scrape_s"] == 15.0 and any("read from the data" in n for n in meta["notes"])
+        assert not any("not in lca_data" in n for n in meta["notes"])  # H100 is: its own TDP bounds its gaps
         gaps = {(r["where"], r["which"]): r["gaps"] for r in rep["health"] if r["counter"] == "gpu"}
         assert {k for k, g in gaps.items() if g} == {("node-2", "2")}
 
@@ -211,6 +281,38 @@ def test_a_worker_named_in_the_map_joins_its_model(tmp_path: Path) -> None:
     assert any("1 by --map" in n for n in meta["notes"])
 
 
+def test_a_map_against_the_pods_is_said(tmp_path: Path) -> None:
+    """The map names Mistral's GPU for Llama 70B: the map is followed (the user's word), but no longer silently."""
+    import pandas as pd
+
+    c = Cluster("pod")
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    gmap = {"pods": MAP_PODS, "gpus": pd.DataFrame([("node-1", "2", LLAMA70.name)], columns=["host", "gpu", "model"])}
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, gmap, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    said = [n for n in meta["notes"] if "against their pods" in n]
+    assert said and f"node-1/2 for {LLAMA70.name} (its pod mistral-7b-5d9f8-xk2lp serves {MISTRAL.name})" in said[0], said
+    assert MISTRAL.name not in a.gpus.set_index(["host", "gpu"])["models"][("node-1", "2")]
+
+
+def test_the_map_wins_over_a_set_serving_several_models(tmp_path: Path) -> None:
+    """One Ray cluster serves Llama 70B (a head and a worker) and Mistral: the worker's set label names both models'
+    pods. Named in --map, the worker is Llama's (the set label won and split it between the two); unnamed, the split
+    is said."""
+    c = Cluster("pod", ray=True)
+    f = synthetic.write(c, tmp_path / "ray.prom", ms=True)  # type: ignore[arg-type]
+    import_files(tmp_path / "set", [str(f)], WINDOW, SITE, MAP, c.start, c.end)
+    meta, _ = store.read(tmp_path / "set")
+    assert any("serve several models" in n and "llama70-0-1" in n for n in meta["notes"]), meta["notes"]
+    named = {"pods": MAP_PODS | {"llama70-0-1": LLAMA70.name}, "gpus": None}
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, named, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.build(meta, a, SITE)
+    for name in CLEAN:
+        assert _model(rep, name)["gpu_j"] == pytest.approx(c.model_energy_j(name), rel=0.01), name
+    assert not any("serve several models" in n for n in meta["notes"])
+
+
 def test_a_cluster_scraping_exporters_both_ways(tmp_path: Path) -> None:
     """node-1's exporter behind a Service (exported_pod), node-2's with honor_labels: each GPU by the layout its engine
     pods match."""
@@ -233,7 +335,60 @@ def test_a_cluster_scraping_exporters_both_ways(tmp_path: Path) -> None:
         ("HuggingFaceTB/SmolLM-135M", 135e6),
         ("Qwen/Qwen2.5-7B-Instruct-AWQ-4bit", 7e9),
         ("microsoft/Phi-3-mini-4k-instruct", None),
+        ("Qwen/Qwen2.5-0.5B-Instruct", 0.5e9),
+        ("Qwen/Qwen2.5-7B-Instruct-1M", 7e9),  # -1M: a million tokens of context (was read as 1e6 parameters)
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", None),  # 12.9B active: not in the name (was read as 7e9)
+        ("mistral-community/Mixtral-8x22B-v0.1", None),
+        ("Qwen/Qwen3-30B-A3B", 3e9),  # an MoE that names its active parameters
+        ("Qwen/Qwen2-57B-A14B-Instruct", 14e9),
+        ("llama-2-7b.Q4_K_M.gguf", 7e9),
     ],
 )
 def test_the_cost_model_reads_the_size_from_the_name(name: str, params: float | None) -> None:
     assert params_of(name) == params
+
+
+def test_the_maps_params_weigh_a_shared_gpu_and_every_size_is_said(tmp_path: Path) -> None:
+    """A size the name does not give (an MoE's active count, a context suffix) is given in the map, as YAML writes
+    it (12.9e9 is a string to YAML): the split follows it and the notes say each N and where it came from."""
+    from footprint.serving.attribution import parse_map
+
+    c = Cluster("pod", kube_labels=False)
+    f = synthetic.write(c, tmp_path / "c.prom", ms=True)  # type: ignore[arg-type]
+    gmap = parse_map({"pods": MAP_PODS, "params": {GEMMA.name: "1.1e9"}}, "map.yaml")
+    import_files(tmp_path / "rec", [str(f)], WINDOW, SITE, gmap, c.start, c.end)
+    meta, a = store.read(tmp_path / "rec")
+    rep = report.finite(report.build(meta, a, SITE))
+    gemma, tiny = _model(rep, GEMMA.name), _model(rep, TINY.name)
+    tokens = {m["model"]: (m["tokens_in"] or 0) + (m["tokens_out"] or 0) for m in (gemma, tiny)}
+    share = gemma["gpu_j"] / (gemma["gpu_j"] + tiny["gpu_j"])
+    assert share == pytest.approx(tokens[GEMMA.name] / sum(tokens.values()), rel=0.02)  # both weigh 1.1e9 a token
+    said = next(n for n in meta["notes"] if n.startswith("shared-GPU estimate"))
+    assert f"{GEMMA.name} 1.1e+09 (from its map)" in said and f"{TINY.name} 1.1e+09 (from its name)" in said, said
+
+
+def test_the_split_unit_costs_a_byte_a_row_not_a_string() -> None:
+    """Each GPU-window's unit was a numpy string per engine row (the estimate's name is ~100 characters): on a month of
+    64 GPUs, 553k rows, the import peaked at 1,167 MB (841 MB before the unit existed; 864 MB as a category, one run
+    each of benchmarks/serving_bench.py)."""
+    import numpy as np
+    import pandas as pd
+
+    from footprint.serving import costmodel
+
+    n = 100_000
+    slots = pd.DataFrame(
+        {
+            "window": np.arange(n) // 2,
+            "gkey": np.zeros(n, np.int64),
+            "model": np.where(np.arange(n) % 2, GEMMA.name, TINY.name),
+            "engine": np.where(np.arange(n) % 2, "sglang", "llamacpp"),
+            "prefill_s": np.where(np.arange(n) % 2, 1.0, 2.0),
+            "decode_s": np.where(np.arange(n) % 2, np.nan, 3.0),
+            "tokens_in": 10.0,
+            "tokens_out": 5.0,
+        }
+    )
+    out = costmodel.activity(slots, [])
+    assert (out["unit"] == "estimate: " + costmodel.COST_MODEL).all()
+    assert out["unit"].memory_usage(deep=True) < 2 * n  # a code a row, and the few names once

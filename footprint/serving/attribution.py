@@ -55,12 +55,26 @@ class Attribution:
 
 
 def parse_map(data: Any, file: str) -> dict[str, Any]:
-    """The user's map: ``gpus: [{host, gpus: [0, 1], model}]`` and/or ``pods: {pod: model}``."""
-    if not isinstance(data, dict) or not set(data) <= {"gpus", "pods"}:
-        raise FootprintError("expected a mapping with 'gpus' (a list of {host, gpus, model}) and/or 'pods' ({pod: model})", file)
+    """The user's map: ``gpus: [{host, gpus: [0, 1], model}]``, ``pods: {pod: model}`` and/or ``params: {model: N}``
+    (parameters active per token, for the shared-GPU cost model, `footprint.serving.costmodel`)."""
+    if not isinstance(data, dict) or not set(data) <= {"gpus", "pods", "params"}:
+        raise FootprintError(
+            "expected a mapping with 'gpus' (a list of {host, gpus, model}), 'pods' ({pod: model}) and/or "
+            "'params' ({model: parameters active per token})",
+            file,
+        )
     pods = data.get("pods") or {}
     if not isinstance(pods, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pods.items()):
         raise FootprintError("expected pod name: model name pairs", file, "pods")
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise FootprintError("expected model name: parameters active per token (e.g. 12.9e9) pairs", file, "params")
+    sizes: dict[str, float] = {}
+    for k, v in params.items():
+        n = _number(v)  # YAML reads 12.9e9 (no sign after the e) as a string
+        if not isinstance(k, str) or n is None or not 0 < n < 1e15:
+            raise FootprintError("expected a number of parameters active per token, > 0 (e.g. 12.9e9)", file, f"params.{k}")
+        sizes[k] = n
     rows = []
     seen: dict[tuple[str, int], tuple[str, str]] = {}
     for i, e in enumerate(data.get("gpus") or []):
@@ -84,7 +98,20 @@ def parse_map(data: Any, file: str) -> dict[str, Any]:
                     f"{key}.gpus",
                 )
         rows += [(e["host"], str(g), e["model"]) for g in idx]
-    return {"pods": pods, "gpus": pd.DataFrame(rows, columns=["host", "gpu", "model"])}
+    return {
+        "pods": pods,
+        "gpus": pd.DataFrame(rows, columns=["host", "gpu", "model"]),
+        "params": sizes,
+    }
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
 
 
 def _slots(eng: pd.DataFrame, gmap: pd.DataFrame | None, place: pd.DataFrame) -> pd.DataFrame:
@@ -109,8 +136,29 @@ def _slots(eng: pd.DataFrame, gmap: pd.DataFrame | None, place: pd.DataFrame) ->
     parts = [x for x in parts if len(x)]
     slots = pd.concat(parts, ignore_index=True).drop_duplicates() if parts else pod
     slots = slots.astype({"window": "int64", "engine_row": "int64"})
-    cols = ["prefill_s", "decode_s", "tokens_in", "tokens_out"]
+    cols = ["engine", "prefill_s", "decode_s", "tokens_in", "tokens_out"]
     return slots.merge(eng[["engine_row", *cols]], on="engine_row")
+
+
+def _disagreements(place: pd.DataFrame, eng: pd.DataFrame, gmap: pd.DataFrame | None, notes: list[str]) -> None:
+    """A GPU the map names for one model while its pod serves another: the map is followed, and says so."""
+    if gmap is None or not len(gmap) or not len(place) or not len(eng):
+        return
+    served = eng[["namespace", "pod", "model"]].drop_duplicates()
+    on = place[["host", "gpu", "namespace", "pod"]].drop_duplicates().merge(served, on=["namespace", "pod"])
+    on = on.assign(gpu=on["gpu"].astype(str)).merge(gmap.assign(gpu=gmap["gpu"].astype(str)), on=["host", "gpu"])
+    differ = on[on["model_x"] != on["model_y"]].drop_duplicates(["host", "gpu"])
+    if len(differ):
+        said = "; ".join(
+            f"{h}/{g} for {m} (its pod {p} serves {x})"
+            for h, g, m, p, x in zip(
+                differ["host"], differ["gpu"], differ["model_y"], differ["pod"], differ["model_x"], strict=True
+            )
+        )
+        notes.append(
+            f"--map names GPU(s) against their pods: {said}; the map is followed: those pods' engines lose the GPU "
+            "(their tokens there are without energy) and the mapped model's GPU carries only its activity placed there"
+        )
 
 
 def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: str | None = None) -> Attribution:
@@ -127,6 +175,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
     place = grouping.choose_layout(tel.placement, eng, pod_label, notes)
     place = grouping.group_workers(place, eng, tel.pod_sets, pod_models, notes)
     gmap = gpu_map["gpus"] if gpu_map else None
+    _disagreements(place, eng, gmap, notes)
     slots = _slots(eng, gmap, place)
     if not len(slots) and len(eng):
         raise grouping.no_match(tel, place, eng, pod_label is not None)
@@ -137,8 +186,10 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
     # "without energy" rather than charged a fraction of the window's energy
     g["short"] = (g["method"] == "dcgm_energy_counter") & (g["samples"] < GAP_SHARE * g["T"] / tel.scrape_s)
     slots = slots.merge(g.loc[~g["short"], ["window", "gkey"]], on=["window", "gkey"], how="inner")
-    slots = costmodel.activity(slots, notes)  # one unit per GPU and window: busy seconds, or tokens x a cost model
-    per = slots.groupby(["window", "gkey"]).agg(sum_act=("act", "sum"), all_timed=("timed", "all"), busy=("busy_s", "sum"))
+    slots = costmodel.activity(
+        slots, notes, (gpu_map or {}).get("params")
+    )  # one unit per GPU and window: busy seconds, or tokens x a cost model
+    per = slots.groupby(["window", "gkey"]).agg(sum_act=("act", "sum"), all_timed=("by_busy", "all"), busy=("busy_s", "sum"))
     g = g.merge(per, left_on=["window", "gkey"], right_index=True, how="left")
     g["has_model"] = g["sum_act"].notna()
     g["f"] = np.where(
@@ -181,6 +232,7 @@ def attribute(tel: Telemetry, gpu_map: dict[str, Any] | None = None, pod_label: 
             "metered GPU): kept out of every per-token figure"
         )
     usage = slots.groupby(["host", "gpu", "model"], as_index=False)["active_j"].sum()
+    _uncatalogued(g, notes)
     return Attribution(models_w, unmetered, residual, reserve, gpus, _health(tel, g, eng), models, usage, tel.window_s, notes)
 
 
@@ -321,7 +373,8 @@ def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, d in g.groupby("gkey"):
         d = d.sort_values("window")
-        full = pd.RangeIndex(int(d["window"].min()), int(d["window"].max()) + 1)
+        # every window of the range: an exporter down at its start or end hides energy as much as one down inside it
+        full = pd.RangeIndex(min(0, int(d["window"].min())), max(n, int(d["window"].max()) + 1))
         x = d.set_index("window").reindex(full)
         T = x["T"].fillna(tel.window_s)
         short = x["samples"] < GAP_SHARE * np.maximum(1.0, T / tel.scrape_s)
@@ -340,6 +393,24 @@ def _health(tel: Telemetry, g: pd.DataFrame, eng: pd.DataFrame) -> pd.DataFrame:
     for (pod, model), d in eng.groupby(["pod", "model"]):
         rows.append(("engine", pod, model, len(d), n - len(d) if len(d) < n else 0, int(d["resets"].sum()), 0.0, 0.0))
     return pd.DataFrame(rows, columns=["counter", "where", "which", "windows", "gaps", "resets", "lost_j", "lost_hi_j"])
+
+
+def _uncatalogued(g: pd.DataFrame, notes: list[str]) -> None:
+    """Cards not in lca_data: their gap bound is not their own limit, and a range built on it says so."""
+    from footprint.lca.database import db
+
+    unknown = []
+    for m in sorted(set(map(str, g["gpu_model"]))):
+        try:
+            db().find_gpu(m)
+        except (FootprintError, TypeError, ValueError, KeyError):
+            unknown.append(m)
+    if unknown:
+        notes.append(
+            f"GPU model(s) {', '.join(unknown[:3])} not in lca_data: a gap's 'at most' uses the catalogue's highest TDP "
+            f"({tdp_w(None):,.0f} W) or the card's highest measured window, not its own limit; a card allowed more can "
+            "exceed that bound"
+        )
 
 
 def tdp_w(gpu_model: Any) -> float:

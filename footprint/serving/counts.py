@@ -6,8 +6,10 @@ window's count is the counter's last sample in it minus its last sample before i
 edge, one number per series and edge, evaluated by the server), so the windows add up to the counter's own
 difference. A window where the series first appears counts from its first sample (``min_over_time``, the first
 of a counter that did not reset). A window with a reset (``resets()``) is counted from its raw samples with
-PromQL's reset rule (a counter that goes down restarted from 0): only those windows' samples are read. A series
-missing for some windows (an engine restart, a scrape gap) adds what it counted meanwhile to its next window.
+PromQL's reset rule (a counter that goes down restarted from 0): only those windows' samples are read. A window
+whose first sample is below the edge before it restarted between the two (a restart across the edge, or inside a
+gap: ``resets()`` of the window cannot see it) counts from 0. A series missing for some windows (an engine restart, a
+scrape gap) adds what it counted meanwhile to its next window.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from footprint.fleet.promql import braced
 
 Matrix = Callable[[str, float, float], list[tuple[dict, np.ndarray, np.ndarray]]]
+Counted = tuple[dict, np.ndarray, np.ndarray, np.ndarray]  # labels, window index, count, resets in the window
 
 
 def _key(labels: dict[str, Any]) -> tuple:
@@ -38,8 +41,9 @@ def _dense(rows: list[tuple[dict, np.ndarray, np.ndarray]], n: int) -> dict[tupl
 
 def exact_increases(
     client: Any, matrix: Matrix, metric: str, matchers: str, start: float, end: float, window_s: float, rng: str
-) -> list[tuple[dict, np.ndarray, np.ndarray]]:
-    """(labels, window index, count) per series of ``metric{matchers}``: counter differences at the window edges."""
+) -> list[Counted]:
+    """(labels, window index, count, resets) per series of ``metric{matchers}``: counter differences at the window
+    edges; resets counts a restart across the window's first edge too (``resets()`` of the window does not)."""
     n = int(round((end - start) / window_s))
     sel = f"{metric}{braced(matchers)}[{rng}]"
     # the edge before the first window too: evaluated from start - window, so that edge i ends window i - 1
@@ -54,12 +58,16 @@ def exact_increases(
         first, rst = firsts.get(key, np.full(n, np.nan)), np.nan_to_num(resets.get(key, np.zeros(n)))
         prev = _ffill(e)[:-1]  # the last edge value before each window (NaN: the series had not appeared yet)
         last = e[1:]
-        inc = np.where(np.isnan(prev), last - np.where(np.isnan(first), last, first), last - prev)
+        start_at = np.where(np.isnan(first), last, first)
+        # a counter whose first sample in the window is below the last one before it restarted across the edge (or
+        # inside a gap before the window): resets() sees only the window's samples, so the rule is applied here
+        edge_reset = ~np.isnan(prev) & (start_at < prev) & (rst == 0)
+        inc = np.where(np.isnan(prev), last - start_at, np.where(edge_reset, last, last - prev))
         ws = np.nonzero(~np.isnan(last))[0]
         for w in ws[rst[ws] > 0].tolist():  # the rare windows with a reset: from their raw samples
             inc[w] = _with_resets(client, metric, lab, start + (w + 1) * window_s, rng, prev[w])
         if len(ws):
-            out.append((lab, ws.astype(np.int64), inc[ws]))
+            out.append((lab, ws.astype(np.int64), inc[ws], rst[ws] + edge_reset[ws]))
     return out
 
 

@@ -9,7 +9,8 @@ maps each engine onto the same few quantities, all cumulative counters (a histog
   between the models sharing it and a model's energy between its input and output tokens. The unit
   differs by engine and is said in ``busy_unit``: vLLM and SGLang time *requests* (batched requests
   overlap, so request-seconds exceed GPU-seconds), TGI times *batches* (forward passes, GPU-seconds),
-  llama.cpp times its slots.
+  llama.cpp times its slots (a slot serves one request at a time: each request's prompt and generation time,
+  summed over slots that run together, so request-seconds too). ``busy_of`` says which: request or batch.
 
 A series is ``(metric, matchers)``; a histogram's sum is given by its ``_sum`` name.
 """
@@ -36,6 +37,9 @@ class Engine:
     model_label: str | None  # the label naming the served model (None: the engine publishes none)
     busy_unit: str
     source: str
+    #: what one busy second is a second of: "request" (each request's or slot's own time, summed: batched requests
+    #: overlap) or "batch" (a forward pass, GPU wall time). Only seconds of the same thing are added across engines.
+    busy_of: str = "request"
 
     def metric(self, field: str) -> tuple[str, str] | None:
         """(metric name, extra matchers) of a field, or None when the engine has no such counter."""
@@ -76,6 +80,7 @@ ENGINES: tuple[Engine, ...] = (
         source="huggingface/text-generation-inference router/src/server.rs (describe_histogram: "
         "tgi_request_input_length, tgi_request_generated_tokens, tgi_batch_forward_duration per method; "
         "describe_counter tgi_request_success) and router/src/infer/v3/scheduler.rs (method=prefill|decode)",
+        busy_of="batch",
     ),
     Engine(
         "sglang",

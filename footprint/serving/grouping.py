@@ -9,8 +9,9 @@ Two facts of real clusters decide it:
   one error that says which pods each side names and the fix, never a record 100 % unattributed.
 - **A model over several pods.** Multi-node serving (a LeaderWorkerSet's leader and workers, a Ray cluster) publishes
   engine counters on the leader only. A GPU pod with no engine series of its own joins the engine pods of its
-  deployment: the same set (kube-state-metrics' ``kube_pod_labels``: ``leaderworkerset.sigs.k8s.io/name`` + group
-  index, ``ray.io/cluster``), else the model ``--map`` names for it, else the engine pod it is named after plus
+  deployment: the model ``--map`` names for it, else the same set (kube-state-metrics' ``kube_pod_labels``:
+  ``leaderworkerset.sigs.k8s.io/name`` + group index, ``ray.io/cluster``; a set whose engine pods serve several
+  models splits the worker's GPUs between them by activity, and says so), else the engine pod it is named after plus
   ``-<index>`` (LeaderWorkerSet names a group's workers ``<leader>-<index>``; nothing else is guessed). Its GPUs
   then carry the leader's activity.
 """
@@ -83,6 +84,13 @@ def group_workers(
     for (ns, pod), to in leaders.items():
         mine = place[(place["namespace"] == ns) & (place["pod"] == pod)]
         rows += [mine.assign(namespace=lns, pod=lpod, via=pod) for lns, lpod in to]
+    models = dict(zip(zip(engine_pods["namespace"], engine_pods["pod"], strict=True), engine_pods["model"], strict=True))
+    mixed = sorted(p for (_, p), to in leaders.items() if len({models.get(k) for k in to}) > 1)
+    if mixed:
+        notes.append(
+            f"GPU pod(s) {', '.join(mixed[:3])} joined a set whose engine pods serve several models: their GPUs are "
+            "split between those models by activity; name each in --map (pods: {pod: model}) to attribute it"
+        )
     said = ", ".join(f"{n} by {w}" for w, n in sorted(how.items()))
     notes.append(f"GPU pods without engine series joined to their deployment's engine pods ({said}): a model over several pods")
     return pd.concat(rows, ignore_index=True)
@@ -96,17 +104,17 @@ def _leaders(
     set_of: dict[tuple[str, str], str],
     pod_models: dict[str, str],
 ) -> tuple[list[tuple[str, str]], str]:
-    s = set_of.get((ns, pod))
-    if s:
-        same = sorted(k for k in have if set_of.get(k) == s)
-        if same:
-            return same, "set label"
-    if pod in pod_models:
+    if pod in pod_models:  # the user's word first: a set (one Ray cluster) may serve several models
         m = engine_pods[engine_pods["model"] == pod_models[pod]]
         local = m[m["namespace"] == ns]
         pick = local if len(local) else m
         if len(pick):
             return sorted(set(zip(pick["namespace"], pick["pod"], strict=True))), "--map"
+    s = set_of.get((ns, pod))
+    if s:
+        same = sorted(k for k in have if set_of.get(k) == s)
+        if same:
+            return same, "set label"
     prefix = [(n, p) for n, p in have if n == ns and pod.startswith(p + "-") and pod[len(p) + 1 :].isdigit()]
     if prefix:  # LeaderWorkerSet's naming: <leader>-<worker index>; any other pod is not guessed into a deployment
         return prefix, "name (<leader>-<index>)"

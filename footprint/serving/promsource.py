@@ -272,13 +272,13 @@ def _engines(
             if not m:
                 continue
             rows = exact_increases(client, mat, m[0], braced(q.sel, m[1]).strip("{}"), start, end, window_s, q.w)
-            named = [(lab | dict(zip(("__model", "__flag"), model_of(e, lab), strict=True)), ws, vs) for lab, ws, vs in rows]
+            ids = [lab | dict(zip(("__model", "__flag"), model_of(e, lab), strict=True)) for lab, _, _, _ in rows]
+            named = [(lab, ws, vs) for lab, (_, ws, vs, _) in zip(ids, rows, strict=True)]
             fr = frame(named, labels, f).assign(engine=e.name)
             fr = fr.groupby(keys, as_index=False, dropna=False)[f].sum(min_count=1)
-            if f == "tokens_out":
-                rs = [(lab, ws, vs) for lab, ws, vs in mat(f"resets({q._of(m[0], m[1])})", start, end)]
-                named = [(lab | dict(zip(("__model", "__flag"), model_of(e, lab), strict=True)), ws, vs) for lab, ws, vs in rs]
-                resets = frame(named, labels, "resets").assign(engine=e.name).groupby(keys, as_index=False)["resets"].sum()
+            if f == "tokens_out":  # one restart resets every counter: counted once, with those across a window edge
+                rs = [(lab, ws, rst) for lab, (_, ws, _, rst) in zip(ids, rows, strict=True)]
+                resets = frame(rs, labels, "resets").assign(engine=e.name).groupby(keys, as_index=False)["resets"].sum()
             if len(fr):  # an empty frame's keys have no type: pandas cannot merge on them (ArrowInvalid)
                 merged = fr if merged is None else merged.merge(fr, on=keys, how="outer")
         if merged is not None and len(merged):
