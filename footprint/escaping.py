@@ -55,7 +55,10 @@ _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&$])")
 
 
 # what opens a block when it starts a line or a list item: a heading, a quote, a list item, a setext underline
-_MD_BLOCK = re.compile(r"^(\s*)(#|>|[-+=]|\d+(?=[.)]))")
+# What opens a block at a line's start in CommonMark: an ATX heading (# then a space or the end), a quote, a
+# bullet (- or + then a space or the end), a thematic break (---) or setext underline (===) alone on the line,
+# an ordered item (1. or 1) then a space or the end). "-0.3" or "4.0e+23" opens nothing and stays as typed.
+_MD_BLOCK = re.compile(r"^(\s*)(#{1,6}(?=\s|$)|>|[-+](?=\s|$)|(?:-[ \t]*){3,}$|=+[ \t]*$|\d{1,9}(?=[.)](?:\s|$)))")
 
 
 def md_text(value: Any) -> str:

@@ -125,6 +125,7 @@ KEYS = {
     "usage": ("host", "gpu", "model"),
 }
 TEXT_COLUMNS = {"model", "engine", "flag", "gpu_model", "host", "gpu", "uuid", "method", "models", "counter", "where", "which"}
+TEXT_COLUMNS |= {"split"}  # gpus.csv: the unit a shared GPU was split in
 
 
 def _check_meta(meta: dict[str, Any], file: str) -> None:
