@@ -124,8 +124,10 @@ KEYS = {
     "models": ("model", "engine"),
     "usage": ("host", "gpu", "model"),
 }
-TEXT_COLUMNS = {"model", "engine", "flag", "gpu_model", "host", "gpu", "uuid", "method", "models", "counter", "where", "which"}
-TEXT_COLUMNS |= {"split"}  # gpus.csv: the unit a shared GPU was split in
+TEXT_COLUMNS = {
+    *("model", "engine", "flag", "gpu_model", "host", "gpu", "uuid", "method", "models", "counter", "where", "which"),
+    "split",  # gpus.csv: the unit a shared GPU was split in
+}
 
 
 def _check_meta(meta: dict[str, Any], file: str) -> None:
