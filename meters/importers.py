@@ -355,6 +355,20 @@ def power_series(df: pd.DataFrame, power_column: str | None = None) -> dict[str,
     return out
 
 
+def _no_energy(samples: int, method: str, notes: list[str]) -> dict[str, Any]:
+    """A device whose log gives no energy (too few readings, no overlap, no two close readings): not available, with why."""
+    return {
+        "energy_j": math.nan,
+        "duration_s": 0.0,
+        "mean_power_w": math.nan,
+        "samples": samples,
+        "method": method,
+        "reliable": False,
+        "stuck_s": 0.0,
+        "notes": notes,
+    }
+
+
 def integrate_energy(
     df: pd.DataFrame,
     *,
@@ -397,16 +411,7 @@ def integrate_energy(
                 "(not a reading a device can give)"
             )
         if len(t) < 2:
-            out[device] = {
-                "energy_j": math.nan,
-                "duration_s": 0.0,
-                "mean_power_w": math.nan,
-                "samples": int(len(t)),
-                "method": method,
-                "reliable": False,
-                "stuck_s": 0.0,
-                "notes": notes + ["fewer than two readings: no energy"],
-            }
+            out[device] = _no_energy(int(len(t)), method, [*notes, "fewer than two readings: no energy"])
             continue
         a = float(t[0]) if t_start is None else t_start
         b = float(t[-1]) if t_end is None else t_end
@@ -414,16 +419,7 @@ def integrate_energy(
             notes.append("window extends beyond the log; clipped to the logged span")
             a, b = max(a, float(t[0])), min(b, float(t[-1]))
         if b <= a:
-            out[device] = {
-                "energy_j": math.nan,
-                "duration_s": 0.0,
-                "mean_power_w": math.nan,
-                "samples": 0,
-                "method": method,
-                "reliable": False,
-                "stuck_s": 0.0,
-                "notes": notes + ["window does not overlap the log"],
-            }
+            out[device] = _no_energy(0, method, [*notes, "window does not overlap the log"])
             continue
         split_s = split_gap_s(t)
         energy, duration, gaps, left_out = _trapezoid_window(t, p, a, b, split_s)
@@ -433,16 +429,9 @@ def integrate_energy(
                 f"readings left out (the energy covers the {duration:.0f} s with readings)"
             )
         if duration <= 0:
-            out[device] = {
-                "energy_j": math.nan,
-                "duration_s": 0.0,
-                "mean_power_w": math.nan,
-                "samples": int(len(t)),
-                "method": method,
-                "reliable": False,
-                "stuck_s": 0.0,
-                "notes": notes + [f"no two readings within {split_s:g} s of each other: no energy"],
-            }
+            out[device] = _no_energy(
+                int(len(t)), method, [*notes, f"no two readings within {split_s:g} s of each other: no energy"]
+            )
             continue
         in_win = (t >= a) & (t <= b)
         tw, pw = t[in_win], p[in_win]

@@ -26,10 +26,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, settings
+
 TIMEOUT_S = 20.0  # per case: the slowest honest case (a report) takes ~2 s on a 2-core machine
 MEMORY_MB = 1536  # address space a case may add: an alias bomb or --samples 1e8 would need gigabytes
 GROWTH_MB = 768  # resident memory a case may add before it counts as a blow-up
 REPO = Path(__file__).resolve().parents[1]
+#: The fuzz suites' Hypothesis settings: a fixed, reproducible number of examples (FOOTPRINT_FUZZ_EXAMPLES raises it)
+FUZZ = settings(
+    max_examples=int(os.environ.get("FOOTPRINT_FUZZ_EXAMPLES", "12")),
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @dataclass

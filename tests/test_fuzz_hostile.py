@@ -20,22 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import REPO, CliServer, verdict
+from _fuzz import FUZZ, REPO, CliServer, verdict
 from _paths import SCENARIOS
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from footprint.errors import FootprintError
 from meters.importers import MAX_DEVICE_POWER_W, MAX_SPLIT_GAP_S
 
 pytestmark = pytest.mark.timeout(300)
-FUZZ = settings(
-    max_examples=int(os.environ.get("FOOTPRINT_FUZZ_EXAMPLES", "12")),
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
 SCENARIO = SCENARIOS / "finetune-small.yaml"
 
 

@@ -14,22 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import REPO, CliServer, verdict
+from _fuzz import FUZZ, REPO, CliServer, verdict
 from _paths import SCENARIOS
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import footprint
 from footprint.errors import FootprintError
 
 pytestmark = pytest.mark.timeout(300)
-FUZZ = settings(
-    max_examples=int(os.environ.get("FOOTPRINT_FUZZ_EXAMPLES", "12")),
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
 SCENARIO = SCENARIOS / "finetune-small.yaml"
 EXAMPLES = REPO / "examples" / "serving"
 
