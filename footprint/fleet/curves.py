@@ -24,21 +24,16 @@ laid-out series (whose count proves it has no gap).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import threading
 from array import array
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
+from footprint.fleet.prometheus import PrometheusLimitError
 
 BIN_S = 3600.0  # summary bins: an hour (the layout needs no finer; a GPU's samples per bin bound the response)
 BINS_PER_CHUNK = 24  # bins per request: a day (see `summaries.Summaries._build`)
@@ -154,39 +149,6 @@ def matrix(
     return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
 
 
-class Kept:
-    """A client whose answers are kept in ``resume`` (one file a request), so that a failed import's re-run asks the
-    server only for the rest; ``resume`` None: a plain pass-through."""
-
-    def __init__(self, client: PrometheusClient, resume: Path | None) -> None:
-        self.client, self.resume = client, resume
-        self.reused = 0
-
-    def query(self, expr: str, at: float) -> Any:
-        return self._kept(("q", expr, f"{at:.3f}"), lambda: self.client.query(expr, at=at))
-
-    def query_range(self, expr: str, start: float, end: float, step: float) -> Any:
-        return self._kept(
-            ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}"), lambda: self.client.query_range(expr, start, end, step)
-        )
-
-    def _kept(self, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
-        if self.resume is None:
-            return ask()
-        path = self.resume / (hashlib.sha256("|".join(key).encode()).hexdigest()[:32] + ".json")
-        try:
-            data = json.loads(path.read_text())
-            self.reused += 1
-            return data
-        except (OSError, ValueError):
-            pass
-        data = ask()
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)  # whole or not at all; not fsynced (a lost answer is asked again)
-        return data
-
-
 def points(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """A series' (times, values), plausible readings only: a sample of null, text or 1e300 is no reading (left out
     alone, never the whole series, never a 300-digit energy)."""
@@ -214,4 +176,4 @@ def in_order(jobs: list[Any], fn: Callable[[Any], Any], workers: int) -> Iterato
             yield from pool.map(fn, jobs[i : i + max(workers, 1)])
 
 
-__all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "Kept", "in_order", "matrix", "points"]
+__all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "in_order", "matrix", "points"]

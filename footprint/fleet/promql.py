@@ -22,8 +22,12 @@ Reusable by any producer that needs "energy of these series over these windows" 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import re
+import threading
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -232,27 +236,44 @@ class Evaluator:
         return out
 
     def _answer(self, expr: str, at: float) -> Any:
-        """The server's answer, or the one a previous run kept under ``resume``."""
-        import hashlib
-        import json
+        """The server's answer, or the one a previous run kept under ``resume`` (`Kept`)."""
+        kept = Kept(self.client, self.resume)
+        data = kept.query(expr, at)
+        self.reused += kept.reused
+        self.requests += 1 - kept.reused
+        return data
 
-        path = None
-        if self.resume is not None:
-            path = self.resume / (hashlib.sha256(f"{at:.3f}|{expr}".encode()).hexdigest()[:32] + ".json")
-            try:
-                data = json.loads(path.read_text())
-                self.reused += 1
-                return data
-            except (OSError, ValueError):
-                pass
-        self.requests += 1
-        data = self.client.query(expr, at=at)
-        if path is not None:  # a cache: renamed into place whole, not fsynced (a lost answer is asked again)
-            import os
 
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}.tmp")
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, path)
+class Kept:
+    """A client whose answers are kept in ``resume`` (one file a request), so that a failed import's re-run asks the
+    server only for the rest; ``resume`` None: a plain pass-through."""
+
+    def __init__(self, client: PrometheusClient, resume: Path | None) -> None:
+        self.client, self.resume = client, resume
+        self.reused = 0
+
+    def query(self, expr: str, at: float) -> Any:
+        return self._kept(("q", expr, f"{at:.3f}"), lambda: self.client.query(expr, at=at))
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> Any:
+        return self._kept(
+            ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}"), lambda: self.client.query_range(expr, start, end, step)
+        )
+
+    def _kept(self, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
+        if self.resume is None:
+            return ask()
+        path = self.resume / (hashlib.sha256("|".join(key).encode()).hexdigest()[:32] + ".json")
+        try:
+            data = json.loads(path.read_text())
+            self.reused += 1
+            return data
+        except (OSError, ValueError):
+            pass
+        data = ask()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)  # whole or not at all; not fsynced (a lost answer is asked again)
         return data
 
 

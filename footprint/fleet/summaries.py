@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, Kept, in_order, matrix, points
+from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
-from footprint.fleet.promql import range_of, regex_alt
+from footprint.fleet.promql import Kept, range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
 
 MAX_STEPS = 10_000  # steps per series in one query_range (Prometheus' limit: 11,000)
