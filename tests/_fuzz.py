@@ -17,6 +17,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -262,6 +263,33 @@ def bad_numbers(value: Any, negative_ok: tuple[str, ...] = ()) -> list[str]:
 
 
 # ---- a real run directory, made fast ------------------------------------------------------------------
+
+
+def one_line_error(o: Outcome, *words: str) -> str:
+    """The case ended as the contract says for bad input: no blow-up, exit 2, one `footprint: error` line holding
+    ``words``; that line."""
+    assert verdict(o) is None, (verdict(o), o.argv[:6], o.err[-400:])
+    assert o.code == 2, (o.argv[:6], o.out[-300:], o.err[-300:])
+    line = next(x for x in o.err.splitlines() if x.startswith("footprint: error"))
+    for w in words:
+        assert w in line, (w, line)
+    return line
+
+
+def journal_only(run: Path, dest: Path, **meta: Any) -> Path:
+    """A copy of ``run`` as a crash leaves it (journals, no run.json or rank records), its first journal's header
+    metadata updated with ``meta``: what `footprint recover` is given."""
+    out = Path(shutil.copytree(run, dest))
+    (out / "run.json").unlink()
+    for p in (out / "ranks").glob("rank-*.json"):
+        p.unlink()
+    journal = next((out / "ranks").glob("rank-*.journal.jsonl"))
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    header.get("meta", header).update(meta)
+    lines[0] = json.dumps(header)
+    journal.write_text("\n".join(lines) + "\n")
+    return out
 
 
 def make_run(out: Path, name: str = "good", seconds: float = 12.0, gpus: str = "2xA100-SXM4-40GB") -> Path:

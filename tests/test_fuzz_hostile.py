@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import FUZZ, REPO, CliServer, verdict
+from _fuzz import FUZZ, REPO, CliServer, one_line_error, verdict
 from _paths import SCENARIOS
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,15 +30,6 @@ from meters.importers import MAX_DEVICE_POWER_W, MAX_SPLIT_GAP_S
 
 pytestmark = pytest.mark.timeout(300)
 SCENARIO = SCENARIOS / "finetune-small.yaml"
-
-
-def _error(o: Any, *words: str) -> str:
-    assert verdict(o) is None, (verdict(o), o.argv[:6], o.err[-400:])
-    assert o.code == 2, (o.argv[:6], o.out[-300:], o.err[-300:])
-    line = next(x for x in o.err.splitlines() if x.startswith("footprint: error"))
-    for w in words:
-        assert w in line, (w, line)
-    return line
 
 
 # ---- hangs: an overall deadline per request, named pipes refused ---------------------------------------------
@@ -153,7 +144,7 @@ def test_fuzz_url_hosts_of_any_length_are_sent_or_refused_in_one_line(
         "watch": ["serving", "watch", "--metrics-url", url + "/metrics", "--duration", "30s"],
     }[command]
     o = cli.run([*argv, "--timeout", "1", "-o", str(out)], timeout_s=30)
-    _error(o)  # nothing listens on port 1 of any host: a refusal, of the URL or of the connection
+    one_line_error(o)  # nothing listens on port 1 of any host: a refusal, of the URL or of the connection
 
 
 def test_named_pipes_are_refused_where_a_file_is_read(cli: CliServer, tmp_path: Path) -> None:
@@ -173,7 +164,7 @@ def test_named_pipes_are_refused_where_a_file_is_read(cli: CliServer, tmp_path: 
     ]
     for argv in cases:
         o = cli.run(argv, timeout_s=15)
-        _error(o, "pipe")
+        one_line_error(o, "pipe")
 
 
 # ---- races: new directories claimed, appends under a lock -----------------------------------------------------
@@ -304,7 +295,7 @@ def test_fuzz_nvidia_smi_logs_give_a_plausible_record_or_one_line(
     o = cli.run(["import", "nvidia-smi", str(d / "gpu.csv"), "-o", str(d / "out")])
     assert verdict(o) is None, (verdict(o), o.err[-300:])
     if o.code == 2:
-        _error(o)
+        one_line_error(o)
         assert not (d / "out").exists()
         return
     record = json.loads((d / "out" / "run.json").read_text())
@@ -373,7 +364,7 @@ def test_fuzz_codecarbon_durations_are_held_to_the_table(
         seconds = json.loads((d / "out" / "run.json").read_text())["duration_s"]
         assert 0 <= seconds <= 20 * 8766 * 3600
     else:
-        _error(o)
+        one_line_error(o)
 
 
 # ---- the listed tracebacks ----------------------------------------------------------------------------------
@@ -420,7 +411,7 @@ def test_fuzz_kernels_diff_of_any_two_traces(
     o = cli.run(["kernels", "diff", str(d / "a.json"), str(d / "b.json"), "--format", fmt, "-o", str(d / f"out.{fmt}")])
     assert verdict(o) is None, (verdict(o), a, b, o.err[-300:])
     if o.code == 2:
-        _error(o, "nothing to compare")
+        one_line_error(o, "nothing to compare")
 
 
 def test_concurrent_fleet_imports_into_one_new_directory_one_wins(tmp_path: Path) -> None:
@@ -456,4 +447,4 @@ def test_a_codecarbon_file_over_its_cap_is_refused(cli: CliServer, tmp_path: Pat
         fh.write("duration,energy_consumed\n")
         for _ in range(imp.MAX_CODECARBON_BYTES // len(row) + 1):
             fh.write(row)
-    _error(cli.run(["import", "codecarbon", str(p), "-o", str(tmp_path / "o")]), "larger than")
+    one_line_error(cli.run(["import", "codecarbon", str(p), "-o", str(tmp_path / "o")]), "larger than")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import FUZZ, REPO, CliServer, verdict
+from _fuzz import FUZZ, REPO, CliServer, journal_only, verdict
 from _paths import SCENARIOS
 from hypothesis import given
 from hypothesis import strategies as st
@@ -136,17 +136,7 @@ def test_the_python_api_warns_notes_and_drops_implausible_values(tmp_path: Path,
 
 
 def test_recover_validates_the_site_of_a_journal_header(cli: CliServer, good_run: Path, tmp_path: Path) -> None:
-    run = shutil.copytree(good_run, tmp_path / "r")
-    (run / "run.json").unlink()
-    for p in (run / "ranks").glob("rank-*.json"):
-        p.unlink()
-    journal = next((run / "ranks").glob("rank-*.journal.jsonl"))
-    lines = journal.read_text().splitlines()
-    header = json.loads(lines[0])
-    meta = header.get("meta", header)
-    meta["site"] = {"grid": "NOWHERE\x1b[2J", "pue": 1e300, "wue": "1 L/kWh"}
-    lines[0] = json.dumps(header)
-    journal.write_text("\n".join(lines) + "\n")
+    run = journal_only(good_run, tmp_path / "r", site={"grid": "NOWHERE\x1b[2J", "pue": 1e300, "wue": "1 L/kWh"})
     o = cli.run(["recover", str(run)])
     assert verdict(o) is None and o.code == 0, o.err[-400:]
     rec = json.loads((run / "run.json").read_text())

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import FUZZ, REPO, CliServer, verdict
+from _fuzz import FUZZ, REPO, CliServer, journal_only, one_line_error, verdict
 from _paths import SCENARIOS
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,15 +25,6 @@ from footprint.errors import FootprintError
 pytestmark = pytest.mark.timeout(300)
 SCENARIO = SCENARIOS / "finetune-small.yaml"
 EXAMPLES = REPO / "examples" / "serving"
-
-
-def _error(o: Any, *words: str) -> str:
-    assert verdict(o) is None, (verdict(o), o.argv[:6], o.err[-400:])
-    assert o.code == 2, (o.argv[:6], o.out[-300:], o.err[-300:])
-    line = next(x for x in o.err.splitlines() if x.startswith("footprint: error"))
-    for w in words:
-        assert w in line, (w, line)
-    return line
 
 
 # ---- the Python API: objects, bytes, NaN where numbers go ----------------------------------------------------
@@ -150,7 +141,7 @@ def test_fuzz_several_merge_keys_are_refused(n: int) -> None:
 
 @pytest.mark.parametrize("value", ["[]", "''", "0", "5", "[1]"])
 def test_a_section_that_is_not_a_mapping_is_refused(cli: CliServer, value: str) -> None:
-    _error(cli.run(["assess", str(SCENARIO), "--samples", "0", "--set", f"site={value}"]), "site", "expected a mapping")
+    one_line_error(cli.run(["assess", str(SCENARIO), "--samples", "0", "--set", f"site={value}"]), "site", "expected a mapping")
 
 
 # ---- injection: CSV, Markdown, the terminal ---------------------------------------------------------------------
@@ -336,7 +327,7 @@ def test_one_gpu_mapped_to_two_models_is_refused(cli: CliServer, tmp_path: Path)
     (tmp_path / "map.yaml").write_text("gpus:\n  - {host: h, gpus: [0, 1], model: a}\n  - {host: h, gpus: [1], model: b}\n")
     files = sorted(str(p) for p in EXAMPLES.glob("*.prom"))
     o = cli.run(["serving", "import", "metrics", *files, "--map", str(tmp_path / "map.yaml"), "-o", str(tmp_path / "o")])
-    _error(o, "GPU 1", "mapped to")
+    one_line_error(o, "GPU 1", "mapped to")
 
 
 @pytest.mark.parametrize(
@@ -350,7 +341,7 @@ def test_one_gpu_mapped_to_two_models_is_refused(cli: CliServer, tmp_path: Path)
 def test_a_window_without_samples_writes_no_record(cli: CliServer, tmp_path: Path, window: list[str]) -> None:
     files = sorted(str(p) for p in EXAMPLES.glob("*.prom"))
     o = cli.run(["serving", "import", "metrics", *files, *window, "-o", str(tmp_path / "o")])
-    _error(o, "--start/--end")
+    one_line_error(o, "--start/--end")
     assert not (tmp_path / "o").exists()
 
 
@@ -384,13 +375,13 @@ def test_fuzz_run_json_contradicting_its_journal(
 @pytest.mark.parametrize("program", ["./nope", "nope-not-on-path", "/etc/hostname"])
 def test_a_command_that_cannot_start_leaves_no_run_record(cli: CliServer, tmp_path: Path, program: str) -> None:
     o = cli.run(["run", "--name", "x", "--output-dir", str(tmp_path / "runs"), "--", program], cwd=tmp_path)
-    _error(o, "cannot start")
+    one_line_error(o, "cannot start")
     assert not (tmp_path / "runs" / "x").exists()
 
 
 @pytest.mark.parametrize("address", ["bad host!", "a" * 300, "8.8.8.8", "::g"])
 def test_a_bad_dashboard_address_is_one_line(cli: CliServer, address: str) -> None:
-    _error(cli.run(["dashboard", "--address", address, "--headless"]), "--address")
+    one_line_error(cli.run(["dashboard", "--address", address, "--headless"]), "--address")
 
 
 def test_a_closed_stdout_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -439,17 +430,7 @@ def test_fuzz_recover_copies_only_what_a_journal_header_can_mean(
 ) -> None:
     from footprint.outputs import check_name
 
-    run = shutil.copytree(good_run, tmp_path_factory.mktemp("rec") / "r")
-    (run / "run.json").unlink()
-    for p in (run / "ranks").glob("rank-*.json"):
-        p.unlink()
-    journal = next((run / "ranks").glob("rank-*.journal.jsonl"))
-    lines = journal.read_text().splitlines()
-    header = json.loads(lines[0])
-    meta = header.get("meta", header)
-    meta.update(fields)
-    lines[0] = json.dumps(header)
-    journal.write_text("\n".join(lines) + "\n")
+    run = journal_only(good_run, tmp_path_factory.mktemp("rec") / "r", **fields)
     o = cli.run(["recover", str(run)])
     assert verdict(o) is None, (verdict(o), fields, o.err[-300:])
     if o.code != 0:
