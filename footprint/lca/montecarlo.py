@@ -147,11 +147,9 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
         lo, hi = r["carbon_intensity"]
         el[:, ci] = _tri(rng, lo, inp.elec[ci], hi, n)
     use = facility[:, None] * el
-    totals = emb * mult * alloc[:, None] + host * host_alloc[:, None] + use
     if inp.site_water is not None:
         sw = inp.site_water
         water = _tri(rng, sw[1], sw[0], sw[2], n)
-        totals[:, IDX["water_use"]] += it * water
         use[:, IDX["water_use"]] += it * water
         shared.append(
             Input(
@@ -166,6 +164,7 @@ def draw(w: Workload, n: int, seed: int, inp: Inputs, power_relative: float) -> 
         )
     activity = {"gpu_hours": gpu_hours, "it_energy_kwh": it, "facility_energy_kwh": facility}
     stages = _stage_draws(inp, mult, host, alloc, host_alloc, use)
+    totals = stages.sum(axis=0)  # the stages add up to the total, draw by draw: one formula for both
     drawn = _per_category_inputs(inp, emb, mult, host, el, kinds, block)
     if w.gpu is None:  # no GPU: no embodied GPU impacts to rank among the drivers
         drawn = drawn[1:]
