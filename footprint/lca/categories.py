@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -54,13 +55,13 @@ def components() -> tuple[str, ...]:
 #: ``characterisation`` column, lca_data/tools/build_electricity.py, says the same words).
 EF31 = "EF 3.1"
 
+_EF31_NAME = re.compile(r"\s*EF\s*v?3\.1(\s+no\s+LT)?\s*", flags=re.I)
+
 
 def method_name(text: str) -> str:
     """A characterisation method as the single score compares it: EF 3.1 however a database spells the family
     ("EF v3.1", "EF v3.1 no LT", ecoinvent's names; the long-term choice is its own column), else the text as given."""
-    import re
-
-    return EF31 if re.fullmatch(r"\s*EF\s*v?3\.1(\s+no\s+LT)?\s*", text or "", flags=re.I) else text
+    return EF31 if _EF31_NAME.fullmatch(text or "") else text
 
 
 HEADLINE = ("climate_change", "human_toxicity_cancer", "resource_use_minerals_metals")
