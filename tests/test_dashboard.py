@@ -630,6 +630,8 @@ def test_real_server_first_load_and_layout_in_chromium(tmp_path: Path) -> None:
                 f"{url}?scenario=gpt-4-falk.yaml&mfu=0.5&lifetime_years=5&grid=POL", ready=f"document.querySelector('{MAIN} h1')"
             )
             b.wait_for("[...document.querySelectorAll('[data-testid=stMetric]')].some(m => m.textContent.includes('%'))", 60)
+            # the table can render after the metrics (a fresh venv's CI run read it 0.5 s after them: not there yet)
+            b.wait_for("document.querySelector('[data-testid=stTable] thead') !== null", 30)
             time.sleep(0.5)
             assert "Change" in b.evaluate("document.querySelector('[data-testid=stTable] thead').textContent")
             _fits(b)
