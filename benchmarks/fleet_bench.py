@@ -19,7 +19,7 @@
    (`footprint fleet report --by job`'s computation), and the report by user with its Monte Carlo
    ranges, in a fresh process (wall time of each, peak RSS, files written).
 
-Run: python benchmarks/fleet_bench.py [--jobs 100000] [--gpus 32,256] [--days 2] [--month-gpus 64] [--ledger-jobs 1000000]
+Run: python benchmarks/fleet_bench.py [--jobs 100000] [--gpus 32,256] [--days 2] [--month-gpus 64,128] [--ledger-jobs 1000000]
 """
 
 from __future__ import annotations
@@ -303,8 +303,13 @@ def _measure(name: str, url: str, start: float, c: dict, repeat: int, before: st
                 c,
                 bound,
             )
-    walls = [r["wall_s"] for r in runs[True]]
-    return {"wall": statistics.median(walls), "bound": bound, "rss": statistics.median([r["rss_mb"] for r in runs[True]])}
+    out = {"bound": bound}
+    for sacct, key in ((True, ""), (False, " labels only")):
+        out["wall" + key] = statistics.median([r["wall_s"] for r in runs[sacct]])
+        out["rss" + key] = statistics.median([r["rss_mb"] for r in runs[sacct]])
+        cpu = [r["server"]["inner_eval"] + r["server"]["prepare_time"] for r in runs[sacct]]
+        out["server CPU" + key] = statistics.median(cpu)
+    return out
 
 
 def _line(what: str, imports: list[dict], c: dict, bound: float) -> None:
@@ -321,7 +326,7 @@ def _line(what: str, imports: list[dict], c: dict, bound: float) -> None:
     )
 
 
-def prometheus_part(sizes: list[int], days: float, month_gpus: int, repeat: int, before: str | None) -> None:
+def prometheus_part(sizes: list[int], days: float, month_gpus: list[int], repeat: int, before: str | None) -> None:
     """The import against the one-query bound on the issue's job mix (and on long jobs), and a month, each cluster
     served by Debian's prometheus on 127.0.0.1; a line through the (GPU-days, wall) points extrapolates 4,096
     GPUs x 30 days."""
@@ -335,8 +340,7 @@ def prometheus_part(sizes: list[int], days: float, month_gpus: int, repeat: int,
     start = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
     runs = [(f"{g} GPUs x {days:g} d, jobs 0.5-8 h", g, days, (0.5, 8.0)) for g in sizes]
     runs.append((f"{max(sizes)} GPUs x {days:g} d, long jobs 6-24 h", max(sizes), days, (6.0, 24.0)))
-    if month_gpus:
-        runs.append((f"{month_gpus} GPUs x 30 d, jobs 0.5-8 h", month_gpus, 30.0, (0.5, 8.0)))
+    runs += [(f"{g} GPUs x 30 d, jobs 0.5-8 h", g, 30.0, (0.5, 8.0)) for g in month_gpus]
     points: list[tuple[float, dict]] = []
     for name, gpus, span, hours in runs:
         tmp = Path(tempfile.mkdtemp(prefix="fleet-prom-"))
@@ -349,7 +353,8 @@ def prometheus_part(sizes: list[int], days: float, month_gpus: int, repeat: int,
         shutil.rmtree(tmp, ignore_errors=True)
     if len(points) >= 2:
         x = np.array([p[0] for p in points])
-        for key, unit in (("wall", "s"), ("bound", "s"), ("rss", "MB")):
+        keys = [(k, "MB" if k.startswith("rss") else "s") for k in points[0][1]]
+        for key, unit in keys:
             y = np.array([p[1][key] for p in points])
             b, a = np.polyfit(x, y, 1)
             print(
@@ -431,7 +436,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--gpus", default="32,256", help="cluster sizes in GPUs (comma-separated, multiples of 8)")
     ap.add_argument("--days", type=float, default=2.0, help="the window of those clusters, in days")
-    ap.add_argument("--month-gpus", type=int, default=64, help="a cluster of this many GPUs over 30 days (0: none)")
+    ap.add_argument("--month-gpus", default="64", help="clusters of these many GPUs over 30 days (comma-separated; 0: none)")
     ap.add_argument("--before", help="a checkout of footprint to compare with (PYTHONPATH), at the smallest size")
     ap.add_argument("--import-repeat", type=int, default=3)
     ap.add_argument("--skip-ledger", action="store_true")
@@ -447,7 +452,8 @@ def main() -> None:
         ledger_part(args.ledger_jobs, args.ledger_repeat)
     if not args.skip_prometheus:
         gpus = [int(x) for x in args.gpus.split(",")]
-        prometheus_part(gpus, args.days, args.month_gpus, args.import_repeat, args.before)
+        months = [int(x) for x in args.month_gpus.split(",") if int(x)]
+        prometheus_part(gpus, args.days, months, args.import_repeat, args.before)
     print(f"\ntotal benchmark wall time: {time.perf_counter() - t0:.0f} s (2-core machine; shared with other work unless quiet)")
 
 
