@@ -333,3 +333,26 @@ def test_every_jobs_low_high_is_its_own_draws_percentiles(fleet: Path) -> None:
     assert worst < 1e-3, worst
     assert table.filter(like=" low [").loc[rows].notna().all().all()
     assert table.filter(like=" low [").drop(index=rows).isna().all().all()  # not assessed: no range either
+
+
+def test_every_jobs_partial_totals_are_named_as_its_assessment_names_them(fleet: Path) -> None:
+    """The job table's ``partial`` column lists the categories whose totals leave a stage out for that job (the
+    engine's `not_modelled` of the job's own assessment), as a run's CSV words them; "" where all are whole, and
+    never for a job that was not assessed."""
+    from footprint.fleet import ledger
+    from footprint.fleet.assess import assess_index
+    from footprint.lca.render import total_status
+
+    idx = read_index(fleet, ledger.JOB_COLUMNS)
+    table = ledger.job_table(fleet, samples=0)
+    batch, rows, _ = assess_index(idx)
+    named = 0
+    for i, r in enumerate(rows.tolist()):
+        a = batch.assessment(i)
+        want = "; ".join(f"{k}: {total_status(c.not_modelled)}" for k, c in a.impacts.items() if c.not_modelled)
+        assert table.loc[r, "partial"] == want
+        named += bool(want)
+    assert named == len(rows)  # DEU's primary energy of use is not modelled: every job says so
+    assert (table.drop(index=rows)["partial"] == "").all()
+    csv_head = ledger.render_jobs(table.head(2), "csv")[0].splitlines()[0]
+    assert '"partial"' in csv_head.split(",")

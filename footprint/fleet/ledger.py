@@ -351,6 +351,9 @@ def _job_frame(df: Any, sets: list[str] | None, mc: _Ranges | None = None) -> An
             values[k][rows] = batch.total(c.key)
     if mc.samples > 1:  # low-high of the 16 categories, each job's own Monte Carlo draws
         values |= _low_high(batch, rows, n, mc)
+    partial = np.full(n, "", dtype=object)
+    if len(rows):
+        partial[rows] = np.array([_partial_text(b) for b in batch.bases], dtype=object)[batch.template_index]
     cols = {
         "job_id": df["job_id"],
         "name": df["name"],
@@ -366,7 +369,20 @@ def _job_frame(df: Any, sets: list[str] | None, mc: _Ranges | None = None) -> An
         "coverage": df["coverage"],
     }
     cols = {k: v.reset_index(drop=True) for k, v in cols.items()}  # categories stay categories
-    return pd.DataFrame(cols | values | {"not_assessed": reasons})
+    return pd.DataFrame(cols | values | {"partial": partial, "not_assessed": reasons})
+
+
+def _partial_text(basis: Any) -> str:
+    """The categories whose totals leave a stage out for this factor set (the engine's `not_modelled`), as a run's
+    CSV says it: "ozone_depletion: partial: use not modelled; ..." ("" when every total is whole)."""
+    from footprint.lca.render import total_status
+
+    parts = []
+    for key, r in basis.per_gpu_hour.impacts.items():
+        stages = tuple(dict.fromkeys([*r.not_modelled, *basis.per_kwh.impacts[key].not_modelled]))
+        if stages:
+            parts.append(f"{key}: {total_status(stages)}")
+    return "; ".join(parts)
 
 
 def _low_high(batch: Any, rows: np.ndarray, n: int, mc: _Ranges) -> dict[str, np.ndarray]:
