@@ -54,6 +54,9 @@ def _workloads() -> list[Any]:
         "site": {"grid": "FRA", "pue": 1.1},
     }
     out.append(workload_from_dict(run, "run.json"))
+    cpu = {"name": "cpu", "hardware": {"gpu": "none"}, "training": {"duration": "2 h", "energy": "0.5 kWh"}}
+    host = workload_from_dict(cpu, "cpu.yaml")  # no GPU: embodied by host-hours, the batch's hours for this row
+    out += [host, host.with_(name="cpu x3", host_hours=6.0, it_energy_kwh=0.2)]
     # per-workload fields change nothing but the drivers: same factor set, other GPU-hours and energy
     out += [
         w.with_(name=f"{w.name} x{k}", gpu_hours=w.gpu_hours * k, it_energy_kwh=w.it_energy_kwh / k)

@@ -2,7 +2,7 @@
 
 A fleet has thousands of jobs but a handful of distinct *factor sets*: the same GPU model, site,
 lifetime and host model. For a fixed factor set the engine's central result is linear in the two
-things a job changes, its GPU-hours and its IT energy (embodied = per-GPU impacts x GPU-hours /
+things a job changes, its GPU-hours (host-hours for a run without GPU) and its IT energy (embodied = per-GPU impacts x GPU-hours /
 (lifetime x utilisation); use = IT energy x PUE x per-kWh factors; water likewise). So instead of
 re-implementing any formula, `assess_many` runs the engine itself (`engine.assess`, no Monte Carlo)
 twice per factor set, on one GPU-hour without energy and on one kWh without GPU time, and every
@@ -23,6 +23,7 @@ of it: assess that workload alone for them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -41,6 +42,7 @@ PER_WORKLOAD_FIELDS = frozenset(
         "name",
         "count",
         "gpu_hours",
+        "host_hours",  # a host-only workload's hours: its "GPU-hours" column here (`hours_of`)
         "gpu_hours_method",
         "it_energy_kwh",
         "energy_method",
@@ -60,6 +62,18 @@ PER_WORKLOAD_FIELDS = frozenset(
 WATER_KEYS = ("on_site", "off_site", "total")
 
 
+def hours_of(w: Workload) -> float:
+    """The hours a workload's embodied impacts scale with: GPU-hours, or host-hours for a run without GPU."""
+    return w.host_hours if w.host_only else w.gpu_hours
+
+
+def with_hours(w: Workload, hours: float, it_energy_kwh: float) -> Workload:
+    """``w`` with these hours (GPU-hours, or host-hours for a run without GPU) and this IT energy."""
+    if w.host_only:
+        return w.with_(host_hours=hours, it_energy_kwh=it_energy_kwh)
+    return w.with_(gpu_hours=hours, it_energy_kwh=it_energy_kwh)
+
+
 def factor_key(w: Workload) -> tuple[Any, ...]:
     """What identifies a workload's factor set (hashable)."""
 
@@ -75,7 +89,8 @@ def factor_key(w: Workload) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class Basis:
-    """One factor set: the engine's result for one GPU-hour (no energy) and for one kWh (no GPU time)."""
+    """One factor set: the engine's result for one GPU-hour (one host-hour for a run without GPU; no energy) and for
+    one kWh (no GPU time)."""
 
     template: Workload
     per_gpu_hour: Assessment
@@ -91,8 +106,8 @@ class Basis:
         if key not in cache:
             clean = self.template.with_(notes=(), sources=(), ranges={})
             cache[key] = (
-                monte_carlo_totals(clean.with_(gpu_hours=1.0, it_energy_kwh=0.0), samples, seed),
-                monte_carlo_totals(clean.with_(gpu_hours=0.0, it_energy_kwh=1.0), samples, seed),
+                monte_carlo_totals(with_hours(clean, 1.0, 0.0), samples, seed),
+                monte_carlo_totals(with_hours(clean, 0.0, 1.0), samples, seed),
             )
         return cache[key]
 
@@ -103,8 +118,8 @@ class Basis:
         clean = template.with_(notes=(), sources=())
         return Basis(
             template,
-            assess(clean.with_(gpu_hours=1.0, it_energy_kwh=0.0), samples=0),
-            assess(clean.with_(gpu_hours=0.0, it_energy_kwh=1.0), samples=0),
+            assess(with_hours(clean, 1.0, 0.0), samples=0),
+            assess(with_hours(clean, 0.0, 1.0), samples=0),
         )
 
 
@@ -214,9 +229,13 @@ class BatchAssessment:
 
     @property
     def gpu_lifetimes(self) -> np.ndarray:
-        """GPU-hours / (lifetime x utilisation), Workload.gpu_lifetimes for every row."""
-        life = np.array([b.template.lifetime_h * b.template.utilization for b in self.bases])
-        return self.gpu_hours / life[self.template_index]
+        """GPU-hours / (lifetime x utilisation), Workload.gpu_lifetimes for every row (0 for a run without GPU)."""
+        return self.gpu_hours / self._gpu_life()[self.template_index]
+
+    def _gpu_life(self) -> np.ndarray:
+        """Hours of one GPU lifetime per factor set (infinite for a run without GPU, whose hours are the host's)."""
+        ts = [b.template for b in self.bases]
+        return np.array([math.inf if t.host_only else t.lifetime_h * t.utilization for t in ts])
 
     # ---- groups -----------------------------------------------------------------------------------
     def group_sums(self, codes: np.ndarray, n_groups: int | None = None, mask: np.ndarray | None = None) -> GroupSums:
@@ -234,15 +253,14 @@ class BatchAssessment:
         gh = np.bincount(flat, weights=self.gpu_hours[keep], minlength=g * t).reshape(g, t)
         en = np.bincount(flat, weights=self.it_energy_kwh[keep], minlength=g * t).reshape(g, t)
         rows = np.bincount(flat, minlength=g * t).reshape(g, t)
-        life = np.array([b.template.lifetime_h * b.template.utilization for b in self.bases])
-        return GroupSums(self, gh, en, rows, (gh / life).sum(axis=1))
+        return GroupSums(self, gh, en, rows, (gh / self._gpu_life()).sum(axis=1))
 
     # ---- one row as a full Assessment --------------------------------------------------------------
     def workload(self, i: int) -> Workload:
         if self._workloads is not None:
             return self._workloads[i]
         t = self.bases[self.template_index[i]].template
-        return t.with_(gpu_hours=float(self.gpu_hours[i]), it_energy_kwh=float(self.it_energy_kwh[i]))
+        return with_hours(t, float(self.gpu_hours[i]), float(self.it_energy_kwh[i]))
 
     def assessment(self, i: int, workload: Workload | None = None) -> Assessment:
         """Row i as the engine's `Assessment` (what `assess(w, samples=0)` returns for it)."""
@@ -318,7 +336,9 @@ class GroupSums:
 
     @property
     def gpu_hours(self) -> np.ndarray:
-        return self.gpu_hours_by_template.sum(axis=1)
+        """GPU-hours per group (the host-hours of runs without GPU are not GPU-hours)."""
+        gpu = np.array([not b.template.host_only for b in self.batch.bases], dtype=float)
+        return self.gpu_hours_by_template @ gpu if len(gpu) else self.gpu_hours_by_template.sum(axis=1)
 
     @property
     def it_energy_kwh(self) -> np.ndarray:
@@ -415,7 +435,7 @@ def assess_many(workloads: Sequence[Workload], progress: Callable[[int], None] |
         bases.append(Basis.of(t))
         if progress is not None:
             progress(1)
-    gh = np.fromiter((w.gpu_hours for w in workloads), float, len(workloads))
+    gh = np.fromiter((hours_of(w) for w in workloads), float, len(workloads))
     en = np.fromiter((w.it_energy_kwh for w in workloads), float, len(workloads))
     return BatchAssessment(bases, idx, gh, en, workloads)
 
