@@ -168,8 +168,9 @@ def activity(
 def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[float, float]) -> LabelSpans:
     """Where each job label was seen on each device: to the scrape from the curves' runs for counter GPUs, from the
     series index (per day) for the others. A job known from its label alone began somewhere between its first
-    labelled sample and the one before, and ended between its last and the one after: half a scrape before
-    the first and after the last, which halves the largest error of either choice of sample."""
+    labelled sample and the one before, and ended between its last and the one after: where its GPU's power
+    stepped in those intervals (`Curve.step_near`), else half a scrape before the first and after the last,
+    which halves the largest error of either choice of sample."""
     spans = LabelSpans()
     have = set(curves.curves)
     for lab, dev, a, b in found.jobs_on.items():
@@ -177,7 +178,12 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
             spans.add(lab, dev, a, b)
     tel = found.fetch.t
     for (label, dev), (a, b) in curves.spans.items():
-        spans.add(tel.label_id(label), dev, max(a - 0.5 * scrape_s, window[0]), min(b + 0.5 * scrape_s, window[1]))
+        c = curves.curves.get(dev)
+        a0 = c.step_near(a, True, 1.5 * scrape_s) if c is not None else None
+        b0 = c.step_near(b, False, 1.5 * scrape_s) if c is not None else None
+        a0 = a - 0.5 * scrape_s if a0 is None else a0
+        b0 = b + 0.5 * scrape_s if b0 is None else b0
+        spans.add(tel.label_id(label), dev, max(a0, window[0]), min(b0, window[1]))
     return spans
 
 
