@@ -460,10 +460,21 @@ def _re_escape(text: str) -> str:
     return "".join(out)
 
 
+def method_name(d: Device) -> str:
+    """How a device's energy was measured, named for its exporter: ``amd_energy_counter`` for AMD's
+    device-metrics-exporter's counter, ``dcgm_power_gauge`` for DCGM's power gauge; ``dcgm_*`` for a metric named
+    by hand (``--energy-metric``), as before; ``cpu``/``ram`` for host meters."""
+    if d.kind not in (GPU_COUNTER, GPU_GAUGE):
+        return KIND_NAMES[d.kind]
+    what = "energy_metric" if d.kind == GPU_COUNTER else "power_metric"
+    name = next((k for k, x in DIALECTS.items() if getattr(x, what) == d.metric), "dcgm")
+    return KIND_NAMES[d.kind].replace("dcgm", name, 1)
+
+
 def describe(d: Device) -> dict[str, Any]:
     return {
         "device": d.id,
-        "kind": KIND_NAMES[d.kind],
+        "kind": method_name(d),
         "host": d.host,
         "key": d.key,
         "gpu_index": d.gpu_index,
