@@ -35,7 +35,7 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import promql
-from footprint.fleet.attribution import Activity, Job, Plan
+from footprint.fleet.attribution import Activity, Evidence, Job, Plan
 from footprint.fleet.curves import Curves
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
@@ -182,31 +182,48 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
 
 
 class EdgeActivity(Activity):
-    """`Activity` whose score for a GPU and a job window is, where the GPU has a curve, how its power steps up at
-    the job's start and down at its end (mean power over ``edge_s`` after minus before each edge, in J over the
-    window's length) plus its energy in the window: a GPU a job took shows both steps, one that was merely busy
-    (another job, the same profile) does not, where the window's energy alone cannot tell them apart."""
+    """`Activity` from the curves of a node's GPUs: their energy in a job's window, and whether their power steps up
+    at the job's start and down at its end (mean power over ``edge_s`` after minus before each edge, against half
+    the GPU's range of power: its 95th minus 5th percentile over the window), so that a GPU a job took is told
+    from one merely busy with another job of the same profile, which has the energy but not the steps."""
 
     def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float = 120.0) -> None:
         super().__init__(start, end)
         self.curves, self.edge_s = curves, edge_s
         self.window = (start, end)
+        self._levels: dict[int, tuple[float, float]] = {}
 
-    def energy(self, dev: int, start: float, end: float) -> float:
+    def energies(self, dev: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         c = self.curves.get(dev)
         if c is None:
-            return super().energy(dev, start, end)
-        w = min(self.edge_s, 0.5 * max(end - start, 1.0))
+            return super().energies(dev, starts, ends)
+        return c.energy(starts, ends)
 
-        def power(a: float, b: float) -> float:
-            return float(np.interp(b, c.t, c.e) - np.interp(a, c.t, c.e)) / max(b - a, 1e-9)
+    def levels(self, dev: int) -> tuple[float, float]:
+        """(idle-ish power, step threshold) of a GPU: its 5th percentile of power, half its 5-95th percentile range
+        (at least a tenth of its 95th percentile, so that a GPU busy all along sees no step in its own noise)."""
+        if dev not in self._levels:
+            c = self.curves[dev]
+            dt = np.diff(c.t)
+            p = np.diff(c.e)[dt > 0] / dt[dt > 0]
+            lo, hi = np.percentile(p, [5, 95]).tolist() if len(p) else (0.0, 0.0)
+            self._levels[dev] = (lo, max(0.5 * (hi - lo), 0.1 * hi, 1e-9))
+        return self._levels[dev]
 
-        step = 0.0
-        if start > self.window[0] + w:  # a start the window cut is no edge
-            step += power(start, start + w) - power(start - w, start)
-        if end < self.window[1] - w:
-            step += power(end - w, end) - power(end, end + w)
-        return step * (end - start) + power(start, end) * (end - start)
+    def evidence(self, dev: int, starts: np.ndarray, ends: np.ndarray) -> Evidence:
+        c = self.curves.get(dev)
+        if c is None:
+            return super().evidence(dev, starts, ends)
+        w = np.minimum(self.edge_s, 0.5 * np.maximum(ends - starts, 1.0))
+        q = np.interp(np.stack([starts - w, starts, starts + w, ends - w, ends, ends + w]), c.t, c.e)
+        before, after = (q[1] - q[0]) / w, (q[2] - q[1]) / w
+        up, down = after - before, (q[4] - q[3]) / w - (q[5] - q[4]) / w
+        lo, thr = self.levels(dev)
+        has_s, has_e = starts > self.window[0] + w, ends < self.window[1] - w  # an edge the window cut is no edge
+        s_step = np.where(has_s, np.sign(up) * (np.abs(up) > thr), 0).astype(np.int8)
+        e_step = np.where(has_e, np.sign(down) * (np.abs(down) > thr), 0).astype(np.int8)
+        flat = has_s & (np.abs(up) <= thr) & (before > lo + thr)
+        return Evidence(q[4] - q[1], s_step, e_step, flat, np.where(has_s, up, 0.0) + np.where(has_e, down, 0.0))
 
 
 def curve_activity(
@@ -234,34 +251,54 @@ def _add_bins(act: Activity, dev: int, values: list[Any], unit: float) -> None:
 
 def holdings(plan: Plan, found: Found) -> Items:
     """Every (job, GPU, stretch, weight): labelled GPUs from the labels the job's ids carried, unlabelled ones
-    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k. One device at a time."""
+    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k. Columns throughout: the holders of
+    every GPU sorted once, each GPU's stretches from its sorted edges (`_stretches`), linear in the holders."""
     tel, t, spans = found.fetch.t, plan.jobs, found.jobs_on
-    devs = np.array(spans.dev, np.int32)
-    order = np.argsort(devs, kind="stable")
-    devs, labs = devs[order], np.array(spans.lab, np.int32)[order]
-    claims = {d: c for d, c in plan.claims.items() if tel.devices[d].kind in (GPU_COUNTER, GPU_GAUGE)}
+    lab = np.frombuffer(spans.lab, np.int32) if len(spans) else np.zeros(0, np.int32)
+    dev = np.frombuffer(spans.dev, np.int32) if len(spans) else np.zeros(0, np.int32)
+    one = np.frombuffer(plan.label_jobs.one, np.int32) if len(plan.label_jobs.one) else np.zeros(0, np.int32)
+    single = np.full(len(lab), -1, np.int64)
+    inside = lab < len(one)
+    single[inside] = one[lab[inside]]
+    jobs, devs = [single[single >= 0]], [dev[single >= 0]]
+    for x in np.nonzero((single < 0) & np.isin(lab, list(plan.label_jobs.many)))[0].tolist():  # labels naming several
+        many = plan.label_jobs.many[int(lab[x])]
+        jobs.append(np.array(many, np.int64))
+        devs.append(np.full(len(many), dev[x], np.int32))
+    gpu = {d.id for d in tel.devices if d.kind in (GPU_COUNTER, GPU_GAUGE)}
+    for d, claims in plan.claims.items():
+        if d in gpu and claims:
+            jobs.append(np.array([c.job for c in claims], np.int64))
+            devs.append(np.full(len(claims), d, np.int32))
+    job, dv = np.concatenate(jobs), np.concatenate(devs).astype(np.int64)
+    start, end = np.frombuffer(t.start, np.float64), np.frombuffer(t.end, np.float64)
     out = ItemsBuilder()
-    for dev in sorted(set(devs.tolist()) | set(claims)):
-        i, k = np.searchsorted(devs, [dev, dev + 1])
-        held = [(j, t.start[j], t.end[j]) for lab in labs[i:k].tolist() for j in plan.label_jobs.get(lab, [])]
-        held += [(c.job, c.start, c.end) for c in claims.get(dev, [])]
-        _stretches(dev, held, out)
+    if not len(job):
+        return out.build()
+    pair = np.unique(dv << 32 | job)  # each (GPU, job) once, by GPU
+    dv, job = pair >> 32, pair & 0xFFFFFFFF
+    bounds = np.searchsorted(dv, np.unique(dv).tolist() + [dv[-1] + 1])
+    for x, y in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        _stretches(int(dv[x]), job[x:y], start[job[x:y]], end[job[x:y]], out)
     return out.build()
 
 
-def _stretches(dev: int, held: list[tuple[int, float, float]], out: ItemsBuilder) -> None:
-    """One GPU's holders: a job alone on it gets its window, jobs sharing it each stretch between two edges."""
-    held = sorted(set(held), key=lambda x: (x[1], x[0]))
-    edges = sorted({t for _, a, b in held for t in (a, b)})
-    for j, a, b in held:
-        inside = [t for t in edges if a <= t <= b]
-        if len(held) == 1 or len(inside) == 2 and _count(held, a, b) == 1:
-            out.add(j, dev, a, b)
-            continue
-        for x, y in zip(inside[:-1], inside[1:], strict=True):
-            k = _count(held, x, y)
-            if y > x and k:
-                out.add(j, dev, x, y, 1.0 / k)
+def _stretches(dev: int, job: np.ndarray, a: np.ndarray, b: np.ndarray, out: ItemsBuilder) -> None:
+    """One GPU's holders: a job alone on it gets its window, jobs sharing it each stretch between two edges (the
+    holders' starts and ends), weighed 1/k where k of them hold it."""
+    if len(job) == 1:
+        out.extend(job, dev, a, b, np.ones(1))
+        return
+    edges = np.unique(np.concatenate([a, b]))
+    ia, ib = np.searchsorted(edges, a), np.searchsorted(edges, b)
+    k = np.cumsum(np.bincount(ia, minlength=len(edges)) - np.bincount(ib, minlength=len(edges)))[:-1]  # per stretch
+    whole = (ib - ia == 1) & (k[np.minimum(ia, len(k) - 1)] == 1)
+    out.extend(job[whole], dev, a[whole], b[whole], np.ones(int(whole.sum())))
+    n = np.where(whole, 0, np.maximum(ib - ia, 0))
+    if not n.sum():
+        return
+    first = np.repeat(ia, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # every stretch of each
+    out.extend(np.repeat(job, n), dev, edges[first], edges[first + 1], 1.0 / k[first])
 
 
 def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluator) -> int:
@@ -296,10 +333,6 @@ def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluat
             done += 1
     items.w[where] = [it.w for it in shared]
     return done
-
-
-def _count(held: list[tuple[int, float, float]], a: float, b: float) -> int:
-    return sum(1 for _, x, y in held if x < b and a < y)
 
 
 def cpu_items(plan: Plan, found: Found) -> list[Item]:
