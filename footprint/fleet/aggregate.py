@@ -36,7 +36,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet import promql
 from footprint.fleet.attribution import Activity, Evidence, Job, Plan
-from footprint.fleet.curves import Curves
+from footprint.fleet.curves import Curves, in_order
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
@@ -59,8 +59,9 @@ class Found:
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
 
 
-def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float]) -> Found:
-    """Devices and job labels from the series index, one request per metric per day (no samples read)."""
+def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float], concurrency: int = 4) -> Found:
+    """Devices and job labels from the series index, one request per metric per day (no samples read), ``concurrency``
+    in flight, read in order (device ids follow the order)."""
     n = fetch.names
     fetch.discover()  # which metrics exist, host CPU source (label-value lookups)
     found = Found(fetch)
@@ -70,38 +71,66 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
     if n.power_metric:
         metrics.append((n.power_metric, GPU_GAUGE))
     metrics += [(m, k) for m, k, _ in fetch.sources if k in (CPU, RAM)]
-    day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (a month of 4,096 GPUs: 123k)
-    for metric, kind in metrics:
-        for a, b in days:
-            for labels in client.series(metric + n.matchers(), a, b):
-                if not isinstance(labels, dict):
-                    continue
-                gpu = kind in (GPU_COUNTER, GPU_GAUGE)
-                if kind == GPU_GAUGE and fetch._gpu_key(labels) in found.counter_keys:
-                    continue  # the counter is read for this GPU: its gauge is not needed
-                if kind == GPU_COUNTER:
-                    found.counter_keys.add(fetch._gpu_key(labels))
-                d = fetch._device(kind, labels, metric)
-                if gpu:
-                    found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
-                    rest = hash(frozenset((k, v) for k, v in labels.items() if k not in n.job_labels))
-                    seen = day_sets.setdefault((d.id, a), rest)
-                    if seen != rest:
-                        found.multi.add(d.id)
-                found.labels.setdefault(d.id, {k: v for k, v in labels.items() if k == "__name__" or not gpu})
-                if gpu:
-                    found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
-                    job = fetch._job_key(labels)
-                    if job:
-                        d.labelled = True
-                        lab = fetch.t.label_id(job)
-                        if labels.get(n.instance_label):
-                            found.instance[(lab, d.id)] = labels[n.instance_label]
-                        found.jobs_on.add(lab, d.id, max(a, window[0]), min(b, window[1]))
-                d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+    asks = [(metric, kind, a, b) for metric, kind in metrics for a, b in days]
+
+    def ask(x: tuple[str, int, float, float]) -> list[Any]:
+        return client.series(x[0] + n.matchers(), x[2], x[3])
+
+    seen = _Seen(found, window)
+    for (metric, kind, a, b), answer in zip(asks, in_order(asks, ask, concurrency), strict=True):
+        for labels in answer:
+            if isinstance(labels, dict):
+                seen.add(metric, kind, a, b, labels)
     if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
         raise FootprintError("the series were found but none inside the window", key="--start")
     return found
+
+
+class _Seen:
+    """Discovery's reading of one label set (a series listed on a day): its device, found once per device and
+    label values (the work per series is a few dict lookups: a month of 4,096 GPUs lists ~10^6)."""
+
+    def __init__(self, found: Found, window: tuple[float, float]) -> None:
+        self.found, self.window = found, window
+        self.n = found.fetch.names
+        self.devs: dict[tuple[Any, ...], Any] = {}
+        self.day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (4,096 GPUs: 123k)
+        self.job_labels = set(self.n.job_labels)
+
+    def add(self, metric: str, kind: int, a: float, b: float, labels: dict[str, str]) -> None:
+        found, fetch, n = self.found, self.found.fetch, self.n
+        gpu = kind in (GPU_COUNTER, GPU_GAUGE)
+        if gpu:
+            ck = (kind, labels.get(n.host_label), labels.get("instance"), labels.get(n.gpu_label))
+            d = self.devs.get(ck)
+            if d is None:
+                key = fetch._gpu_key(labels)
+                if kind == GPU_GAUGE and key in found.counter_keys:
+                    return  # the counter is read for this GPU: its gauge is not needed
+                if kind == GPU_COUNTER:
+                    found.counter_keys.add(key)
+                d = self.devs[ck] = fetch._device(kind, labels, metric)
+                found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
+            else:
+                d.uuid = labels.get(n.uuid_label) or d.uuid
+                d.model = labels.get(n.model_label) or d.model
+            rest = hash(frozenset((k, v) for k, v in labels.items() if k not in self.job_labels))
+            if self.day_sets.setdefault((d.id, a), rest) != rest:
+                found.multi.add(d.id)
+            if d.id not in found.labels:
+                found.labels[d.id] = {k: v for k, v in labels.items() if k == "__name__"}
+                found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
+            job = fetch._job_key(labels)
+            if job:
+                d.labelled = True
+                lab = fetch.t.label_id(job)
+                if labels.get(n.instance_label):
+                    found.instance[(lab, d.id)] = labels[n.instance_label]
+                found.jobs_on.add(lab, d.id, max(a, self.window[0]), min(b, self.window[1]))
+        else:
+            d = fetch._device(kind, labels, metric)
+            found.labels.setdefault(d.id, dict(labels))
+        d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
 
 
 def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
