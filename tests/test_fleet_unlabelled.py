@@ -5,6 +5,7 @@ decide, which must say so rather than give a confident wrong number."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import numpy as np
@@ -123,6 +124,6 @@ def test_a_pick_the_telemetry_cannot_decide_says_so_with_each_candidates_energy(
     x = plan.jobs.key.index("201")
     notes = " ".join(plan.jobs[x].notes)
     assert "ambiguous" in notes and "gpu-08:gpu0" in notes and "gpu-08:gpu1" in notes, notes
-    kwh = sorted(float(w) for w in __import__("re").findall(r"gpu\d ([0-9.]+) kWh", notes))
+    kwh = sorted(float(w) for w in re.findall(r"gpu\d ([0-9.]+) kWh", notes))
     true_kwh = c.truth()["201"] / 3.6e6
     assert len(kwh) == 2 and kwh[0] * 0.99 <= true_kwh <= kwh[1] * 1.01, (kwh, true_kwh)

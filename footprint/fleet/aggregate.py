@@ -456,8 +456,13 @@ def evaluate(
 
     def chunks() -> Iterator[tuple[range, Energies]]:
         for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
-            now = (items.jobs(c0, c0 + chunk), host_items.pop(k, []))  # Item objects for this chunk only
-            out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves)
+            out = Energies()
+            if curves is None:
+                gpu = items.jobs(c0, c0 + chunk)  # Item objects for this chunk only
+            else:  # read from the curves in columns; Item objects only for the rest (gauges, short jobs)
+                gpu = _curve_items(plan, items, c0, c0 + chunk, curves, exact_below_s or 0.0, exact_all, out)
+            now = (gpu, host_items.pop(k, []))
+            out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves, out)
             for (_j, dev), v in out.pair_j.items():
                 tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
             for (_j, dev), v in out.pair_s.items():
@@ -483,9 +488,10 @@ def _evaluate_jobs(
     exact_below_s: float,
     exact_all: bool,
     curves: Curves | None = None,
+    out: Energies | None = None,
 ) -> Energies:
-    """The energies of these (GPU, host meter) items: one chunk of jobs."""
-    out = Energies()
+    """The energies of these (GPU, host meter) items: one chunk of jobs (added to ``out``)."""
+    out = out if out is not None else Energies()
     gpu_items, host_items = items
     if curves is not None:
         gpu_items = _from_curves(plan, gpu_items, curves, exact_below_s or 0.0, exact_all, out)
@@ -511,6 +517,40 @@ def _evaluate_jobs(
                 out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
     _short(client, found, short, ev, out)
     return out
+
+
+def _curve_items(
+    plan: Plan, items: Items, lo: int, hi: int, curves: Curves, exact_below_s: float, exact_all: bool, out: Energies
+) -> list[Item]:
+    """Jobs ``lo`` to ``hi - 1``: their items whose GPU has a curve evaluated from it in columns (grouped by GPU,
+    in the order `_from_curves` adds them); the rest returned as `Item`s: power gauges, the short jobs read raw."""
+    i, k = (int(x) for x in np.searchsorted(items.job, [lo, hi]))
+    job, dev = items.job[i:k], items.dev[i:k]
+    start, end = np.frombuffer(plan.jobs.start, np.float64), np.frombuffer(plan.jobs.end, np.float64)
+    short = np.full(k - i, True) if exact_all else end[job] - start[job] < exact_below_s
+    have = np.fromiter(curves.curves, np.int64, len(curves.curves))
+    use = np.isin(dev, have) & ~short
+    rest = [items.item(x) for x in (i + np.nonzero(~use)[0]).tolist()]
+    x = np.nonzero(use)[0]
+    if not len(x):
+        return rest
+    d = dev[x]
+    _, first = np.unique(d, return_index=True)
+    rank = np.empty(int(d.max()) + 1, np.int64)
+    rank[d[np.sort(first)]] = np.arange(len(first))  # GPUs in the order they first appear
+    x = x[np.argsort(rank[d], kind="stable")]
+    d, j = dev[x], job[x]
+    a, b, w = items.a[i:k][x], items.b[i:k][x], items.w[i:k][x]
+    e, sec = np.empty(len(x)), np.empty(len(x))
+    cuts = np.flatnonzero(np.diff(d)) + 1
+    for p, q in zip([0, *cuts.tolist()], [*cuts.tolist(), len(x)], strict=True):
+        c = curves.curves[int(d[p])]
+        e[p:q], sec[p:q] = c.energy(a[p:q], b[p:q]) * w[p:q], c.seconds(a[p:q], b[p:q]) * w[p:q]
+    pj, ps = out.pair_j, out.pair_s
+    for key, y, z in zip(zip(j.tolist(), d.tolist(), strict=True), e.tolist(), sec.tolist(), strict=True):
+        pj[key] = pj.get(key, 0.0) + y
+        ps[key] = ps.get(key, 0.0) + z
+    return rest
 
 
 def _from_curves(

@@ -160,32 +160,49 @@ class Plan:
     def build(self, slurm_jobs: Iterable[SlurmJob] | None, stats: Spans, activity: Activity, now: float) -> None:
         sacct = SacctJobs.of(slurm_jobs or [])
         self.jobs = JobTable(sacct)
-        by_id: dict[str, int] = {}
-        for i in range(len(sacct)):
-            j = self._slurm_job(sacct, i, now)
-            if j is not None:
-                by_id.update(dict.fromkeys(sacct.ids(i), j))
+        by_id = self._slurm_jobs(sacct, now)
         self._label_jobs(stats, by_id)
         self._claims_unlabelled(activity)
         self._claims_host_meters()
 
-    def _slurm_job(self, sacct: SacctJobs, i: int, now: float) -> int | None:
-        """Row ``i`` of sacct as a job of the plan, its window clipped to the import's (None: outside it)."""
+    def _slurm_jobs(self, sacct: SacctJobs, now: float) -> dict[str, int]:
+        """sacct's rows as jobs of the plan, their windows clipped to the import's (rows outside it left out), in
+        columns; returns every id a job label may carry -> its job."""
         s0, s1 = self.window
-        t0, t1 = sacct.num["start"][i], sacct.num["end"][i]
-        running = math.isnan(t1)
-        start, stop = max(t0, s0), min(min(s1, now) if running else t1, s1)
-        if stop <= start:
-            return None
-        j = self.jobs.add(sacct.job_id[i], SLURM, start, stop, i, sacct.notes.get(i))
-        if running:
-            self.jobs[j].note(f"still running when sacct ran: window cut at {_iso(stop)}")
-        if t0 < s0 or (math.inf if running else t1) > s1:
-            self.jobs[j].note(
-                f"ran {_iso(t0)} - {'still running' if running else _iso(t1)}; "
-                f"only the part inside the import window ({_iso(start)} - {_iso(stop)}) is counted"
-            )
-        return j
+        t = self.jobs
+        if not len(sacct):
+            return {}
+        t0, t1 = sacct.column("start"), sacct.column("end")
+        running = np.isnan(t1)
+        start = np.maximum(t0, s0)
+        stop = np.minimum(np.where(running, min(s1, now), t1), s1)
+        rows = np.nonzero(~(stop <= start))[0]  # as `stop <= start` left a row out
+        first = len(t)
+        keys = [sacct.job_id[i] for i in rows.tolist()]
+        t.key.extend(keys)
+        t.source.extend(bytes([SLURM]) * len(rows))
+        t.start.frombytes(start[rows].tobytes())
+        t.end.frombytes(stop[rows].tobytes())
+        t.row.frombytes(rows.astype(np.int32).tobytes())
+        by_id: dict[str, int] = {}
+        for j, (i, key) in enumerate(zip(rows.tolist(), keys, strict=True), first):
+            by_id[key] = j
+            raw = sacct.raw_id[i]
+            if raw:
+                by_id[raw] = j
+        clipped = rows[(t0[rows] < s0) | np.where(running[rows], True, t1[rows] > s1)]
+        for i in sorted(set(clipped.tolist()) | set(sacct.notes) & set(rows.tolist())):
+            job = t[first + int(np.searchsorted(rows, i))]
+            for text in sacct.notes.get(i, ()):
+                job.note(text)
+            if running[i]:
+                job.note(f"still running when sacct ran: window cut at {_iso(stop[i])}")
+            if t0[i] < s0 or running[i] or t1[i] > s1:
+                job.note(
+                    f"ran {_iso(t0[i])} - {'still running' if running[i] else _iso(t1[i])}; "
+                    f"only the part inside the import window ({_iso(start[i])} - {_iso(stop[i])}) is counted"
+                )
+        return by_id
 
     def _label_jobs(self, stats: Spans, by_id: dict[str, int]) -> None:
         """Map every job label to jobs; labels sacct does not know become jobs of their own."""
