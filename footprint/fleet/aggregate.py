@@ -8,7 +8,7 @@ layout cannot place. The steps:
    labels each GPU carried and on which days, host RAPL/Kepler meters.
 2. The job table and who held which GPU: `attribution.Plan`, as for the exact import (SLURM windows,
    labels, label-only jobs whose windows come from the curves' first and last labelled samples; on nodes
-   without the label, the busiest free GPUs in the job's window, from those nodes' curves).
+   without the label, the free GPUs whose curves step at the job's edges, then the busiest in its window).
 3. (Before 2.) Every counter GPU and host meter as a curve of its cumulative energy (`summaries`, `curves`): a few
    grouped queries per day whatever the number of jobs — per series group and hour, count / min / max /
    resets laid out on the GPU's scrape grid where the job label is on the series, the counter at every
@@ -114,7 +114,10 @@ class _Seen:
             else:
                 d.uuid = labels.get(n.uuid_label) or d.uuid
                 d.model = labels.get(n.model_label) or d.model
-            rest = hash(frozenset((k, v) for k, v in labels.items() if k not in self.job_labels))
+            other = labels.copy()
+            for k in self.job_labels:
+                other.pop(k, None)
+            rest = hash(frozenset(other.items()))
             if self.day_sets.setdefault((d.id, a), rest) != rest:
                 found.multi.add(d.id)
             if d.id not in found.labels:

@@ -9,9 +9,11 @@ Which job held a GPU during an interval ``(t0, t1]``:
    to no job.
 2. On a node without the label, SLURM's allocation decides: the job's window (Start-End) and its GPU
    count on that node. sacct does not record *which* GPUs a job held, so when the job does not hold
-   every GPU of the node they are inferred: the k busiest GPUs (most energy in the job's window) not
-   already held by an overlapping job. Each interval is split by its overlap with the claims on that
-   GPU (uniform power inside one scrape interval); the rest is unallocated.
+   every GPU of the node they are inferred: of the GPUs not already held by an overlapping job, the k
+   whose telemetry fits the job best (`_Sweep`: power steps at its edges where the curves give them, then
+   the most energy in its window); a pick the telemetry cannot decide is noted with each candidate's energy.
+   Each interval is split by its overlap with the claims on that GPU (uniform power inside one scrape
+   interval); the rest is unallocated.
 3. Host CPU/RAM counters are per node: each job on the node gets its share of the node's GPUs times
    the interval's overlap with its window.
 
