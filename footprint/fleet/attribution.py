@@ -288,13 +288,32 @@ class Plan:
         for d in self.tel.devices:
             if d.kind in (CPU, RAM):
                 meters.setdefault(d.host, []).append(d)
-        for j, job in enumerate(self.jobs if meters else ()):
+        t = self.jobs
+        for j in self._jobs_on(set(meters)) if meters else ():
+            job = t[j]
             for host, k in job.gpus_by_host.items():
                 n_gpus = len(self.host_gpus.get(host, []))
                 for d in meters.get(host, []) if k and n_gpus else ():
                     self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
         for claims in self.claims.values():
             claims.sort(key=lambda c: c.start)
+
+    def _jobs_on(self, hosts: set[str]) -> list[int]:
+        """The jobs with GPUs on any of these nodes, in order: SLURM's by their distinct allocations (numpy over the
+        jobs), label-only ones by their GPUs."""
+        t = self.jobs
+        if not len(t):
+            return []
+        rows = np.frombuffer(t.row, np.int32)
+        out = np.zeros(len(t), bool)
+        if len(t.sacct):
+            codes = np.frombuffer(t.sacct.alloc, np.int32)
+            uniq, first = np.unique(codes, return_index=True)
+            want = [c for c, i in zip(uniq.tolist(), first.tolist(), strict=True) if hosts & set(t.sacct.hosts(i)[0])]
+            out[rows >= 0] = np.isin(codes[rows[rows >= 0]], np.array(want, np.int32))
+        for j, gpus in t.label_gpus.items():
+            out[j] = bool(hosts & set(gpus))
+        return np.nonzero(out)[0].tolist()
 
     def _claim(self, dev: int, claim: Claim) -> None:
         self.claims.setdefault(dev, []).append(claim)
