@@ -300,8 +300,12 @@ class EdgeActivity(Activity):
     the GPU's range of power: its 95th minus 5th percentile over the window), so that a GPU a job took is told
     from one merely busy with another job of the same profile, which has the energy but not the steps."""
 
-    def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float = 120.0) -> None:
+    def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float | None = None) -> None:
         super().__init__(start, end)
+        if edge_s is None:  # two scrape intervals (the curves' median knot spacing): the shortest window that holds
+            # a step anywhere inside a scrape interval at 3/4 of its size or more, and averages the job's own noise
+            steps = [float(np.median(np.diff(c.t))) for c in curves.values() if len(c.t) > 2]
+            edge_s = 2.0 * float(np.median(steps)) if steps else 120.0
         self.curves, self.edge_s = curves, edge_s
         self.window = (start, end)
         self._levels: dict[int, tuple[float, float]] = {}
