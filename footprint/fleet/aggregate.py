@@ -440,10 +440,13 @@ def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluat
         terms[(it.dev, it.a, it.b)] = promql.Term((it.dev, it.a, it.b), n.activity_metric, m, it.a, it.b, by, "gauge_energy")
     res = ev.run(terms.values())
     done = 0
+    holders: dict[tuple[int, float, float], list[str | None]] = {}  # each stretch's instances (one pass, not pairs)
+    for x in shared:
+        holders.setdefault((x.dev, x.a, x.b), []).append(inst.get((x.job, x.dev)))
     for it in shared:
         acts = {g[2]: v for g, v in res.get((it.dev, it.a, it.b), {}).items()}
         mine = acts.get(inst[(it.job, it.dev)])
-        held = [inst.get((x.job, x.dev)) for x in shared if (x.dev, x.a, x.b) == (it.dev, it.a, it.b)]
+        held = holders[(it.dev, it.a, it.b)]
         total = sum(acts.get(h, 0.0) for h in held if h is not None)
         if mine is not None and total > 0 and len(held) == round(1 / it.w):
             it.w = mine / total
