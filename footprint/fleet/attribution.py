@@ -397,8 +397,9 @@ class _Sweep:
         chosen = cand[:k]
         job.note(
             f"node {self.host} reports no job label and sacct does not record GPU indices: the job's {k} of "
-            f"{len(gpus)} GPUs are inferred as the busiest free ones in its window, power steps at its edges first "
-            f"({', '.join(_gpu_name(gpus[g]) for g in chosen)})"
+            f"{len(gpus)} GPUs are inferred as the busiest free ones in its window"
+            + (", power steps at its edges first " if self.edge_s else " ")
+            + f"({', '.join(_gpu_name(gpus[g]) for g in chosen)})"
             + (f"; only {len(chosen)} were free (overlapping allocations in sacct?)" if len(chosen) < k else "")
         )
         if chosen and len(cand) > k:
