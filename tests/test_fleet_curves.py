@@ -57,8 +57,9 @@ def test_every_job_of_30_minutes_or_more_within_1_percent_of_its_true_energy(mix
 
 @needs_prometheus
 def test_jobs_known_from_their_labels_alone_within_1_percent(mix: tuple[synthetic.Cluster, Path]) -> None:
-    """Without SLURM's table a job's edges are where its GPU's power stepped between two scrapes: half a scrape
-    either side of its labelled samples, linearly interpolated, gave 30-min jobs up to 1.4 % too little."""
+    """Without SLURM's table a job's edges are placed inside their scrape intervals by the intervals' energy
+    (`aggregate.label_edges`): half a scrape either side of its labelled samples, linearly interpolated, gave
+    30-min jobs up to 1.4 % too little."""
     c, out = mix
     idx = pd.read_parquet(out.parent / "labels" / "ledger").set_index("job_id")
     truth = c.truth()
@@ -66,39 +67,6 @@ def test_jobs_known_from_their_labels_alone_within_1_percent(mix: tuple[syntheti
     assert len(long) >= 50 and all(idx.loc[j.job_id, "source"] == "label" for j in long)
     err = {j.job_id: abs(idx.loc[j.job_id, "gpu_energy_j"] / truth[j.job_id] - 1) for j in long}
     assert max(err.values()) < 0.01, sorted(err.items(), key=lambda x: -x[1])[:5]
-
-
-def test_a_power_step_between_two_scrapes_is_placed_where_the_energy_adds_up() -> None:
-    """A GPU idling at 72 W, then at 560 W from a moment between two 30 s scrapes, back to 72 W between two later
-    ones: the curve's energy over the true window is exact (a straight line between the scrapes around each edge
-    would give a quarter of the interval's 488 W step too little per edge on average), and the steps are found."""
-    import numpy as np
-
-    from footprint.fleet.curves import Curves
-
-    rng = np.random.default_rng(4)
-    for _ in range(50):
-        a, b = 3000 + rng.uniform(0, 30), 9000 + rng.uniform(0, 30)
-        t = np.arange(0.0, 12_000.0, 30.0)
-
-        def p(x: np.ndarray | float, a: float = a, b: float = b) -> np.ndarray:  # cumulative joules at time x
-            return 72.0 * x + 488.0 * np.clip(np.subtract(x, a), 0, b - a)
-
-        curves = Curves(max_gap_s=90.0)
-        curves.add_dense(0, t, 1e9 + p(t))
-        curves.finish({0: 1.0})
-        c = curves.curves[0]
-        assert c.energy(np.array([a]), np.array([b]))[0] == pytest.approx(p(b) - p(a), rel=1e-9)
-        assert c.step_near(float(t[t >= a][0]), True, 45.0) == pytest.approx(a, abs=1e-6)
-        assert c.step_near(float(t[t <= b][-1]), False, 45.0) == pytest.approx(b, abs=1e-6)
-        assert c.seconds(np.array([0.0]), np.array([t[-1]]))[0] == pytest.approx(t[-1])
-    steady = Curves(max_gap_s=90.0)  # a noisy steady power: knots added inside intervals move nothing much
-    noise = np.cumsum(rng.normal(300.0, 5.0, len(t) - 1) * 30.0)
-    steady.add_dense(0, t, np.concatenate([[0.0], noise]))
-    steady.finish({0: 1.0})
-    lin = np.interp(t[:-1] + 7.0, t, np.concatenate([[0.0], noise]))
-    got = steady.curves[0].energy(np.zeros(len(t) - 1), t[:-1] + 7.0)
-    assert np.abs(got - lin).max() < 0.25 * 30.0 * 4 * 5.0  # within a quarter scrape of the noise's spread
 
 
 @needs_prometheus

@@ -8,7 +8,7 @@ layout cannot place. The steps:
    labels each GPU carried and on which days, host RAPL/Kepler meters.
 2. The job table and who held which GPU: `attribution.Plan`, as for the exact import (SLURM windows,
    labels, label-only jobs whose windows come from the curves' first and last labelled samples; on nodes
-   without the label, the busiest free GPUs in the job's window, from those nodes' curves).
+   without the label, the free GPUs whose curves step at the job's edges, then the busiest in its window).
 3. (Before 2.) Every counter GPU and host meter as a curve of its cumulative energy (`summaries`, `curves`): a few
    grouped queries per day whatever the number of jobs — per series group and hour, count / min / max /
    resets laid out on the GPU's scrape grid where the job label is on the series, the counter at every
@@ -35,8 +35,9 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet import promql
-from footprint.fleet.attribution import Activity, Job, Plan
-from footprint.fleet.curves import Curves
+from footprint.fleet.attribution import Activity, Evidence, Job, Plan
+from footprint.fleet.curves import Curves, in_order
+from footprint.fleet.jobtable import LABEL
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
@@ -59,8 +60,9 @@ class Found:
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
 
 
-def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float]) -> Found:
-    """Devices and job labels from the series index, one request per metric per day (no samples read)."""
+def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float], concurrency: int = 4) -> Found:
+    """Devices and job labels from the series index, one request per metric per day (no samples read), ``concurrency``
+    in flight, read in order (device ids follow the order)."""
     n = fetch.names
     fetch.discover()  # which metrics exist, host CPU source (label-value lookups)
     found = Found(fetch)
@@ -70,38 +72,69 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
     if n.power_metric:
         metrics.append((n.power_metric, GPU_GAUGE))
     metrics += [(m, k) for m, k, _ in fetch.sources if k in (CPU, RAM)]
-    day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (a month of 4,096 GPUs: 123k)
-    for metric, kind in metrics:
-        for a, b in days:
-            for labels in client.series(metric + n.matchers(), a, b):
-                if not isinstance(labels, dict):
-                    continue
-                gpu = kind in (GPU_COUNTER, GPU_GAUGE)
-                if kind == GPU_GAUGE and fetch._gpu_key(labels) in found.counter_keys:
-                    continue  # the counter is read for this GPU: its gauge is not needed
-                if kind == GPU_COUNTER:
-                    found.counter_keys.add(fetch._gpu_key(labels))
-                d = fetch._device(kind, labels, metric)
-                if gpu:
-                    found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
-                    rest = hash(frozenset((k, v) for k, v in labels.items() if k not in n.job_labels))
-                    seen = day_sets.setdefault((d.id, a), rest)
-                    if seen != rest:
-                        found.multi.add(d.id)
-                found.labels.setdefault(d.id, {k: v for k, v in labels.items() if k == "__name__" or not gpu})
-                if gpu:
-                    found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
-                    job = fetch._job_key(labels)
-                    if job:
-                        d.labelled = True
-                        lab = fetch.t.label_id(job)
-                        if labels.get(n.instance_label):
-                            found.instance[(lab, d.id)] = labels[n.instance_label]
-                        found.jobs_on.add(lab, d.id, max(a, window[0]), min(b, window[1]))
-                d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+    asks = [(metric, kind, a, b) for metric, kind in metrics for a, b in days]
+
+    def ask(x: tuple[str, int, float, float]) -> list[Any]:
+        return client.series(x[0] + n.matchers(), x[2], x[3])
+
+    seen = _Seen(found, window)
+    for (metric, kind, a, b), answer in zip(asks, in_order(asks, ask, concurrency), strict=True):
+        for labels in answer:
+            if isinstance(labels, dict):
+                seen.add(metric, kind, a, b, labels)
     if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
         raise FootprintError("the series were found but none inside the window", key="--start")
     return found
+
+
+class _Seen:
+    """Discovery's reading of one label set (a series listed on a day): its device, found once per device and
+    label values (the work per series is a few dict lookups: a month of 4,096 GPUs lists ~10^6)."""
+
+    def __init__(self, found: Found, window: tuple[float, float]) -> None:
+        self.found, self.window = found, window
+        self.n = found.fetch.names
+        self.devs: dict[tuple[Any, ...], Any] = {}
+        self.day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (4,096 GPUs: 123k)
+        self.job_labels = set(self.n.job_labels)
+
+    def add(self, metric: str, kind: int, a: float, b: float, labels: dict[str, str]) -> None:
+        found, fetch, n = self.found, self.found.fetch, self.n
+        gpu = kind in (GPU_COUNTER, GPU_GAUGE)
+        if gpu:
+            ck = (kind, labels.get(n.host_label), labels.get("instance"), labels.get(n.gpu_label))
+            d = self.devs.get(ck)
+            if d is None:
+                key = fetch._gpu_key(labels)
+                if kind == GPU_GAUGE and key in found.counter_keys:
+                    return  # the counter is read for this GPU: its gauge is not needed
+                if kind == GPU_COUNTER:
+                    found.counter_keys.add(key)
+                d = self.devs[ck] = fetch._device(kind, labels, metric)
+                found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
+            else:
+                d.uuid = labels.get(n.uuid_label) or d.uuid
+                d.model = labels.get(n.model_label) or d.model
+            other = labels.copy()
+            for k in self.job_labels:
+                other.pop(k, None)
+            rest = hash(frozenset(other.items()))
+            if self.day_sets.setdefault((d.id, a), rest) != rest:
+                found.multi.add(d.id)
+            if d.id not in found.labels:
+                found.labels[d.id] = {k: v for k, v in labels.items() if k == "__name__"}
+                found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
+            job = fetch._job_key(labels)
+            if job:
+                d.labelled = True
+                lab = fetch.t.label_id(job)
+                if labels.get(n.instance_label):
+                    found.instance[(lab, d.id)] = labels[n.instance_label]
+                found.jobs_on.add(lab, d.id, max(a, self.window[0]), min(b, self.window[1]))
+        else:
+            d = fetch._device(kind, labels, metric)
+            found.labels.setdefault(d.id, dict(labels))
+        d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
 
 
 def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
@@ -168,9 +201,8 @@ def activity(
 def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[float, float]) -> LabelSpans:
     """Where each job label was seen on each device: to the scrape from the curves' runs for counter GPUs, from the
     series index (per day) for the others. A job known from its label alone began somewhere between its first
-    labelled sample and the one before, and ended between its last and the one after: where its GPU's power
-    stepped in those intervals (`Curve.step_near`), else half a scrape before the first and after the last,
-    which halves the largest error of either choice of sample."""
+    labelled sample and the one before, and ended between its last and the one after: half a scrape before
+    the first and after the last, which halves the largest error of either choice of sample."""
     spans = LabelSpans()
     have = set(curves.curves)
     for lab, dev, a, b in found.jobs_on.items():
@@ -178,41 +210,137 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
             spans.add(lab, dev, a, b)
     tel = found.fetch.t
     for (label, dev), (a, b) in curves.spans.items():
-        c = curves.curves.get(dev)
-        a0 = c.step_near(a, True, 1.5 * scrape_s) if c is not None else None
-        b0 = c.step_near(b, False, 1.5 * scrape_s) if c is not None else None
-        a0 = a - 0.5 * scrape_s if a0 is None else a0
-        b0 = b + 0.5 * scrape_s if b0 is None else b0
-        spans.add(tel.label_id(label), dev, max(a0, window[0]), min(b0, window[1]))
+        spans.add(tel.label_id(label), dev, max(a - 0.5 * scrape_s, window[0]), min(b + 0.5 * scrape_s, window[1]))
     return spans
 
 
-class EdgeActivity(Activity):
-    """`Activity` whose score for a GPU and a job window is, where the GPU has a curve, how its power steps up at
-    the job's start and down at its end (mean power over ``edge_s`` after minus before each edge, in J over the
-    window's length) plus its energy in the window: a GPU a job took shows both steps, one that was merely busy
-    (another job, the same profile) does not, where the window's energy alone cannot tell them apart."""
+def label_edges(plan: Plan, found: Found, curves: Curves, scrape_s: float) -> int:
+    """Jobs known from their label alone: each edge placed inside the scrape interval where the label starts (or
+    stops) by the energy of that interval, the GPU drawing the power of the series before it (after it) and then
+    the job's mean power: a knot added to the curve there, so the job's energy is a step, not half of a ramp.
+    Where the two powers are within 20 % of each other (a job following one alike) the edge stays half a scrape
+    out. Returns how many edges were placed so."""
+    t = plan.jobs
+    lab = np.nonzero(np.frombuffer(t.source, np.uint8) == LABEL)[0].tolist()
+    if not lab:
+        return 0
+    want = {t.key[j]: j for j in lab}
+    spans: dict[int, list[tuple[int, float, float]]] = {}
+    for (label, dev), (a, b) in curves.spans.items():
+        if label in want and dev in curves.curves:
+            spans.setdefault(want[label], []).append((dev, a, b))
+    knots: dict[int, list[tuple[float, float]]] = {}
+    placed = 0
+    for j, per_dev in spans.items():
+        starts, ends = [], []
+        for dev, a, b in per_dev:
+            c = curves.curves[dev]
+            for at, out, edge in ((a, starts, _start_edge), (b, ends, _end_edge)):
+                x = edge(c, a, b, at, scrape_s)
+                out.append(x[0] if x else (at - 0.5 * scrape_s if out is starts else at + 0.5 * scrape_s))
+                if x:
+                    knots.setdefault(dev, []).append(x)
+                    placed += 1
+        job = t[j]
+        job.start = max(min(starts), plan.window[0])
+        job.end = min(max(ends), plan.window[1])
+    for dev, ks in knots.items():
+        c = curves.curves[dev]
+        kt, ke = np.array([k[0] for k in ks]), np.array([k[1] for k in ks])
+        ks_s = np.interp(kt, c.t, c.s)
+        order = np.argsort(np.concatenate([c.t, kt]), kind="stable")
+        t_, e_, s_ = (np.concatenate(x)[order] for x in ((c.t, kt), (c.e, ke), (c.s, ks_s)))
+        keep = np.concatenate([[True], np.diff(t_) > 0])  # one job's end and the next one's start: one knot
+        c.t, c.e, c.s = t_[keep], e_[keep], s_[keep]
+    if placed:
+        for d in found.fetch.t.devices:  # host meters' shares follow the windows just placed
+            if d.kind in (CPU, RAM):
+                plan.claims.pop(d.id, None)
+        plan._claims_host_meters()
+    return placed
 
-    def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float = 120.0) -> None:
+
+def _power(c: Any, i: int) -> float:
+    """Mean power between knots i and i + 1."""
+    return float(c.e[i + 1] - c.e[i]) / max(float(c.t[i + 1] - c.t[i]), 1e-9)
+
+
+def _start_edge(c: Any, a: float, b: float, at: float, scrape_s: float) -> tuple[float, float] | None:
+    """(time, cumulative energy) of the start inside the interval ending at the first labelled sample ``at``."""
+    i = int(np.searchsorted(c.t, at))
+    if i < 2 or i >= len(c.t) or c.t[i] != at or at - c.t[i - 1] > 1.5 * scrape_s or b - a < scrape_s:
+        return None
+    job = float(np.interp(b, c.t, c.e) - c.e[i]) / (b - a)
+    before = _power(c, i - 2)
+    return _place(float(c.t[i - 1]), at, float(c.e[i - 1]), float(c.e[i]), before, job)
+
+
+def _end_edge(c: Any, a: float, b: float, at: float, scrape_s: float) -> tuple[float, float] | None:
+    """(time, cumulative energy) of the end inside the interval starting at the last labelled sample ``at``."""
+    k = int(np.searchsorted(c.t, at))
+    if k + 2 >= len(c.t) or c.t[k] != at or c.t[k + 1] - at > 1.5 * scrape_s or b - a < scrape_s:
+        return None
+    job = float(c.e[k] - np.interp(a, c.t, c.e)) / (b - a)
+    return _place(at, float(c.t[k + 1]), float(c.e[k]), float(c.e[k + 1]), job, _power(c, k + 1))
+
+
+def _place(t0: float, t1: float, e0: float, e1: float, p0: float, p1: float) -> tuple[float, float] | None:
+    """Where in (t0, t1) the power stepped from p0 to p1 for the interval to hold e1 - e0, and the energy there."""
+    if abs(p1 - p0) < 0.2 * max(p0, p1, 1e-9):
+        return None
+    x = (p1 * t1 - p0 * t0 - (e1 - e0)) / (p1 - p0)
+    if not t0 < x < t1:
+        return None
+    return x, min(max(e0 + p0 * (x - t0), e0), e1)
+
+
+class EdgeActivity(Activity):
+    """`Activity` from the curves of a node's GPUs: their energy in a job's window, and whether their power steps up
+    at the job's start and down at its end (mean power over ``edge_s`` after minus before each edge, against half
+    the GPU's range of power: its 95th minus 5th percentile over the window), so that a GPU a job took is told
+    from one merely busy with another job of the same profile, which has the energy but not the steps."""
+
+    def __init__(self, start: float, end: float, curves: dict[int, Any], edge_s: float | None = None) -> None:
         super().__init__(start, end)
+        if edge_s is None:  # two scrape intervals (the curves' median knot spacing): the shortest window that holds
+            # a step anywhere inside a scrape interval at 3/4 of its size or more, and averages the job's own noise
+            steps = [float(np.median(np.diff(c.t))) for c in curves.values() if len(c.t) > 2]
+            edge_s = 2.0 * float(np.median(steps)) if steps else 120.0
         self.curves, self.edge_s = curves, edge_s
         self.window = (start, end)
+        self._levels: dict[int, tuple[float, float]] = {}
 
-    def energy(self, dev: int, start: float, end: float) -> float:
+    def energies(self, dev: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         c = self.curves.get(dev)
         if c is None:
-            return super().energy(dev, start, end)
-        w = min(self.edge_s, 0.5 * max(end - start, 1.0))
+            return super().energies(dev, starts, ends)
+        return c.energy(starts, ends)
 
-        def power(a: float, b: float) -> float:
-            return float(np.interp(b, c.t, c.e) - np.interp(a, c.t, c.e)) / max(b - a, 1e-9)
+    def levels(self, dev: int) -> tuple[float, float]:
+        """(idle-ish power, step threshold) of a GPU: its 5th percentile of power, half its 5-95th percentile range
+        (at least a tenth of its 95th percentile, so that a GPU busy all along sees no step in its own noise)."""
+        if dev not in self._levels:
+            c = self.curves[dev]
+            dt = np.diff(c.t)
+            p = np.diff(c.e)[dt > 0] / dt[dt > 0]
+            lo, hi = np.percentile(p, [5, 95]).tolist() if len(p) else (0.0, 0.0)
+            self._levels[dev] = (lo, max(0.5 * (hi - lo), 0.1 * hi, 1e-9))
+        return self._levels[dev]
 
-        step = 0.0
-        if start > self.window[0] + w:  # a start the window cut is no edge
-            step += power(start, start + w) - power(start - w, start)
-        if end < self.window[1] - w:
-            step += power(end - w, end) - power(end, end + w)
-        return step * (end - start) + power(start, end) * (end - start)
+    def evidence(self, dev: int, starts: np.ndarray, ends: np.ndarray) -> Evidence:
+        c = self.curves.get(dev)
+        if c is None:
+            return super().evidence(dev, starts, ends)
+        w = np.minimum(self.edge_s, 0.5 * np.maximum(ends - starts, 1.0))
+        q = np.interp(np.stack([starts - w, starts, starts + w, ends - w, ends, ends + w]), c.t, c.e)
+        before, after = (q[1] - q[0]) / w, (q[2] - q[1]) / w
+        up, down = after - before, (q[4] - q[3]) / w - (q[5] - q[4]) / w
+        lo, thr = self.levels(dev)
+        has_s, has_e = starts > self.window[0] + w, ends < self.window[1] - w  # an edge the window cut is no edge
+        s_step = np.where(has_s, np.sign(up) * (np.abs(up) > thr), 0).astype(np.int8)
+        e_step = np.where(has_e, np.sign(down) * (np.abs(down) > thr), 0).astype(np.int8)
+        flat = has_s & (np.abs(up) <= thr) & (before > lo + thr)
+        return Evidence(q[4] - q[1], s_step, e_step, flat, np.where(has_s, up, 0.0) + np.where(has_e, down, 0.0))
 
 
 def curve_activity(
@@ -240,34 +368,54 @@ def _add_bins(act: Activity, dev: int, values: list[Any], unit: float) -> None:
 
 def holdings(plan: Plan, found: Found) -> Items:
     """Every (job, GPU, stretch, weight): labelled GPUs from the labels the job's ids carried, unlabelled ones
-    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k. One device at a time."""
+    from the plan's claims; a stretch where k jobs hold one GPU weighs 1/k. Columns throughout: the holders of
+    every GPU sorted once, each GPU's stretches from its sorted edges (`_stretches`), linear in the holders."""
     tel, t, spans = found.fetch.t, plan.jobs, found.jobs_on
-    devs = np.array(spans.dev, np.int32)
-    order = np.argsort(devs, kind="stable")
-    devs, labs = devs[order], np.array(spans.lab, np.int32)[order]
-    claims = {d: c for d, c in plan.claims.items() if tel.devices[d].kind in (GPU_COUNTER, GPU_GAUGE)}
+    lab = np.frombuffer(spans.lab, np.int32) if len(spans) else np.zeros(0, np.int32)
+    dev = np.frombuffer(spans.dev, np.int32) if len(spans) else np.zeros(0, np.int32)
+    one = np.frombuffer(plan.label_jobs.one, np.int32) if len(plan.label_jobs.one) else np.zeros(0, np.int32)
+    single = np.full(len(lab), -1, np.int64)
+    inside = lab < len(one)
+    single[inside] = one[lab[inside]]
+    jobs, devs = [single[single >= 0]], [dev[single >= 0]]
+    for x in np.nonzero((single < 0) & np.isin(lab, list(plan.label_jobs.many)))[0].tolist():  # labels naming several
+        many = plan.label_jobs.many[int(lab[x])]
+        jobs.append(np.array(many, np.int64))
+        devs.append(np.full(len(many), dev[x], np.int32))
+    gpu = {d.id for d in tel.devices if d.kind in (GPU_COUNTER, GPU_GAUGE)}
+    for d, claims in plan.claims.items():
+        if d in gpu and claims:
+            jobs.append(np.array([c.job for c in claims], np.int64))
+            devs.append(np.full(len(claims), d, np.int32))
+    job, dv = np.concatenate(jobs), np.concatenate(devs).astype(np.int64)
+    start, end = np.frombuffer(t.start, np.float64), np.frombuffer(t.end, np.float64)
     out = ItemsBuilder()
-    for dev in sorted(set(devs.tolist()) | set(claims)):
-        i, k = np.searchsorted(devs, [dev, dev + 1])
-        held = [(j, t.start[j], t.end[j]) for lab in labs[i:k].tolist() for j in plan.label_jobs.get(lab, [])]
-        held += [(c.job, c.start, c.end) for c in claims.get(dev, [])]
-        _stretches(dev, held, out)
+    if not len(job):
+        return out.build()
+    pair = np.unique(dv << 32 | job)  # each (GPU, job) once, by GPU
+    dv, job = pair >> 32, pair & 0xFFFFFFFF
+    bounds = np.searchsorted(dv, np.unique(dv).tolist() + [dv[-1] + 1])
+    for x, y in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        _stretches(int(dv[x]), job[x:y], start[job[x:y]], end[job[x:y]], out)
     return out.build()
 
 
-def _stretches(dev: int, held: list[tuple[int, float, float]], out: ItemsBuilder) -> None:
-    """One GPU's holders: a job alone on it gets its window, jobs sharing it each stretch between two edges."""
-    held = sorted(set(held), key=lambda x: (x[1], x[0]))
-    edges = sorted({t for _, a, b in held for t in (a, b)})
-    for j, a, b in held:
-        inside = [t for t in edges if a <= t <= b]
-        if len(held) == 1 or len(inside) == 2 and _count(held, a, b) == 1:
-            out.add(j, dev, a, b)
-            continue
-        for x, y in zip(inside[:-1], inside[1:], strict=True):
-            k = _count(held, x, y)
-            if y > x and k:
-                out.add(j, dev, x, y, 1.0 / k)
+def _stretches(dev: int, job: np.ndarray, a: np.ndarray, b: np.ndarray, out: ItemsBuilder) -> None:
+    """One GPU's holders: a job alone on it gets its window, jobs sharing it each stretch between two edges (the
+    holders' starts and ends), weighed 1/k where k of them hold it."""
+    if len(job) == 1:
+        out.extend(job, dev, a, b, np.ones(1))
+        return
+    edges = np.unique(np.concatenate([a, b]))
+    ia, ib = np.searchsorted(edges, a), np.searchsorted(edges, b)
+    k = np.cumsum(np.bincount(ia, minlength=len(edges)) - np.bincount(ib, minlength=len(edges)))[:-1]  # per stretch
+    whole = (ib - ia == 1) & (k[np.minimum(ia, len(k) - 1)] == 1)
+    out.extend(job[whole], dev, a[whole], b[whole], np.ones(int(whole.sum())))
+    n = np.where(whole, 0, np.maximum(ib - ia, 0))
+    if not n.sum():
+        return
+    first = np.repeat(ia, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # every stretch of each
+    out.extend(np.repeat(job, n), dev, edges[first], edges[first + 1], 1.0 / k[first])
 
 
 def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluator) -> int:
@@ -292,20 +440,19 @@ def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluat
         terms[(it.dev, it.a, it.b)] = promql.Term((it.dev, it.a, it.b), n.activity_metric, m, it.a, it.b, by, "gauge_energy")
     res = ev.run(terms.values())
     done = 0
+    holders: dict[tuple[int, float, float], list[str | None]] = {}  # each stretch's instances (one pass, not pairs)
+    for x in shared:
+        holders.setdefault((x.dev, x.a, x.b), []).append(inst.get((x.job, x.dev)))
     for it in shared:
         acts = {g[2]: v for g, v in res.get((it.dev, it.a, it.b), {}).items()}
         mine = acts.get(inst[(it.job, it.dev)])
-        held = [inst.get((x.job, x.dev)) for x in shared if (x.dev, x.a, x.b) == (it.dev, it.a, it.b)]
+        held = holders[(it.dev, it.a, it.b)]
         total = sum(acts.get(h, 0.0) for h in held if h is not None)
         if mine is not None and total > 0 and len(held) == round(1 / it.w):
             it.w = mine / total
             done += 1
     items.w[where] = [it.w for it in shared]
     return done
-
-
-def _count(held: list[tuple[int, float, float]], a: float, b: float) -> int:
-    return sum(1 for _, x, y in held if x < b and a < y)
 
 
 def cpu_items(plan: Plan, found: Found) -> list[Item]:
@@ -388,6 +535,8 @@ def evaluate(
     from them (no request per job); power-gauge GPUs keep their terms."""
     chunk = max(int(chunk or CHUNK_JOBS), 1)
     tot = Energies()
+    if curves is not None:
+        label_edges(plan, found, curves, ev.scrape_s)
     items = holdings(plan, found)
     tot.by_activity = split_by_activity(plan, found, items, ev)
     if curves is None:  # a recording rule's per-minute energy (`rules/`) read instead of the counters
@@ -400,8 +549,13 @@ def evaluate(
 
     def chunks() -> Iterator[tuple[range, Energies]]:
         for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
-            now = (items.jobs(c0, c0 + chunk), host_items.pop(k, []))  # Item objects for this chunk only
-            out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves)
+            out = Energies()
+            if curves is None:
+                gpu = items.jobs(c0, c0 + chunk)  # Item objects for this chunk only
+            else:  # read from the curves in columns; Item objects only for the rest (gauges, short jobs)
+                gpu = _curve_items(plan, items, c0, c0 + chunk, curves, exact_below_s or 0.0, exact_all, out)
+            now = (gpu, host_items.pop(k, []))
+            out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves, out)
             for (_j, dev), v in out.pair_j.items():
                 tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
             for (_j, dev), v in out.pair_s.items():
@@ -427,9 +581,10 @@ def _evaluate_jobs(
     exact_below_s: float,
     exact_all: bool,
     curves: Curves | None = None,
+    out: Energies | None = None,
 ) -> Energies:
-    """The energies of these (GPU, host meter) items: one chunk of jobs."""
-    out = Energies()
+    """The energies of these (GPU, host meter) items: one chunk of jobs (added to ``out``)."""
+    out = out if out is not None else Energies()
     gpu_items, host_items = items
     if curves is not None:
         gpu_items = _from_curves(plan, gpu_items, curves, exact_below_s or 0.0, exact_all, out)
@@ -455,6 +610,40 @@ def _evaluate_jobs(
                 out.pair_s[(j, dev)] = out.pair_s.get((j, dev), 0.0) + min(v * every, b - a) * w
     _short(client, found, short, ev, out)
     return out
+
+
+def _curve_items(
+    plan: Plan, items: Items, lo: int, hi: int, curves: Curves, exact_below_s: float, exact_all: bool, out: Energies
+) -> list[Item]:
+    """Jobs ``lo`` to ``hi - 1``: their items whose GPU has a curve evaluated from it in columns (grouped by GPU,
+    in the order `_from_curves` adds them); the rest returned as `Item`s: power gauges, the short jobs read raw."""
+    i, k = (int(x) for x in np.searchsorted(items.job, [lo, hi]))
+    job, dev = items.job[i:k], items.dev[i:k]
+    start, end = np.frombuffer(plan.jobs.start, np.float64), np.frombuffer(plan.jobs.end, np.float64)
+    short = np.full(k - i, True) if exact_all else end[job] - start[job] < exact_below_s
+    have = np.fromiter(curves.curves, np.int64, len(curves.curves))
+    use = np.isin(dev, have) & ~short
+    rest = [items.item(x) for x in (i + np.nonzero(~use)[0]).tolist()]
+    x = np.nonzero(use)[0]
+    if not len(x):
+        return rest
+    d = dev[x]
+    _, first = np.unique(d, return_index=True)
+    rank = np.empty(int(d.max()) + 1, np.int64)
+    rank[d[np.sort(first)]] = np.arange(len(first))  # GPUs in the order they first appear
+    x = x[np.argsort(rank[d], kind="stable")]
+    d, j = dev[x], job[x]
+    a, b, w = items.a[i:k][x], items.b[i:k][x], items.w[i:k][x]
+    e, sec = np.empty(len(x)), np.empty(len(x))
+    cuts = np.flatnonzero(np.diff(d)) + 1
+    for p, q in zip([0, *cuts.tolist()], [*cuts.tolist(), len(x)], strict=True):
+        c = curves.curves[int(d[p])]
+        e[p:q], sec[p:q] = c.energy(a[p:q], b[p:q]) * w[p:q], c.seconds(a[p:q], b[p:q]) * w[p:q]
+    pj, ps = out.pair_j, out.pair_s
+    for key, y, z in zip(zip(j.tolist(), d.tolist(), strict=True), e.tolist(), sec.tolist(), strict=True):
+        pj[key] = pj.get(key, 0.0) + y
+        ps[key] = ps.get(key, 0.0) + z
+    return rest
 
 
 def _from_curves(

@@ -9,9 +9,11 @@ Which job held a GPU during an interval ``(t0, t1]``:
    to no job.
 2. On a node without the label, SLURM's allocation decides: the job's window (Start-End) and its GPU
    count on that node. sacct does not record *which* GPUs a job held, so when the job does not hold
-   every GPU of the node they are inferred: the k busiest GPUs (most energy in the job's window) not
-   already held by an overlapping job. Each interval is split by its overlap with the claims on that
-   GPU (uniform power inside one scrape interval); the rest is unallocated.
+   every GPU of the node they are inferred: of the GPUs not already held by an overlapping job, the k
+   whose telemetry fits the job best (`_Sweep`: power steps at its edges where the curves give them, then
+   the most energy in its window); a pick the telemetry cannot decide is noted with each candidate's energy.
+   Each interval is split by its overlap with the claims on that GPU (uniform power inside one scrape
+   interval); the rest is unallocated.
 3. Host CPU/RAM counters are per node: each job on the node gets its share of the node's GPUs times
    the interval's overlap with its window.
 
@@ -34,7 +36,7 @@ from footprint.fleet.slurm import SlurmJob
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, RAM, Chunk, Device, Telemetry
 
 UNALLOCATED, GAP, MULTI = -1, -2, -3
-__all__ = ["GAP", "UNALLOCATED", "Activity", "Job", "LabelStats", "Plan", "Totals", "attribute"]
+__all__ = ["GAP", "UNALLOCATED", "Activity", "Evidence", "Job", "LabelStats", "Plan", "Totals", "attribute"]
 BIN_S = 300.0  # finest resolution of the per-GPU activity used to infer which GPUs a job held
 MAX_BINS = 4000  # per GPU: long windows get coarser bins, so memory stays bounded
 
@@ -87,12 +89,37 @@ class Activity:
             np.add.at(arr, b[sel], c.energy_j[m][sel])
 
     def energy(self, dev: int, start: float, end: float) -> float:
+        return float(self.energies(dev, np.array([start]), np.array([end]))[0])
+
+    def energies(self, dev: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The GPU's energy in the bins from each start's to each end's (vectorised over windows)."""
         arr = self.bins.get(dev)
         if arr is None:
-            return 0.0
-        a = int(np.clip((start - self.t0) // self.bin_s, 0, self.n - 1))
-        b = int(np.clip((end - self.t0) // self.bin_s, 0, self.n - 1))
-        return float(arr[a : b + 1].sum())
+            return np.zeros(len(starts))
+        cum = np.concatenate([[0.0], np.cumsum(arr)])
+        a = np.clip((starts - self.t0) // self.bin_s, 0, self.n - 1).astype(np.int64)
+        b = np.clip((ends - self.t0) // self.bin_s, 0, self.n - 1).astype(np.int64)
+        return cum[b + 1] - cum[a]
+
+    def evidence(self, dev: int, starts: np.ndarray, ends: np.ndarray) -> Evidence:
+        """What the GPU's telemetry says of jobs over these windows: here the energy in each (the bins are too coarse
+        for the power steps at a job's edges; `aggregate.EdgeActivity` reads them from the curves)."""
+        z = np.zeros(len(starts), np.int8)
+        return Evidence(self.energies(dev, starts, ends), z, z, np.zeros(len(starts), bool), np.zeros(len(starts)))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One GPU against a list of job windows: its energy in each, the steps of its power at each window's edges that
+    match a job there (+1 each: up at the start, down at the end; -1 each the other way; 0 none or no edge), and
+    whether it was busy and stayed so across the start (a job on it before may have been followed by this one), and
+    the steps' sizes (W: up at the start plus down at the end, where the window has them)."""
+
+    energy: np.ndarray
+    start_step: np.ndarray
+    end_step: np.ndarray
+    flat_busy_start: np.ndarray
+    step_w: np.ndarray
 
 
 class Spans(Protocol):
@@ -135,32 +162,49 @@ class Plan:
     def build(self, slurm_jobs: Iterable[SlurmJob] | None, stats: Spans, activity: Activity, now: float) -> None:
         sacct = SacctJobs.of(slurm_jobs or [])
         self.jobs = JobTable(sacct)
-        by_id: dict[str, int] = {}
-        for i in range(len(sacct)):
-            j = self._slurm_job(sacct, i, now)
-            if j is not None:
-                by_id.update(dict.fromkeys(sacct.ids(i), j))
+        by_id = self._slurm_jobs(sacct, now)
         self._label_jobs(stats, by_id)
         self._claims_unlabelled(activity)
         self._claims_host_meters()
 
-    def _slurm_job(self, sacct: SacctJobs, i: int, now: float) -> int | None:
-        """Row ``i`` of sacct as a job of the plan, its window clipped to the import's (None: outside it)."""
+    def _slurm_jobs(self, sacct: SacctJobs, now: float) -> dict[str, int]:
+        """sacct's rows as jobs of the plan, their windows clipped to the import's (rows outside it left out), in
+        columns; returns every id a job label may carry -> its job."""
         s0, s1 = self.window
-        t0, t1 = sacct.num["start"][i], sacct.num["end"][i]
-        running = math.isnan(t1)
-        start, stop = max(t0, s0), min(min(s1, now) if running else t1, s1)
-        if stop <= start:
-            return None
-        j = self.jobs.add(sacct.job_id[i], SLURM, start, stop, i, sacct.notes.get(i))
-        if running:
-            self.jobs[j].note(f"still running when sacct ran: window cut at {_iso(stop)}")
-        if t0 < s0 or (math.inf if running else t1) > s1:
-            self.jobs[j].note(
-                f"ran {_iso(t0)} - {'still running' if running else _iso(t1)}; "
-                f"only the part inside the import window ({_iso(start)} - {_iso(stop)}) is counted"
-            )
-        return j
+        t = self.jobs
+        if not len(sacct):
+            return {}
+        t0, t1 = sacct.column("start"), sacct.column("end")
+        running = np.isnan(t1)
+        start = np.maximum(t0, s0)
+        stop = np.minimum(np.where(running, min(s1, now), t1), s1)
+        rows = np.nonzero(~(stop <= start))[0]  # as `stop <= start` left a row out
+        first = len(t)
+        keys = [sacct.job_id[i] for i in rows.tolist()]
+        t.key.extend(keys)
+        t.source.extend(bytes([SLURM]) * len(rows))
+        t.start.frombytes(start[rows].tobytes())
+        t.end.frombytes(stop[rows].tobytes())
+        t.row.frombytes(rows.astype(np.int32).tobytes())
+        by_id: dict[str, int] = {}
+        for j, (i, key) in enumerate(zip(rows.tolist(), keys, strict=True), first):
+            by_id[key] = j
+            raw = sacct.raw_id[i]
+            if raw:
+                by_id[raw] = j
+        clipped = rows[(t0[rows] < s0) | np.where(running[rows], True, t1[rows] > s1)]
+        for i in sorted(set(clipped.tolist()) | set(sacct.notes) & set(rows.tolist())):
+            job = t[first + int(np.searchsorted(rows, i))]
+            for text in sacct.notes.get(i, ()):
+                job.note(text)
+            if running[i]:
+                job.note(f"still running when sacct ran: window cut at {_iso(stop[i])}")
+            if t0[i] < s0 or running[i] or t1[i] > s1:
+                job.note(
+                    f"ran {_iso(t0[i])} - {'still running' if running[i] else _iso(t1[i])}; "
+                    f"only the part inside the import window ({_iso(start[i])} - {_iso(stop[i])}) is counted"
+                )
+        return by_id
 
     def _label_jobs(self, stats: Spans, by_id: dict[str, int]) -> None:
         """Map every job label to jobs; labels sacct does not know become jobs of their own."""
@@ -192,39 +236,50 @@ class Plan:
             )
 
     def _claims_unlabelled(self, activity: Activity) -> None:
+        """On nodes without the job label, which of the node's GPUs each SLURM job held: one sweep per node over its
+        jobs in start order, each job taking the free GPUs whose telemetry fits it best (`_pick`)."""
         if not self.tel.devices:
             return  # SLURM alone: no telemetry to claim
         t = self.jobs
-        for j in sorted(range(len(t)), key=lambda j: (t.start[j], t.key[j])):
-            job = t[j]
-            if t.source[j] != SLURM:
+        per_host = self._unlabelled_jobs()
+        for host, jobs in per_host.items():
+            gpus = self.host_gpus.get(host, [])
+            if not gpus:
+                for j, k in jobs:
+                    t[j].note(f"node {host}: no GPU telemetry in Prometheus; its {k} GPU(s) are not measured")
                 continue
-            for host, k in job.gpus_by_host.items():
-                if host in self.labelled_hosts:
-                    continue
-                gpus = self.host_gpus.get(host, [])
-                if not gpus:
-                    job.note(f"node {host}: no GPU telemetry in Prometheus; its {k} GPU(s) are not measured")
-                    continue
-                free = [d for d in gpus if not any(c.start < job.end and job.start < c.end for c in self.claims.get(d.id, []))]
-                if len(gpus) <= k:
-                    chosen = gpus
-                    note = f"node {host} reports no job label: the job held all its {len(gpus)} GPUs (sacct: {k})" + (
-                        "" if len(gpus) == k else "; GPUs without telemetry are not measured"
-                    )
-                else:
-                    ranked = sorted(free, key=lambda d: (-activity.energy(d.id, job.start, job.end), d.key))
-                    chosen = ranked[:k]
-                    note = (
-                        f"node {host} reports no job label and sacct does not record GPU indices: the job's {k} of "
-                        f"{len(gpus)} GPUs are inferred as the busiest free ones in its window "
-                        f"({', '.join(_gpu_name(d) for d in chosen)})"
-                    )
-                    if len(chosen) < k:
-                        note += f"; only {len(chosen)} were free (overlapping allocations in sacct?)"
-                job.note(note)
-                for d in chosen:
-                    self._claim(d.id, Claim(job.start, job.end, j))
+            js = np.array([j for j, _ in jobs], np.int64)
+            starts, ends = np.frombuffer(t.start, np.float64)[js], np.frombuffer(t.end, np.float64)[js]
+            ev = [activity.evidence(d.id, starts, ends) for d in gpus]
+            _Sweep(self, host, gpus, ev, getattr(activity, "edge_s", 0.0)).run(jobs, starts, ends)
+
+    def _unlabelled_jobs(self) -> dict[str, list[tuple[int, int]]]:
+        """Node without the job label -> its SLURM jobs (job, GPUs there) in (start, key) order. The allocations are
+        looked at once per distinct allocation, the jobs selected with numpy: linear in the jobs."""
+        t = self.jobs
+        sacct = t.sacct
+        if not len(t) or not len(sacct):
+            return {}
+        rows = np.frombuffer(t.row, np.int32)
+        slurm = (np.frombuffer(t.source, np.uint8) == SLURM) & (rows >= 0)
+        codes = np.frombuffer(sacct.alloc, np.int32)
+        uniq, first = np.unique(codes, return_index=True)
+        want: dict[int, list[tuple[str, int]]] = {}
+        for code, i in zip(uniq.tolist(), first.tolist(), strict=True):
+            hosts = [(h, k) for h, k in sacct.hosts(i)[0].items() if h not in self.labelled_hosts]
+            if hosts:
+                want[code] = hosts
+        if not want:
+            return {}
+        js = np.nonzero(slurm)[0]
+        js = js[np.isin(codes[rows[js]], np.array(list(want), np.int32))]
+        keys = np.array([t.key[j] for j in js.tolist()])
+        js = js[np.lexsort((keys, np.frombuffer(t.start, np.float64)[js]))]
+        out: dict[str, list[tuple[int, int]]] = {}
+        for j, code in zip(js.tolist(), codes[rows[js]].tolist(), strict=True):
+            for host, k in want[code]:
+                out.setdefault(host, []).append((j, k))
+        return out
 
     def _claims_host_meters(self) -> None:
         """Each job's share of its nodes' CPU/RAM meters: its GPUs there over the node's (jobs x their nodes, not
@@ -233,13 +288,32 @@ class Plan:
         for d in self.tel.devices:
             if d.kind in (CPU, RAM):
                 meters.setdefault(d.host, []).append(d)
-        for j, job in enumerate(self.jobs if meters else ()):
+        t = self.jobs
+        for j in self._jobs_on(set(meters)) if meters else ():
+            job = t[j]
             for host, k in job.gpus_by_host.items():
                 n_gpus = len(self.host_gpus.get(host, []))
                 for d in meters.get(host, []) if k and n_gpus else ():
                     self.claims.setdefault(d.id, []).append(Claim(job.start, job.end, j, min(k / n_gpus, 1.0)))
         for claims in self.claims.values():
             claims.sort(key=lambda c: c.start)
+
+    def _jobs_on(self, hosts: set[str]) -> list[int]:
+        """The jobs with GPUs on any of these nodes, in order: SLURM's by their distinct allocations (numpy over the
+        jobs), label-only ones by their GPUs."""
+        t = self.jobs
+        if not len(t):
+            return []
+        rows = np.frombuffer(t.row, np.int32)
+        out = np.zeros(len(t), bool)
+        if len(t.sacct):
+            codes = np.frombuffer(t.sacct.alloc, np.int32)
+            uniq, first = np.unique(codes, return_index=True)
+            want = [c for c, i in zip(uniq.tolist(), first.tolist(), strict=True) if hosts & set(t.sacct.hosts(i)[0])]
+            out[rows >= 0] = np.isin(codes[rows[rows >= 0]], np.array(want, np.int32))
+        for j, gpus in t.label_gpus.items():
+            out[j] = bool(hosts & set(gpus))
+        return np.nonzero(out)[0].tolist()
 
     def _claim(self, dev: int, claim: Claim) -> None:
         self.claims.setdefault(dev, []).append(claim)
@@ -265,6 +339,81 @@ class Plan:
                     end[lab] = max(self.jobs[j].end for j in jobs)
             self._label_arrays = LabelArrays(single, start, end, window)
         return self._label_arrays
+
+
+AMBIGUOUS = 0.01  # candidate GPUs whose energies in a job's window differ by more than this are worth telling apart
+
+
+class _Sweep:
+    """One node without the job label, its jobs in start order: each takes the k free GPUs (no claim overlapping its
+    window) ranked by the evidence, then its energy in its window. The evidence: its power steps up at the job's
+    start and down at its end (+1 each, -1 each the other way), or it stayed busy across the start right after the
+    job it held before ended (a job followed by the next on the same GPU shows no step). A GPU busy with another
+    job of the same profile has the job's energy but not its steps; one the job took back to back has no step but
+    its previous job's end. Where the chosen and a passed-over GPU have the same evidence and their energies in the
+    window differ by more than 1 %, the data cannot decide: the job's note says so and gives the energy on each."""
+
+    def __init__(self, plan: Plan, host: str, gpus: list[Device], ev: list[Evidence], edge_s: float) -> None:
+        self.plan, self.host, self.gpus = plan, host, gpus
+        self.energy = np.stack([e.energy for e in ev])
+        self.steps = np.stack([e.start_step.astype(np.int16) + e.end_step for e in ev])
+        self.flat = np.stack([e.flat_busy_start for e in ev])
+        self.step_w = np.stack([e.step_w for e in ev])
+        self.edge_s = edge_s
+        self.order = np.argsort([d.key for d in gpus], kind="stable")  # ties: by GPU key
+
+    def run(self, jobs: list[tuple[int, int]], starts: np.ndarray, ends: np.ndarray) -> None:
+        plan, host, gpus = self.plan, self.host, self.gpus
+        n = len(gpus)
+        busy_until = np.full(n, -math.inf)
+        for x, (j, k) in enumerate(jobs):
+            s, e = float(starts[x]), float(ends[x])
+            job = plan.jobs[j]
+            if n <= k:
+                chosen = list(range(n))
+                job.note(
+                    f"node {host} reports no job label: the job held all its {n} GPUs (sacct: {k})"
+                    + ("" if n == k else "; GPUs without telemetry are not measured")
+                )
+            else:
+                chosen = self._pick(x, k, s, busy_until, job)
+            for g in chosen:
+                plan._claim(gpus[g].id, Claim(s, e, j))
+                busy_until[g] = max(busy_until[g], e)
+
+    def _pick(self, x: int, k: int, s: float, busy_until: np.ndarray, job: Job) -> list[int]:
+        gpus = self.gpus
+        free = busy_until <= s
+        follows = free & (s - busy_until <= max(self.edge_s, 1.0)) & self.flat[:, x]
+        score = self.steps[:, x] + follows
+        e = self.energy[:, x]
+        cand = [int(g) for g in self.order if free[g]]
+        cand.sort(key=lambda g: (-int(score[g]), -float(e[g])))
+        if len(cand) > k:  # GPUs as busy as the k-th (within 1 %): the larger steps at the job's edges first
+            top = [g for g in cand if score[g] == score[cand[k - 1]] and e[g] >= (1 - AMBIGUOUS) * e[cand[k - 1]]]
+            head = [g for g in cand[:k] if g not in top]
+            top.sort(key=lambda g: -float(self.step_w[g, x]))
+            cand = head + top + [g for g in cand if g not in head and g not in top]
+        chosen = cand[:k]
+        job.note(
+            f"node {self.host} reports no job label and sacct does not record GPU indices: the job's {k} of "
+            f"{len(gpus)} GPUs are inferred as the busiest free ones in its window"
+            + (", power steps at its edges first " if self.edge_s else " ")
+            + f"({', '.join(_gpu_name(gpus[g]) for g in chosen)})"
+            + (f"; only {len(chosen)} were free (overlapping allocations in sacct?)" if len(chosen) < k else "")
+        )
+        if chosen and len(cand) > k:
+            last, rest = chosen[-1], cand[k:]
+            tied = [g for g in rest if score[g] == score[last]]
+            lo, hi = min(e[g] for g in chosen + tied), max(e[g] for g in chosen + tied)
+            if tied and hi - lo > AMBIGUOUS * max(hi, 1e-9):
+                each = ", ".join(f"{_gpu_name(gpus[g])} {e[g] / 3.6e6:.4g} kWh" for g in chosen + tied)
+                job.note(
+                    f"which GPU(s) of {self.host} the job held is ambiguous: the telemetry cannot tell "
+                    f"{', '.join(_gpu_name(gpus[g]) for g in chosen + tied)} apart (the same power steps at its edges); "
+                    f"the busiest was taken, the energy in its window on each: {each}"
+                )
+        return chosen
 
 
 @dataclass(frozen=True)

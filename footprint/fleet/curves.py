@@ -16,8 +16,7 @@ whatever the number of jobs, and the jobs are joined client-side (numpy):
   step, one ``query_range`` per node (per metric for host meters) and chunk.
 
 Every knot is a real sample (time, counter value). A job's energy on a GPU is the curve's increase between
-its window's edges (PromQL's reset rule between knots; linear between two samples, except where the power
-stepped between them: see `_power_steps`),
+its window's edges (linear between the two samples around each edge, PromQL's reset rule between knots),
 never extrapolated past the first or last sample: a GPU that stopped reporting gives a lower bound, and its
 coverage says so. Coverage: the stretches between knots no more than ``max_gap_s`` apart, or inside one
 laid-out series (whose count proves it has no gap).
@@ -51,15 +50,6 @@ class Curve:
     resets: int = 0
     gaps: int = 0
     max_gap_s: float = 0.0
-    steps: np.ndarray = field(default_factory=lambda: np.empty(0))  # where the power steps between two samples
-
-    def step_near(self, at: float, before: bool, within: float) -> float | None:
-        """The power step between the sample at ``at`` and the one before it (``before``) or after it, if the
-        curve has one no further than ``within`` seconds away (`_power_steps`); None if not."""
-        k = int(np.searchsorted(self.steps, at))
-        if before:
-            return float(self.steps[k - 1]) if k and at - self.steps[k - 1] <= within else None
-        return float(self.steps[k]) if k < len(self.steps) and self.steps[k] - at <= within else None
 
     def energy(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.interp(b, self.t, self.e) - np.interp(a, self.t, self.e)
@@ -118,11 +108,9 @@ class Curves:
             dt = np.diff(t)
             inner = (run[1:] == run[:-1]) & (run[1:] >= 0)
             gap = ~inner & (dt > self.max_gap_s)
-            t, e, inner, gap, steps = _power_steps(t, e, inner, gap)
-            dt = np.diff(t)
             s = np.concatenate([[0.0], np.cumsum(np.where(gap, 0.0, dt))])
             self.curves[dev] = Curve(
-                t, e, s, int(drop.sum()), int(gap.sum()), float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0)), steps
+                t, e, s, int(drop.sum()), int(gap.sum()), float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0))
             )
         self.knots.clear()
 
@@ -189,30 +177,3 @@ def in_order(jobs: list[Any], fn: Callable[[Any], Any], workers: int) -> Iterato
 
 
 __all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "in_order", "matrix", "points"]
-
-
-def _power_steps(
-    t: np.ndarray, e: np.ndarray, inner: np.ndarray, gap: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A knot where the power steps inside an interval between two samples: the mean power of an interval that
-    lies strictly between the powers of the intervals on either side is read as the first power until a
-    switch, then the second (a job starting or ending between two scrapes), the switch where the energies
-    add up. Linear interpolation instead spreads the step over the whole interval, and a window edge inside it
-    (SLURM's start, a label's first sample less half a scrape) then gets the mean of the two powers: on a GPU
-    going from 72 W idle to 560 W at a job's start, a quarter of a scrape at 488 W too little per edge.
-    Intervals inside one laid-out series, gaps, and those next to a gap keep the straight line."""
-    n = len(t)
-    if n < 4:
-        return t, e, inner, gap, np.empty(0)
-    dt = np.diff(t)
-    r = np.diff(e) / np.where(dt > 0, dt, np.inf)
-    pa, mid, pb = r[:-2], r[1:-1], r[2:]
-    ok = ~inner[1:-1] & ~gap[1:-1] & ~gap[:-2] & ~gap[2:] & ((mid - pa) * (pb - mid) > 0)
-    i = np.flatnonzero(ok) + 1  # interval i: knots i, i + 1
-    if not len(i):
-        return t, e, inner, gap, np.empty(0)
-    f = (r[i] - r[i - 1]) / (r[i + 1] - r[i - 1])  # the share of interval i at the second power
-    ts = t[i + 1] - f * dt[i]
-    es = e[i] + r[i - 1] * (ts - t[i])
-    at = i + 1  # each new knot goes before knot i + 1; its interval halves inherit interval i's flags
-    return np.insert(t, at, ts), np.insert(e, at, es), np.insert(inner, i, inner[i]), np.insert(gap, i, gap[i]), ts

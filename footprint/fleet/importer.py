@@ -144,7 +144,7 @@ def _aggregated(
 
     fetch = _connect(opts, window)
     client = fetch.client
-    found = aggregate.discover(client, fetch, window)
+    found = aggregate.discover(client, fetch, window, opts.concurrency)
     tel = fetch.t
     plan = Plan(tel, window)
     resume = resume_dir(w.out)

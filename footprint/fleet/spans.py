@@ -90,5 +90,11 @@ class ItemsBuilder:
         for col, v in zip(self.cols, (job, dev, a, b, w), strict=True):
             col.append(v)
 
+    def extend(self, job: np.ndarray, dev: int, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> None:
+        """Items of one device, as columns."""
+        n = len(job)
+        for col, v in zip(self.cols, (job.astype(np.int32), np.full(n, dev, np.int32), a, b, w), strict=True):
+            col.frombytes(np.ascontiguousarray(v, np.float64 if col.typecode == "d" else np.int32).tobytes())
+
     def build(self) -> Items:
         return Items(*self.cols)
