@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,10 +171,18 @@ def _sample(x: Any) -> tuple[float, float]:
 
 
 def in_order(jobs: list[Any], fn: Callable[[Any], Any], workers: int) -> Iterator[Any]:
-    """``fn`` over ``jobs`` a few at a time in parallel, results in order (each batch consumed and dropped)."""
-    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
-        for i in range(0, len(jobs), max(workers, 1)):
-            yield from pool.map(fn, jobs[i : i + max(workers, 1)])
+    """``fn`` over ``jobs`` in parallel, results in order, at most ``workers`` in flight or done and not yet taken: the
+    next job starts as soon as the oldest result is taken, so the server works while the caller consumes (batches
+    that waited for their slowest member left the server idle while each batch was consumed)."""
+    w = max(workers, 1)
+    with ThreadPoolExecutor(max_workers=w) as pool:
+        ahead: deque[Future[Any]] = deque(pool.submit(fn, j) for j in jobs[:w])
+        for j in jobs[w:]:
+            done = ahead.popleft().result()
+            ahead.append(pool.submit(fn, j))
+            yield done
+        while ahead:
+            yield ahead.popleft().result()
 
 
 __all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "in_order", "matrix", "points"]

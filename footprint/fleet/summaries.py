@@ -97,6 +97,7 @@ class Summaries:
         # a day a chunk: series come and go with the jobs, and a query_range costs the series it selects times its
         # steps (a month of 64 GPUs in one request: 33 s a summary; in days: 0.02 s a day)
         chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
+        self._resetting = self._reset_hosts(ends)
         if self.gpus or self.meters:
             for c in in_order(chunks, self._fetch, 2):  # two chunks in flight at most: memory bounded by two
                 self._consume(c)
@@ -115,17 +116,21 @@ class Summaries:
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
         asks: list[Callable[[], Any]] = []
         if labelled:
-            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES))]
-        if self.gpus:
-            asks.append(functools.partial(self._phases, c))
+            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES) - 1)]
+            if self._resetting:
+                asks.append(functools.partial(self._summary, c, len(SUMMARIES) - 1, self._resetting))
+        unphased = self._unphased(c) if self.gpus else []
+        if unphased:
+            asks.append(functools.partial(self._phases, c, unphased))
         asks += [functools.partial(self._dense_gpus, c, host) for host in self.raw_hosts]
         asks += [functools.partial(self._dense_meters, c, metric, kind) for metric, kind in self.meters]
         values: dict[tuple[int, int, str], list[float]] = {}
         for part in in_order(asks, lambda ask: ask(), self.concurrency):
             for dev, b, job, f, v in part or ():
                 values.setdefault((dev, b, job), [math.nan] * len(SUMMARIES))[f] = v
+        steady = {d.id for d in self.gpus} - self._reset_devs  # no series of theirs went down anywhere in the window
         for (dev, b, job), (k, vmin, vmax, r) in values.items():
-            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, 0.0 if dev in steady else r))
         return c
 
     def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False) -> str:
@@ -135,9 +140,9 @@ class Summaries:
         op = "!~" if exclude else "=~"
         return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
 
-    def _summary(self, c: _Chunk, f: int) -> list[tuple[int, int, str, int, float]]:
-        """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk, as (device, bin,
-        job label, f, value)."""
+    def _summary(self, c: _Chunk, f: int, only: list[str] | None = None) -> list[tuple[int, int, str, int, float]]:
+        """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk (``only``: of these
+        nodes), as (device, bin, job label, f, value)."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
         fn, agg = SUMMARIES[f]
         skip = self.raw_hosts
@@ -148,7 +153,7 @@ class Summaries:
 
         every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
         out = []
-        for s in matrix(self.client, expr, None, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
+        for s in matrix(self.client, expr, only, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
             lab = s["metric"]
             dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
             if dev is None:
@@ -159,15 +164,66 @@ class Summaries:
             out += [(dev, b, job, f, x) for b, x in zip(bins, v.tolist(), strict=True)]
         return out
 
-    def _phases(self, c: _Chunk) -> None:
+    def _reset_hosts(self, ends: list[float]) -> list[str]:
+        """The nodes of the labelled GPUs whose counter went down anywhere in the bins (``self._reset_devs``: those
+        GPUs): one ``resets`` over the whole window instead of one per bin, a read of each sample once and a value
+        per GPU. A bin's resets count drops between its own samples, which are drops inside the window, so a GPU
+        with none in the window has none in any bin; only the nodes of the others are asked ``resets`` per bin.
+        A window the server refuses for its size is asked in halves (whole bins each)."""
+        n = self.n
+        self._reset_devs: set[int] = set()
+        labelled = [d for d in self.gpus if d.host not in self.unlabelled]
+        if not labelled:
+            return []
+        sel = self._sel(n.energy_metric, self.raw_hosts or None, exclude=True)
+
+        def ask(i: int, j: int) -> list[Any]:  # bins ending at ends[i..j]
+            self.stats["requests"] = self.stats.get("requests", 0) + 1
+            try:
+                expr = f"max by ({n.host_label},{n.gpu_label}) (resets({sel}[{range_of((j - i + 1) * self.bin_s)}]))"
+                data = self.client.query(expr, at=ends[j])
+            except PrometheusLimitError:
+                if i == j:
+                    raise
+                self.stats["splits"] = self.stats.get("splits", 0) + 1
+                return ask(i, (i + j) // 2) + ask((i + j) // 2 + 1, j)
+            return (data.get("result") or []) if isinstance(data, dict) else []
+
+        for s in ask(0, len(ends) - 1):
+            lab = s.get("metric") if isinstance(s, dict) else None
+            if not isinstance(lab, dict):
+                continue
+            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            try:
+                r = float(s["value"][1])
+            except (KeyError, IndexError, TypeError, ValueError):
+                r = math.nan
+            if dev is not None and r != 0:  # a reset, or an answer not understood: asked per bin
+                self._reset_devs.add(dev)
+        return sorted({self.found.labels[d].get(n.host_label, "") for d in self._reset_devs})
+
+    def _unphased(self, c: _Chunk) -> list[tuple[str, int]]:
+        """The metrics to ask ``timestamp()`` of in this chunk: every one in the window's first chunk, then only those
+        with a meter whose scrape phase is not known yet (phases are steady)."""
+        first = c.ends[0] < self.window[0] + self.bin_s
+        known = self._phase
+        out = [(self.n.energy_metric, GPU_COUNTER)] if first or any(d.id not in known for d in self.gpus) else []
+        for metric, kind in self.meters:
+            devs = [d.id for d in self.found.fetch.t.devices if d.kind == kind and d.metric == metric]
+            if first or any(d not in known for d in devs):
+                out.append((metric, kind))
+        return out
+
+    def _phases(self, c: _Chunk, metrics: list[tuple[str, int]]) -> None:
         """Each meter's scrape phase (a sample's time modulo the interval), from its latest sample at the chunk's
         end (and the window's start): one ``timestamp()`` per metric and instant, a sample per series. A meter
-        silent at that instant keeps the phase an earlier chunk found."""
+        silent at that instant keeps the phase an earlier chunk found. Asked only until every meter has one
+        (`_unphased`): elsewhere a GPU's latest sample at a chunk's end is not known, and a bin where it appears
+        there is read raw."""
         n = self.n
-        metrics = [(n.energy_metric, GPU_COUNTER)] if self.gpus else []
         first = c.ends[0] < self.window[0] + self.bin_s  # the window's first bin: where GPUs that appear start
         instants = (c.ends[-1], c.ends[0]) if first else (c.ends[-1],)
-        for (metric, kind), at in itertools.product(metrics + self.meters, instants):
+        for (metric, kind), at in itertools.product(metrics, instants):
             self.stats["requests"] = self.stats.get("requests", 0) + 1
             data = self.client.query(f"timestamp({self._sel(metric, None)})", at=at)
             for s in (data.get("result") or []) if isinstance(data, dict) else []:
@@ -237,8 +293,11 @@ class Summaries:
             if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev), edge):
                 repair.setdefault(b, []).append(dev)
             self._seen[dev] = c.ends[b]
-        for b, devs in sorted(repair.items()):
-            self._raw(c.ends[b], devs)
+        todo = sorted(repair.items())
+        hosts = [sorted({self.found.labels[d].get(self.n.host_label, "") for d in devs}) for _, devs in todo]
+        asks = [functools.partial(self._raw_series, h, c.ends[b]) for h, (b, _) in zip(hosts, todo, strict=True)]
+        for (_, devs), series in zip(todo, in_order(asks, lambda ask: ask(), self.concurrency), strict=True):
+            self._raw(devs, series)  # asked in parallel, applied in time order
 
     def _lay_out(
         self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None, edge: Edge
@@ -297,14 +356,13 @@ class Summaries:
         for job in label.split(",") if label else ():
             self.curves.seen(job, dev, t0, t1)
 
-    def _raw(self, end: float, devs: list[int]) -> None:
-        """Bins the summaries could not lay out: every sample of those GPUs' nodes in the bin."""
+    def _raw(self, devs: list[int], series: list[dict[str, Any]]) -> None:
+        """A bin the summaries could not lay out, from every sample of those GPUs' nodes in it (`_raw_series`)."""
         n, found = self.n, self.found
         want = set(devs)
-        hosts = sorted({found.labels[d].get(n.host_label, "") for d in devs})
         self.curves.raw_bins += len(devs)
         merged: dict[int, dict[float, float]] = {}
-        for s in self._raw_series(hosts, end):
+        for s in series:
             lab = s["metric"]
             dev = found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
             if dev not in want:
