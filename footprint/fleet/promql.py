@@ -302,12 +302,16 @@ def _merge(a: Result, b: Result, fns: dict[Hashable, str] | None = None) -> Resu
     return a
 
 
-def scrape_interval(client: PrometheusClient, selector: str, at: float, probe_s: float = 3600.0) -> float:
-    """The densest scrape interval among the series ``selector`` selects near ``at`` (samples per hour, the
-    busiest series); 15 s when none is found. Used to size requests, not to compute energy."""
+def scrape_interval(client: PrometheusClient, selector: str, at: float, probe_s: float = 3600.0, probes: int = 6) -> float:
+    """The densest scrape interval among the series ``selector`` selects before ``at``: samples per hour of the
+    busiest series in each of the last ``probes`` hours (one ``query_range``). One hour alone misled where every
+    series was cut by a job label that hour (4 GPUs: 97 samples at most, read as 37 s instead of 30 s: every
+    summary bin then looked short and was read raw); 15 s when none is found. Used to size requests and as the
+    summaries' grid (rounded to whole seconds), not to compute energy."""
     try:
-        data = client.query(f"max(count_over_time({selector}[{int(probe_s)}s]))", at=at)
-        n = float(data["result"][0]["value"][1]) if data.get("result") else 0.0
+        data = client.query_range(f"max(count_over_time({selector}[{int(probe_s)}s]))", at - (probes - 1) * probe_s, at, probe_s)
+        vals = [float(v[1]) for s in data.get("result") or [] for v in s.get("values") or []]
+        n = max(vals, default=0.0)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         n = 0.0
     return probe_s / n if n >= 2 else 15.0
