@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points
+from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points, points_many
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import Kept, range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
@@ -124,13 +124,11 @@ class Summaries:
             asks.append(functools.partial(self._phases, c, unphased))
         asks += [functools.partial(self._dense_gpus, c, host) for host in self.raw_hosts]
         asks += [functools.partial(self._dense_meters, c, metric, kind) for metric, kind in self.meters]
-        values: dict[tuple[int, int, str], list[float]] = {}
+        parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]] = {}
         for part in in_order(asks, lambda ask: ask(), self.concurrency):
-            for dev, b, job, f, v in part or ():
-                values.setdefault((dev, b, job), [math.nan] * len(SUMMARIES))[f] = v
-        steady = {d.id for d in self.gpus} - self._reset_devs  # no series of theirs went down anywhere in the window
-        for (dev, b, job), (k, vmin, vmax, r) in values.items():
-            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, 0.0 if dev in steady else r))
+            if part is not None:
+                parts[part[0]] = part[1]
+        self._group(c, parts)
         return c
 
     def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False) -> str:
@@ -140,9 +138,31 @@ class Summaries:
         op = "!~" if exclude else "=~"
         return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
 
-    def _summary(self, c: _Chunk, f: int, only: list[str] | None = None) -> list[tuple[int, int, str, int, float]]:
+    def _group(self, c: _Chunk, parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]]) -> None:
+        """The summaries side by side: ``c.groups[(device, bin)]`` lists (job label, count, min, max, resets); a value
+        not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
+        steady = {d.id for d in self.gpus} - self._reset_devs
+        nan = [math.nan]
+        for key in sorted(set().union(*parts.values())) if parts else ():
+            dev, job = key
+            cols = [parts.get(f, {}).get(key) for f in range(len(SUMMARIES))]
+            if dev in steady:
+                cols[3] = (cols[0][0], [0.0] * len(cols[0][0])) if cols[0] else None
+            bins = cols[0][0] if cols[0] else None
+            if bins is not None and all(x is not None and x[0] == bins for x in cols):
+                vals = zip(*(x[1] for x in cols), strict=True)  # the usual case: every summary at the same bins
+            else:
+                bins = sorted({b for x in cols if x for b in x[0]})
+                at = [dict(zip(*x, strict=True)) if x else {} for x in cols]
+                vals = ((*(a.get(b, nan[0]) for a in at),) for b in bins)
+            for b, (k, vmin, vmax, r) in zip(bins, vals, strict=True):
+                c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+
+    def _summary(
+        self, c: _Chunk, f: int, only: list[str] | None = None
+    ) -> tuple[int, dict[tuple[int, str], tuple[list[int], list[float]]]]:
         """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk (``only``: of these
-        nodes), as (device, bin, job label, f, value)."""
+        nodes), as ``(f, {(device, job label): (bins, values)})``."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
         fn, agg = SUMMARIES[f]
         skip = self.raw_hosts
@@ -152,17 +172,26 @@ class Summaries:
             return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
 
         every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
-        out = []
+        keys, kept = [], []
         for s in matrix(self.client, expr, only, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
             lab = s["metric"]
             dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
-            if dev is None:
-                continue
-            job = self.found.fetch._job_key(lab)
-            t, v = points(s)
-            bins = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist()
-            out += [(dev, b, job, f, x) for b, x in zip(bins, v.tolist(), strict=True)]
-        return out
+            if dev is not None:
+                keys.append((dev, self.found.fetch._job_key(lab)))
+                kept.append(s)
+        t, v, lens = points_many(kept)  # every series' samples converted at once: a few hundred series a request
+        bins, vals = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist(), v.tolist()
+        out: dict[tuple[int, str], tuple[list[int], list[float]]] = {}
+        a = 0
+        for key, m in zip(keys, lens, strict=True):
+            old = out.get(key)
+            if old is None:
+                out[key] = (bins[a : a + m], vals[a : a + m])
+            else:  # two series of one group (labels the key leaves out): the later one's value at a shared bin
+                merged = dict(zip(*old, strict=True)) | dict(zip(bins[a : a + m], vals[a : a + m], strict=True))
+                out[key] = (sorted(merged), [merged[b] for b in sorted(merged)])
+            a += m
+        return f, out
 
     def _reset_hosts(self, ends: list[float]) -> list[str]:
         """The nodes of the labelled GPUs whose counter went down anywhere in the bins (``self._reset_devs``: those
