@@ -101,8 +101,11 @@ def test_a_bad_sample_costs_its_own_reading_not_the_series() -> None:
     assert t.tolist() == [1.0, 5.0] and v.tolist() == [2.0, 7.0]
 
 
+Drops = tuple[synthetic.Cluster, Path, Path, str, float]  # the cluster, aggregated and exact imports, the dip
+
+
 @pytest.fixture(scope="module")
-def drops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[synthetic.Cluster, Path, Path, str, float]]:
+def drops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drops]:
     """Two labelled nodes: gpu-01:0 restarts its counter in the window's first hour (a driver reload), gpu-02:1's
     counter dips 1 J below its previous sample once, mid-hour, then goes on as before (invisible to a bin's count,
     min and max: only ``resets`` sees it). The import is run aggregated and ``--exact``."""
@@ -136,7 +139,7 @@ def drops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[synthetic.
 
 
 @needs_prometheus
-def test_a_counter_that_goes_down_inside_an_hour_is_read_raw_there(drops: tuple[synthetic.Cluster, Path, Path, str, float]) -> None:
+def test_a_counter_that_goes_down_inside_an_hour_is_read_raw_there(drops: Drops) -> None:
     """``resets`` is asked once over the window and per hour only on the nodes where it found one: both drops are
     still found and their hours read raw. Every other job gets what ``--exact`` gives it; the job holding the dip
     gets PromQL's reset rule (after a drop the new value counts whole: the counter's whole value added), where
