@@ -205,9 +205,9 @@ class PrometheusClient:
         self.warnings: list[str] = []  # what the server flagged (Thanos/Mimir partial responses, Prometheus notes)
 
     # ---- transport ------------------------------------------------------------------------------
-    def _get(self, path: str, params: dict[str, Any]) -> Any:
+    def _get(self, path: str, params: dict[str, Any], body: list[bytes] | None = None) -> Any:
         """GET (POST for long queries) with retries on connection errors, truncated answers and 5xx; the `data`
-        of a success."""
+        of a success (``body``: the answer as it came is appended to it, for `promql.Kept` to keep as is)."""
         import requests
 
         from footprint import http
@@ -242,7 +242,10 @@ class PrometheusClient:
                 raise PrometheusError(f"{url}: {_first_line(exc)}", key="--url") from None
             else:
                 if r.status_code < 500:
-                    return self._data(r, path)
+                    data = self._data(r, path)
+                    if body is not None:
+                        body.append(r.body)
+                    return data
                 last = f"{self.base}{path} answered HTTP {r.status_code}: {_prom_message(r)}"
                 if _is_limit(r):
                     raise PrometheusLimitError(last, key="--url")
@@ -332,18 +335,17 @@ class PrometheusClient:
         return body.get("data")
 
     # ---- API ------------------------------------------------------------------------------------
-    def query(self, expr: str, at: float | None = None) -> dict[str, Any]:
+    def query(self, expr: str, at: float | None = None, body: list[bytes] | None = None) -> dict[str, Any]:
         """Instant query: ``{"resultType", "result"}``; a range selector (``m[1h]``) returns raw samples."""
         params: dict[str, Any] = {"query": expr}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        return self._get("/api/v1/query", params)
+        return self._get("/api/v1/query", params, body)
 
-    def query_range(self, expr: str, start: float, end: float, step_s: float) -> dict[str, Any]:
+    def query_range(self, expr: str, start: float, end: float, step_s: float, body: list[bytes] | None = None) -> dict[str, Any]:
         """Range query evaluated every ``step_s`` seconds from start to end."""
-        return self._get(
-            "/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
-        )
+        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
+        return self._get("/api/v1/query_range", params, body)
 
     def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
         """Label sets of the series matching a selector in the window (reads the index, not the samples)."""
