@@ -1,11 +1,13 @@
 """The queries behind `curves`: grouped per-bin summaries laid out on each GPU's scrape grid, fixed-step
 counters for nodes without job labels and for host meters, raw samples only for bins that need them.
 
-Requests per day of window: four summaries (count, min, max, resets; ``min``/``max by`` host, GPU and job
-labels, so a counter repeated on every MIG instance is one group), one ``timestamp()`` for the scrape phases,
-one fixed-step ``query_range`` per unlabelled node and per host-meter metric, and one raw read per hour that
-has a bin to repair. Days are fetched a few at a time in parallel (Thanos and Mimir split them further) and
-consumed in time order, so the answers held at once are bounded by the concurrency, not the window.
+Requests per day of window: three summaries (count, min, max; ``min``/``max by`` host, GPU and job labels, so a
+counter repeated on every MIG instance is one group), one fixed-step ``query_range`` per unlabelled node and per
+host-meter metric, and one raw read per hour that has a bin to repair (a day's in parallel). Once per window:
+``resets`` per GPU over the whole window (the hourly ``resets`` only on nodes where it found one) and the scrape
+phases (``timestamp()``, asked again only while a meter has none). Days are fetched two at a time, the next
+asked as soon as the oldest is consumed (Thanos and Mimir split them further), and consumed in time order, so
+the answers held at once are bounded by the concurrency, not the window.
 """
 
 from __future__ import annotations
