@@ -8,10 +8,11 @@ whatever the number of jobs, and the jobs are joined client-side (numpy):
 - GPUs that carry a job label: per series group (host, GPU, job labels) and per bin (an hour, at a fixed
   step: one ``query_range`` per function and chunk), ``count_over_time``, ``min_over_time``,
   ``max_over_time``, and ``resets`` (per bin only on nodes where one over the window found a drop). A GPU's
-  series share one monotonic counter and one scrape grid (its phase from ``timestamp()``), so within a bin the groups ordered by value are laid end to end
-  on the grid: the first and last sample of every series — where a job label starts and stops — are
-  known to the scrape, values and times, without reading the samples. A bin the summaries cannot lay out
-  (a reset, a gap, a GPU shared by two jobs, an unknown phase) is read raw, grouped by bin and host.
+  series share one monotonic counter and one scrape grid (its phase from ``timestamp()``), so within a bin
+  the groups ordered by value are laid end to end on the grid: the first and last sample of every series —
+  where a job label starts and stops — are known to the scrape, values and times, without reading the
+  samples. A bin the summaries cannot lay out (a reset, a gap, a GPU shared by two jobs, an unknown phase)
+  is read raw, grouped by bin and host.
 - GPUs on nodes without the label (jobs from SLURM only) and host RAPL/Kepler meters: the counter at a fixed
   step, one ``query_range`` per node (per metric for host meters) and chunk.
 
