@@ -87,9 +87,9 @@ class Curves:
 
     def add_dense(self, dev: int, t: np.ndarray, v: np.ndarray) -> None:
         k = self.knots.setdefault(dev, _Knots())
-        k.t.extend(t.tolist())
-        k.v.extend(v.tolist())
-        k.run.extend([-1] * len(t))
+        k.t.frombytes(np.ascontiguousarray(t, float).tobytes())  # no Python float per knot
+        k.v.frombytes(np.ascontiguousarray(v, float).tobytes())
+        k.run.frombytes(np.full(len(t), -1, np.int64).tobytes())
 
     def seen(self, label: str, dev: int, t0: float, t1: float) -> None:
         if label:
@@ -98,7 +98,8 @@ class Curves:
 
     def finish(self, unit_j: dict[int, float]) -> None:
         """Knots to curves: sorted, one per instant, cumulative joules with the reset rule, covered seconds."""
-        for dev, k in self.knots.items():
+        for dev in list(self.knots):  # each device's knots let go as its curve is made: not both whole at once
+            k = self.knots.pop(dev)
             t, v, run = np.frombuffer(k.t), np.frombuffer(k.v), np.frombuffer(k.run, np.int64)
             order = np.lexsort((-v, t))
             t, v, run = t[order], v[order], run[order]
@@ -114,7 +115,6 @@ class Curves:
             self.curves[dev] = Curve(
                 t, e, s, int(drop.sum()), int(gap.sum()), float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0))
             )
-        self.knots.clear()
 
 
 def matrix(
