@@ -20,6 +20,7 @@ OK = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
 
 class Hostile(http.server.BaseHTTPRequestHandler):
     mode = "ok"
+    asked: list[str] = []
 
     def log_message(self, *_: object) -> None:
         pass
@@ -51,6 +52,10 @@ class Hostile(http.server.BaseHTTPRequestHandler):
             if self.path.startswith("/moved"):
                 return self._send(200, OK)
             return self._redirect("/moved" + self.path)
+        if m == "encoding":  # what the client asked for, and that answer compressed if it asked for gzip
+            asked = self.headers.get("Accept-Encoding", "")
+            type(self).asked.append(asked)
+            return self._send(200, gzip.compress(OK), {"Content-Encoding": "gzip"}) if "gzip" in asked else self._send(200, OK)
         if m == "bad_gzip":
             return self._send(200, b"\x1f\x8b\x08\x00garbage-not-deflate", {"Content-Encoding": "gzip"})
         if m == "gzip_bomb":
@@ -248,3 +253,21 @@ def test_random_bytes_as_answers_never_raise_anything_but_footprint_errors(tmp_p
         assert "error" in outcomes
     finally:
         httpd.shutdown()
+
+
+def test_answers_come_uncompressed_unless_gzip_is_asked_for(server: str) -> None:
+    """Prometheus gzips an answer at three times the CPU it spends evaluating a fixed-step counter: the client asks
+    for plain answers, and for gzip only with ``--gzip`` (a slow link), reading either."""
+    import argparse
+
+    from footprint.cli.prom_options import add_connection_args, prom_config
+
+    Hostile.mode, Hostile.asked = "encoding", []
+    try:
+        p = argparse.ArgumentParser()
+        add_connection_args(p, required=True)
+        for argv in (["--url", server], ["--url", server, "--gzip"]):
+            assert PrometheusClient(prom_config(p.parse_args(argv))).query("up")["result"] == []
+    finally:
+        Hostile.mode = "ok"
+    assert Hostile.asked == ["identity", "gzip"]

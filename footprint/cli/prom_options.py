@@ -45,6 +45,7 @@ def add_connection_args(g: Any, required: bool) -> None:
     g.add_argument("--client-key", help="its key")
     g.add_argument("--insecure-skip-verify", action="store_true", help="do not verify the server's certificate")
     g.add_argument("--header", action="append", default=[], metavar="NAME: VALUE", help="extra header, e.g. 'X-Scope-OrgID: t1'")
+    g.add_argument("--gzip", action="store_true", help="ask for compressed answers (a slow link; costs the server CPU)")
 
 
 def prom_config(args: argparse.Namespace) -> Any:
@@ -64,6 +65,7 @@ def prom_config(args: argparse.Namespace) -> Any:
         insecure_skip_verify=args.insecure_skip_verify,
         headers=headers(args.header),
         max_response_bytes=int(args.max_response_mb * 2**20),
+        gzip=args.gzip,
     )
 
 

@@ -7,11 +7,12 @@ whatever the number of jobs, and the jobs are joined client-side (numpy):
 
 - GPUs that carry a job label: per series group (host, GPU, job labels) and per bin (an hour, at a fixed
   step: one ``query_range`` per function and chunk), ``count_over_time``, ``min_over_time``,
-  ``max_over_time`` and ``resets``. A GPU's series share one monotonic counter and one scrape grid (its
-  phase from one ``timestamp()`` per chunk), so within a bin the groups ordered by value are laid end to end
-  on the grid: the first and last sample of every series — where a job label starts and stops — are
-  known to the scrape, values and times, without reading the samples. A bin the summaries cannot lay out
-  (a reset, a gap, a GPU shared by two jobs, an unknown phase) is read raw, grouped by bin and host.
+  ``max_over_time``, and ``resets`` (per bin only on nodes where one over the window found a drop). A GPU's
+  series share one monotonic counter and one scrape grid (its phase from ``timestamp()``), so within a bin
+  the groups ordered by value are laid end to end on the grid: the first and last sample of every series —
+  where a job label starts and stops — are known to the scrape, values and times, without reading the
+  samples. A bin the summaries cannot lay out (a reset, a gap, a GPU shared by two jobs, an unknown phase)
+  is read raw, grouped by bin and host.
 - GPUs on nodes without the label (jobs from SLURM only) and host RAPL/Kepler meters: the counter at a fixed
   step, one ``query_range`` per node (per metric for host meters) and chunk.
 
@@ -26,8 +27,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,9 +87,9 @@ class Curves:
 
     def add_dense(self, dev: int, t: np.ndarray, v: np.ndarray) -> None:
         k = self.knots.setdefault(dev, _Knots())
-        k.t.extend(t.tolist())
-        k.v.extend(v.tolist())
-        k.run.extend([-1] * len(t))
+        k.t.frombytes(np.ascontiguousarray(t, float).tobytes())  # no Python float per knot
+        k.v.frombytes(np.ascontiguousarray(v, float).tobytes())
+        k.run.frombytes(np.full(len(t), -1, np.int64).tobytes())
 
     def seen(self, label: str, dev: int, t0: float, t1: float) -> None:
         if label:
@@ -96,7 +98,8 @@ class Curves:
 
     def finish(self, unit_j: dict[int, float]) -> None:
         """Knots to curves: sorted, one per instant, cumulative joules with the reset rule, covered seconds."""
-        for dev, k in self.knots.items():
+        for dev in list(self.knots):  # each device's knots let go as its curve is made: not both whole at once
+            k = self.knots.pop(dev)
             t, v, run = np.frombuffer(k.t), np.frombuffer(k.v), np.frombuffer(k.run, np.int64)
             order = np.lexsort((-v, t))
             t, v, run = t[order], v[order], run[order]
@@ -112,7 +115,6 @@ class Curves:
             self.curves[dev] = Curve(
                 t, e, s, int(drop.sum()), int(gap.sum()), float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0))
             )
-        self.knots.clear()
 
 
 def matrix(
@@ -153,9 +155,41 @@ def points(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """A series' (times, values), plausible readings only: a sample of null, text or 1e300 is no reading (left out
     alone, never the whole series, never a 300-digit energy)."""
     vals = s.get("values") or []
-    arr = np.array([_sample(x) for x in vals] if isinstance(vals, list) else [], float).reshape(-1, 2)
-    ok = np.isfinite(arr[:, 0]) & np.isfinite(arr[:, 1]) & (arr[:, 1] >= 0) & (arr[:, 1] < MAX_COUNTER)
-    return arr[ok, 0], arr[ok, 1]
+    if not isinstance(vals, list):
+        vals = []
+    try:  # every pair well formed (the rule): two columns at C speed, 3x faster than a pair at a time
+        t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        arr = np.array([_sample(x) for x in vals], float).reshape(-1, 2)
+        t, v = arr[:, 0], arr[:, 1]
+    ok = np.isfinite(t) & np.isfinite(v) & (v >= 0) & (v < MAX_COUNTER)
+    return t[ok], v[ok]
+
+
+def points_many(series: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """`points` of many series at once: their (times, values) end to end and how many each kept. A request's
+    summaries are hundreds of short series; converting them together costs a few numpy calls, not a few per series."""
+    vals: list[Any] = []
+    lens = []
+    for s in series:
+        v = s.get("values") or []
+        v = v if isinstance(v, list) else []
+        lens.append(len(v))
+        vals += v
+    try:
+        t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        each = [points(s) for s in series]
+        return (
+            np.concatenate([e[0] for e in each] or [np.zeros(0)]),
+            np.concatenate([e[1] for e in each] or [np.zeros(0)]),
+            [len(e[0]) for e in each],
+        )
+    ok = np.isfinite(t) & np.isfinite(v) & (v >= 0) & (v < MAX_COUNTER)
+    if ok.all():
+        return t, v, lens
+    upto = np.concatenate([[0], np.cumsum(ok)])[np.cumsum([0, *lens])]  # readings kept before each series
+    return t[ok], v[ok], np.diff(upto).tolist()
 
 
 MAX_COUNTER = 1e18  # J (or the counter's unit): 30 GW-years, past any GPU's lifetime energy
@@ -170,10 +204,18 @@ def _sample(x: Any) -> tuple[float, float]:
 
 
 def in_order(jobs: list[Any], fn: Callable[[Any], Any], workers: int) -> Iterator[Any]:
-    """``fn`` over ``jobs`` a few at a time in parallel, results in order (each batch consumed and dropped)."""
-    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
-        for i in range(0, len(jobs), max(workers, 1)):
-            yield from pool.map(fn, jobs[i : i + max(workers, 1)])
+    """``fn`` over ``jobs`` in parallel, results in order, at most ``workers`` in flight or done and not yet taken: the
+    next job starts as soon as the oldest result is taken, so the server works while the caller consumes (batches
+    that waited for their slowest member left the server idle while each batch was consumed)."""
+    w = max(workers, 1)
+    with ThreadPoolExecutor(max_workers=w) as pool:
+        ahead: deque[Future[Any]] = deque(pool.submit(fn, j) for j in jobs[:w])
+        for j in jobs[w:]:
+            done = ahead.popleft().result()
+            ahead.append(pool.submit(fn, j))
+            yield done
+        while ahead:
+            yield ahead.popleft().result()
 
 
-__all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "in_order", "matrix", "points"]
+__all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "in_order", "matrix", "points", "points_many"]

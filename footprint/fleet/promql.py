@@ -253,28 +253,56 @@ class Kept:
         self.reused = 0
 
     def query(self, expr: str, at: float) -> Any:
-        return self._kept(("q", expr, f"{at:.3f}"), lambda: self.client.query(expr, at=at))
+        return self._kept(("q", expr, f"{at:.3f}"), lambda body: self.client.query(expr, at=at, body=body))
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> Any:
         return self._kept(
-            ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}"), lambda: self.client.query_range(expr, start, end, step)
+            ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}"),
+            lambda body: self.client.query_range(expr, start, end, step, body=body),
         )
 
-    def _kept(self, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
+    def _kept(self, key: tuple[str, ...], ask: Callable[[list[bytes] | None], Any]) -> Any:
+        """The answer kept (the server's whole answer as it came, its ``data`` read back), or asked and kept: written
+        as received, never encoded again (re-encoding the month's answers cost more client CPU than reading them),
+        and looked up in a listing of the folder made once, not by opening files that are not there."""
         if self.resume is None:
-            return ask()
-        path = self.resume / (hashlib.sha256("|".join(key).encode()).hexdigest()[:32] + ".json")
-        try:
-            data = json.loads(path.read_text())
-            self.reused += 1
-            return data
-        except (OSError, ValueError):
-            pass
-        data = ask()
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data))
+            return ask(None)
+        name = hashlib.sha256("|".join(key).encode()).hexdigest()[:32] + ".answer.json"
+        path = self.resume / name
+        with _LISTINGS_LOCK:
+            listed = name in _listing_of(self.resume)
+        if listed:
+            try:
+                data = json.loads(path.read_bytes())["data"]
+                self.reused += 1
+                return data
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        body: list[bytes] = []
+        data = ask(body)
+        tmp = path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(body[0] if body else json.dumps({"data": data}).encode())
         os.replace(tmp, path)  # whole or not at all; not fsynced (a lost answer is asked again)
+        with _LISTINGS_LOCK:
+            _listing_of(self.resume).add(name)
         return data
+
+
+_LISTINGS: dict[Path, set[str]] = {}
+_LISTINGS_LOCK = threading.Lock()
+
+
+def _listing_of(folder: Path) -> set[str]:
+    """The kept answers' names in ``folder`` (hold ``_LISTINGS_LOCK``): listed once a process, then each answer kept
+    added; a name listed whose file is gone is asked again."""
+    got = _LISTINGS.get(folder)
+    if got is None:
+        try:
+            got = {p.name for p in folder.iterdir()}
+        except OSError:
+            got = set()
+        _LISTINGS[folder] = got
+    return got
 
 
 def _balanced(parts: list[str]) -> str:
@@ -302,12 +330,16 @@ def _merge(a: Result, b: Result, fns: dict[Hashable, str] | None = None) -> Resu
     return a
 
 
-def scrape_interval(client: PrometheusClient, selector: str, at: float, probe_s: float = 3600.0) -> float:
-    """The densest scrape interval among the series ``selector`` selects near ``at`` (samples per hour, the
-    busiest series); 15 s when none is found. Used to size requests, not to compute energy."""
+def scrape_interval(client: PrometheusClient, selector: str, at: float, probe_s: float = 3600.0, probes: int = 6) -> float:
+    """The densest scrape interval among the series ``selector`` selects before ``at``: samples per hour of the
+    busiest series in each of the last ``probes`` hours (one ``query_range``). One hour alone misled where every
+    series was cut by a job label that hour (4 GPUs: 97 samples at most, read as 37 s instead of 30 s: every
+    summary bin then looked short and was read raw); 15 s when none is found. Used to size requests and as the
+    summaries' grid (rounded to whole seconds), not to compute energy."""
     try:
-        data = client.query(f"max(count_over_time({selector}[{int(probe_s)}s]))", at=at)
-        n = float(data["result"][0]["value"][1]) if data.get("result") else 0.0
+        data = client.query_range(f"max(count_over_time({selector}[{int(probe_s)}s]))", at - (probes - 1) * probe_s, at, probe_s)
+        vals = [float(v[1]) for s in data.get("result") or [] for v in s.get("values") or []]
+        n = max(vals, default=0.0)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         n = 0.0
     return probe_s / n if n >= 2 else 15.0

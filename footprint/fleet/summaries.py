@@ -1,11 +1,13 @@
 """The queries behind `curves`: grouped per-bin summaries laid out on each GPU's scrape grid, fixed-step
 counters for nodes without job labels and for host meters, raw samples only for bins that need them.
 
-Requests per day of window: four summaries (count, min, max, resets; ``min``/``max by`` host, GPU and job
-labels, so a counter repeated on every MIG instance is one group), one ``timestamp()`` for the scrape phases,
-one fixed-step ``query_range`` per unlabelled node and per host-meter metric, and one raw read per hour that
-has a bin to repair. Days are fetched a few at a time in parallel (Thanos and Mimir split them further) and
-consumed in time order, so the answers held at once are bounded by the concurrency, not the window.
+Requests per day of window: three summaries (count, min, max; ``min``/``max by`` host, GPU and job labels, so a
+counter repeated on every MIG instance is one group), one fixed-step ``query_range`` per unlabelled node and per
+host-meter metric, and one raw read per hour that has a bin to repair (a day's in parallel). Once per window:
+``resets`` per GPU over the whole window (the hourly ``resets`` only on nodes where it found one) and the scrape
+phases (``timestamp()``, asked again only while a meter has none). Days are fetched two at a time, the next
+asked as soon as the oldest is consumed (Thanos and Mimir split them further), and consumed in time order, so
+the answers held at once are bounded by the concurrency, not the window.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points
+from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points, points_many
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import Kept, range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
@@ -97,6 +99,7 @@ class Summaries:
         # a day a chunk: series come and go with the jobs, and a query_range costs the series it selects times its
         # steps (a month of 64 GPUs in one request: 33 s a summary; in days: 0.02 s a day)
         chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
+        self._resetting = self._reset_hosts(ends)
         if self.gpus or self.meters:
             for c in in_order(chunks, self._fetch, 2):  # two chunks in flight at most: memory bounded by two
                 self._consume(c)
@@ -115,17 +118,19 @@ class Summaries:
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
         asks: list[Callable[[], Any]] = []
         if labelled:
-            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES))]
-        if self.gpus:
-            asks.append(functools.partial(self._phases, c))
+            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES) - 1)]
+            if self._resetting:
+                asks.append(functools.partial(self._summary, c, len(SUMMARIES) - 1, self._resetting))
+        unphased = self._unphased(c) if self.gpus else []
+        if unphased:
+            asks.append(functools.partial(self._phases, c, unphased))
         asks += [functools.partial(self._dense_gpus, c, host) for host in self.raw_hosts]
         asks += [functools.partial(self._dense_meters, c, metric, kind) for metric, kind in self.meters]
-        values: dict[tuple[int, int, str], list[float]] = {}
+        parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]] = {}
         for part in in_order(asks, lambda ask: ask(), self.concurrency):
-            for dev, b, job, f, v in part or ():
-                values.setdefault((dev, b, job), [math.nan] * len(SUMMARIES))[f] = v
-        for (dev, b, job), (k, vmin, vmax, r) in values.items():
-            c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+            if part is not None:
+                parts[part[0]] = part[1]
+        self._group(c, parts)
         return c
 
     def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False) -> str:
@@ -135,9 +140,31 @@ class Summaries:
         op = "!~" if exclude else "=~"
         return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
 
-    def _summary(self, c: _Chunk, f: int) -> list[tuple[int, int, str, int, float]]:
-        """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk, as (device, bin,
-        job label, f, value)."""
+    def _group(self, c: _Chunk, parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]]) -> None:
+        """The summaries side by side: ``c.groups[(device, bin)]`` lists (job label, count, min, max, resets); a value
+        not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
+        steady = {d.id for d in self.gpus} - self._reset_devs
+        nan = [math.nan]
+        for key in sorted(set().union(*parts.values())) if parts else ():
+            dev, job = key
+            cols = [parts.get(f, {}).get(key) for f in range(len(SUMMARIES))]
+            if dev in steady:
+                cols[3] = (cols[0][0], [0.0] * len(cols[0][0])) if cols[0] else None
+            bins = cols[0][0] if cols[0] else None
+            if bins is not None and all(x is not None and x[0] == bins for x in cols):
+                vals = zip(*(x[1] for x in cols), strict=True)  # the usual case: every summary at the same bins
+            else:
+                bins = sorted({b for x in cols if x for b in x[0]})
+                at = [dict(zip(*x, strict=True)) if x else {} for x in cols]
+                vals = ((*(a.get(b, nan[0]) for a in at),) for b in bins)
+            for b, (k, vmin, vmax, r) in zip(bins, vals, strict=True):
+                c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+
+    def _summary(
+        self, c: _Chunk, f: int, only: list[str] | None = None
+    ) -> tuple[int, dict[tuple[int, str], tuple[list[int], list[float]]]]:
+        """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk (``only``: of these
+        nodes), as ``(f, {(device, job label): (bins, values)})``."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
         fn, agg = SUMMARIES[f]
         skip = self.raw_hosts
@@ -147,27 +174,87 @@ class Summaries:
             return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
 
         every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
-        out = []
-        for s in matrix(self.client, expr, None, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
+        keys, kept = [], []
+        for s in matrix(self.client, expr, only, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
             lab = s["metric"]
             dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
-            if dev is None:
+            if dev is not None:
+                keys.append((dev, self.found.fetch._job_key(lab)))
+                kept.append(s)
+        t, v, lens = points_many(kept)  # every series' samples converted at once: a few hundred series a request
+        bins, vals = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist(), v.tolist()
+        out: dict[tuple[int, str], tuple[list[int], list[float]]] = {}
+        a = 0
+        for key, m in zip(keys, lens, strict=True):
+            old = out.get(key)
+            if old is None:
+                out[key] = (bins[a : a + m], vals[a : a + m])
+            else:  # two series of one group (labels the key leaves out): the later one's value at a shared bin
+                merged = dict(zip(*old, strict=True)) | dict(zip(bins[a : a + m], vals[a : a + m], strict=True))
+                out[key] = (sorted(merged), [merged[b] for b in sorted(merged)])
+            a += m
+        return f, out
+
+    def _reset_hosts(self, ends: list[float]) -> list[str]:
+        """The nodes of the labelled GPUs whose counter went down anywhere in the bins (``self._reset_devs``: those
+        GPUs): one ``resets`` over the whole window instead of one per bin, a read of each sample once and a value
+        per GPU. A bin's resets count drops between its own samples, which are drops inside the window, so a GPU
+        with none in the window has none in any bin; only the nodes of the others are asked ``resets`` per bin.
+        A window the server refuses for its size is asked in halves (whole bins each)."""
+        n = self.n
+        self._reset_devs: set[int] = set()
+        labelled = [d for d in self.gpus if d.host not in self.unlabelled]
+        if not labelled:
+            return []
+        sel = self._sel(n.energy_metric, self.raw_hosts or None, exclude=True)
+
+        def ask(i: int, j: int) -> list[Any]:  # bins ending at ends[i..j]
+            self.stats["requests"] = self.stats.get("requests", 0) + 1
+            try:
+                expr = f"max by ({n.host_label},{n.gpu_label}) (resets({sel}[{range_of((j - i + 1) * self.bin_s)}]))"
+                data = self.client.query(expr, at=ends[j])
+            except PrometheusLimitError:
+                if i == j:
+                    raise
+                self.stats["splits"] = self.stats.get("splits", 0) + 1
+                return ask(i, (i + j) // 2) + ask((i + j) // 2 + 1, j)
+            return (data.get("result") or []) if isinstance(data, dict) else []
+
+        for s in ask(0, len(ends) - 1):
+            lab = s.get("metric") if isinstance(s, dict) else None
+            if not isinstance(lab, dict):
                 continue
-            job = self.found.fetch._job_key(lab)
-            t, v = points(s)
-            bins = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist()
-            out += [(dev, b, job, f, x) for b, x in zip(bins, v.tolist(), strict=True)]
+            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            try:
+                r = float(s["value"][1])
+            except (KeyError, IndexError, TypeError, ValueError):
+                r = math.nan
+            if dev is not None and r != 0:  # a reset, or an answer not understood: asked per bin
+                self._reset_devs.add(dev)
+        return sorted({self.found.labels[d].get(n.host_label, "") for d in self._reset_devs})
+
+    def _unphased(self, c: _Chunk) -> list[tuple[str, int]]:
+        """The metrics to ask ``timestamp()`` of in this chunk: every one in the window's first chunk, then only those
+        with a meter whose scrape phase is not known yet (phases are steady)."""
+        first = c.ends[0] < self.window[0] + self.bin_s
+        known = self._phase
+        out = [(self.n.energy_metric, GPU_COUNTER)] if first or any(d.id not in known for d in self.gpus) else []
+        for metric, kind in self.meters:
+            devs = [d.id for d in self.found.fetch.t.devices if d.kind == kind and d.metric == metric]
+            if first or any(d not in known for d in devs):
+                out.append((metric, kind))
         return out
 
-    def _phases(self, c: _Chunk) -> None:
+    def _phases(self, c: _Chunk, metrics: list[tuple[str, int]]) -> None:
         """Each meter's scrape phase (a sample's time modulo the interval), from its latest sample at the chunk's
         end (and the window's start): one ``timestamp()`` per metric and instant, a sample per series. A meter
-        silent at that instant keeps the phase an earlier chunk found."""
+        silent at that instant keeps the phase an earlier chunk found. Asked only until every meter has one
+        (`_unphased`): elsewhere a GPU's latest sample at a chunk's end is not known, and a bin where it appears
+        there is read raw."""
         n = self.n
-        metrics = [(n.energy_metric, GPU_COUNTER)] if self.gpus else []
         first = c.ends[0] < self.window[0] + self.bin_s  # the window's first bin: where GPUs that appear start
         instants = (c.ends[-1], c.ends[0]) if first else (c.ends[-1],)
-        for (metric, kind), at in itertools.product(metrics + self.meters, instants):
+        for (metric, kind), at in itertools.product(metrics, instants):
             self.stats["requests"] = self.stats.get("requests", 0) + 1
             data = self.client.query(f"timestamp({self._sel(metric, None)})", at=at)
             for s in (data.get("result") or []) if isinstance(data, dict) else []:
@@ -229,6 +316,8 @@ class Summaries:
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         last = c.ends[-1] >= self.window[1]
         for dev, b in sorted(c.groups, key=lambda x: (x[1], x[0])):
+            if self._goes_on(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev)):
+                continue
             edge = Edge(
                 self._seen.get(dev) == c.ends[b] - self.bin_s,
                 (dev, b + 1) in c.groups or (b + 1 == len(c.ends) and not last),
@@ -237,8 +326,32 @@ class Summaries:
             if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev), edge):
                 repair.setdefault(b, []).append(dev)
             self._seen[dev] = c.ends[b]
-        for b, devs in sorted(repair.items()):
-            self._raw(c.ends[b], devs)
+        todo = sorted(repair.items())
+        hosts = [sorted({self.found.labels[d].get(self.n.host_label, "") for d in devs}) for _, devs in todo]
+        asks = [functools.partial(self._raw_series, h, c.ends[b]) for h, (b, _) in zip(hosts, todo, strict=True)]
+        for (_, devs), series in zip(todo, in_order(asks, lambda ask: ask(), self.concurrency), strict=True):
+            self._raw(devs, series)  # asked in parallel, applied in time order
+
+    def _goes_on(self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None) -> bool:
+        """The common bin, decided without `_lay_out`'s bookkeeping (what it would do, at a third of the cost): one
+        series, every grid point of the bin, no reset, going on from the GPU's open run (same label, the next grid
+        point, not below it). The open run is extended to the bin's last sample."""
+        if len(groups) != 1 or ph is None:
+            return False
+        job, k, vmin, vmax, r = groups[0]
+        cur = self._open.get(dev)
+        if cur is None or r != 0 or cur[0] != job or not (math.isfinite(vmin) and math.isfinite(vmax)):
+            return False
+        if vmin < cur[4] or vmin < self._last_v.get(dev, -math.inf):
+            return False
+        i0 = math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1
+        i1 = math.floor((end - ph) / self.s + 1e-6)
+        if k != i1 - i0 + 1 or abs(ph + i0 * self.s - cur[3] - self.s) >= 1e-3:
+            return False
+        cur[3], cur[4] = ph + i1 * self.s, vmax
+        self._last_v[dev] = vmax
+        self._seen[dev] = end
+        return True
 
     def _lay_out(
         self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None, edge: Edge
@@ -297,14 +410,13 @@ class Summaries:
         for job in label.split(",") if label else ():
             self.curves.seen(job, dev, t0, t1)
 
-    def _raw(self, end: float, devs: list[int]) -> None:
-        """Bins the summaries could not lay out: every sample of those GPUs' nodes in the bin."""
+    def _raw(self, devs: list[int], series: list[dict[str, Any]]) -> None:
+        """A bin the summaries could not lay out, from every sample of those GPUs' nodes in it (`_raw_series`)."""
         n, found = self.n, self.found
         want = set(devs)
-        hosts = sorted({found.labels[d].get(n.host_label, "") for d in devs})
         self.curves.raw_bins += len(devs)
         merged: dict[int, dict[float, float]] = {}
-        for s in self._raw_series(hosts, end):
+        for s in series:
             lab = s["metric"]
             dev = found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
             if dev not in want:
