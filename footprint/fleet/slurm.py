@@ -28,7 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -248,12 +248,19 @@ def _energy(text: str) -> float | None:
     return v if 0 < v < 1.8e19 else None
 
 
-def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
+BATCH_LINES = 65_536  # lines read and parsed at a time (as Arrow columns): memory is one batch, whatever the file
+
+
+def parse_sacct(
+    text: str | Iterable[str], tz: tzinfo, source: str = "sacct", delimiter: str = "|", columnar: bool = True
+) -> SacctResult:
     """Jobs with GPUs from ``sacct --parsable2`` output (header line required): a string, or its lines one at a
-    time (an open file), so that a month's sacct is never held whole."""
-    lines = _numbered(io.StringIO(text, newline=None) if isinstance(text, str) else text)
-    first, head = next(((i, line) for i, line in lines if line.strip()), (None, ""))
-    if first is None:
+    time (an open file), so that a month's sacct is never held whole. Lines are read `BATCH_LINES` at a time;
+    ``columnar``: the plain ones (`sacct_batch`) as columns, every other one (and all with ``columnar=False``)
+    by `_line`, the rules' reference, one at a time."""
+    lines = iter(io.StringIO(text, newline=None) if isinstance(text, str) else text)
+    first, head = next(((i, x.rstrip("\r\n")) for i, x in enumerate(lines, start=1) if x.strip()), (0, ""))
+    if not head:
         raise FootprintError("empty: expected `sacct --parsable2` output with its header line", source)
     header = [h.strip() for h in head.split(delimiter)]
     if "JobID" not in header:
@@ -267,18 +274,28 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    out = SacctJobs()
-    jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter, out)
-    for job, parts in het.items():
+    from footprint.fleet.sacct_batch import Reader
+
+    r = Reader(header, tz, delimiter, columnar)
+    lineno = first + 1
+    while batch := list(itertools.islice(lines, BATCH_LINES)):
+        r.batch(lineno, batch)
+        lineno += len(batch)
+    out, jobs = r.out, r.jobs
+    for job, parts in r.het.items():
         jobs[job] = out.append(_fold_het(job, parts))
-    for job, (step, e) in step_energy.items():
+    energy = out.column("consumed_energy_j")
+    for job, (step, e) in r.step_energy.items():
         i = jobs.get(job)
-        if i is not None and math.isnan(out.num["consumed_energy_j"][i]):
+        if i is not None and math.isnan(energy[i]):
             out.set_energy(i, e, f"step {job}.{step} (the largest of its steps)")
-    gpus = [i for i in jobs.values() if out.gpu_count(i) > 0]
+    skipped = [text for _, text in sorted(r.skipped, key=lambda x: x[0])]  # in line order (one note a line)
+    rows = np.fromiter(jobs.values(), np.int64, len(jobs))
+    gpus = out.gpu_counts()[rows] > 0
     skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
-                for i in jobs.values() if out.gpu_count(i) == 0]  # fmt: skip
-    out = out.take(sorted(gpus, key=lambda i: (out.num["start"][i], out.job_id[i])))
+                for i in rows[~gpus].tolist()]  # fmt: skip
+    out = out.take(_by_start(out, rows[gpus]))
+
     # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
     # (and it ran after every End it prints)
     start, end, elapsed = (out.column(k) for k in ("start", "end", "elapsed_s"))
@@ -287,58 +304,42 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
     return SacctResult(out, skipped, source, tuple(header), float(seen.max()) if len(seen) else None)
 
 
-def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
-    """(line number, line without its end) of each line."""
-    for i, line in enumerate(lines, start=1):
-        yield i, line.rstrip("\r\n")
+def _by_start(jobs: SacctJobs, rows: np.ndarray) -> list[int]:
+    """These rows by start, then job id (only jobs that start at the same second are compared by id)."""
+    order = rows[np.argsort(jobs.column("start")[rows], kind="stable")].tolist()
+    starts = jobs.column("start")[order] if order else np.zeros(0)
+    tied = np.flatnonzero(starts[1:] == starts[:-1])
+    for a in np.unique(np.searchsorted(starts, starts[tied], side="left")).tolist():
+        b = int(np.searchsorted(starts, starts[a], side="right"))
+        order[a:b] = sorted(order[a:b], key=lambda i: jobs.job_id[i])
+    return order
 
 
-def _read_lines(
-    lines: Iterator[tuple[int, str]], header: list[str], tz: tzinfo, delimiter: str, out: SacctJobs
-) -> tuple[dict[str, int], dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
-    """Every line: jobs appended to ``out`` (job id -> its row), het-job components and steps' largest energy
-    aside, skipped lines noted."""
-    jobs: dict[str, int] = {}
-    het: dict[str, list[SlurmJob]] = {}
-    skipped: list[str] = []
-    step_energy: dict[str, tuple[str, float]] = {}  # job -> its step with the largest energy
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        if len(jobs) + len(skipped) >= MAX_SACCT_ROWS:  # memory grows with each: a bound, not a slow death
-            raise FootprintError(
-                f"more than {MAX_SACCT_ROWS:,} jobs and lines left out by line {lineno:,}: split the export by time "
-                "(sacct -S ... -E ...) and import each part into its own fleet directory"
-            )
-        try:
-            row = _row(line.split(delimiter), header)
-            m = _JOBID.match(row["JobID"].strip())
-            if not m:
-                raise ValueError(f"JobID {row['JobID']!r} is not JobID[_task][+offset][.step]")
-            job, het_off, step = m.group("job"), m.group("het"), m.group("step")
-            if step is not None:  # steps fold into their job: only their energy is kept
-                e = _energy(row.get("ConsumedEnergyRaw", ""))
-                if e is not None and e > step_energy.get(job, ("", -1.0))[1]:
-                    step_energy[job] = (step, e)
-                continue
-            if "[" in job:
-                skipped.append(f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
-                continue
-            sj = _job(row, job, lineno, tz)
-        except (ValueError, KeyError, OverflowError) as exc:
-            skipped.append(f"line {lineno}: {exc}; line left out")
-            continue
-        if sj is None:
-            continue
-        if isinstance(sj, str):
-            skipped.append(f"line {lineno}: job {job}: {sj}")
-        elif het_off is not None:
-            het.setdefault(job, []).append(sj)
-        elif job in jobs:
-            skipped.append(f"line {lineno}: job {job} appears twice (sacct --duplicates?); the first line is kept")
-        else:
-            jobs[job] = out.append(sj)
-    return jobs, het, skipped, step_energy
+# what a line adds: ("note", job or "", text), ("step", job, (step, energy)), ("het" | "job", job, SlurmJob)
+Event = tuple[str, str, object] | None
+
+
+def _line(lineno: int, line: str, header: list[str], tz: tzinfo, delimiter: str) -> Event:
+    """One line by the rules (the reference the columnar reader agrees with): what it adds, if anything."""
+    if not line.strip():
+        return None
+    try:
+        row = _row(line.split(delimiter), header)
+        m = _JOBID.match(row["JobID"].strip())
+        if not m:
+            raise ValueError(f"JobID {row['JobID']!r} is not JobID[_task][+offset][.step]")
+        job, het_off, step = m.group("job"), m.group("het"), m.group("step")
+        if step is not None:  # steps fold into their job: only their energy is kept
+            e = _energy(row.get("ConsumedEnergyRaw", ""))
+            return ("step", job, (step, e)) if e is not None else None
+        if "[" in job:
+            return ("note", job, f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
+        sj = _job(row, job, lineno, tz)
+    except (ValueError, KeyError, OverflowError) as exc:
+        return ("note", "", f"line {lineno}: {exc}; line left out")
+    if isinstance(sj, str):
+        return ("note", job, f"line {lineno}: job {job}: {sj}")
+    return ("het" if het_off is not None else "job", job, sj)
 
 
 def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | str | None:
