@@ -121,14 +121,12 @@ class Reader:
         """Which lines are plain, and their fields as columns (Arrow's CSV reader, no quoting), parsed."""
         import pyarrow.compute as pc
 
-        plain, text = _plain_lines(rows, self.delimiter, len(self.header))
+        plain = _plain_lines(rows, self.delimiter, len(self.header))
         idx = np.flatnonzero(plain)
         if not len(idx):
             return plain, None
-        if len(idx) < len(rows):
-            text = "\n".join([rows[i] for i in idx.tolist()]).encode()
-        table = _csv(text, self.delimiter, len(self.header))
-        del text
+        plain_rows = rows if len(idx) == len(rows) else [rows[i] for i in idx.tolist()]
+        table = _csv("\n".join(plain_rows).encode(), self.delimiter, len(self.header))
 
         def field(name: str) -> Any:
             return table.column(self.col[name]).combine_chunks() if name in self.col else _pa_str([""] * len(table))
@@ -300,21 +298,14 @@ class Reader:
         return self.out.extend(rows, notes)
 
 
-def _plain_lines(rows: list[str], delimiter: str, fields: int) -> tuple[np.ndarray, bytes]:
-    """Lines of printable ASCII (the delimiter aside) with ``fields`` fields; and the batch as UTF-8 bytes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    text = "\n".join(rows).encode("utf-8", "surrogatepass")
-    ends = np.flatnonzero(np.frombuffer(text, np.uint8) == 10)  # where each line but the last ends
-    if len(ends) != len(rows) - 1:  # a caller's line with a newline inside: every line by the rules
-        return np.zeros(len(rows), bool), text
-    offsets = np.concatenate([[0], ends + 1, [len(text)]]).astype(np.int32)  # each line with its newline
-    arr = pa.BinaryArray.from_buffers(pa.binary(), len(rows), [None, pa.py_buffer(offsets), pa.py_buffer(text)])
-    odd = "[^\\n\\x20-\\x7e]" if delimiter != "\t" else "[^\\n\\t\\x20-\\x7e]"
-    bad = _bools(pc.match_substring_regex(arr, odd))
-    count = pc.count_substring(arr, delimiter).to_numpy(zero_copy_only=False)
-    return ~bad & (count == fields - 1), text
+def _plain_lines(rows: list[str], delimiter: str, fields: int) -> np.ndarray:
+    """Lines of printable ASCII (the delimiter aside) with ``fields`` fields."""
+    k = fields - 1
+    if delimiter == "\t":
+        return np.fromiter(
+            (x.isascii() and x.replace("\t", " ").isprintable() and x.count("\t") == k for x in rows), bool, len(rows)
+        )
+    return np.fromiter((x.isascii() and x.isprintable() and x.count(delimiter) == k for x in rows), bool, len(rows))
 
 
 def _csv(text: bytes, delimiter: str, fields: int) -> Any:

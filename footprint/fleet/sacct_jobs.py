@@ -241,9 +241,9 @@ class SacctJobs(Rows[SlurmJob]):
         """These rows, in this order (the tables of distinct values are kept as they are)."""
         out = SacctJobs()
         out.codes, out.allocs = self.codes, self.allocs
-        out.job_id = [self.job_id[i] for i in order]
-        out.raw_id = [self.raw_id[i] for i in order]
         idx = np.asarray(order, np.int64)
+        out.job_id = [self.job_id[i] for i in idx]  # one index at a time: no list of a million ints
+        out.raw_id = [self.raw_id[i] for i in idx]
 
         def pick(col: array, dtype: type) -> array:
             a = array(col.typecode)
@@ -257,5 +257,7 @@ class SacctJobs(Rows[SlurmJob]):
             out.num[k] = pick(self.num[k], np.float64)
         out.line = pick(self.line, np.int32)
         out.alloc = pick(self.alloc, np.int32)
-        out.notes = {new: self.notes[old] for new, old in enumerate(order) if old in self.notes}
+        if self.notes:
+            where = {old: new for new, old in enumerate(idx.tolist()) if old in self.notes}
+            out.notes = {new: self.notes[old] for old, new in where.items()}
         return out

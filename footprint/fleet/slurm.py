@@ -304,14 +304,14 @@ def parse_sacct(
     return SacctResult(out, skipped, source, tuple(header), float(seen.max()) if len(seen) else None)
 
 
-def _by_start(jobs: SacctJobs, rows: np.ndarray) -> list[int]:
+def _by_start(jobs: SacctJobs, rows: np.ndarray) -> np.ndarray:
     """These rows by start, then job id (only jobs that start at the same second are compared by id)."""
-    order = rows[np.argsort(jobs.column("start")[rows], kind="stable")].tolist()
-    starts = jobs.column("start")[order] if order else np.zeros(0)
+    order = rows[np.argsort(jobs.column("start")[rows], kind="stable")]
+    starts = jobs.column("start")[order]
     tied = np.flatnonzero(starts[1:] == starts[:-1])
     for a in np.unique(np.searchsorted(starts, starts[tied], side="left")).tolist():
         b = int(np.searchsorted(starts, starts[a], side="right"))
-        order[a:b] = sorted(order[a:b], key=lambda i: jobs.job_id[i])
+        order[a:b] = sorted(order[a:b].tolist(), key=lambda i: jobs.job_id[i])
     return order
 
 
