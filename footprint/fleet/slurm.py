@@ -248,7 +248,7 @@ def _energy(text: str) -> float | None:
     return v if 0 < v < 1.8e19 else None
 
 
-BATCH_LINES = 65_536  # lines read and parsed at a time (as Arrow columns): memory is one batch, whatever the file
+BATCH_LINES = 16_384  # lines read and parsed at a time (as Arrow columns): ~1.5 KB a line while parsed, whatever the file
 
 
 def parse_sacct(
