@@ -124,10 +124,8 @@ def test_columnar_reader_agrees_across_batches_and_with_carriage_returns() -> No
 
 def test_columnar_reader_keeps_the_row_cap_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cap on jobs and notes held is checked at the same line as a line-by-line reader does."""
-    from footprint.fleet import sacct_batch
-
     text = "\n".join([HEAD] + [_line(str(3000 + i)) for i in range(40)] + [_line("3000")])
-    monkeypatch.setattr(sacct_batch, "MAX_SACCT_ROWS", 25)
+    monkeypatch.setattr(slurm, "MAX_SACCT_ROWS", 25)
     errors = []
     for columnar in (True, False):
         with pytest.raises(FootprintError) as e:

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from footprint.errors import FootprintError
+from footprint.fleet import slurm
 from footprint.fleet.sacct_jobs import SacctJobs, SlurmJob
 from footprint.fleet.slurm import (
     _NO_TIME,
     EARLIEST_JOB_S,
     LATEST_JOB_S,
-    MAX_SACCT_ROWS,
     _allocation,
     _line,
 )
@@ -103,15 +103,16 @@ class Reader:
 
     def _check_cap(self, lineno: int, n: int, blank: np.ndarray, counted: list[int]) -> None:
         """sacct's row cap, checked at each line as a line-by-line reader would: jobs and notes held before it."""
+        cap = slurm.MAX_SACCT_ROWS  # read now: a test or a caller may lower it
         held = len(self.jobs) + len(self.skipped)
-        if held + len(counted) < MAX_SACCT_ROWS:
+        if held + len(counted) < cap:
             return
         adds = np.bincount(np.array(counted, np.int64), minlength=n)
         before = held + np.cumsum(adds) - adds
-        over = np.flatnonzero((before >= MAX_SACCT_ROWS) & ~blank)
+        over = np.flatnonzero((before >= cap) & ~blank)
         if len(over):
             raise FootprintError(
-                f"more than {MAX_SACCT_ROWS:,} jobs and lines left out by line {lineno + int(over[0]):,}: split the "
+                f"more than {cap:,} jobs and lines left out by line {lineno + int(over[0]):,}: split the "
                 "export by time (sacct -S ... -E ...) and import each part into its own fleet directory"
             )
 
