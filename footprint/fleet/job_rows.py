@@ -23,11 +23,6 @@ UNMEASURED_NOTE = "allocated by SLURM; no telemetry for this GPU: energy not ava
 NO_HOST_METER = "host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)"
 _COMP = {CPU: 1, RAM: 2}  # component codes: 0 gpu, 1 cpu, 2 ram
 _COMP_NAMES = ("gpu", "cpu", "ram")
-# the ledger's energy_method by which GPU methods a job's measured GPUs used (1: counter, 2: gauge, 3: both)
-_METHODS = np.array(
-    ["+".join(sorted(m for m, on in ((KIND_NAMES[GPU_COUNTER], a & 1), (KIND_NAMES[GPU_GAUGE], a & 2)) if on)) or "none"
-     for a in range(4)], object
-)  # fmt: skip
 
 
 def type_name(gres_type: str | None, gpu_types: dict[str, str]) -> str | None:
@@ -85,10 +80,12 @@ class _Devices:
     def __init__(self, devices: list[Device]) -> None:
         n = len(devices)
         self.comp = np.array([_COMP.get(d.kind, 0) for d in devices], np.int8).reshape(n)
-        self.gauge = np.array([d.kind == GPU_GAUGE for d in devices], bool).reshape(n)
         self.host = [d.host for d in devices]
         self.model = [d.model for d in devices]
-        self.method = [KIND_NAMES[d.kind] for d in devices]
+        self.method = [KIND_NAMES[d.kind] for d in devices]  # how each meter measured (the ledger's method names)
+        names = sorted({m for m, d in zip(self.method, devices, strict=True) if d.kind in (GPU_COUNTER, GPU_GAUGE)})
+        self.methods = names  # the GPU methods, each a bit of a job's mask
+        self.method_bit = np.array([1 << names.index(m) if m in names else 0 for m in self.method], np.int64).reshape(n)
         self.index = [d.gpu_index if d.kind in (GPU_COUNTER, GPU_GAUGE) else None for d in devices]
         self.uuid = [
             (d.uuid or f"{d.host}:gpu{d.gpu_index}") if d.kind in (GPU_COUNTER, GPU_GAUGE) else f"{d.host}:{KIND_NAMES[d.kind]}"
@@ -139,8 +136,10 @@ class JobRows:
         sums = [np.bincount(pj[comp == c], weights=pe[comp == c], minlength=n) for c in range(3)]
         counts = [np.bincount(pj[comp == c], minlength=n) for c in range(3)]
         gpu_seconds = np.bincount(pj[gpu], weights=ps[gpu], minlength=n)
-        gauges = np.bincount(pj[gpu], weights=dv.gauge[pd_[gpu]], minlength=n)
-        kinds = (counts[0] - gauges > 0).astype(int) + 2 * (gauges > 0)
+        kinds = np.zeros(n, np.int64)  # a bit per GPU method any of the job's measured GPUs used
+        for b in range(len(dv.methods)):
+            on = gpu & (dv.method_bit[pd_] == 1 << b)
+            kinds |= (np.bincount(pj[on], minlength=n) > 0).astype(np.int64) << b
         devs, comps, jl = pd_.tolist(), comp.tolist(), pj.tolist()
         names_p = [dv.model[d] or (self._type(self._types_by_host(j0 + j).get(dv.host[d])) or "unknown GPU") if c == 0
                    else dv.name[d] for d, c, j in zip(devs, comps, jl, strict=True)]  # fmt: skip
@@ -206,7 +205,9 @@ class JobRows:
         known = (counts[0] > 0) | (counts[1] > 0) | (counts[2] > 0)
         total = np.where(counts[0] > 0, sums[0], 0.0) + np.where(counts[1] > 0, sums[1], 0.0)
         total = np.where(known, total + np.where(counts[2] > 0, sums[2], 0.0), np.nan)
-        m = _METHODS[kinds]  # which of the two GPU methods the job's measured GPUs used
+        ms = self.dev.methods  # a job's methods joined in sorted order, as the record path joins them
+        joined = np.array(["+".join(m for b, m in enumerate(ms) if k >> b & 1) or "none" for k in range(1 << len(ms))], object)
+        m = joined[kinds]
         slurm = {k: self._sacct_text(jobs, k) for k in ("name", "user", "account", "partition", "state")}
         account = [a if a else (k.split("/")[0] if "/" in k else None) for a, k in zip(slurm["account"], keys, strict=True)]
         gpu_name = cols["gpu_name"]
