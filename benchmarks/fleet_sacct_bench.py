@@ -26,7 +26,7 @@ from footprint.fleet.slurm import SACCT_FIELDS
 CHILD = """
 import json, resource, sys, time
 from datetime import UTC
-import pandas, pyarrow.compute, pyarrow.csv, pyarrow.parquet
+import pandas, pyarrow.compute, pyarrow.parquet
 from footprint.fleet import slurm
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()

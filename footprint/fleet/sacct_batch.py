@@ -119,7 +119,8 @@ class Reader:
     # ---- the plain lines as columns -------------------------------------------------------------
 
     def _columns(self, rows: list[str]) -> tuple[np.ndarray, dict[str, Any] | None]:
-        """Which lines are plain, and their fields as columns (Arrow's CSV reader, no quoting), parsed."""
+        """Which lines are plain, and their fields as columns (Arrow), parsed."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         plain = _plain_lines(rows, self.delimiter, len(self.header))
@@ -127,10 +128,10 @@ class Reader:
         if not len(idx):
             return plain, None
         plain_rows = rows if len(idx) == len(rows) else [rows[i] for i in idx.tolist()]
-        table = _csv("\n".join(plain_rows).encode(), self.delimiter, len(self.header))
+        table = _fields("\n".join(plain_rows).encode(), len(plain_rows), self.delimiter, len(self.header))
 
         def field(name: str) -> Any:
-            return table.column(self.col[name]).combine_chunks() if name in self.col else _pa_str([""] * len(table))
+            return table[self.col[name]] if name in self.col else _pa_str([""] * len(table[0]))
 
         jid = pc.extract_regex(field("JobID"), _STRICT_JOBID)
         energy = field("ConsumedEnergyRaw")
@@ -144,7 +145,8 @@ class Reader:
         plain[idx[~good]] = False
         # the job lines: a line whose times or Elapsed are not plain goes by the rules
         jr = np.flatnonzero(good & ~is_step)
-        table = table.take(jr)
+        at = pa.array(jr)
+        table = [c.take(at) for c in table]
         start_raw, end_raw = field("Start"), field("End")
         start, s_none, s_ok = self._times(start_raw)
         end, e_none, e_ok = self._times(end_raw)
@@ -309,20 +311,18 @@ def _plain_lines(rows: list[str], delimiter: str, fields: int) -> np.ndarray:
     return np.fromiter((x.isascii() and x.isprintable() and x.count(delimiter) == k for x in rows), bool, len(rows))
 
 
-def _csv(text: bytes, delimiter: str, fields: int) -> Any:
-    """Lines of ``fields`` fields as a table of strings: no quoting, no escapes (sacct writes neither)."""
-    import io
-
+def _fields(text: bytes, lines: int, delimiter: str, fields: int) -> list[Any]:
+    """``lines`` lines of ``fields`` fields each (joined by newlines) as one Arrow string array per field: no
+    quoting, no escapes (sacct writes neither)."""
     import pyarrow as pa
-    import pyarrow.csv as pcsv
+    import pyarrow.compute as pc
 
-    names = [f"f{i}" for i in range(fields)]
-    return pcsv.read_csv(
-        io.BytesIO(text),
-        read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 26, use_threads=False),
-        parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False, ignore_empty_lines=False),
-        convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False),
-    )
+    text += b"\n"
+    offsets = np.concatenate([[0], np.flatnonzero(np.frombuffer(text, np.uint8) == 10) + 1]).astype(np.int32)
+    arr = pa.StringArray.from_buffers(lines, pa.py_buffer(offsets), pa.py_buffer(text))  # each line with its newline
+    flat = pc.list_flatten(pc.split_pattern(pc.utf8_rtrim(arr, "\n"), delimiter))
+    at = np.arange(lines, dtype=np.int64) * fields
+    return [flat.take(pa.array(at + i)) for i in range(fields)]
 
 
 def _pa_str(values: list[str]) -> Any:
