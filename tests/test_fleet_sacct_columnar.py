@@ -1,4 +1,4 @@
-"""The columnar sacct reader (`footprint.fleet.sacct_batch`) against the rules read line by line (`slurm._line`):
+"""The columnar sacct reader (`footprint.fleet.sacct_batch`) against the rules read line by line (`sacct_rules._line`):
 the same jobs, notes and order on the fixture, on tricky lines of every kind, in several time zones, and across
 batch boundaries."""
 

@@ -1,13 +1,13 @@
 """sacct's lines a batch at a time: the plain ones as Arrow columns, every other by the rules line by line.
 
 A 4,096-GPU month is ~630,000 jobs and ~2.5 M lines (a job and its steps); read a line at a time through
-`slurm._line` that is ~30 µs a job. Here a batch of lines is split into fields by Arrow, and a line is
+`sacct_rules._line` that is ~30 µs a job. Here a batch of lines is split into fields by Arrow, and a line is
 *plain* when it is printable ASCII with the header's number of fields, a JobID that is a number (or an
 array task) with or without a step, times as ``YYYY-MM-DDTHH:MM:SS`` (or Unknown/None/empty), an Elapsed
 and a ConsumedEnergyRaw of bounded digits: those are parsed as columns. Any other line (a pipe in a
 JobName, a het-job component, a pending array range, a time with an offset, anything damaged) goes through
-`slurm._line`, so the rules and their one-line notes have one source. Allocations (AllocTRES, NodeList,
-AllocGRES) are parsed once per distinct value by `slurm._allocation`. Results are merged in line order:
+`sacct_rules._line`, so the rules and their one-line notes have one source. Allocations (AllocTRES, NodeList,
+AllocGRES) are parsed once per distinct value by `sacct_rules._allocation`. Results are merged in line order:
 the first of two lines with one job id wins, a step's energy ties go to the first, notes keep their order,
 and the row cap is checked line by line as before.
 """
@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from footprint.errors import FootprintError
-from footprint.fleet import slurm
 from footprint.fleet.sacct_jobs import SacctJobs, SlurmJob
-from footprint.fleet.slurm import (
+from footprint.fleet.sacct_rules import (
     _NO_TIME,
     EARLIEST_JOB_S,
     LATEST_JOB_S,
@@ -45,7 +44,7 @@ class Reader:
     def __init__(self, header: list[str], tz: tzinfo, delimiter: str, columnar: bool = True) -> None:
         self.header, self.tz, self.delimiter = header, tz, delimiter
         self.columnar = columnar and len(delimiter) == 1 and (delimiter == "\t" or " " <= delimiter <= "~")
-        self.col = {h: i for i, h in enumerate(header)}  # a repeated name: its last field, as `slurm._row`'s dict keeps
+        self.col = {h: i for i, h in enumerate(header)}  # a repeated name: its last field, as `sacct_rules._row`'s dict keeps
         self.out = SacctJobs()
         self.jobs: dict[str, int] = {}
         self.het: dict[str, list[SlurmJob]] = {}
@@ -56,7 +55,8 @@ class Reader:
 
     # ---- one batch ------------------------------------------------------------------------------
 
-    def batch(self, lineno: int, lines: list[str]) -> None:
+    def batch(self, lineno: int, lines: list[str], cap: int) -> None:
+        """Lines ``lineno``... read; ``cap``: the jobs and notes one read may hold (`slurm.MAX_SACCT_ROWS`)."""
         rows = [x.rstrip("\r\n") for x in lines]
         plain, cols = self._columns(rows) if self.columnar else (np.zeros(len(rows), bool), None)
         notes: list[tuple[int, str]] = []
@@ -81,7 +81,7 @@ class Reader:
         if cols is not None:
             cols["lineno0"] = lineno
             self._plain(cols, notes, steps, cands)
-        self._check_cap(lineno, len(rows), blank, [p for p, _ in notes] + [p for p, _, _ in cands])
+        self._check_cap(lineno, len(rows), blank, [p for p, _ in notes] + [p for p, _, _ in cands], cap)
         for _, job, step, e in sorted(steps, key=lambda x: x[0]):
             if e > self.step_energy.get(job, ("", -1.0))[1]:
                 self.step_energy[job] = (step, e)
@@ -101,9 +101,8 @@ class Reader:
                 self.jobs[job] = i
         self.skipped += [(lineno + p, text) for p, text in notes]
 
-    def _check_cap(self, lineno: int, n: int, blank: np.ndarray, counted: list[int]) -> None:
+    def _check_cap(self, lineno: int, n: int, blank: np.ndarray, counted: list[int], cap: int) -> None:
         """sacct's row cap, checked at each line as a line-by-line reader would: jobs and notes held before it."""
-        cap = slurm.MAX_SACCT_ROWS  # read now: a test or a caller may lower it
         held = len(self.jobs) + len(self.skipped)
         if held + len(counted) < cap:
             return
