@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +21,16 @@ import numpy as np
 
 from footprint.errors import FootprintError
 from footprint.fleet.attribution import GAP, UNALLOCATED, Activity, Job, LabelStats, Plan, Totals, attribute
+from footprint.fleet.job_rows import (
+    HOST_NOTE,
+    NO_HOST_METER,
+    JobRows,
+    catalogue_id,
+    coverage_note,
+    type_name,
+    unlabelled_note,
+    unmeasured,
+)
 from footprint.fleet.prometheus import PromConfig, PrometheusClient
 from footprint.fleet.records import run_record
 from footprint.fleet.sacct_jobs import SacctJobs
@@ -176,8 +185,9 @@ def _aggregated(
         if curves is None:
             aggregate.refine_label_jobs(plan, found, ev)
         e, chunks = aggregate.evaluate(client, plan, found, ev, opts.exact_below_s, curves=curves)
+        rows = JobRows(plan, opts.gpu_types, opts.site)
         for jobs, part in chunks:  # a chunk of jobs evaluated, written and dropped
-            _write_chunk(w, plan, jobs, part, opts, source)
+            _write_chunk(w, plan, jobs, part, opts, source, rows)
     except FootprintError as exc:
         kept = sum(1 for _ in resume.glob("*.json"))
         if not kept:
@@ -235,22 +245,27 @@ def _close(
     return ImportSummary(w.out, len(plan.jobs), n, total, alloc, total - alloc, meta["skipped"], meta["notes"])
 
 
-def _write_chunk(w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOptions, source: dict[str, Any]) -> None:
+def _write_chunk(
+    w: FleetWriter, plan: Plan, jobs: range, e: Any, opts: ImportOptions, source: dict[str, Any], rows: JobRows
+) -> None:
     """The ledger rows (or run records, when asked) of these jobs, from their evaluated energies."""
     import pandas as pd
 
-    by_job: dict[int, list[tuple[int, float, float]]] = {}
-    for (j, dev), v in sorted(e.pair_j.items()):
-        by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
+    for j in sorted(e.exact_jobs):
+        if j in jobs:
+            plan.jobs[j].note(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
+    if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
+        by_job: dict[int, list[tuple[int, float, float]]] = {}
+        for (j, dev), v in sorted(e.pair_j.items()):
+            by_job.setdefault(j, []).append((dev, v, e.pair_s.get((j, dev), 0.0)))
+        for j in jobs:
+            pairs = pd.DataFrame(by_job[j], columns=["dev", "energy_j", "seconds"]) if j in by_job else None
+            w.add_job(_write_job(w, j, plan.jobs[j], plan, pairs, opts, source))
+    else:  # the ledger's and job_gpus' columns for the whole chunk (`job_rows`)
+        ledger, devices = rows.columns(jobs, e.pair_j, e.pair_s)
+        w.add_jobs_columns(ledger)
+        w.add_devices_columns(devices)
     for j in jobs:
-        job, rows = plan.jobs[j], by_job.get(j)
-        if j in e.exact_jobs:
-            job.note(f"shorter than {opts.exact_below_s:g} s: energy from its raw samples (counter read at the edges)")
-        if w.records:  # the full run record, through the tracker's writer (slow: only when asked)
-            pairs = pd.DataFrame(rows, columns=["dev", "energy_j", "seconds"]) if rows else None
-            w.add_job(_write_job(w, j, job, plan, pairs, opts, source))
-        else:
-            w.add_job(_ledger_row(w, job, rows or [], plan, opts))
         plan.jobs.notes.pop(j, None)  # written: its notes are no longer held
 
 
@@ -395,17 +410,17 @@ def _write_job(
                 continue
             gpu_seconds += s
             per_host[d.host] = per_host.get(d.host, 0) + 1
-            name = d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU"
+            name = d.model or type_name(job.types_by_host.get(d.host), opts.gpu_types) or "unknown GPU"
             devices.append({**_gpu_device(d, name, e, s), "notes": _device_notes(d, job, opts.max_gap_s)})
             notes += [n for n in devices[-1]["notes"]]
     for host, k in job.gpus_by_host.items():
         missing = k - per_host.get(host, 0)
         if missing > 0:
             model = next((d.model for d in plan.host_gpus.get(host, []) if d.model), None)
-            name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
-            devices += [_unmeasured(job.key, host, i, name) for i in range(missing)]
+            name = model or type_name(job.types_by_host.get(host), opts.gpu_types) or "unknown GPU"
+            devices += [unmeasured(job.key, host, i, name) for i in range(missing)]
             if host in plan.labelled_hosts:
-                notes.append(_unlabelled_note(host, k, per_host.get(host, 0)))
+                notes.append(unlabelled_note(host, k, per_host.get(host, 0)))
     for (host, kind), e in sorted(cpu.items()):
         devices.append(
             {
@@ -416,67 +431,19 @@ def _write_job(
                 "method": "prometheus host counter",
                 "measured": True,
                 "energy_j": e,
-                "notes": ["node-level counter shared among the node's jobs by their share of its GPUs"],
+                "notes": [HOST_NOTE],
             }
         )
     if not cpu:
-        notes.append("host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)")
+        notes.append(NO_HOST_METER)
     allocated = job.duration_s * job.gpu_count
     coverage = gpu_seconds / allocated if allocated > 0 else None
     if coverage is not None and coverage < 0.99:
-        notes.append(f"GPU telemetry covers {coverage:.0%} of the job's allocated GPU-time: its measured energy is a lower bound")
+        notes.append(coverage_note(coverage))
     methods = sorted({d["method"] for d in devices if d["component"] == "gpu" and d["measured"]})
     return _finish(
         w, job, devices, notes, coverage, "+".join(methods) or "none", opts, {**source, "gpu_seconds_measured": gpu_seconds}
     )
-
-
-def _ledger_row(w: FleetWriter, job: Job, pairs: list[tuple[int, float, float]], plan: Plan, opts: ImportOptions) -> dict:
-    """The job's ledger row and its per-device rows, without building a run record (linear, a few µs a job): the
-    same numbers `_write_job` + `_finish` give, which `footprint fleet job` turns into a record on demand."""
-    devs = plan.tel.devices
-    sums = {"gpu": None, "cpu": None, "ram": None}
-    names: list[str] = []
-    methods: set[str] = set()
-    per_host: dict[str, int] = {}
-    rows: list[dict[str, Any]] = []
-    gpu_seconds = 0.0
-    for dev, e, sec in pairs:
-        d = devs[dev]
-        comp = "gpu" if d.kind in (GPU_COUNTER, GPU_GAUGE) else KIND_NAMES[d.kind]
-        sums[comp] = (sums[comp] or 0.0) + e
-        if comp == "gpu":
-            name = d.model or _type_name(job.types_by_host.get(d.host), opts) or "unknown GPU"
-            names.append(name)
-            methods.add(KIND_NAMES[d.kind])
-            per_host[d.host] = per_host.get(d.host, 0) + 1
-            gpu_seconds += sec
-            rows.append(_gpu_device(d, name, e, sec))
-        else:
-            rows.append(_host_device(d, e))
-    notes = list(job.notes)
-    for host, k in job.gpus_by_host.items():
-        missing = k - per_host.get(host, 0)
-        if missing > 0:
-            model = next((d.model for d in plan.host_gpus.get(host, []) if d.model), None)
-            name = model or _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
-            names += [name] * missing
-            rows += [_unmeasured(job.key, host, i, name) for i in range(missing)]
-            if host in plan.labelled_hosts:
-                notes.append(_unlabelled_note(host, k, per_host.get(host, 0)))
-    if sums["cpu"] is None and sums["ram"] is None:
-        notes.append("host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)")
-    allocated = job.duration_s * len(names)
-    coverage = gpu_seconds / allocated if allocated > 0 else None
-    if coverage is not None and coverage < 0.99:
-        notes.append(f"GPU telemetry covers {coverage:.0%} of the job's allocated GPU-time: its measured energy is a lower bound")
-    w.add_job_devices(job.key, rows)
-    known = [v for v in sums.values() if v is not None]
-    total = sum(known) if known else None
-    energy = {"gpu_j": sums["gpu"], "cpu_j": sums["cpu"], "ram_j": sums["ram"], "total_j": total}
-    gpu_name = Counter(names).most_common(1)[0][0] if names else None
-    method = "+".join(sorted(methods)) or "none"
-    return _index_row(job, opts, len(names), gpu_name, energy, method, coverage, None, list(dict.fromkeys(notes)))
 
 
 def _index_row(
@@ -535,44 +502,6 @@ def _gpu_device(d: Device, name: str, e: float, sec: float) -> dict[str, Any]:
     }
 
 
-def _host_device(d: Device, e: float) -> dict[str, Any]:
-    return {
-        "uuid": f"{d.host}:{KIND_NAMES[d.kind]}",
-        "name": f"{d.host} {KIND_NAMES[d.kind].upper()} (node meter)",
-        "host": d.host,
-        "component": KIND_NAMES[d.kind],
-        "method": "prometheus host counter",
-        "measured": True,
-        "energy_j": e,
-        "notes": ["node-level counter shared among the node's jobs by their share of its GPUs"],
-    }
-
-
-def _unlabelled_note(host: str, k: int, labelled: int) -> str:
-    return f"node {host}: {k} GPU(s) allocated, {labelled} carried the job's label; the rest is not measured"
-
-
-def _unmeasured(job: str, host: str, i: int, name: str) -> dict[str, Any]:
-    return {
-        "uuid": f"slurm:{job}:{host}:{i}",
-        "name": name,
-        "index": None,
-        "host": host,
-        "component": "gpu",
-        "method": "none",
-        "measured": False,
-        "energy_j": None,
-        "notes": ["allocated by SLURM; no telemetry for this GPU: energy not available (not zero)"],
-    }
-
-
-def _type_name(gres_type: str | None, opts: ImportOptions) -> str | None:
-    if not gres_type:
-        return None
-    lower = {k.lower(): v for k, v in opts.gpu_types.items()}
-    return lower.get(gres_type.lower(), gres_type)
-
-
 def _finish(
     w: FleetWriter,
     job: Job,
@@ -629,24 +558,6 @@ def _slurm_block(job: Job) -> dict[str, Any]:
     }
 
 
-_GPU_IDS: dict[str, str | None] = {}
-
-
-def catalogue_id(name: str | None) -> str | None:
-    """The catalogue id of a GPU name (None when no card answers to it), cached."""
-    if not name:
-        return None
-    if name not in _GPU_IDS:
-        from footprint.errors import UnknownGpuError
-        from footprint.lca.database import db
-
-        try:
-            _GPU_IDS[name] = db().find_gpu(name).id
-        except UnknownGpuError:
-            _GPU_IDS[name] = None
-    return _GPU_IDS[name]
-
-
 def _meta(
     opts: ImportOptions, window: tuple[float, float], n_jobs: int, notes: list[str], prom: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -685,8 +596,8 @@ def _from_sacct(w: FleetWriter, opts: ImportOptions, window: tuple[float, float]
         notes = list(job.notes)
         devices = []
         for host, k in job.gpus_by_host.items():
-            name = _type_name(job.types_by_host.get(host), opts) or "unknown GPU"
-            devices += [_unmeasured(job.key, host, i, name) for i in range(k)]
+            name = type_name(job.types_by_host.get(host), opts.gpu_types) or "unknown GPU"
+            devices += [unmeasured(job.key, host, i, name) for i in range(k)]
         method = "none"
         energy = sj.consumed_energy_j
         if energy is not None and opts.slurm_energy_scope:

@@ -213,17 +213,51 @@ class SacctJobs(Rows[SlurmJob]):
         self.num["consumed_energy_j"][i] = joules
         self.text["consumed_energy_from"][i] = self.codes["consumed_energy_from"].code(source)
 
+    def gpu_counts(self) -> np.ndarray:
+        """Every row's GPU count (from its allocation's, computed once per distinct allocation)."""
+        per_alloc = np.array([sum(sum(a.gpus_per_node) for a in allocs) for allocs in self.allocs.values[1:]], np.int64)
+        per_alloc = np.concatenate([np.zeros(1, np.int64), per_alloc])
+        return per_alloc[np.frombuffer(self.alloc, np.int32)] if len(self) else np.zeros(0, np.int64)
+
+    def extend(self, rows: dict[str, Any], notes: dict[int, list[str]]) -> range:
+        """Many rows at once, as columns: ``job_id`` and ``raw_id`` (lists of str or None), the text columns (lists
+        of str or None), the float columns and ``line`` (arrays), ``alloc`` (a list of allocation tuples) and the
+        notes of some rows (by their position among these)."""
+        i0, n = len(self), len(rows["job_id"])
+        self.job_id += rows["job_id"]
+        self.raw_id += [j if r == j else r for j, r in zip(rows["job_id"], rows["raw_id"], strict=True)]
+        for k in self._TEXT:
+            code = {v: self.codes[k].code(v) for v in dict.fromkeys(rows[k])}  # each distinct value once
+            self.text[k].extend(array("i", map(code.__getitem__, rows[k])))
+        for k in self._FLOAT:
+            self.num[k].frombytes(np.ascontiguousarray(rows[k], np.float64).tobytes())
+        self.line.frombytes(np.ascontiguousarray(rows["line"], np.int32).tobytes())
+        codes = {id(a): self.allocs.code(a) for a in rows["alloc"]}
+        self.alloc.extend(array("i", [codes[id(a)] for a in rows["alloc"]]))
+        self.notes.update({i0 + i: list(v) for i, v in notes.items()})
+        return range(i0, i0 + n)
+
     def take(self, order: Sequence[int]) -> SacctJobs:
         """These rows, in this order (the tables of distinct values are kept as they are)."""
         out = SacctJobs()
         out.codes, out.allocs = self.codes, self.allocs
-        out.job_id = [self.job_id[i] for i in order]
-        out.raw_id = [self.raw_id[i] for i in order]
+        idx = np.asarray(order, np.int64)
+        out.job_id = [self.job_id[i] for i in idx]  # one index at a time: no list of a million ints
+        out.raw_id = [self.raw_id[i] for i in idx]
+
+        def pick(col: array, dtype: type) -> array:
+            a = array(col.typecode)
+            if len(idx):
+                a.frombytes(np.frombuffer(col, dtype)[idx].tobytes())
+            return a
+
         for k in self._TEXT:
-            out.text[k] = array("i", (self.text[k][i] for i in order))
+            out.text[k] = pick(self.text[k], np.int32)
         for k in self._FLOAT:
-            out.num[k] = array("d", (self.num[k][i] for i in order))
-        out.line = array("i", (self.line[i] for i in order))
-        out.alloc = array("i", (self.alloc[i] for i in order))
-        out.notes = {new: self.notes[old] for new, old in enumerate(order) if old in self.notes}
+            out.num[k] = pick(self.num[k], np.float64)
+        out.line = pick(self.line, np.int32)
+        out.alloc = pick(self.alloc, np.int32)
+        if self.notes:
+            where = {old: new for new, old in enumerate(idx.tolist()) if old in self.notes}
+            out.notes = {new: self.notes[old] for old, new in where.items()}
         return out

@@ -24,11 +24,9 @@ import io
 import itertools
 import math
 import os
-import re
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -36,148 +34,22 @@ from pathlib import Path
 import numpy as np
 
 from footprint.errors import FootprintError
-from footprint.fleet.sacct_jobs import Allocation, SacctJobs, SlurmJob
-from footprint.inputs import MAX_RECORD_DEVICES
-
-SACCT_FIELDS = (
-    "JobID",
-    "JobIDRaw",
-    "JobName",
-    "User",
-    "Account",
-    "Partition",
-    "Start",
-    "End",
-    "Elapsed",
-    "AllocTRES",
-    "NodeList",
-    "State",
-    "ConsumedEnergyRaw",
+from footprint.fleet.sacct_jobs import Allocation, SacctJobs, SlurmJob  # noqa: F401 - Allocation read from here too
+from footprint.fleet.sacct_rules import (  # noqa: F401 - the rules' public names, read from here as before
+    EARLIEST_JOB_S,
+    FREE_TEXT,
+    LATEST_JOB_S,
+    REQUIRED,
+    SACCT_FIELDS,
+    GpuTres,
+    expand_hostlist,
+    parse_elapsed,
+    parse_time,
+    parse_tres,
 )
-REQUIRED = ("JobID", "Start", "End", "AllocTRES", "NodeList", "State")
-FREE_TEXT = ("JobName",)  # may contain the delimiter (sacct does not escape it)
+
 MAX_SACCT_BYTES = 2_000_000_000
 MAX_SACCT_ROWS = 2_000_000  # jobs (and notes on lines left out) one import holds: 856 MB peak measured at the cap (2026-11-28)
-_NO_TIME = {"", "unknown", "none", "n/a"}
-_JOBID = re.compile(r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>.+))?$")
-
-
-# ---- hostlists ------------------------------------------------------------------------------------
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas (and whitespace) outside brackets."""
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unbalanced ']' in {text!r}")
-        if (ch == "," or ch.isspace()) and depth == 0:
-            if cur:
-                out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if depth:
-        raise ValueError(f"unbalanced '[' in {text!r}")
-    if cur:
-        out.append("".join(cur))
-    return out
-
-
-def _range_items(body: str, expr: str) -> list[str]:
-    items: list[str] = []
-    for part in body.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise ValueError(f"bad range {part!r} in {expr!r}")
-        lo_s, hi_s = m.group(1), m.group(2)
-        width = len(lo_s) if lo_s.startswith("0") and len(lo_s) > 1 else 0
-        lo, hi = int(lo_s), int(hi_s) if hi_s is not None else int(lo_s)
-        if hi < lo:
-            raise ValueError(f"range {part!r} runs backwards in {expr!r}")
-        if hi - lo > 1_000_000:
-            raise ValueError(f"range {part!r} in {expr!r} is implausibly large")
-        items += [str(i).zfill(width) for i in range(lo, hi + 1)]
-    return items
-
-
-def expand_hostlist(expr: str) -> list[str]:
-    """Host names of a SLURM hostlist expression, in SLURM's order (``scontrol show hostnames``)."""
-    text = (expr or "").strip()
-    if not text or text.lower() in ("none assigned", "(null)", "none"):
-        return []
-    hosts: list[str] = []
-    for token in _split_top(text):
-        pieces = re.split(r"(\[[^\]]*\])", token)
-        choices = [_range_items(p[1:-1], expr) if p.startswith("[") else [p] for p in pieces if p]
-        if len(hosts) + math.prod(len(c) for c in choices) > MAX_RECORD_DEVICES:
-            raise ValueError(f"hostlist {expr[:60]!r} names more than {MAX_RECORD_DEVICES:,} hosts")
-        hosts += ["".join(c) for c in itertools.product(*choices)]
-    return hosts
-
-
-# ---- fields -----------------------------------------------------------------------------------------
-
-
-def parse_elapsed(text: str) -> float | None:
-    """``[days-]hours:minutes:seconds[.frac]`` (or ``minutes:seconds``) in seconds; None when not a duration."""
-    t = (text or "").strip()
-    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)", t)
-    if not m:
-        return None
-    d, h, mi, s = m.groups()
-    return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi) * 60 + float(s)
-
-
-EARLIEST_JOB_S = 946_684_800.0  # 2000-01-01 UTC: SLURM's first release was in 2002
-LATEST_JOB_S = 7_258_118_400.0  # 2200-01-01 UTC: within every timestamp type downstream (ns: up to 2262)
-
-
-def parse_time(text: str, tz: tzinfo) -> float | None:
-    """A sacct timestamp as Unix seconds; None for Unknown/None/empty."""
-    t = (text or "").strip()
-    if t.lower() in _NO_TIME:
-        return None
-    dt = datetime.fromisoformat(t)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=tz)
-    return dt.timestamp()
-
-
-@dataclass(frozen=True, slots=True)
-class GpuTres:
-    count: int
-    types: dict[str, int]  # gres type -> count (empty when the site does not type its GPUs)
-
-
-def parse_tres(text: str) -> GpuTres:
-    """GPUs in an AllocTRES string (``gres/gpu=4``, ``gres/gpu:a100=4``); typed entries are summed when untyped is absent."""
-    total: int | None = None
-    types: dict[str, int] = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item.startswith("gres/gpu"):
-            continue
-        key, _, value = item.partition("=")
-        if not value.strip().isdigit():
-            raise ValueError(f"{item!r}: expected gres/gpu[:type]=count")
-        n = int(value)
-        if n > MAX_RECORD_DEVICES:
-            raise ValueError(f"{item!r}: more than {MAX_RECORD_DEVICES:,} GPUs in one allocation")
-        if key == "gres/gpu":
-            total = n
-        elif key.startswith("gres/gpu:"):
-            t = key[len("gres/gpu:") :]
-            types[t] = types.get(t, 0) + n
-    if total is None:
-        total = sum(types.values())
-    return GpuTres(total, types)
-
 
 # ---- jobs ----------------------------------------------------------------------------------------
 
@@ -191,69 +63,19 @@ class SacctResult:
     taken_at: float | None = None  # when sacct ran (running jobs are cut there unless the window ends before)
 
 
-def _split_gpus(total: int, nodes: list[str]) -> tuple[tuple[int, ...], str | None]:
-    if not nodes:
-        return (), None
-    base, extra = divmod(total, len(nodes))
-    per = tuple(base + (1 if i < extra else 0) for i in range(len(nodes)))
-    note = (
-        None
-        if extra == 0
-        else f"{total} GPUs over {len(nodes)} nodes is not a whole number per node: assumed {', '.join(map(str, per))}"
-    )
-    return per, note
+BATCH_LINES = 16_384  # lines read and parsed at a time (as Arrow columns): ~1.5 KB a line while parsed, whatever the file
 
 
-def _row(parts: list[str], header: list[str]) -> dict[str, str]:
-    if len(parts) > len(header):
-        free = [h for h in FREE_TEXT if h in header]
-        if len(free) != 1:
-            raise ValueError(f"{len(parts)} fields, header has {len(header)}")
-        i, extra = header.index(free[0]), len(parts) - len(header)
-        parts = parts[:i] + ["|".join(parts[i : i + extra + 1])] + parts[i + extra + 1 :]
-    if len(parts) < len(header):
-        raise ValueError(f"{len(parts)} fields, header has {len(header)}")
-    return dict(zip(header, parts, strict=True))
-
-
-def _gpu_type(tres: GpuTres) -> str | None:
-    if len(tres.types) == 1:
-        return next(iter(tres.types))
-    return None
-
-
-def _allocation(row: dict[str, str], notes: list[str]) -> Allocation | None:
-    tres = parse_tres(row.get("AllocTRES", ""))
-    if tres.count == 0 and row.get("AllocGRES", "").strip():  # before SLURM 20.11: AllocGRES=gpu:4
-        m = re.search(r"gpu(?::([^:,()]+))?:(\d+)", row["AllocGRES"])
-        if m:
-            tres = GpuTres(int(m.group(2)), {m.group(1): int(m.group(2))} if m.group(1) else {})
-    if tres.count <= 0:
-        return None
-    nodes = [sys.intern(n) for n in expand_hostlist(row.get("NodeList", ""))]  # a node's name once, not per job
-    if len(tres.types) > 1:
-        notes.append(f"GPU types {dict(tres.types)} in one allocation: the node of each type is not recorded by sacct")
-    per, note = _split_gpus(tres.count, nodes)
-    if note:
-        notes.append(note)
-    return Allocation(tuple(nodes), per, _gpu_type(tres))
-
-
-def _energy(text: str) -> float | None:
-    t = (text or "").strip()
-    if not t:
-        return None
-    v = float(t)
-    # SLURM prints 0 when no energy plugin ran and an all-ones value on plugin errors.
-    return v if 0 < v < 1.8e19 else None
-
-
-def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", delimiter: str = "|") -> SacctResult:
+def parse_sacct(
+    text: str | Iterable[str], tz: tzinfo, source: str = "sacct", delimiter: str = "|", columnar: bool = True
+) -> SacctResult:
     """Jobs with GPUs from ``sacct --parsable2`` output (header line required): a string, or its lines one at a
-    time (an open file), so that a month's sacct is never held whole."""
-    lines = _numbered(io.StringIO(text, newline=None) if isinstance(text, str) else text)
-    first, head = next(((i, line) for i, line in lines if line.strip()), (None, ""))
-    if first is None:
+    time (an open file), so that a month's sacct is never held whole. Lines are read `BATCH_LINES` at a time;
+    ``columnar``: the plain ones (`sacct_batch`) as columns, every other one (and all with ``columnar=False``)
+    by `sacct_rules._line`, the rules' reference, one at a time."""
+    lines = iter(io.StringIO(text, newline=None) if isinstance(text, str) else text)
+    first, head = next(((i, x.rstrip("\r\n")) for i, x in enumerate(lines, start=1) if x.strip()), (0, ""))
+    if not head:
         raise FootprintError("empty: expected `sacct --parsable2` output with its header line", source)
     header = [h.strip() for h in head.split(delimiter)]
     if "JobID" not in header:
@@ -267,18 +89,28 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
         raise FootprintError(
             f"the header lacks {', '.join(missing)}: run sacct with --format={','.join(SACCT_FIELDS)}", source, "header"
         )
-    out = SacctJobs()
-    jobs, het, skipped, step_energy = _read_lines(lines, header, tz, delimiter, out)
-    for job, parts in het.items():
+    from footprint.fleet.sacct_batch import Reader
+
+    r = Reader(header, tz, delimiter, columnar)
+    lineno = first + 1
+    while batch := list(itertools.islice(lines, BATCH_LINES)):
+        r.batch(lineno, batch, MAX_SACCT_ROWS)  # the cap read now: a caller (a test) may lower it
+        lineno += len(batch)
+    out, jobs = r.out, r.jobs
+    for job, parts in r.het.items():
         jobs[job] = out.append(_fold_het(job, parts))
-    for job, (step, e) in step_energy.items():
+    energy = out.column("consumed_energy_j")
+    for job, (step, e) in r.step_energy.items():
         i = jobs.get(job)
-        if i is not None and math.isnan(out.num["consumed_energy_j"][i]):
+        if i is not None and math.isnan(energy[i]):
             out.set_energy(i, e, f"step {job}.{step} (the largest of its steps)")
-    gpus = [i for i in jobs.values() if out.gpu_count(i) > 0]
+    skipped = [text for _, text in sorted(r.skipped, key=lambda x: x[0])]  # in line order (one note a line)
+    rows = np.fromiter(jobs.values(), np.int64, len(jobs))
+    gpus = out.gpu_counts()[rows] > 0
     skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
-                for i in jobs.values() if out.gpu_count(i) == 0]  # fmt: skip
-    out = out.take(sorted(gpus, key=lambda i: (out.num["start"][i], out.job_id[i])))
+                for i in rows[~gpus].tolist()]  # fmt: skip
+    out = out.take(_by_start(out, rows[gpus]))
+
     # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
     # (and it ran after every End it prints)
     start, end, elapsed = (out.column(k) for k in ("start", "end", "elapsed_s"))
@@ -287,97 +119,15 @@ def parse_sacct(text: str | Iterable[str], tz: tzinfo, source: str = "sacct", de
     return SacctResult(out, skipped, source, tuple(header), float(seen.max()) if len(seen) else None)
 
 
-def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
-    """(line number, line without its end) of each line."""
-    for i, line in enumerate(lines, start=1):
-        yield i, line.rstrip("\r\n")
-
-
-def _read_lines(
-    lines: Iterator[tuple[int, str]], header: list[str], tz: tzinfo, delimiter: str, out: SacctJobs
-) -> tuple[dict[str, int], dict[str, list[SlurmJob]], list[str], dict[str, tuple[str, float]]]:
-    """Every line: jobs appended to ``out`` (job id -> its row), het-job components and steps' largest energy
-    aside, skipped lines noted."""
-    jobs: dict[str, int] = {}
-    het: dict[str, list[SlurmJob]] = {}
-    skipped: list[str] = []
-    step_energy: dict[str, tuple[str, float]] = {}  # job -> its step with the largest energy
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        if len(jobs) + len(skipped) >= MAX_SACCT_ROWS:  # memory grows with each: a bound, not a slow death
-            raise FootprintError(
-                f"more than {MAX_SACCT_ROWS:,} jobs and lines left out by line {lineno:,}: split the export by time "
-                "(sacct -S ... -E ...) and import each part into its own fleet directory"
-            )
-        try:
-            row = _row(line.split(delimiter), header)
-            m = _JOBID.match(row["JobID"].strip())
-            if not m:
-                raise ValueError(f"JobID {row['JobID']!r} is not JobID[_task][+offset][.step]")
-            job, het_off, step = m.group("job"), m.group("het"), m.group("step")
-            if step is not None:  # steps fold into their job: only their energy is kept
-                e = _energy(row.get("ConsumedEnergyRaw", ""))
-                if e is not None and e > step_energy.get(job, ("", -1.0))[1]:
-                    step_energy[job] = (step, e)
-                continue
-            if "[" in job:
-                skipped.append(f"line {lineno}: job {job}: array tasks not started yet (pending), left out")
-                continue
-            sj = _job(row, job, lineno, tz)
-        except (ValueError, KeyError, OverflowError) as exc:
-            skipped.append(f"line {lineno}: {exc}; line left out")
-            continue
-        if sj is None:
-            continue
-        if isinstance(sj, str):
-            skipped.append(f"line {lineno}: job {job}: {sj}")
-        elif het_off is not None:
-            het.setdefault(job, []).append(sj)
-        elif job in jobs:
-            skipped.append(f"line {lineno}: job {job} appears twice (sacct --duplicates?); the first line is kept")
-        else:
-            jobs[job] = out.append(sj)
-    return jobs, het, skipped, step_energy
-
-
-def _job(row: dict[str, str], job: str, lineno: int, tz: tzinfo) -> SlurmJob | str | None:
-    state = (row.get("State") or "").split()[0].upper() if (row.get("State") or "").strip() else "UNKNOWN"
-    start = parse_time(row.get("Start", ""), tz)
-    if start is None:
-        return f"{state.lower()} and never started, left out"
-    end = parse_time(row.get("End", ""), tz)
-    for key, t in (("Start", start), ("End", end)):  # 0001-01-01 or 9999-12-31: damage, not a job (SLURM is from 2002)
-        if t is not None and not EARLIEST_JOB_S <= t < LATEST_JOB_S:
-            return f"{key} {row.get(key, '')[:30]} is outside 2000-2200, left out"
-    notes: list[str] = []
-    alloc = _allocation(row, notes)
-    elapsed = parse_elapsed(row.get("Elapsed", ""))
-    if end is not None and end < start:
-        return f"End {row.get('End')} is before Start {row.get('Start')}, left out"
-    energy = _energy(row.get("ConsumedEnergyRaw", ""))
-
-    def opt(key: str, shared: bool = True) -> str | None:
-        v = (row.get(key) or "").strip()
-        return (sys.intern(v) if shared else v) or None  # a user's name once, not once per job
-
-    return SlurmJob(
-        job_id=job,
-        raw_id=opt("JobIDRaw", shared=False),
-        name=opt("JobName"),
-        user=opt("User"),
-        account=opt("Account"),
-        partition=opt("Partition"),
-        state=sys.intern(state),
-        start=start,
-        end=end,
-        elapsed_s=elapsed,
-        allocations=[alloc] if alloc else [],
-        consumed_energy_j=energy,
-        consumed_energy_from="job line" if energy is not None else None,
-        line=lineno,
-        notes=notes,
-    )
+def _by_start(jobs: SacctJobs, rows: np.ndarray) -> np.ndarray:
+    """These rows by start, then job id (only jobs that start at the same second are compared by id)."""
+    order = rows[np.argsort(jobs.column("start")[rows], kind="stable")]
+    starts = jobs.column("start")[order]
+    tied = np.flatnonzero(starts[1:] == starts[:-1])
+    for a in np.unique(np.searchsorted(starts, starts[tied], side="left")).tolist():
+        b = int(np.searchsorted(starts, starts[a], side="right"))
+        order[a:b] = sorted(order[a:b].tolist(), key=lambda i: jobs.job_id[i])
+    return order
 
 
 def _fold_het(job: str, parts: list[SlurmJob]) -> SlurmJob:

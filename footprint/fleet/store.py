@@ -92,8 +92,9 @@ def index_schema() -> Any:
     return pa.schema([(c, typ(c)) for c in INDEX_COLUMNS])
 
 
-def index_frame(rows: list[dict[str, Any]]) -> Any:
-    """Index rows (as the importer builds them: times in Unix seconds, None = not available) as typed columns."""
+def index_frame(rows: list[dict[str, Any]] | dict[str, Any]) -> Any:
+    """Index rows (as the importer builds them: times in Unix seconds, None = not available), or the same as
+    columns, as typed columns."""
     import pandas as pd
 
     df = pd.DataFrame(rows, columns=[c for c in INDEX_COLUMNS if c not in ("month", "gpu_hours")])
@@ -121,15 +122,20 @@ class _PartWriter:
             self.flush()
 
     def flush(self) -> None:
+        if self.rows or self.writer is None:
+            df = self.frame(self.rows)
+            self.rows = []
+            self.write(df)
+
+    def write(self, df: Any) -> None:
+        """A frame of rows as one row group (the file opened at the first)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if self.rows or self.writer is None:
-            table = pa.Table.from_pandas(self.frame(self.rows), schema=self.schema, preserve_index=False)
-            if self.writer is None:
-                self.writer = pq.ParquetWriter(self.path, self.schema)
-            self.writer.write_table(table)
-            self.rows = []
+        table = pa.Table.from_pandas(df, schema=self.schema, preserve_index=False)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, self.schema)
+        self.writer.write_table(table)
 
     def close(self) -> None:
         self.flush()
@@ -200,7 +206,8 @@ def job_gpus_schema() -> Any:
     return pa.schema([(c, types.get(c, pa.string())) for c in JOB_GPU_COLUMNS])
 
 
-def job_gpus_frame(rows: list[dict[str, Any]]) -> Any:
+def job_gpus_frame(rows: list[dict[str, Any]] | dict[str, Any]) -> Any:
+    """job_gpus rows (or columns) typed as its schema."""
     import pandas as pd
 
     df = pd.DataFrame(rows, columns=list(JOB_GPU_COLUMNS))
@@ -277,6 +284,17 @@ class FleetWriter:
     def add_jobs_frame(self, df: Any) -> None:
         """Many ledger rows at once, as typed columns (`index_frame`'s): one part file per month."""
         self._index.write(df)
+
+    def add_jobs_columns(self, columns: dict[str, Any]) -> None:
+        """Many ledger rows as columns (`index_frame`'s input): a row group per month they hold, after the rows
+        added one by one before them."""
+        self._index.flush()
+        self._index.write(index_frame(columns))
+
+    def add_devices_columns(self, columns: dict[str, Any]) -> None:
+        """Many job_gpus rows as columns (`job_gpus_frame`'s input, notes already joined): one row group."""
+        self._job_gpus.flush()
+        self._job_gpus.write(job_gpus_frame(columns))
 
     def add_job_devices(self, job_id: str, devices: list[dict[str, Any]]) -> None:
         """The ledger's per-job-per-device rows (job_gpus.parquet), whether or not a run record is written."""
