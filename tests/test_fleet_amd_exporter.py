@@ -86,6 +86,10 @@ def test_amd_series_give_each_jobs_energy(prom: tuple[str, Path], cluster: Clust
     assert idx.loc["502", "gpu_energy_j"] == pytest.approx(truth["502"], rel=0.02)
     assert set(idx["gpu_model"]) == {"mi300x"}  # card_model/the sacct GPUs mapped to the catalogue's MI300X
     assert idx.loc["501", "gpu_energy_j"] > 0.5 * 4 * 40 * MIN * 100  # µJ read as J would be a million times less
+    per = pd.read_parquet(d / f"fleet-{mode}" / "job_gpus.parquet")
+    methods = set(per.loc[per["component"] == "gpu", "method"])  # named for AMD's exporter, not DCGM's
+    assert methods == {"amd_energy_counter", "amd_power_gauge"}, methods
+    assert not idx["energy_method"].astype(str).str.contains("dcgm").any()
 
 
 def test_the_dcgm_names_find_nothing_and_say_which_exporter_to_use(prom: tuple[str, Path], cluster: Cluster) -> None:

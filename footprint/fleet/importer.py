@@ -36,7 +36,19 @@ from footprint.fleet.records import run_record
 from footprint.fleet.sacct_jobs import SacctJobs
 from footprint.fleet.slurm import SacctResult
 from footprint.fleet.store import FleetWriter
-from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Chunk, DcgmNames, Device, Fetcher, describe
+from footprint.fleet.telemetry import (
+    CPU,
+    GPU_COUNTER,
+    GPU_GAUGE,
+    KIND_NAMES,
+    RAM,
+    Chunk,
+    DcgmNames,
+    Device,
+    Fetcher,
+    describe,
+    method_name,
+)
 
 Progress = Callable[[str, int | None, int], None]  # (phase, total or None, advance)
 
@@ -495,7 +507,7 @@ def _gpu_device(d: Device, name: str, e: float, sec: float) -> dict[str, Any]:
         "index": d.gpu_index,
         "host": d.host,
         "component": "gpu",
-        "method": KIND_NAMES[d.kind],
+        "method": method_name(d),
         "measured": True,
         "energy_j": e,
         "duration_s": sec,

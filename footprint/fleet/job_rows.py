@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from footprint.fleet.jobtable import SOURCES, JobTable
-from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Device
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Device, method_name
 
 HOST_NOTE = "node-level counter shared among the node's jobs by their share of its GPUs"
 UNMEASURED_NOTE = "allocated by SLURM; no telemetry for this GPU: energy not available (not zero)"
@@ -82,7 +82,7 @@ class _Devices:
         self.comp = np.array([_COMP.get(d.kind, 0) for d in devices], np.int8).reshape(n)
         self.host = [d.host for d in devices]
         self.model = [d.model for d in devices]
-        self.method = [KIND_NAMES[d.kind] for d in devices]  # how each meter measured (the ledger's method names)
+        self.method = [method_name(d) for d in devices]  # how each meter measured (the ledger's method names)
         names = sorted({m for m, d in zip(self.method, devices, strict=True) if d.kind in (GPU_COUNTER, GPU_GAUGE)})
         self.methods = names  # the GPU methods, each a bit of a job's mask
         self.method_bit = np.array([1 << names.index(m) if m in names else 0 for m in self.method], np.int64).reshape(n)
