@@ -40,7 +40,7 @@ from footprint.fleet.curves import Curves, in_order
 from footprint.fleet.jobtable import LABEL
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
-from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher
+from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, LOOKBACK_S, RAM, Fetcher, jump_note
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -677,7 +677,9 @@ def metered_curves(found: Found, window: tuple[float, float], ev: promql.Evaluat
         dev_j[dev] = float(c.energy(a, b)[0])
         dev_s[dev] = float(c.seconds(a, b)[0])
         d = found.fetch.t.devices[dev]
-        d.resets, d.gaps, d.max_gap_s = c.resets, c.gaps, c.max_gap_s
+        d.resets, d.gaps, d.max_gap_s, d.jumps = c.resets, c.gaps, c.max_gap_s, c.jumps
+        if c.jumps:
+            found.fetch.t.notes.append(jump_note(d.key))
     edges = list(np.arange(window[0], window[1], DAY).tolist()) + [window[1]]
     days = [(x, y) for x, y in zip(edges[:-1], edges[1:], strict=True) if y > x]
     gauges = [(d.id, x, y) for d in found.fetch.t.devices if d.kind == GPU_GAUGE for x, y in days]

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from footprint.fleet.prometheus import PrometheusLimitError
+from meters.importers import MAX_DEVICE_POWER_W
 
 BIN_S = 3600.0  # summary bins: an hour (the layout needs no finer; a GPU's samples per bin bound the response)
 BINS_PER_CHUNK = 24  # bins per request: a day (see `summaries.Summaries._build`)
@@ -52,6 +53,7 @@ class Curve:
     resets: int = 0
     gaps: int = 0
     max_gap_s: float = 0.0
+    jumps: int = 0  # intervals whose rise (after PromQL's reset rule) no device can draw: left out, as `--exact` does
 
     def energy(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.interp(b, self.t, self.e) - np.interp(a, self.t, self.e)
@@ -107,13 +109,21 @@ class Curves:
             t, v, run = t[keep], v[keep], run[keep]
             inc = np.diff(v)
             drop = inc < 0
-            e = np.concatenate([[0.0], np.cumsum(np.where(drop, v[1:], inc))]) * unit_j.get(dev, 1.0)
             dt = np.diff(t)
+            step = np.where(drop, v[1:], inc) * unit_j.get(dev, 1.0)
+            jump = step > MAX_DEVICE_POWER_W * np.maximum(dt, 1e-9)  # damage, not energy (as `--exact` reads it)
+            e = np.concatenate([[0.0], np.cumsum(np.where(jump, 0.0, step))])
             inner = (run[1:] == run[:-1]) & (run[1:] >= 0)
             gap = ~inner & (dt > self.max_gap_s)
             s = np.concatenate([[0.0], np.cumsum(np.where(gap, 0.0, dt))])
             self.curves[dev] = Curve(
-                t, e, s, int(drop.sum()), int(gap.sum()), float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0))
+                t,
+                e,
+                s,
+                int(drop.sum()),
+                int(gap.sum()),
+                float(dt[gap].max()) if gap.any() else float(dt.max(initial=0.0)),
+                int(jump.sum()),
             )
 
 

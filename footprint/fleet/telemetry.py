@@ -397,10 +397,7 @@ class Fetcher:
                 jump = e > MAX_DEVICE_POWER_W * np.maximum(dt, 1e-9)
                 if jump.any():
                     if not d.jumps:
-                        self.t.notes.append(
-                            f"{d.key}: the energy counter rose faster than {MAX_DEVICE_POWER_W:g} W (no GPU draws that): "
-                            "such intervals are left out (their energy is not counted; a lower bound)"
-                        )
+                        self.t.notes.append(jump_note(d.key))
                     d.jumps += int(jump.sum())
                     e = np.where(jump, 0.0, e)
         d.gaps += int(gap.sum())
@@ -458,6 +455,14 @@ def _re_escape(text: str) -> str:
     for ch in text:
         out.append("\\\\" + ch if ch in ".^$*+?()[]{}|\\" else ch)
     return "".join(out)
+
+
+def jump_note(key: str) -> str:
+    """What the import says of a GPU whose counter rose faster than any device draws (damage, left out)."""
+    return (
+        f"{key}: the energy counter rose faster than {MAX_DEVICE_POWER_W:g} W (no GPU draws that): "
+        "such intervals are left out (their energy is not counted; a lower bound)"
+    )
 
 
 def method_name(d: Device) -> str:
