@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from footprint.fleet.prometheus import PrometheusLimitError
-from meters.importers import MAX_DEVICE_POWER_W
+from footprint.fleet.telemetry import beyond_any_device
 
 BIN_S = 3600.0  # summary bins: an hour (the layout needs no finer; a GPU's samples per bin bound the response)
 BINS_PER_CHUNK = 24  # bins per request: a day (see `summaries.Summaries._build`)
@@ -111,7 +111,7 @@ class Curves:
             drop = inc < 0
             dt = np.diff(t)
             step = np.where(drop, v[1:], inc) * unit_j.get(dev, 1.0)
-            jump = step > MAX_DEVICE_POWER_W * np.maximum(dt, 1e-9)  # damage, not energy (as `--exact` reads it)
+            jump = beyond_any_device(step, dt)  # damage, not energy (as `--exact` reads it)
             e = np.concatenate([[0.0], np.cumsum(np.where(jump, 0.0, step))])
             inner = (run[1:] == run[:-1]) & (run[1:] >= 0)
             gap = ~inner & (dt > self.max_gap_s)

@@ -332,6 +332,10 @@ class Summaries:
         for (_, devs), series in zip(todo, in_order(asks, lambda ask: ask(), self.concurrency), strict=True):
             self._raw(devs, series)  # asked in parallel, applied in time order
 
+    def _grid(self, end: float, ph: float) -> tuple[int, int]:
+        """The first and last grid points (indices from the phase) of the bin ending at ``end``."""
+        return math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1, math.floor((end - ph) / self.s + 1e-6)
+
     def _goes_on(self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None) -> bool:
         """The common bin, decided without `_lay_out`'s bookkeeping (what it would do, at a third of the cost): one
         series, every grid point of the bin, no reset, going on from the GPU's open run (same label, the next grid
@@ -344,8 +348,7 @@ class Summaries:
             return False
         if vmin < cur[4] or vmin < self._last_v.get(dev, -math.inf):
             return False
-        i0 = math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1
-        i1 = math.floor((end - ph) / self.s + 1e-6)
+        i0, i1 = self._grid(end, ph)
         if k != i1 - i0 + 1 or abs(ph + i0 * self.s - cur[3] - self.s) >= 1e-3:
             return False
         cur[3], cur[4] = ph + i1 * self.s, vmax
@@ -368,8 +371,7 @@ class Summaries:
         order = sorted(runs)
         if any(order[i][1] >= order[i + 1][0] for i in range(len(order) - 1)):
             return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
-        i0 = math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1
-        i1 = math.floor((end - ph) / self.s + 1e-6)
+        i0, i1 = self._grid(end, ph)
         k = sum(int(r[2]) for r in order)
         if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(order) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
             return False  # a gap, a GPU appearing or vanishing, another interval

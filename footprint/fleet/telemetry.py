@@ -394,7 +394,7 @@ class Fetcher:
                 d.reset_times += t[1:][reset].tolist()[: max(0, 1000 - len(d.reset_times))]
             e = np.where(reset, v[1:], inc) * (self.names.energy_unit_j if d.kind == GPU_COUNTER else 1.0)
             if d.kind == GPU_COUNTER:  # a jump of 10^7 x (about 1 GW) or to 1e300 is damage, not energy: left out
-                jump = e > MAX_DEVICE_POWER_W * np.maximum(dt, 1e-9)
+                jump = beyond_any_device(e, dt)
                 if jump.any():
                     if not d.jumps:
                         self.t.notes.append(jump_note(d.key))
@@ -455,6 +455,11 @@ def _re_escape(text: str) -> str:
     for ch in text:
         out.append("\\\\" + ch if ch in ".^$*+?()[]{}|\\" else ch)
     return "".join(out)
+
+
+def beyond_any_device(joules: np.ndarray, dt: np.ndarray) -> np.ndarray:
+    """Intervals whose energy no device draws in their time (over `MAX_DEVICE_POWER_W`): damage, not energy."""
+    return joules > MAX_DEVICE_POWER_W * np.maximum(dt, 1e-9)
 
 
 def jump_note(key: str) -> str:

@@ -337,7 +337,7 @@ class GroupSums:
     @property
     def gpu_hours(self) -> np.ndarray:
         """GPU-hours per group (the host-hours of runs without GPU are not GPU-hours)."""
-        gpu = np.array([not b.template.host_only for b in self.batch.bases], dtype=float)
+        gpu = np.isfinite(self.batch._gpu_life()).astype(float)  # factor sets with a GPU
         return self.gpu_hours_by_template @ gpu if len(gpu) else self.gpu_hours_by_template.sum(axis=1)
 
     @property
