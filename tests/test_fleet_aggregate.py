@@ -206,7 +206,8 @@ def _sorted_families(lines: list[str]) -> str:
 
 
 def test_ledger_rows_equal_the_records_path(agg: Path, cluster: Cluster, prom: str, tmp_path: Path) -> None:
-    """The ledger row written without a record (`_ledger_row`) is the row `--records` derives from the record."""
+    """The ledger row written without a record (`job_rows.JobRows`, in columns) is the row `--records` derives from
+    the record (`importer._finish`): the two ways of writing a job must not drift apart."""
     sacct = parse_sacct(sacct_of(cluster), UTC, "sacct.txt")
     out = tmp_path / "r"
     import_fleet(out, ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct, site=SITE, records=True))

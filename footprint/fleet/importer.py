@@ -22,6 +22,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet.attribution import GAP, UNALLOCATED, Activity, Job, LabelStats, Plan, Totals, attribute
 from footprint.fleet.job_rows import (
+    HOST_METHOD,
     HOST_NOTE,
     NO_HOST_METER,
     JobRows,
@@ -440,7 +441,7 @@ def _write_job(
                 "name": f"{host} {KIND_NAMES[kind].upper()} (node meter)",
                 "host": host,
                 "component": KIND_NAMES[kind],
-                "method": "prometheus host counter",
+                "method": HOST_METHOD,
                 "measured": True,
                 "energy_j": e,
                 "notes": [HOST_NOTE],

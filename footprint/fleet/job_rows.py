@@ -18,6 +18,7 @@ import numpy as np
 from footprint.fleet.jobtable import SOURCES, JobTable
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Device, method_name
 
+HOST_METHOD = "prometheus host counter"  # the method of a job's share of its node's CPU/RAM meter
 HOST_NOTE = "node-level counter shared among the node's jobs by their share of its GPUs"
 UNMEASURED_NOTE = "allocated by SLURM; no telemetry for this GPU: energy not available (not zero)"
 NO_HOST_METER = "host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)"
@@ -150,7 +151,7 @@ class JobRows:
             "index": [dv.index[d] for d in devs],
             "host": [dv.host[d] for d in devs],
             "component": [_COMP_NAMES[c] for c in comps],
-            "method": [dv.method[d] if c == 0 else "prometheus host counter" for d, c in zip(devs, comps, strict=True)],
+            "method": [dv.method[d] if c == 0 else HOST_METHOD for d, c in zip(devs, comps, strict=True)],
             "measured": [True] * len(devs),
             "energy_j": pe.tolist(),
             "duration_s": np.where(gpu, ps, np.nan).tolist(),
