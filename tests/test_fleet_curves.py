@@ -90,6 +90,43 @@ def test_requests_do_not_grow_with_the_jobs(mix: tuple[synthetic.Cluster, Path])
     assert (g["resets"] == 0).all() and (g["gaps"] == 0).all()
 
 
+@needs_prometheus
+def test_a_days_series_selected_by_its_job_labels_give_the_same_ledger(
+    mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Inside the days discovery listed, a day's summaries select its series by the job labels listed for it (and
+    those without one) rather than walking every series of the TSDB block: the same ledger, to the bit, as the
+    summaries over every series."""
+    from footprint.fleet import summaries
+    from footprint.fleet.aggregate import Found
+
+    c, out = mix
+    asked: list[str] = []
+    by_job = summaries.Summaries._by_job
+    monkeypatch.setattr(summaries.Summaries, "_by_job", lambda self, *a: asked.append(a) or by_job(self, *a))
+    with promserver.serve(out.parent / "tsdb") as url:
+        sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+        import_fleet(tmp_path / "by-job", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+        monkeypatch.setattr(Found, "jobs_between", lambda self, a, b: None)
+        import_fleet(tmp_path / "every", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+    assert asked and all(jobs for _, jobs in asked)  # the middle day's summaries, by the jobs listed that day
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "by-job" / name), pd.read_parquet(tmp_path / "every" / name))
+
+
+def test_the_job_label_selector_escapes_values_and_matches_blank_labels() -> None:
+    """A job label is matched by its raw value (regex metacharacters escaped); a series without one by a blank
+    label, as `_job_key` reads it (absent, empty or whitespace)."""
+    from footprint.fleet.summaries import Summaries
+
+    s = Summaries.__new__(Summaries)
+    s.n = DcgmNames()
+    jobs, idle = s._by_job(["gpu-08"], ["12.3", "a|b"])
+    assert jobs == 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname!~"gpu-08",hpc_job=~"12\\\\.3|a\\\\|b"}'
+    assert idle == 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname!~"gpu-08",hpc_job=~"\\\\s*"}'
+    assert s._by_job([], []) == ['DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{hpc_job=~"\\\\s*"}']
+
+
 def test_dialect_table_gives_the_default_names() -> None:
     assert DcgmNames.of("dcgm") == DcgmNames()
     assert DcgmNames.of("dcgm", gpu_label="minor_number").gpu_label == "minor_number"

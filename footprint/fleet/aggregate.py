@@ -27,6 +27,7 @@ record is written on demand (`footprint fleet job`), never for every job.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,23 @@ class Found:
     by_labels: dict[tuple[int, str, str], int] = field(default_factory=dict)  # (kind, host label, gpu label) -> device
     instance: dict[tuple[int, int], str] = field(default_factory=dict)  # (job label id, device) -> MIG instance
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
+    # the job labels each day listed on counter GPUs (label ids; the raw value of the last job label where it is not
+    # the label's key), so that a day's summaries select its series by value, not by walking the block's series
+    day_jobs: dict[float, array] = field(default_factory=dict)
+    raw_last: dict[int, str] = field(default_factory=dict)
+    listed: tuple[float, float, float] = (0.0, 0.0, DAY)  # the span the days listed cover, and a day's length
+
+    def jobs_between(self, a: float, b: float) -> list[str] | None:
+        """The raw values of the last job label on counter GPUs with samples in [a, b] (a superset: every day
+        listed that overlaps it); None where [a, b] reaches outside the days listed."""
+        lo, hi, day = self.listed
+        if a < lo or b > hi:
+            return None
+        ids: set[int] = set()
+        for k in range(int((a - lo) // day), int((b - lo) // day) + 1):
+            ids.update(self.day_jobs.get(lo + k * day, ()))
+        labels = self.fetch.t.labels
+        return [self.raw_last.get(i, labels[i]) for i in ids]
 
 
 def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, float], concurrency: int = 4) -> Found:
@@ -68,6 +86,7 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
     found = Found(fetch)
     lo, hi = window[0] - LOOKBACK_S, window[1] + LOOKBACK_S
     days = [(a, min(a + DAY, hi)) for a in np.arange(lo, hi, DAY).tolist()]
+    found.listed = (lo, hi, DAY)
     metrics = [(m, k) for m, k, _ in fetch.sources if k == GPU_COUNTER]
     if n.power_metric:
         metrics.append((n.power_metric, GPU_GAUGE))
@@ -97,6 +116,7 @@ class _Seen:
         self.devs: dict[tuple[Any, ...], Any] = {}
         self.day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (4,096 GPUs: 123k)
         self.job_labels = set(self.n.job_labels)
+        self.last_label = self.n.job_labels[-1] if self.n.job_labels else ""
 
     def add(self, metric: str, kind: int, a: float, b: float, labels: dict[str, str]) -> None:
         found, fetch, n = self.found, self.found.fetch, self.n
@@ -131,6 +151,11 @@ class _Seen:
                 if labels.get(n.instance_label):
                     found.instance[(lab, d.id)] = labels[n.instance_label]
                 found.jobs_on.add(lab, d.id, max(a, self.window[0]), min(b, self.window[1]))
+                if kind == GPU_COUNTER:
+                    found.day_jobs.setdefault(a, array("q")).append(lab)
+                    raw = labels.get(self.last_label, "")
+                    if raw != job:
+                        found.raw_last[lab] = raw
         else:
             d = fetch._device(kind, labels, metric)
             found.labels.setdefault(d.id, dict(labels))

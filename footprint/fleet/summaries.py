@@ -28,6 +28,7 @@ from footprint.fleet.promql import Kept, range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
 
 MAX_STEPS = 10_000  # steps per series in one query_range (Prometheus' limit: 11,000)
+BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
 
 
@@ -140,6 +141,20 @@ class Summaries:
         op = "!~" if exclude else "=~"
         return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
 
+    def _by_job(self, skip: list[str], jobs: list[str]) -> list[str]:
+        """The counter's series of a chunk as two selectors: those whose last job label is one of the chunk's
+        (``jobs``, as discovery listed them: a set matcher, looked up in the label index) and those without a
+        job label. Without them a query over a day walks every series of its TSDB block (a month of jobs: 2.2 s
+        of a 512-GPU month's 6.2 s for one summary); the second selector still computes the label's inverse,
+        which costs less (1.3 s)."""
+        n = self.n
+        last = n.job_labels[-1]
+        hosts = f'{n.host_label}!~"{regex_alt(skip)}",' if skip else ""
+        idle = n.energy_metric + n.matchers(hosts + last + BLANK)  # absent, empty or blank: no job (`_job_key`)
+        if not jobs:
+            return [idle]
+        return [n.energy_metric + n.matchers(f'{hosts}{last}=~"{regex_alt(jobs)}"'), idle]
+
     def _group(self, c: _Chunk, parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]]) -> None:
         """The summaries side by side: ``c.groups[(device, bin)]`` lists (job label, count, min, max, resets); a value
         not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
@@ -169,9 +184,17 @@ class Summaries:
         fn, agg = SUMMARIES[f]
         skip = self.raw_hosts
 
+        jobs = None if only else self.found.jobs_between(c.ends[0] - self.bin_s, c.ends[-1])
+
         def expr(hosts: list[str] | None) -> str:
-            sel = self._sel(n.energy_metric, hosts) if hosts else self._sel(n.energy_metric, skip or None, exclude=True)
-            return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
+            def one(sel: str) -> str:
+                return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
+
+            if hosts:
+                return one(self._sel(n.energy_metric, hosts))
+            if jobs is None or not n.job_labels:
+                return one(self._sel(n.energy_metric, skip or None, exclude=True))
+            return " or ".join(one(sel) for sel in self._by_job(skip, jobs))
 
         every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
         keys, kept = [], []
