@@ -109,7 +109,7 @@ def test_a_days_series_selected_by_its_job_labels_give_the_same_ledger(
         import_fleet(tmp_path / "by-job", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
         monkeypatch.setattr(Found, "jobs_between", lambda self, a, b: None)
         import_fleet(tmp_path / "every", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
-    assert asked and all(jobs for _, jobs in asked)  # the middle day's summaries, by the jobs listed that day
+    assert [jobs for (jobs,) in asked if jobs] and [1 for (jobs,) in asked if not jobs]  # jobs listed that day; blank
     for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "by-job" / name), pd.read_parquet(tmp_path / "every" / name))
 
@@ -120,11 +120,12 @@ def test_the_job_label_selector_escapes_values_and_matches_blank_labels() -> Non
     from footprint.fleet.summaries import Summaries
 
     s = Summaries.__new__(Summaries)
-    s.n = DcgmNames()
-    jobs, idle = s._by_job(["gpu-08"], ["12.3", "a|b"])
-    assert jobs == 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname!~"gpu-08",hpc_job=~"12\\\\.3|a\\\\|b"}'
-    assert idle == 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname!~"gpu-08",hpc_job=~"\\\\s*"}'
-    assert s._by_job([], []) == ['DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{hpc_job=~"\\\\s*"}']
+    s.n, s.raw_hosts = DcgmNames(), ["gpu-08"]
+    metric = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+    assert s._by_job(["12.3", "a|b"]) == metric + '{Hostname!~"gpu-08",hpc_job=~"12\\\\.3|a\\\\|b"}'
+    assert s._by_job([]) == metric + '{Hostname!~"gpu-08",hpc_job=~"\\\\s*"}'
+    s.raw_hosts = []
+    assert s._by_job([]) == metric + '{hpc_job=~"\\\\s*"}'
 
 
 def test_dialect_table_gives_the_default_names() -> None:
