@@ -212,3 +212,28 @@ def test_a_counter_that_goes_down_inside_an_hour_is_read_raw_there(drops: Drops)
     assert (g.drop([("gpu-01", 0), ("gpu-02", 1)])["resets"] == 0).all()
     meta = json.loads((agg / "fleet.json").read_text())
     assert 2 <= meta["sources"]["prometheus"]["aggregation"]["raw_bins"] <= 6
+
+
+def test_an_import_runs_with_the_cyclic_collector_paused_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full collections walk every object an import holds, again and again; it pauses the collector, and leaves
+    it as it found it, on error too."""
+    import gc
+
+    from footprint.fleet import importer
+
+    seen: list[bool] = []
+
+    def fake(out: object, opts: object, progress: object) -> None:
+        seen.append(gc.isenabled())
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(importer, "_import", fake)
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            with pytest.raises(RuntimeError):
+                importer.import_fleet("x", ImportOptions(0.0, 1.0))
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+    assert seen == [False, False]
