@@ -49,6 +49,7 @@ class _Chunk:
     phase: dict[int, float] = field(default_factory=dict)
     latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
     dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
+    by_job: str | None = None  # the selector of the chunk's series with a job label (`Summaries._by_job`); "": none
 
 
 class Summaries:
@@ -122,6 +123,8 @@ class Summaries:
         """One chunk's answers, its requests in parallel (``concurrency``): the summaries, the phases, the
         fixed-step counters of each unlabelled node and host-meter metric."""
         c = _Chunk(ends)
+        jobs = self.found.jobs_between(ends[0] - self.bin_s, ends[-1]) if self.n.job_labels else None
+        c.by_job = None if jobs is None else self._by_job(jobs) if jobs else ""  # once for the chunk's summaries
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
         asks: list[Callable[[], Any]] = []
         if labelled:
@@ -183,12 +186,10 @@ class Summaries:
         """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk (``only``: of these
         nodes), as ``(f, {(device, job label): (bins, values)})``. Inside the days discovery listed, the series
         with a job label are selected by the chunk's job labels and those without one come from `_idle`."""
-        n = self.n
-        jobs = None if only or not n.job_labels else self.found.jobs_between(c.ends[0] - self.bin_s, c.ends[-1])
-        if jobs is None:
-            sel = self._sel(n.energy_metric, self.raw_hosts or None, exclude=True)
+        if only or c.by_job is None:
+            sel = self._sel(self.n.energy_metric, self.raw_hosts or None, exclude=True)
             return f, self._parts(f, c.ends[0], c.ends[-1], sel, only)
-        out = self._parts(f, c.ends[0], c.ends[-1], self._by_job(jobs), None) if jobs else {}
+        out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None) if c.by_job else {}
         out.update(self._idle(c, f))  # keys without a job label: none of them above
         return f, out
 
