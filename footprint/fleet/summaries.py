@@ -12,14 +12,16 @@ the answers held at once are bounded by the concurrency, not the window.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,6 +48,7 @@ class _Chunk:
     phase: dict[int, float] = field(default_factory=dict)
     latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
     dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
+    keys: dict[tuple[tuple[str, str], ...], tuple[int, str] | None] = field(default_factory=dict)  # labels -> key
 
 
 class Summaries:
@@ -80,12 +83,8 @@ class Summaries:
         """The curves; bins halved (and everything asked again) while the server refuses one bin of one node for
         its size (``--query.max-samples`` far below the default).
 
-        The objects alive before (discovery's labels, SLURM's jobs: hundreds of thousands, none garbage before the
-        build ends) are left out of the garbage collector's scans meanwhile (``gc.freeze``): the answers' millions
-        of short-lived pairs set off full collections that walked them all again, about a third of the client's
-        CPU for a 64-GPU month (1.4-1.9 s of 3.4 s; 0.3 s frozen)."""
-        gc.freeze()
-        try:
+        The garbage collector is kept out of the answers' way meanwhile (`_quiet_gc`)."""
+        with _quiet_gc():
             while True:
                 try:
                     return self._build()
@@ -94,8 +93,6 @@ class Summaries:
                         raise
                     self.bin_s /= 2
                     self.stats["splits"] = self.stats.get("splits", 0) + 1
-        finally:
-            gc.unfreeze()
 
     def _build(self) -> Curves:
         self.curves = Curves(self.max_gap_s)
@@ -185,11 +182,16 @@ class Summaries:
 
         every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(skip))
         keys, kept = [], []
+        known = c.keys
         for s in matrix(self.client, expr, only, c.ends[0], c.ends[-1], self.bin_s, self.stats, every):
             lab = s["metric"]
-            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
-            if dev is not None:
-                keys.append((dev, self.found.fetch._job_key(lab)))
+            at = tuple(lab.items())  # a group's labels: the same in each of the chunk's summaries
+            key = known.get(at, False)
+            if key is False:
+                dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+                key = known[at] = None if dev is None else (dev, self.found.fetch._job_key(lab))
+            if key is not None:
+                keys.append(key)
                 kept.append(s)
         t, v, lens = points_many(kept)  # every series' samples converted at once: a few hundred series a request
         bins, vals = np.rint((t - c.ends[0]) / self.bin_s).astype(int).tolist(), v.tolist()
@@ -325,7 +327,7 @@ class Summaries:
             self.curves.add_dense(dev, t, v)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         last = c.ends[-1] >= self.window[1]
-        for dev, b in sorted(c.groups, key=lambda x: (x[1], x[0])):
+        for dev, b in sorted(c.groups, key=itemgetter(1, 0)):
             if self._goes_on(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev)):
                 continue
             edge = Edge(
@@ -373,8 +375,11 @@ class Summaries:
         fewer samples than the grid holds is placed only where one series begins or ends in the bin and the
         rest is certain: it reported up to the bin and not in the next (it vanished: its samples start the
         bin), or not in the bin before and its latest sample is the bin's last grid point (it appeared)."""
-        if ph is None or any(not math.isfinite(x) for g in groups for x in g[1:]) or any(g[4] > 0 for g in groups):
+        if ph is None:
             return False
+        for _, k, vmin, vmax, r in groups:
+            if r > 0 or not (math.isfinite(k) and math.isfinite(vmin) and math.isfinite(vmax) and math.isfinite(r)):
+                return False
         runs: dict[tuple[float, float, float], list[str]] = {}
         for job, k, vmin, vmax, _ in groups:
             runs.setdefault((vmin, vmax, k), []).append(job)
@@ -466,14 +471,31 @@ class Summaries:
         return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):
     """What is known of a GPU's samples around one bin: any in the bin before, any in the bin after, and its
-    latest sample at the bin's end (from the phase queries; None where not asked)."""
+    latest sample at the bin's end (from the phase queries; None where not asked). A tuple: one is made for every
+    bin laid out (a frozen dataclass cost twice as much to make)."""
 
     before: bool
     after: bool
     latest: float | None
+
+
+@contextlib.contextmanager
+def _quiet_gc(young: int = 100_000) -> Iterator[None]:
+    """The garbage collector kept out of the way of many short-lived objects (a decoded answer's pairs, a chunk's
+    groups): the objects alive before are left out of its scans (``gc.freeze``; discovery's labels, SLURM's jobs:
+    none becomes garbage meanwhile), and it runs after ``young`` new objects instead of 700. Each answer's pairs
+    set off collections that moved them to the oldest generation, whose full collections walked every object
+    again: 3.4 s of a 128-GPU month's 7.3 s of client CPU; 0.2-0.3 s here. Both restored after."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(old[0], young) if old[0] else 0, *old[1:])  # 0: collections off, left off
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
 def _fresh(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
