@@ -17,7 +17,6 @@ import json
 from typing import Any
 
 import msgspec
-import numpy as np
 
 
 class _Series(msgspec.Struct):
@@ -52,6 +51,8 @@ def loads(body: bytes) -> Any:
 def matrix_data(body: bytes) -> dict[str, Any] | None:
     """A successful matrix answer's ``data`` with each series' values as an (n, 2) float array (times, values),
     views of one array for the whole answer; None for any answer that is not exactly that (read it untyped)."""
+    import numpy as np  # here: the HTTP client is imported where numpy is not needed
+
     if b'"-0"' in body:  # msgspec reads "-0" as 0.0, Python as -0.0
         return None
     try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.fleet.answers import loads, matrix_data
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_RETRIES = 3
@@ -161,8 +162,6 @@ class _Answer:
         self.status_code, self.body, self.reason = status, body, reason
 
     def json(self) -> Any:
-        from footprint.fleet.answers import loads
-
         return loads(self.body)
 
     @property
@@ -308,8 +307,6 @@ class PrometheusClient:
 
     def _data(self, r: Any, path: str, arrays: bool = False) -> Any:
         if arrays and r.status_code == 200:
-            from footprint.fleet.answers import matrix_data
-
             data = matrix_data(r.body)
             if data is not None:
                 return data

@@ -384,8 +384,9 @@ class Summaries:
         for job, k, vmin, vmax, _ in groups:
             runs.setdefault((vmin, vmax, k), []).append(job)
         order = sorted(runs)
-        if any(order[i][1] >= order[i + 1][0] for i in range(len(order) - 1)):
-            return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
+        for a, b in zip(order, order[1:]):  # noqa: B905 (one shorter)
+            if a[1] >= b[0]:
+                return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
         i0, i1 = self._grid(end, ph)
         k = sum(int(r[2]) for r in order)
         if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(order) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
