@@ -188,6 +188,27 @@ def test_kept_answers_read_back_typed(tmp_path: Path) -> None:
     assert again.query_range("up", 0, 60, 30)["result"][0]["values"] == json.loads(answer)["data"]["result"][0]["values"]
 
 
+def test_the_build_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """The summaries' build freezes the objects alive before it and collects less often (`summaries._quiet_gc`):
+    both undone after, and a program that froze objects itself (before forking) keeps them frozen."""
+    import gc
+
+    from footprint.fleet.summaries import _quiet_gc
+
+    before = gc.get_threshold()
+    with _quiet_gc():
+        assert gc.get_freeze_count() > 0 and gc.get_threshold()[0] >= 100_000
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        with _quiet_gc():
+            pass
+        assert gc.get_freeze_count() == mine
+    finally:
+        gc.unfreeze()
+
+
 Drops = tuple[synthetic.Cluster, Path, Path, str, float]  # the cluster, aggregated and exact imports, the dip
 
 

@@ -488,15 +488,19 @@ def _quiet_gc(young: int = 100_000) -> Iterator[None]:
     groups): the objects alive before are left out of its scans (``gc.freeze``; discovery's labels, SLURM's jobs:
     none becomes garbage meanwhile), and it runs after ``young`` new objects instead of 700. Each answer's pairs
     set off collections that moved them to the oldest generation, whose full collections walked every object
-    again: 3.4 s of a 128-GPU month's 7.3 s of client CPU; 0.2-0.3 s here. Both restored after."""
+    again: 3.4 s of a 128-GPU month's 7.3 s of client CPU; 0.2-0.3 s here. Both restored after; a program that
+    froze objects itself (before forking workers) keeps them frozen: nothing is frozen or thawed then."""
     old = gc.get_threshold()
-    gc.freeze()
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     gc.set_threshold(max(old[0], young) if old[0] else 0, *old[1:])  # 0: collections off, left off
     try:
         yield
     finally:
         gc.set_threshold(*old)
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
 
 
 def _fresh(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
