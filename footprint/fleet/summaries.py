@@ -152,9 +152,11 @@ class Summaries:
         not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
         steady = {d.id for d in self.gpus} - self._reset_devs
         nan = [math.nan]
+        groups = c.groups
+        answers = [parts.get(f, {}) for f in range(len(SUMMARIES))]
         for key in sorted(set().union(*parts.values())) if parts else ():
             dev, job = key
-            cols = [parts.get(f, {}).get(key) for f in range(len(SUMMARIES))]
+            cols = [a.get(key) for a in answers]
             if dev in steady:
                 cols[3] = (cols[0][0], [0.0] * len(cols[0][0])) if cols[0] else None
             bins = cols[0][0] if cols[0] else None
@@ -165,7 +167,11 @@ class Summaries:
                 at = [dict(zip(*x, strict=True)) if x else {} for x in cols]
                 vals = ((*(a.get(b, nan[0]) for a in at),) for b in bins)
             for b, (k, vmin, vmax, r) in zip(bins, vals, strict=True):
-                c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+                had = groups.get((dev, b))
+                if had is None:  # the usual: one group a GPU and hour (no list made to be thrown away)
+                    groups[(dev, b)] = [(job, k, vmin, vmax, r)]
+                else:
+                    had.append((job, k, vmin, vmax, r))
 
     def _summary(
         self, c: _Chunk, f: int, only: list[str] | None = None
@@ -327,17 +333,20 @@ class Summaries:
             self.curves.add_dense(dev, t, v)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         last = c.ends[-1] >= self.window[1]
-        for dev, b in sorted(c.groups, key=itemgetter(1, 0)):
-            if self._goes_on(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev)):
+        groups, ends, phase, seen = c.groups, c.ends, c.phase, self._seen
+        for key in sorted(groups, key=itemgetter(1, 0)):
+            dev, b = key
+            here, end, ph = groups[key], ends[b], phase.get(dev)
+            if self._goes_on(dev, end, here, ph):
                 continue
             edge = Edge(
-                self._seen.get(dev) == c.ends[b] - self.bin_s,
-                (dev, b + 1) in c.groups or (b + 1 == len(c.ends) and not last),
-                c.latest.get((dev, c.ends[b])),
+                seen.get(dev) == end - self.bin_s,
+                (dev, b + 1) in groups or (b + 1 == len(ends) and not last),
+                c.latest.get((dev, end)),
             )
-            if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev), edge):
+            if not self._lay_out(dev, end, here, ph, edge):
                 repair.setdefault(b, []).append(dev)
-            self._seen[dev] = c.ends[b]
+            seen[dev] = end
         todo = sorted(repair.items())
         hosts = [sorted({self.found.labels[d].get(self.n.host_label, "") for d in devs}) for _, devs in todo]
         asks = [functools.partial(self._raw_series, h, c.ends[b]) for h, (b, _) in zip(hosts, todo, strict=True)]
