@@ -154,6 +154,78 @@ def test_a_bad_sample_costs_its_own_reading_not_the_series() -> None:
     assert t.tolist() == [1.0, 5.0] and v.tolist() == [2.0, 7.0]
 
 
+def _answer(values: list, labels: dict | None = None, **top: object) -> bytes:
+    body = {
+        "status": "success",
+        "data": {"resultType": "matrix", "result": [{"metric": labels or {"gpu": "0"}, "values": values}]},
+    }
+    return json.dumps(body | top).encode()
+
+
+GOOD = [[1, "2"], [2.5, "NaN"], [3, "-Inf"], [4, "1e300"], [5, "-3"], [6, "1e17"], [7, "-0.0"], ["8", 9]]
+JUNK = {
+    "a null value": _answer([[1, "2"], [2, None]]),
+    "text": _answer([[1, "2"], [2, "abc"]]),
+    "+Inf": _answer([[1, "2"], [2, "+Inf"]]),
+    "a three-element pair": _answer([[1, "2"], [2, "3", 4]]),
+    "a short pair": _answer([[1, "2"], [6]]),
+    "-0 (signed zero)": _answer([[1, "-0"], [2, "3"]]),
+    "a number label": _answer([[1, "2"]], {"gpu": 0}),
+    "warnings": _answer([[1, "2"]], warnings=["partial response"]),
+    "an error status": _answer([[1, "2"]], status="error"),
+    "a vector": json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode(),
+    "values not a list": _answer({"a": 1}),  # type: ignore[arg-type]
+    "a NaN literal": b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,NaN]]}]}}',
+}
+
+
+def test_a_matrix_decoded_typed_reads_as_the_untyped_path() -> None:
+    """`answers.matrix_data` (msgspec, values straight to float arrays) gives `points` what the untyped JSON gave it,
+    NaN, infinities, 1e300 and negative readings dropped alike; answers it does not take whole (junk values, wrong
+    shapes, warnings, other results) are left to the untyped path: None, and `loads` reads them as json does."""
+    from footprint.fleet.answers import loads, matrix_data
+    from footprint.fleet.curves import points, points_many
+
+    body = _answer(GOOD)
+    typed = matrix_data(body)
+    assert typed is not None and isinstance(typed["result"][0]["values"], np.ndarray)
+    untyped = json.loads(body)["data"]
+    for got, want in zip(points(typed["result"][0]), points(untyped["result"][0]), strict=True):
+        assert got.tobytes() == want.tobytes()  # bit for bit, the sign of -0.0 too
+    t, v = points(typed["result"][0])
+    assert t.tolist() == [1.0, 6.0, 7.0, 8.0] and v.tolist() == [2.0, 1e17, 0.0, 9.0] and math.copysign(1, v[2]) == -1
+    for why, junk in JUNK.items():
+        assert matrix_data(junk) is None, why
+        assert loads(junk) == json.loads(junk), why
+    pieces = [*typed["result"], *json.loads(JUNK["text"])["data"]["result"]]  # a split request, half read untyped
+    t, v, lens = points_many(pieces)
+    assert t.tolist() == [1.0, 6.0, 7.0, 8.0, 1.0] and v.tolist() == [2.0, 1e17, 0.0, 9.0, 2.0] and lens == [4, 1]
+
+
+def test_kept_answers_read_back_typed(tmp_path: Path) -> None:
+    """A resumed import reads a kept matrix through the same decoder as a fresh one: the same arrays."""
+    from footprint.fleet.answers import matrix_data
+    from footprint.fleet.promql import Kept
+
+    answer = _answer(GOOD)
+
+    class Server:
+        asked = 0
+
+        def query_range(self, expr: str, start: float, end: float, step: float, body: list, arrays: bool = False) -> dict:
+            self.asked += 1
+            body.append(answer)
+            return matrix_data(answer) if arrays else json.loads(answer)["data"]
+
+    server = Server()
+    first = Kept(server, tmp_path).query_range("up", 0, 60, 30, arrays=True)  # type: ignore[arg-type]
+    again = Kept(server, tmp_path)  # type: ignore[arg-type]
+    second = again.query_range("up", 0, 60, 30, arrays=True)
+    assert server.asked == 1 and again.reused == 1
+    assert np.array_equal(first["result"][0]["values"], second["result"][0]["values"], equal_nan=True)
+    assert again.query_range("up", 0, 60, 30)["result"][0]["values"] == json.loads(answer)["data"]["result"][0]["values"]
+
+
 Drops = tuple[synthetic.Cluster, Path, Path, str, float]  # the cluster, aggregated and exact imports, the dip
 
 

@@ -137,11 +137,12 @@ def matrix(
     stats: dict[str, int],
     every_host: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A ``query_range``'s series (``expr(None)``: every host; ``expr(hosts)``: those); a request the server refuses
-    for its size is split by time, then by host (``every_host``: the hosts that None stands for)."""
+    """A ``query_range``'s series (``expr(None)``: every host; ``expr(hosts)``: those; their values as float arrays
+    where the answer is well formed, `answers.matrix_data`); a request the server refuses for its size is split by
+    time, then by host (``every_host``: the hosts that None stands for)."""
     try:
         stats["requests"] = stats.get("requests", 0) + 1
-        data = client.query_range(expr(hosts), start, end, step)
+        data = client.query_range(expr(hosts), start, end, step, arrays=True)
     except PrometheusLimitError:
         stats["splits"] = stats.get("splits", 0) + 1
         n = int(round((end - start) / step)) + 1
@@ -163,43 +164,68 @@ def matrix(
 
 def points(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """A series' (times, values), plausible readings only: a sample of null, text or 1e300 is no reading (left out
-    alone, never the whole series, never a 300-digit energy)."""
-    vals = s.get("values") or []
-    if not isinstance(vals, list):
+    alone, never the whole series, never a 300-digit energy). Values already decoded to an (n, 2) float array
+    (`answers.matrix_data`) are filtered alike."""
+    vals = s.get("values")
+    if isinstance(vals, np.ndarray):
+        return _plausible(vals[:, 0], vals[:, 1])
+    if not vals or not isinstance(vals, list):
         vals = []
     try:  # every pair well formed (the rule): two columns at C speed, 3x faster than a pair at a time
         t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
     except (TypeError, ValueError, IndexError, KeyError, OverflowError):
         arr = np.array([_sample(x) for x in vals], float).reshape(-1, 2)
         t, v = arr[:, 0], arr[:, 1]
-    ok = np.isfinite(t) & np.isfinite(v) & (v >= 0) & (v < MAX_COUNTER)
+    return _plausible(t, v)
+
+
+def _plausible(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ok = _ok(t, v)
     return t[ok], v[ok]
+
+
+def _ok(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The plausible readings: finite times, finite counter values in [0, `MAX_COUNTER`)."""
+    return np.isfinite(t) & np.isfinite(v) & (v >= 0) & (v < MAX_COUNTER)
 
 
 def points_many(series: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """`points` of many series at once: their (times, values) end to end and how many each kept. A request's
     summaries are hundreds of short series; converting them together costs a few numpy calls, not a few per series."""
-    vals: list[Any] = []
-    lens = []
-    for s in series:
-        v = s.get("values") or []
-        v = v if isinstance(v, list) else []
-        lens.append(len(v))
-        vals += v
-    try:
-        t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
-    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
-        each = [points(s) for s in series]
-        return (
-            np.concatenate([e[0] for e in each] or [np.zeros(0)]),
-            np.concatenate([e[1] for e in each] or [np.zeros(0)]),
-            [len(e[0]) for e in each],
-        )
-    ok = np.isfinite(t) & np.isfinite(v) & (v >= 0) & (v < MAX_COUNTER)
+    arrays = [s.get("values") for s in series]
+    if all(isinstance(a, np.ndarray) for a in arrays):  # decoded to floats already (`answers.matrix_data`)
+        lens = [len(a) for a in arrays]
+        both = np.concatenate(arrays) if arrays else np.zeros((0, 2))
+        t, v = both[:, 0], both[:, 1]
+    elif any(isinstance(a, np.ndarray) for a in arrays):  # a request split, some of its answers read untyped
+        return _each(series)
+    else:
+        vals: list[Any] = []
+        lens = []
+        for s in series:
+            v = s.get("values") or []
+            v = v if isinstance(v, list) else []
+            lens.append(len(v))
+            vals += v
+        try:
+            t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+            return _each(series)
+    ok = _ok(t, v)
     if ok.all():
         return t, v, lens
     upto = np.concatenate([[0], np.cumsum(ok)])[np.cumsum([0, *lens])]  # readings kept before each series
     return t[ok], v[ok], np.diff(upto).tolist()
+
+
+def _each(series: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """`points_many` a series at a time."""
+    each = [points(s) for s in series]
+    return (
+        np.concatenate([e[0] for e in each] or [np.zeros(0)]),
+        np.concatenate([e[1] for e in each] or [np.zeros(0)]),
+        [len(e[0]) for e in each],
+    )
 
 
 MAX_COUNTER = 1e18  # J (or the counter's unit): 30 GW-years, past any GPU's lifetime energy

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.fleet.answers import loads, matrix_data
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_RETRIES = 3
@@ -161,9 +162,7 @@ class _Answer:
         self.status_code, self.body, self.reason = status, body, reason
 
     def json(self) -> Any:
-        import json
-
-        return json.loads(self.body)
+        return loads(self.body)
 
     @property
     def text(self) -> str:
@@ -205,9 +204,10 @@ class PrometheusClient:
         self.warnings: list[str] = []  # what the server flagged (Thanos/Mimir partial responses, Prometheus notes)
 
     # ---- transport ------------------------------------------------------------------------------
-    def _get(self, path: str, params: dict[str, Any], body: list[bytes] | None = None) -> Any:
+    def _get(self, path: str, params: dict[str, Any], body: list[bytes] | None = None, arrays: bool = False) -> Any:
         """GET (POST for long queries) with retries on connection errors, truncated answers and 5xx; the `data`
-        of a success (``body``: the answer as it came is appended to it, for `promql.Kept` to keep as is)."""
+        of a success (``body``: the answer as it came is appended to it, for `promql.Kept` to keep as is;
+        ``arrays``: a well-formed matrix's values as float arrays, `answers.matrix_data`)."""
         import requests
 
         from footprint import http
@@ -242,7 +242,7 @@ class PrometheusClient:
                 raise PrometheusError(f"{url}: {_first_line(exc)}", key="--url") from None
             else:
                 if r.status_code < 500:
-                    data = self._data(r, path)
+                    data = self._data(r, path, arrays)
                     if body is not None:
                         body.append(r.body)
                     return data
@@ -305,7 +305,11 @@ class PrometheusClient:
             r.close()
         return _Answer(r.status_code, b"".join(parts), r.reason or "")
 
-    def _data(self, r: Any, path: str) -> Any:
+    def _data(self, r: Any, path: str, arrays: bool = False) -> Any:
+        if arrays and r.status_code == 200:
+            data = matrix_data(r.body)
+            if data is not None:
+                return data
         if r.status_code in (401, 403):
             raise PrometheusError(
                 f"{self.base}{path}: HTTP {r.status_code} ({_prom_message(r)}): check --bearer-token-file / --basic-auth-user",
@@ -335,17 +339,20 @@ class PrometheusClient:
         return body.get("data")
 
     # ---- API ------------------------------------------------------------------------------------
-    def query(self, expr: str, at: float | None = None, body: list[bytes] | None = None) -> dict[str, Any]:
-        """Instant query: ``{"resultType", "result"}``; a range selector (``m[1h]``) returns raw samples."""
+    def query(self, expr: str, at: float | None = None, body: list[bytes] | None = None, arrays: bool = False) -> dict[str, Any]:
+        """Instant query: ``{"resultType", "result"}``; a range selector (``m[1h]``) returns raw samples (``arrays``:
+        as float arrays where well formed, `answers.matrix_data`)."""
         params: dict[str, Any] = {"query": expr}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        return self._get("/api/v1/query", params, body)
+        return self._get("/api/v1/query", params, body, arrays)
 
-    def query_range(self, expr: str, start: float, end: float, step_s: float, body: list[bytes] | None = None) -> dict[str, Any]:
-        """Range query evaluated every ``step_s`` seconds from start to end."""
+    def query_range(
+        self, expr: str, start: float, end: float, step_s: float, body: list[bytes] | None = None, arrays: bool = False
+    ) -> dict[str, Any]:
+        """Range query evaluated every ``step_s`` seconds from start to end (``arrays``: see `query`)."""
         params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
-        return self._get("/api/v1/query_range", params, body)
+        return self._get("/api/v1/query_range", params, body, arrays)
 
     def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
         """Label sets of the series matching a selector in the window (reads the index, not the samples)."""

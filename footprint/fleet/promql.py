@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from footprint.errors import FootprintError
+from footprint.fleet.answers import loads, matrix_data
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 
 DEFAULT_MAX_SAMPLES = 5_000_000  # per request: a tenth of Prometheus' default --query.max-samples (50 M)
@@ -252,19 +253,23 @@ class Kept:
         self.client, self.resume = client, resume
         self.reused = 0
 
-    def query(self, expr: str, at: float) -> Any:
+    def query(self, expr: str, at: float, arrays: bool = False) -> Any:
+        """``arrays``: a matrix's values as float arrays where well formed (`answers.matrix_data`), kept or not."""
+        if arrays:
+            return self._kept(("q", expr, f"{at:.3f}"), lambda body: self.client.query(expr, at, body, True), True)
         return self._kept(("q", expr, f"{at:.3f}"), lambda body: self.client.query(expr, at=at, body=body))
 
-    def query_range(self, expr: str, start: float, end: float, step: float) -> Any:
-        return self._kept(
-            ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}"),
-            lambda body: self.client.query_range(expr, start, end, step, body=body),
-        )
+    def query_range(self, expr: str, start: float, end: float, step: float, arrays: bool = False) -> Any:
+        key = ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}")
+        if arrays:
+            return self._kept(key, lambda body: self.client.query_range(expr, start, end, step, body, True), True)
+        return self._kept(key, lambda body: self.client.query_range(expr, start, end, step, body=body))
 
-    def _kept(self, key: tuple[str, ...], ask: Callable[[list[bytes] | None], Any]) -> Any:
-        """The answer kept (the server's whole answer as it came, its ``data`` read back), or asked and kept: written
-        as received, never encoded again (re-encoding the month's answers cost more client CPU than reading them),
-        and looked up in a listing of the folder made once, not by opening files that are not there."""
+    def _kept(self, key: tuple[str, ...], ask: Callable[[list[bytes] | None], Any], arrays: bool = False) -> Any:
+        """The answer kept (the server's whole answer as it came, its ``data`` read back, ``arrays`` as the server's
+        would be), or asked and kept: written as received, never encoded again (re-encoding the month's answers cost
+        more client CPU than reading them), and looked up in a listing of the folder made once, not by opening files
+        that are not there."""
         if self.resume is None:
             return ask(None)
         name = hashlib.sha256("|".join(key).encode()).hexdigest()[:32] + ".answer.json"
@@ -273,7 +278,8 @@ class Kept:
             listed = name in _listing_of(self.resume)
         if listed:
             try:
-                data = json.loads(path.read_bytes())["data"]
+                raw = path.read_bytes()
+                data = (matrix_data(raw) if arrays else None) or loads(raw)["data"]
                 self.reused += 1
                 return data
             except (OSError, ValueError, KeyError, TypeError):

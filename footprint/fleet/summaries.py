@@ -19,8 +19,9 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,6 +51,7 @@ class _Chunk:
     latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
     dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
     by_job: str | None = None  # the selector of the chunk's series with a job label (`Summaries._by_job`); "": none
+    keys: dict[tuple[tuple[str, str], ...], tuple[int, str] | None] = field(default_factory=dict)  # labels -> key
 
 
 class Summaries:
@@ -82,7 +84,8 @@ class Summaries:
     # ---- the whole window ------------------------------------------------------------------------
     def build(self) -> Curves:
         """The curves; bins halved (and everything asked again) while the server refuses one bin of one node for
-        its size (``--query.max-samples`` far below the default)."""
+        its size (``--query.max-samples`` far below the default).
+        """
         while True:
             try:
                 return self._build()
@@ -165,9 +168,11 @@ class Summaries:
         not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
         steady = {d.id for d in self.gpus} - self._reset_devs
         nan = [math.nan]
+        groups = c.groups
+        answers = [parts.get(f, {}) for f in range(len(SUMMARIES))]
         for key in sorted(set().union(*parts.values())) if parts else ():
             dev, job = key
-            cols = [parts.get(f, {}).get(key) for f in range(len(SUMMARIES))]
+            cols = [a.get(key) for a in answers]
             if dev in steady:
                 cols[3] = (cols[0][0], [0.0] * len(cols[0][0])) if cols[0] else None
             bins = cols[0][0] if cols[0] else None
@@ -178,7 +183,11 @@ class Summaries:
                 at = [dict(zip(*x, strict=True)) if x else {} for x in cols]
                 vals = ((*(a.get(b, nan[0]) for a in at),) for b in bins)
             for b, (k, vmin, vmax, r) in zip(bins, vals, strict=True):
-                c.groups.setdefault((dev, b), []).append((job, k, vmin, vmax, r))
+                had = groups.get((dev, b))
+                if had is None:  # the usual: one group a GPU and hour (no list made to be thrown away)
+                    groups[(dev, b)] = [(job, k, vmin, vmax, r)]
+                else:
+                    had.append((job, k, vmin, vmax, r))
 
     def _summary(
         self, c: _Chunk, f: int, only: list[str] | None = None
@@ -188,16 +197,16 @@ class Summaries:
         with a job label are selected by the chunk's job labels and those without one come from `_idle`."""
         if only or c.by_job is None:
             sel = self._sel(self.n.energy_metric, self.raw_hosts or None, exclude=True)
-            return f, self._parts(f, c.ends[0], c.ends[-1], sel, only)
-        out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None) if c.by_job else {}
+            return f, self._parts(f, c.ends[0], c.ends[-1], sel, only, c.keys)
+        out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None, c.keys) if c.by_job else {}
         out.update(self._idle(c, f))  # keys without a job label: none of them above
         return f, out
 
     def _parts(
-        self, f: int, a: float, b: float, sel: str, only: list[str] | None
+        self, f: int, a: float, b: float, sel: str, only: list[str] | None, known: dict[Any, Any]
     ) -> dict[tuple[int, str], tuple[list[int], list[float]]]:
         """Summary ``f`` of the series of ``sel`` (``only``: of these nodes instead) in the bins ending at ``a`` to
-        ``b``: ``{(device, job label): (bins from a, values)}``."""
+        ``b``: ``{(device, job label): (bins from a, values)}``; ``known``: the keys of label sets already seen."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
         fn, agg = SUMMARIES[f]
 
@@ -210,9 +219,13 @@ class Summaries:
         keys, kept = [], []
         for s in matrix(self.client, expr, only, a, b, self.bin_s, self.stats, every):
             lab = s["metric"]
-            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
-            if dev is not None:
-                keys.append((dev, self.found.fetch._job_key(lab)))
+            at = tuple(lab.items())  # a group's labels: the same in each of the chunk's summaries
+            key = known.get(at, False)
+            if key is False:
+                dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+                key = known[at] = None if dev is None else (dev, self.found.fetch._job_key(lab))
+            if key is not None:
+                keys.append(key)
                 kept.append(s)
         t, v, lens = points_many(kept)  # every series' samples converted at once: a few hundred series a request
         bins, vals = np.rint((t - a) / self.bin_s).astype(int).tolist(), v.tolist()
@@ -246,7 +259,7 @@ class Summaries:
             try:
                 a = self._first_end + k * IDLE_CHUNKS * span
                 b = min(a + (IDLE_CHUNKS * BINS_PER_CHUNK - 1) * self.bin_s, self._last_end)
-                parts = self._parts(f, a, b, self._by_job([]), None)
+                parts = self._parts(f, a, b, self._by_job([]), None, {})
                 fut.set_result((a, {key: (np.array(x), np.array(y)) for key, (x, y) in parts.items()}))
             except BaseException as exc:
                 fut.set_exception(exc)
@@ -383,17 +396,20 @@ class Summaries:
             self.curves.add_dense(dev, t, v)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         last = c.ends[-1] >= self.window[1]
-        for dev, b in sorted(c.groups, key=lambda x: (x[1], x[0])):
-            if self._goes_on(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev)):
+        groups, ends, phase, seen = c.groups, c.ends, c.phase, self._seen
+        for key in sorted(groups, key=itemgetter(1, 0)):
+            dev, b = key
+            here, end, ph = groups[key], ends[b], phase.get(dev)
+            if self._goes_on(dev, end, here, ph):
                 continue
             edge = Edge(
-                self._seen.get(dev) == c.ends[b] - self.bin_s,
-                (dev, b + 1) in c.groups or (b + 1 == len(c.ends) and not last),
-                c.latest.get((dev, c.ends[b])),
+                seen.get(dev) == end - self.bin_s,
+                (dev, b + 1) in groups or (b + 1 == len(ends) and not last),
+                c.latest.get((dev, end)),
             )
-            if not self._lay_out(dev, c.ends[b], c.groups[(dev, b)], c.phase.get(dev), edge):
+            if not self._lay_out(dev, end, here, ph, edge):
                 repair.setdefault(b, []).append(dev)
-            self._seen[dev] = c.ends[b]
+            seen[dev] = end
         todo = sorted(repair.items())
         hosts = [sorted({self.found.labels[d].get(self.n.host_label, "") for d in devs}) for _, devs in todo]
         asks = [functools.partial(self._raw_series, h, c.ends[b]) for h, (b, _) in zip(hosts, todo, strict=True)]
@@ -431,14 +447,18 @@ class Summaries:
         fewer samples than the grid holds is placed only where one series begins or ends in the bin and the
         rest is certain: it reported up to the bin and not in the next (it vanished: its samples start the
         bin), or not in the bin before and its latest sample is the bin's last grid point (it appeared)."""
-        if ph is None or any(not math.isfinite(x) for g in groups for x in g[1:]) or any(g[4] > 0 for g in groups):
+        if ph is None:
             return False
+        for _, k, vmin, vmax, r in groups:
+            if r > 0 or not (math.isfinite(k) and math.isfinite(vmin) and math.isfinite(vmax) and math.isfinite(r)):
+                return False
         runs: dict[tuple[float, float, float], list[str]] = {}
         for job, k, vmin, vmax, _ in groups:
             runs.setdefault((vmin, vmax, k), []).append(job)
         order = sorted(runs)
-        if any(order[i][1] >= order[i + 1][0] for i in range(len(order) - 1)):
-            return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
+        for a, b in zip(order, order[1:]):  # noqa: B905 (one shorter)
+            if a[1] >= b[0]:
+                return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
         i0, i1 = self._grid(end, ph)
         k = sum(int(r[2]) for r in order)
         if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(order) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
@@ -513,7 +533,7 @@ class Summaries:
         """The raw samples of these nodes' counters in the bin ending at ``end``, split by node if refused."""
         self.stats["requests"] = self.stats.get("requests", 0) + 1
         try:
-            data = self.client.query(f"{self._sel(self.n.energy_metric, hosts)}[{range_of(self.bin_s)}]", at=end)
+            data = self.client.query(f"{self._sel(self.n.energy_metric, hosts)}[{range_of(self.bin_s)}]", end, arrays=True)
         except PrometheusLimitError:
             if len(hosts) < 2:
                 raise
@@ -524,10 +544,10 @@ class Summaries:
         return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):
     """What is known of a GPU's samples around one bin: any in the bin before, any in the bin after, and its
-    latest sample at the bin's end (from the phase queries; None where not asked)."""
+    latest sample at the bin's end (from the phase queries; None where not asked). A tuple: one is made for every
+    bin laid out (a frozen dataclass cost twice as much to make)."""
 
     before: bool
     after: bool
