@@ -82,59 +82,87 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
         for labels in answer:
             if isinstance(labels, dict):
                 seen.add(metric, kind, a, b, labels)
+    seen.close()
     if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
         raise FootprintError("the series were found but none inside the window", key="--start")
     return found
 
 
 class _Seen:
-    """Discovery's reading of one label set (a series listed on a day): its device, found once per device and
-    label values (the work per series is a few dict lookups: a month of 4,096 GPUs lists ~10^6)."""
+    """Discovery's reading of one label set (a series listed on a day): its device, found once per distinct label
+    set less the job labels (a GPU's series of a day differ by their job label only: a month of 4,096 GPUs lists
+    ~10^6 label sets and ~10^5 such sets), then its job label, kept in columns until the end (`close`)."""
 
     def __init__(self, found: Found, window: tuple[float, float]) -> None:
         self.found, self.window = found, window
         self.n = found.fetch.names
         self.devs: dict[tuple[Any, ...], Any] = {}
         self.day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (4,096 GPUs: 123k)
-        self.job_labels = set(self.n.job_labels)
+        self.job_labels = tuple(dict.fromkeys(self.n.job_labels))
+        self.rests: dict[tuple[Any, ...], list[Any] | None] = {}  # (kind, labels less job labels) -> [device, uuid,
+        # model, hash of the labels, last day seen]; None: a gauge whose GPU's counter is read
+        self.spans: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])  # label, device, first, last
 
     def add(self, metric: str, kind: int, a: float, b: float, labels: dict[str, str]) -> None:
+        if kind not in (GPU_COUNTER, GPU_GAUGE):
+            d = self.found.fetch._device(kind, labels, metric)
+            self.found.labels.setdefault(d.id, dict(labels))
+            d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+            return
+        other = labels.copy()
+        for k in self.job_labels:
+            other.pop(k, None)
+        rk = (kind, tuple(other.items()))
+        r = self.rests.get(rk, False)
+        if r is False:
+            r = self.rests[rk] = self._device(metric, kind, labels, other)
+        if r is None:
+            return  # the counter is read for this GPU: its gauge is not needed
+        d = r[0]
+        if r[1]:
+            d.uuid = r[1]
+        if r[2]:
+            d.model = r[2]
+        if r[4] != a:  # the first series of this label set on this day
+            r[4] = a
+            if self.day_sets.setdefault((d.id, a), r[3]) != r[3]:
+                self.found.multi.add(d.id)
+            d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+        job = self.found.fetch._job_key(labels)
+        if job:
+            d.labelled = True
+            lab = self.found.fetch.t.label_id(job)
+            if labels.get(self.n.instance_label):
+                self.found.instance[(lab, d.id)] = labels[self.n.instance_label]
+            labs, devs, firsts, lasts = self.spans
+            labs.append(lab)
+            devs.append(d.id)
+            firsts.append(max(a, self.window[0]))
+            lasts.append(min(b, self.window[1]))
+
+    def _device(self, metric: str, kind: int, labels: dict[str, str], other: dict[str, str]) -> list[Any] | None:
+        """A label set's device (made or found by host, instance and GPU labels), its uuid and model labels, the
+        hash of its labels less the job labels; None where it is a gauge whose GPU's counter is read."""
         found, fetch, n = self.found, self.found.fetch, self.n
-        gpu = kind in (GPU_COUNTER, GPU_GAUGE)
-        if gpu:
-            ck = (kind, labels.get(n.host_label), labels.get("instance"), labels.get(n.gpu_label))
-            d = self.devs.get(ck)
-            if d is None:
-                key = fetch._gpu_key(labels)
-                if kind == GPU_GAUGE and key in found.counter_keys:
-                    return  # the counter is read for this GPU: its gauge is not needed
-                if kind == GPU_COUNTER:
-                    found.counter_keys.add(key)
-                d = self.devs[ck] = fetch._device(kind, labels, metric)
-                found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
-            else:
-                d.uuid = labels.get(n.uuid_label) or d.uuid
-                d.model = labels.get(n.model_label) or d.model
-            other = labels.copy()
-            for k in self.job_labels:
-                other.pop(k, None)
-            rest = hash(frozenset(other.items()))
-            if self.day_sets.setdefault((d.id, a), rest) != rest:
-                found.multi.add(d.id)
-            if d.id not in found.labels:
-                found.labels[d.id] = {k: v for k, v in labels.items() if k == "__name__"}
-                found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
-            job = fetch._job_key(labels)
-            if job:
-                d.labelled = True
-                lab = fetch.t.label_id(job)
-                if labels.get(n.instance_label):
-                    found.instance[(lab, d.id)] = labels[n.instance_label]
-                found.jobs_on.add(lab, d.id, max(a, self.window[0]), min(b, self.window[1]))
-        else:
-            d = fetch._device(kind, labels, metric)
-            found.labels.setdefault(d.id, dict(labels))
-        d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+        ck = (kind, labels.get(n.host_label), labels.get("instance"), labels.get(n.gpu_label))
+        d = self.devs.get(ck)
+        if d is None:
+            key = fetch._gpu_key(labels)
+            if kind == GPU_GAUGE and key in found.counter_keys:
+                return None
+            if kind == GPU_COUNTER:
+                found.counter_keys.add(key)
+            d = self.devs[ck] = fetch._device(kind, labels, metric)
+            found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
+        if d.id not in found.labels:
+            found.labels[d.id] = {k: v for k, v in labels.items() if k == "__name__"}
+            found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
+        return [d, labels.get(n.uuid_label), labels.get(n.model_label), hash(frozenset(other.items())), None]
+
+    def close(self) -> None:
+        """The job labels' spans, merged per (label, device): first and last day seen."""
+        self.found.jobs_on.extend(*self.spans)
+        self.spans = ([], [], [], [])
 
 
 def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:

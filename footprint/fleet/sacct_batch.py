@@ -78,6 +78,7 @@ class Reader:
                 self.het.setdefault(job, []).append(what)  # type: ignore[arg-type]
             else:
                 cands.append((p, job, what))
+        by_rules = len(cands)
         if cols is not None:
             cols["lineno0"] = lineno
             self._plain(cols, notes, steps, cands)
@@ -85,6 +86,12 @@ class Reader:
         for _, job, step, e in sorted(steps, key=lambda x: x[0]):
             if e > self.step_energy.get(job, ("", -1.0))[1]:
                 self.step_energy[job] = (step, e)
+        if by_rules or not self._fresh(cands, cols):
+            self._candidates(lineno, cands, cols, notes)
+        self.skipped += [(lineno + p, text) for p, text in notes]
+
+    def _candidates(self, lineno: int, cands: list[tuple[int, str, Any]], cols: dict[str, Any] | None, notes: list) -> None:
+        """The batch's job lines in line order: the first line of a job id is kept, a repeat noted."""
         take: list[int] = []
         fresh: list[str] = []
         for p, job, what in sorted(cands, key=lambda x: x[0]):
@@ -99,7 +106,16 @@ class Reader:
         if take:
             for job, i in zip(fresh, self._extend(cols, take), strict=True):
                 self.jobs[job] = i
-        self.skipped += [(lineno + p, text) for p, text in notes]
+
+    def _fresh(self, cands: list[tuple[int, str, Any]], cols: dict[str, Any] | None) -> bool:
+        """Plain job lines alone, in line order, each job new: appended at once (as `_candidates` would, one by one);
+        False where some job repeats (`_candidates` then notes it)."""
+        jobs = [job for _, job, _ in cands]
+        if len(set(jobs)) != len(jobs) or not self.jobs.keys().isdisjoint(jobs):
+            return False
+        if jobs:
+            self.jobs.update(zip(jobs, self._extend(cols, [row for _, _, row in cands]), strict=True))
+        return True
 
     def _check_cap(self, lineno: int, n: int, blank: np.ndarray, counted: list[int], cap: int) -> None:
         """sacct's row cap, checked at each line as a line-by-line reader would: jobs and notes held before it."""
@@ -122,12 +138,11 @@ class Reader:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        plain = _plain_lines(rows, self.delimiter, len(self.header))
+        plain, text = _plain_lines(rows, self.delimiter, len(self.header))
         idx = np.flatnonzero(plain)
         if not len(idx):
             return plain, None
-        plain_rows = rows if len(idx) == len(rows) else [rows[i] for i in idx.tolist()]
-        table = _fields("\n".join(plain_rows).encode(), len(plain_rows), self.delimiter, len(self.header))
+        table = _fields(text, len(idx), self.delimiter, len(self.header))
 
         def field(name: str) -> Any:
             return table[self.col[name]] if name in self.col else _pa_str([""] * len(table[0]))
@@ -300,14 +315,24 @@ class Reader:
         return self.out.extend(rows, notes)
 
 
-def _plain_lines(rows: list[str], delimiter: str, fields: int) -> np.ndarray:
-    """Lines of printable ASCII (the delimiter aside) with ``fields`` fields."""
-    k = fields - 1
-    if delimiter == "\t":
-        return np.fromiter(
-            (x.isascii() and x.replace("\t", " ").isprintable() and x.count("\t") == k for x in rows), bool, len(rows)
-        )
-    return np.fromiter((x.isascii() and x.isprintable() and x.count(delimiter) == k for x in rows), bool, len(rows))
+def _plain_lines(rows: list[str], delimiter: str, fields: int) -> tuple[np.ndarray, bytes]:
+    """Lines of printable ASCII (the delimiter aside) with ``fields`` fields, and those lines joined by newlines
+    (UTF-8). Read from the batch's bytes (numpy): a byte outside 0x20-0x7e is a line that is not plain."""
+    text = "\n".join(rows).encode("utf-8", "surrogatepass")
+    b = np.frombuffer(text, np.uint8)
+    ends = np.flatnonzero(b == 10)
+    if len(ends) != len(rows) - 1:  # a line with a newline inside: none of it is plain
+        return np.zeros(len(rows), bool), b""
+    ends = np.append(ends, len(b))
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    odd = np.flatnonzero((b - np.uint8(0x20)) > np.uint8(0x5E))  # outside 0x20-0x7e (newlines too): few
+    odd = odd[(b[odd] != 10) & ((b[odd] != 9) if delimiter == "\t" else True)]
+    at = np.flatnonzero(b == ord(delimiter))
+    count = np.searchsorted(at, ends) - np.searchsorted(at, starts)
+    plain = (count == fields - 1) & (np.bincount(np.searchsorted(ends, odd), minlength=len(rows)) == 0)
+    if not plain.all():  # the plain lines alone, each with its newline, less the last one's
+        text = np.append(b, np.uint8(10))[np.repeat(plain, ends - starts + 1)].tobytes()[:-1]
+    return plain, text
 
 
 def _fields(text: bytes, lines: int, delimiter: str, fields: int) -> list[Any]:

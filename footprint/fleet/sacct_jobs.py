@@ -232,7 +232,7 @@ class SacctJobs(Rows[SlurmJob]):
         for k in self._FLOAT:
             self.num[k].frombytes(np.ascontiguousarray(rows[k], np.float64).tobytes())
         self.line.frombytes(np.ascontiguousarray(rows["line"], np.int32).tobytes())
-        codes = {id(a): self.allocs.code(a) for a in rows["alloc"]}
+        codes = {i: self.allocs.code(a) for i, a in {id(a): a for a in rows["alloc"]}.items()}  # each object hashed once
         self.alloc.extend(array("i", [codes[id(a)] for a in rows["alloc"]]))
         self.notes.update({i0 + i: list(v) for i, v in notes.items()})
         return range(i0, i0 + n)

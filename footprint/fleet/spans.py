@@ -47,6 +47,27 @@ class LabelSpans:
             self.first[i] = min(self.first[i], a)
             self.last[i] = max(self.last[i], b)
 
+    def extend(self, lab: list[int], dev: list[int], a: list[float], b: list[float]) -> None:
+        """Many sightings at once, as `add` one by one would keep them (numpy: a month of 4,096 GPUs lists ~10^6)."""
+        if not lab:
+            return
+        if len(self.lab):
+            for x in zip(lab, dev, a, b, strict=True):
+                self.add(*x)
+            return
+        key = np.array(lab, np.int64) << 32 | np.array(dev, np.int64)
+        order = np.argsort(key, kind="stable")
+        k = key[order]
+        head = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))  # each key's first sighting, in key order
+        first = np.minimum.reduceat(np.array(a, np.float64)[order], head)
+        last = np.maximum.reduceat(np.array(b, np.float64)[order], head)
+        rows = np.argsort(order[head], kind="stable")  # the rows in the order their keys were first seen
+        self.lab.frombytes((k[head][rows] >> 32).astype(np.int32).tobytes())
+        self.dev.frombytes((k[head][rows] & 0xFFFFFFFF).astype(np.int32).tobytes())
+        self.first.frombytes(first[rows].tobytes())
+        self.last.frombytes(last[rows].tobytes())
+        self._row = dict(zip((k[head][rows]).tolist(), range(len(rows)), strict=True))
+
     def items(self) -> Iterator[tuple[int, int, float, float]]:
         return zip(self.lab, self.dev, self.first, self.last, strict=True)
 
