@@ -246,15 +246,15 @@ class Reader:
         start, end, s_none = cols["start"][rows], cols["end"][rows], cols["s_none"][rows]
         bad_start = ~s_none & ~((start >= EARLIEST_JOB_S) & (start < LATEST_JOB_S))
         bad_end = ~s_none & ~bad_start & ~(np.isnan(end) | ((end >= EARLIEST_JOB_S) & (end < LATEST_JOB_S)))
-        alloc, failed = self._alloc_of(cols, rows)
-        failed &= ~(s_none | bad_start | bad_end)
+        parsed, code = self._alloc_of(cols, rows)
+        failed = np.array([isinstance(x, str) for x in parsed], bool)[code] & ~(s_none | bad_start | bad_end)
         backwards = ~(s_none | bad_start | bad_end | failed) & (end < start)
         odd = s_none | bad_start | bad_end | failed | backwards
         for k in np.flatnonzero(odd).tolist():  # the jobs left out, each with its note
             i = int(rows[k])
             p, job = int(pos[i]), jobs[i]
             if failed[k]:
-                notes.append((p, f"line {line0 + p}: {alloc[k]}; line left out"))
+                notes.append((p, f"line {line0 + p}: {parsed[code[k]]}; line left out"))
                 continue
             if s_none[k]:
                 why = f"{cols['state'][i].as_py().lower()} and never started, left out"
@@ -265,12 +265,14 @@ class Reader:
                 why = f"End {cols['end_raw'][i].as_py()} is before Start {cols['start_raw'][i].as_py()}, left out"
             notes.append((p, f"line {line0 + p}: job {job}: {why}"))
         keep = np.flatnonzero(~odd)
-        cols["alloc"] = dict(zip(rows[keep].tolist(), [alloc[k] for k in keep.tolist()], strict=True))
+        cols["alloc"] = np.full(len(good), -1, np.int64)  # per job line: its allocation among ``parsed``
+        cols["alloc"][rows[keep]] = code[keep]
+        cols["parsed"] = parsed
         cands += zip(pos[rows[keep]].tolist(), [jobs[i] for i in rows[keep].tolist()], rows[keep].tolist(), strict=True)
 
     def _alloc_of(self, cols: dict[str, Any], rows: np.ndarray) -> tuple[list[Any], np.ndarray]:
-        """These job lines' allocations (with their notes), or the error, parsed once per distinct (AllocTRES,
-        NodeList, AllocGRES); and which failed."""
+        """The distinct allocations of these job lines (each with its notes, or the error), parsed once per distinct
+        (AllocTRES, NodeList, AllocGRES), and each line's index among them."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -290,18 +292,23 @@ class Reader:
                 except (ValueError, KeyError, OverflowError) as exc:
                     self._allocs[key] = str(exc)
             parsed.append(self._allocs[key])
-        failed = np.array([isinstance(x, str) for x in parsed], bool)
-        return [parsed[c] for c in codes.tolist()], failed[codes] if len(codes) else np.zeros(0, bool)
+        return parsed, codes.astype(np.int64)
 
     def _extend(self, cols: dict[str, Any], take: list[int]) -> range:
-        """The accepted plain job lines appended to ``out`` as columns."""
+        """The accepted plain job lines appended to ``out`` as columns (text as distinct values and indices)."""
         import pyarrow as pa
 
         t = np.array(take, np.int64)
         at = pa.array(t)
         e = cols["energy"][t]
-        rows = {k: cols[k].take(at).to_pylist() for k in ("raw_id", "name", "user", "account", "partition", "state")}
+        rows: dict[str, Any] = {k: _distinct(cols[k].take(at)) for k in ("name", "user", "account", "partition", "state")}
+        used, first, code = np.unique(cols["alloc"][t], return_index=True, return_inverse=True)
+        order = np.argsort(first)  # the distinct allocations in order of first appearance, as a list would give them
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        allocs, code = [cols["parsed"][c] for c in used[order].tolist()], rank[code.reshape(-1)]
         rows.update(
+            raw_id=cols["raw_id"].take(at).to_pylist(),
             job_id=[cols["job"][r] for r in take],
             consumed_energy_from=np.where(np.isnan(e), None, "job line").tolist(),
             start=cols["start"][t],
@@ -309,10 +316,18 @@ class Reader:
             elapsed_s=cols["elapsed"][t],
             consumed_energy_j=e,
             line=cols["pos"][t] + cols["lineno0"],
-            alloc=[cols["alloc"][r][0] for r in take],
+            alloc=([a for a, _ in allocs], code),
         )
-        notes = {i: list(cols["alloc"][r][1]) for i, r in enumerate(take) if cols["alloc"][r][1]}
-        return self.out.extend(rows, notes)
+        noted = np.flatnonzero(np.array([bool(n) for _, n in allocs], bool)[code]) if len(code) else np.zeros(0, np.int64)
+        return self.out.extend(rows, {i: list(allocs[code[i]][1]) for i in noted.tolist()})
+
+
+def _distinct(arr: Any) -> tuple[list[Any], np.ndarray]:
+    """A text column as its distinct values (in order of first appearance, None among them) and each row's index."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(arr, null_encoding="encode")
+    return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _plain_lines(rows: list[str], delimiter: str, fields: int) -> tuple[np.ndarray, bytes]:
