@@ -231,14 +231,19 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
     series index (per day) for the others. A job known from its label alone began somewhere between its first
     labelled sample and the one before, and ended between its last and the one after: half a scrape before
     the first and after the last, which halves the largest error of either choice of sample."""
+    on = found.jobs_on
+    lab, dev = np.frombuffer(on.lab, np.int32), np.frombuffer(on.dev, np.int32)
+    rest = np.flatnonzero(~np.isin(dev, np.fromiter(curves.curves, np.int64, len(curves.curves)))) if len(on) else []
+    cols = [np.asarray(x)[rest].tolist() for x in (lab, dev, on.first, on.last)] if len(on) else [[], [], [], []]
+    label_id, h, (w0, w1) = found.fetch.t.label_id, 0.5 * scrape_s, window
+    labs, devs, firsts, lasts = cols
+    for (label, d), (a, b) in curves.spans.items():
+        labs.append(label_id(label))
+        devs.append(d)
+        firsts.append(max(a - h, w0))
+        lasts.append(min(b + h, w1))
     spans = LabelSpans()
-    have = set(curves.curves)
-    for lab, dev, a, b in found.jobs_on.items():
-        if dev not in have:
-            spans.add(lab, dev, a, b)
-    tel = found.fetch.t
-    for (label, dev), (a, b) in curves.spans.items():
-        spans.add(tel.label_id(label), dev, max(a - 0.5 * scrape_s, window[0]), min(b + 0.5 * scrape_s, window[1]))
+    spans.extend(*cols)
     return spans
 
 
@@ -483,13 +488,30 @@ def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluat
     return done
 
 
-def cpu_items(plan: Plan, found: Found) -> list[Item]:
-    return [
-        Item(c.job, dev, c.start, c.end, c.weight)
-        for dev, claims in plan.claims.items()
-        if found.fetch.t.devices[dev].kind in (CPU, RAM)
-        for c in claims
-    ]
+def cpu_items(plan: Plan, found: Found, chunk: int) -> Callable[[int], list[Item]]:
+    """Every job's share of its nodes' host meters, in columns grouped by chunk of jobs (meter by meter, each
+    meter's claims by start within a chunk); `Item` objects made one chunk at a time: ``items(k)``."""
+    t = found.fetch.t
+    job, dev, a, b, w = [], [], [], [], []  # type: ignore[var-annotated]
+    for d, claims in plan.claims.items():
+        if t.devices[d].kind in (CPU, RAM):
+            job += [c.job for c in claims]
+            dev += [d] * len(claims)
+            a += [c.start for c in claims]
+            b += [c.end for c in claims]
+            w += [c.weight for c in claims]
+    by = np.array(job, np.int64) // chunk
+    order = np.argsort(by, kind="stable")
+    cols = [np.array(x)[order] for x in (job, dev, a, b, w)]
+    bounds = np.searchsorted(by[order], np.arange(-(-len(plan.jobs) // chunk) + 1)).tolist()
+
+    def items(k: int) -> list[Item]:
+        if k + 1 >= len(bounds):
+            return []
+        rows = zip(*(x[bounds[k] : bounds[k + 1]].tolist() for x in cols), strict=True)
+        return [Item(*r) for r in rows]
+
+    return items
 
 
 def exact_energy(client: PrometheusClient, found: Found, item: Item, metric: str, scrape_s: float) -> float:
@@ -573,7 +595,7 @@ def evaluate(
         tot.dev_j, tot.dev_s = metered_curves(found, plan.window, ev, curves)
     found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks
     found.instance.clear()
-    host_items = _by_chunk(cpu_items(plan, found), chunk)
+    host_items = cpu_items(plan, found, chunk)
 
     def chunks() -> Iterator[tuple[range, Energies]]:
         for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
@@ -582,7 +604,7 @@ def evaluate(
                 gpu = items.jobs(c0, c0 + chunk)  # Item objects for this chunk only
             else:  # read from the curves in columns; Item objects only for the rest (gauges, short jobs)
                 gpu = _curve_items(plan, items, c0, c0 + chunk, curves, exact_below_s or 0.0, exact_all, out)
-            now = (gpu, host_items.pop(k, []))
+            now = (gpu, host_items(k))
             out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves, out)
             for (_j, dev), v in out.pair_j.items():
                 tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
@@ -591,13 +613,6 @@ def evaluate(
             yield range(c0, min(c0 + chunk, len(plan.jobs))), out
 
     return tot, chunks()
-
-
-def _by_chunk(items: list[Item], chunk: int) -> dict[int, list[Item]]:
-    out: dict[int, list[Item]] = {}
-    for it in items:
-        out.setdefault(it.job // chunk, []).append(it)
-    return out
 
 
 def _evaluate_jobs(

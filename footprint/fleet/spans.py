@@ -30,11 +30,14 @@ class LabelSpans:
     """(label id, device) -> first and last instant seen, merged over the days it was listed."""
 
     def __init__(self) -> None:
-        self._row: dict[int, int] = {}
+        self._row: dict[int, int] | None = {}  # (label, device) -> row, for `add`; None: made when first needed
         self.lab, self.dev = array("i"), array("i")
         self.first, self.last = array("d"), array("d")
 
     def add(self, lab: int, dev: int, a: float, b: float) -> None:
+        if self._row is None:
+            keys = np.frombuffer(self.lab, np.int32).astype(np.int64) << 32 | np.frombuffer(self.dev, np.int32)
+            self._row = dict(zip(keys.tolist(), range(len(keys)), strict=True))
         key = lab << 32 | dev
         i = self._row.get(key)
         if i is None:
@@ -66,7 +69,7 @@ class LabelSpans:
         self.dev.frombytes((k[head][rows] & 0xFFFFFFFF).astype(np.int32).tobytes())
         self.first.frombytes(first[rows].tobytes())
         self.last.frombytes(last[rows].tobytes())
-        self._row = dict(zip((k[head][rows]).tolist(), range(len(rows)), strict=True))
+        self._row = None  # ~100 B a row: made only if `add` is called after
 
     def items(self) -> Iterator[tuple[int, int, float, float]]:
         return zip(self.lab, self.dev, self.first, self.last, strict=True)
