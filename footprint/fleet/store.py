@@ -112,12 +112,14 @@ def index_table(columns: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _typed(values: Any, typ: Any) -> Any:
-    """One column as its Arrow type; None (and NaN in a number column) is null."""
+    """One column as its Arrow type; None (and NaN in a number column) is null, but a flag's None is False."""
     import numpy as np
     import pyarrow as pa
 
     if pa.types.is_floating(typ):
         values = np.asarray(values, np.float64)
+    elif pa.types.is_boolean(typ):
+        values = np.asarray(values, bool)
     return pa.array(values, typ, from_pandas=True)
 
 
