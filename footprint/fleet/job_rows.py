@@ -151,7 +151,7 @@ class JobRows:
     def columns(
         self, jobs: range, pair_j: dict[tuple[int, int], float], pair_s: dict[tuple[int, int], float]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The chunk's ledger columns (`store.ledger_table`'s input) and job_gpus columns (`store.job_gpus_table`'s):
+        """The chunk's ledger columns (`store.index_table`'s input) and job_gpus columns (`store.job_gpus_table`'s):
         per job, its measured devices by device id, then the GPUs SLURM allocated that no telemetry measured. A
         job on one node whose measured GPUs there are all it was allocated, of one named model, with no note of
         its own and full coverage is written from the columns alone; the others (`_irregular`) one by one."""
@@ -191,20 +191,7 @@ class JobRows:
             "notes": np.where(gpu, None, HOST_NOTE),
         }
         # the regular jobs' columns, then the others' one by one
-        rows = np.frombuffer(t.row, np.int32)[j0 : j0 + n].astype(np.int64)
-        host, want = np.full(n, -1, np.int64), np.zeros(n, np.int64)
-        nodes = np.full(n, None, object)
-        slurm = rows >= 0
-        if slurm.any():
-            alloc = np.frombuffer(t.sacct.alloc, np.int32)[rows[slurm]]
-            codes, first = np.unique(alloc, return_index=True)
-            info = [self._alloc(c, r) for c, r in zip(codes.tolist(), rows[slurm][first].tolist(), strict=True)]
-            at = np.searchsorted(codes, alloc)
-            host[slurm] = np.array([x[0] for x in info], np.int64)[at]
-            want[slurm] = np.array([x[1] for x in info], np.int64)[at]
-            nodes[slurm] = _objects([x[2] for x in info])[at]
-        for i in np.flatnonzero(~slurm).tolist():  # jobs known from a label: the GPUs that carried it
-            host[i], want[i], nodes[i] = self._gpus_of(t.label_gpus[j0 + i])
+        host, want, nodes = self._nodes(j0, n)
         pg, dg = pj[gpu], pd_[gpu]
         have = np.bincount(pg[dv.host_code[dg] == host[pg]], minlength=n)
         code = dv.name_code[dg]
@@ -237,6 +224,26 @@ class JobRows:
             for c in g:
                 g[c] = np.concatenate([g[c], _objects([r[c] for _, r in extra])])[rows_]
         return self._ledger(jobs, sums, counts, kinds, cols), g
+
+    def _nodes(self, j0: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Jobs ``j0``... ``j0 + n - 1``: their one node's host code (`_gpus_of`), GPUs allocated and nodes joined,
+        SLURM's per distinct allocation, label-only jobs' from the GPUs that carried their label."""
+        t = self.jobs
+        rows = np.frombuffer(t.row, np.int32)[j0 : j0 + n].astype(np.int64)
+        host, want = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+        nodes = np.full(n, None, object)
+        slurm = rows >= 0
+        if slurm.any():
+            alloc = np.frombuffer(t.sacct.alloc, np.int32)[rows[slurm]]
+            codes, first = np.unique(alloc, return_index=True)
+            info = [self._alloc(c, r) for c, r in zip(codes.tolist(), rows[slurm][first].tolist(), strict=True)]
+            at = np.searchsorted(codes, alloc)
+            host[slurm] = np.array([x[0] for x in info], np.int64)[at]
+            want[slurm] = np.array([x[1] for x in info], np.int64)[at]
+            nodes[slurm] = _objects([x[2] for x in info])[at]
+        for i in np.flatnonzero(~slurm).tolist():
+            host[i], want[i], nodes[i] = self._gpus_of(t.label_gpus[j0 + i])
+        return host, want, nodes
 
     def _irregular(
         self,
