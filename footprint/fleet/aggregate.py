@@ -683,9 +683,21 @@ def _curve_items(
         c = curves.curves[int(d[p])]
         e[p:q], sec[p:q] = c.energy(a[p:q], b[p:q]) * w[p:q], c.seconds(a[p:q], b[p:q]) * w[p:q]
     pj, ps = out.pair_j, out.pair_s
-    for key, y, z in zip(zip(j.tolist(), d.tolist(), strict=True), e.tolist(), sec.tolist(), strict=True):
-        pj[key] = pj.get(key, 0.0) + y
-        ps[key] = ps.get(key, 0.0) + z
+    if pj or ps:  # added to pairs already there, one by one
+        for key, y, z in zip(zip(j.tolist(), d.tolist(), strict=True), e.tolist(), sec.tolist(), strict=True):
+            pj[key] = pj.get(key, 0.0) + y
+            ps[key] = ps.get(key, 0.0) + z
+        return rest
+    # each (job, GPU)'s sum in the items' order from 0.0 (np.add.at adds one at a time, in order), the pairs in
+    # the order they first appear: the dicts the loop above would make, bit for bit
+    _, first, inv = np.unique(j.astype(np.int64) << 32 | d.astype(np.int64), return_index=True, return_inverse=True)
+    sj, ss = np.zeros(len(first)), np.zeros(len(first))
+    np.add.at(sj, inv.reshape(-1), e)
+    np.add.at(ss, inv.reshape(-1), sec)
+    order = np.argsort(first)
+    keys = list(zip(j[first[order]].tolist(), d[first[order]].tolist(), strict=True))
+    pj.update(zip(keys, sj[order].tolist(), strict=True))
+    ps.update(zip(keys, ss[order].tolist(), strict=True))
     return rest
 
 
