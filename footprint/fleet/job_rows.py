@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from footprint.fleet.jobtable import SOURCES, JobTable
+from footprint.fleet.store import job_gpus_schema
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, RAM, Device, method_name
 
 HOST_METHOD = "prometheus host counter"  # the method of a job's share of its node's CPU/RAM meter
@@ -26,7 +27,6 @@ UNMEASURED_NOTE = "allocated by SLURM; no telemetry for this GPU: energy not ava
 NO_HOST_METER = "host CPU/RAM energy not measured (no RAPL/Kepler series for this job's nodes)"
 _COMP = {CPU: 1, RAM: 2}  # component codes: 0 gpu, 1 cpu, 2 ram
 _COMP_NAMES = ("gpu", "cpu", "ram")
-_COMP_ARR = np.array(_COMP_NAMES, object)
 
 
 def type_name(gres_type: str | None, gpu_types: dict[str, str]) -> str | None:
@@ -104,11 +104,23 @@ class _Devices:
             (d.model or None) if g else f"{d.host} {KIND_NAMES[d.kind].upper()} (node meter)"
             for d, g in zip(devices, gpu, strict=True)
         ]
-        self.index, self.uuid, self.name = (_objects(x) for x in (index, uuid, name))
-        self.host_arr, self.method_arr = _objects(self.host), _objects(self.method)
+        self.name = _objects(name)
         codes = {v: i for i, v in enumerate(dict.fromkeys(x for x in name if x is not None))}
         self.name_code = np.array([codes.get(x, -1) if x is not None else -1 for x in name], np.int64).reshape(n)
         self.name_values = _objects(list(codes))
+        # a device's own job_gpus cells (the same for every job), typed once: a chunk's rows take them (Arrow)
+        rows = {
+            "uuid": uuid,
+            "index": index,
+            "host": self.host,
+            "component": [_COMP_NAMES[c] for c in self.comp.tolist()],
+            "method": [m if g else HOST_METHOD for m, g in zip(self.method, gpu, strict=True)],
+            "notes": [None if g else HOST_NOTE for g in gpu],
+        }
+        import pyarrow as pa
+
+        schema = job_gpus_schema()
+        self.rows = {c: pa.array(v, schema.field(c).type) for c, v in rows.items()}
 
 
 def _objects(values: list[Any]) -> np.ndarray:
@@ -179,16 +191,10 @@ class JobRows:
         names_p = dv.name[pd_]
         g: dict[str, Any] = {
             "job_id": keys[pj],
-            "uuid": dv.uuid[pd_],
             "name": names_p,
-            "index": dv.index[pd_],
-            "host": dv.host_arr[pd_],
-            "component": _COMP_ARR[comp],
-            "method": np.where(gpu, dv.method_arr[pd_], HOST_METHOD),
             "measured": np.ones(len(pd_), bool),
             "energy_j": pe,
             "duration_s": np.where(gpu, ps, np.nan),
-            "notes": np.where(gpu, None, HOST_NOTE),
         }
         # the regular jobs' columns, then the others' one by one
         host, want, nodes = self._nodes(j0, n)
@@ -218,11 +224,19 @@ class JobRows:
             "coverage": coverage,
         }
         extra = self._irregular(np.flatnonzero(irregular).tolist(), j0, pj, pd_, gpu, names_p, counts, gpu_seconds, cols)
+        import pyarrow as pa
+
+        own = pa.array(pd_)  # each row's device, whose own cells it takes
+        for c, cells in dv.rows.items():
+            g[c] = cells.take(own)
         if extra:  # unmeasured rows: after their job's measured ones (a stable sort by job)
-            at = np.concatenate([pj, np.array([i for i, _ in extra], np.int64)])
-            rows_ = np.argsort(at, kind="stable")
+            rows_ = np.argsort(np.concatenate([pj, np.array([i for i, _ in extra], np.int64)]), kind="stable")
             for c in g:
-                g[c] = np.concatenate([g[c], _objects([r[c] for _, r in extra])])[rows_]
+                more = [r[c] for _, r in extra]
+                if isinstance(g[c], pa.Array):
+                    g[c] = pa.concat_arrays([g[c], pa.array(more, g[c].type)]).take(pa.array(rows_))
+                else:
+                    g[c] = np.concatenate([g[c], _objects(more)])[rows_]
         return self._ledger(jobs, sums, counts, kinds, cols), g
 
     def _nodes(self, j0: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

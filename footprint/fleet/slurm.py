@@ -111,6 +111,10 @@ def parse_sacct(
     skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
                 for i in rows[~gpus].tolist()]  # fmt: skip
     out = out.take(_by_start(out, rows[gpus]))
+    if columnar:  # the pages Arrow's allocator kept from the batches, handed back (~10-30 MB)
+        import pyarrow as pa
+
+        getattr(pa.default_memory_pool(), "release_unused", lambda: None)()
 
     # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
     # (and it ran after every End it prints)

@@ -116,6 +116,8 @@ def _typed(values: Any, typ: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
+    if isinstance(values, pa.Array):  # typed already
+        return values if values.type == typ else values.cast(typ)
     if pa.types.is_floating(typ):
         values = np.asarray(values, np.float64)
     elif pa.types.is_boolean(typ):
