@@ -6,10 +6,11 @@ ledger written from the jobs' energies (`job_rows.JobRows`, 2,000 jobs a chunk, 
 Writes a `sacct --parsable2` export of ``--jobs`` GPU jobs as `footprint.fleet.synthetic.sacct_text` prints
 them (a job line, then its batch, extern and one step line; 1-8 GPUs on nodes of 8, 0.5-8 h over a month,
 4,096 GPUs), then parses it in fresh processes, `parse_sacct(columnar=True)` and `columnar=False` alternated,
-each timed around `read_sacct` alone; peak RSS is the process's, Arrow and pandas imported first (the import
-holds them anyway). Then, in one more fresh process, the jobs' ledger and job_gpus rows: each job given energy
-and seconds on as many GPUs of its node as it holds, plus its node's CPU meter, written chunk by chunk into a
-fleet directory (timed apart from the parse). Prints medians with min-max.
+each timed around `read_sacct` alone (wall and process CPU: on a shared machine the CPU is the steadier
+figure); peak RSS is the process's, Arrow and pandas imported first (the import holds them anyway). Then, in
+``--repeat`` more fresh processes, the jobs' ledger and job_gpus rows: each job given energy and seconds on as
+many GPUs of its node as it holds, plus its node's CPU meter, written chunk by chunk into a fleet directory
+(timed apart from the parse). Prints medians with min-max.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from datetime import UTC
 import pandas, pyarrow.compute, pyarrow.parquet
 from footprint.fleet import slurm
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 with open(sys.argv[1], newline=None) as f:
     r = slurm.parse_sacct(f, UTC, sys.argv[1], columnar=sys.argv[2] == "1")
-wall = time.perf_counter() - t
+wall, cpu = time.perf_counter() - t, time.process_time() - c
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"wall": wall, "jobs": len(r.jobs), "rss_mb": peak / 1024, "base_mb": base / 1024}))
+print(json.dumps({"wall": wall, "cpu": cpu, "jobs": len(r.jobs), "rss_mb": peak / 1024, "base_mb": base / 1024}))
 """
 
 
@@ -69,13 +70,13 @@ for i in range(len(jobs)):
 catalogue_id("NVIDIA H100 80GB HBM3")  # the GPU catalogue loaded once, before the clock
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rng = np.random.default_rng(0)
-made = 0.0
-t0 = time.perf_counter()
+made = made_cpu = 0.0
+t0, cpu0 = time.perf_counter(), time.process_time()
 with tempfile.TemporaryDirectory() as tmp, FleetWriter(tmp + "/fleet") as w:
     w.records = False
     rows = JobRows(plan, {}, {"grid": "FRA", "pue": 1.2})
     for c0 in range(0, len(table), 2000):
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         pair_j, pair_s = {}, {}
         for j in range(c0, min(c0 + 2000, len(table))):
             (h, k), = table[j].gpus_by_host.items()
@@ -84,13 +85,15 @@ with tempfile.TemporaryDirectory() as tmp, FleetWriter(tmp + "/fleet") as w:
                 pair_j[(j, d)], pair_s[(j, d)] = 1e6, end[j] - start[j]
             pair_j[(j, first[h] + 8)] = 2e5
         made += time.perf_counter() - t1
+        made_cpu += time.process_time() - c1
         ledger, devices = rows.columns(range(c0, min(c0 + 2000, len(table))), pair_j, pair_s)
         w.add_jobs_columns(ledger)
         w.add_devices_columns(devices)
     w.close_ledger()
     wall = time.perf_counter() - t0 - made  # the pairs are the evaluation's (aggregate), not the ledger's
+    cpu = time.process_time() - cpu0 - made_cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"wall": wall, "jobs": len(table), "rss_mb": peak / 1024, "base_mb": base / 1024}))
+print(json.dumps({"wall": wall, "cpu": cpu, "jobs": len(table), "rss_mb": peak / 1024, "base_mb": base / 1024}))
 """
 
 
@@ -136,17 +139,22 @@ def main() -> None:
                 out = subprocess.run([sys.executable, "-c", CHILD, str(path), flag], capture_output=True, text=True, check=True)
                 runs[name].append(json.loads(out.stdout))
         for name, rs in runs.items():
-            w = [r["wall"] for r in rs]
+            w, c = [r["wall"] for r in rs], [r["cpu"] for r in rs]
             rss = [r["rss_mb"] for r in rs]
             print(
-                f"{name:13s} {statistics.median(w):6.2f} s ({min(w):.2f}-{max(w):.2f}), "
-                f"{statistics.median(w) / args.jobs * 1e6:5.1f} us/job, peak RSS {statistics.median(rss):.0f} MB "
+                f"{name:13s} {statistics.median(w):6.2f} s ({min(w):.2f}-{max(w):.2f}), CPU {statistics.median(c):.2f} s "
+                f"({min(c):.2f}-{max(c):.2f}), {statistics.median(c) / args.jobs * 1e6:5.1f} us/job of CPU, "
+                f"peak RSS {statistics.median(rss):.0f} MB "
                 f"({rs[0]['base_mb']:.0f} MB with Arrow and pandas imported), {rs[0]['jobs']:,} jobs"
             )
-        out = subprocess.run([sys.executable, "-c", LEDGER, str(path)], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout)
+        cmd = [sys.executable, "-c", LEDGER, str(path)]
+        rs = [json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout) for _ in range(args.repeat)]
+        r = rs[0]
+        w, c = [x["wall"] for x in rs], [x["cpu"] for x in rs]
         print(
-            f"ledger rows   {r['wall']:6.2f} s, {r['wall'] / r['jobs'] * 1e6:5.1f} us/job (ledger and job_gpus written), "
+            f"ledger rows   {statistics.median(w):6.2f} s ({min(w):.2f}-{max(w):.2f}), CPU {statistics.median(c):.2f} s "
+            f"({min(c):.2f}-{max(c):.2f}), {statistics.median(c) / r['jobs'] * 1e6:5.1f} us/job of CPU (ledger and job_gpus "
+            "written), "
             f"peak RSS {r['rss_mb']:.0f} MB ({r['base_mb']:.0f} MB with the jobs parsed and the plan's table built)"
         )
 

@@ -101,65 +101,93 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
         for labels in answer:
             if isinstance(labels, dict):
                 seen.add(metric, kind, a, b, labels)
+    seen.close()
     if not any(d.kind in (GPU_COUNTER, GPU_GAUGE) for d in fetch.t.devices):
         raise FootprintError("the series were found but none inside the window", key="--start")
     return found
 
 
 class _Seen:
-    """Discovery's reading of one label set (a series listed on a day): its device, found once per device and
-    label values (the work per series is a few dict lookups: a month of 4,096 GPUs lists ~10^6)."""
+    """Discovery's reading of one label set (a series listed on a day): its device, found once per distinct label
+    set less the job labels (a GPU's series of a day differ by their job label only: a month of 4,096 GPUs lists
+    ~10^6 label sets and ~10^5 such sets), then its job label, kept in columns until the end (`close`)."""
 
     def __init__(self, found: Found, window: tuple[float, float]) -> None:
         self.found, self.window = found, window
         self.n = found.fetch.names
         self.devs: dict[tuple[Any, ...], Any] = {}
         self.day_sets: dict[tuple[int, float], int] = {}  # (GPU, day) -> hash of its other labels (4,096 GPUs: 123k)
-        self.job_labels = set(self.n.job_labels)
+        self.job_labels = tuple(dict.fromkeys(self.n.job_labels))
         self.last_label = self.n.job_labels[-1] if self.n.job_labels else ""
+        self.rests: dict[tuple[Any, ...], list[Any] | None] = {}  # (kind, labels less job labels) -> [device, uuid,
+        # model, hash of the labels, last day seen]; None: a gauge whose GPU's counter is read
+        self.spans: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])  # label, device, first, last
 
     def add(self, metric: str, kind: int, a: float, b: float, labels: dict[str, str]) -> None:
+        if kind not in (GPU_COUNTER, GPU_GAUGE):
+            d = self.found.fetch._device(kind, labels, metric)
+            self.found.labels.setdefault(d.id, dict(labels))
+            d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+            return
+        other = labels.copy()
+        for k in self.job_labels:
+            other.pop(k, None)
+        rk = (kind, tuple(other.items()))
+        r = self.rests.get(rk, False)
+        if r is False:
+            r = self.rests[rk] = self._device(metric, kind, labels, other)
+        if r is None:
+            return  # the counter is read for this GPU: its gauge is not needed
+        d = r[0]
+        if r[1]:
+            d.uuid = r[1]
+        if r[2]:
+            d.model = r[2]
+        if r[4] != a:  # the first series of this label set on this day
+            r[4] = a
+            if self.day_sets.setdefault((d.id, a), r[3]) != r[3]:
+                self.found.multi.add(d.id)
+            d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+        job = self.found.fetch._job_key(labels)
+        if job:
+            d.labelled = True
+            lab = self.found.fetch.t.label_id(job)
+            if labels.get(self.n.instance_label):
+                self.found.instance[(lab, d.id)] = labels[self.n.instance_label]
+            labs, devs, firsts, lasts = self.spans
+            labs.append(lab)
+            devs.append(d.id)
+            firsts.append(max(a, self.window[0]))
+            lasts.append(min(b, self.window[1]))
+            if kind == GPU_COUNTER:
+                self.found.day_jobs.setdefault(a, array("q")).append(lab)
+                raw = labels.get(self.last_label, "")
+                if raw != job:
+                    self.found.raw_last[lab] = raw
+
+    def _device(self, metric: str, kind: int, labels: dict[str, str], other: dict[str, str]) -> list[Any] | None:
+        """A label set's device (made or found by host, instance and GPU labels), its uuid and model labels, the
+        hash of its labels less the job labels; None where it is a gauge whose GPU's counter is read."""
         found, fetch, n = self.found, self.found.fetch, self.n
-        gpu = kind in (GPU_COUNTER, GPU_GAUGE)
-        if gpu:
-            ck = (kind, labels.get(n.host_label), labels.get("instance"), labels.get(n.gpu_label))
-            d = self.devs.get(ck)
-            if d is None:
-                key = fetch._gpu_key(labels)
-                if kind == GPU_GAUGE and key in found.counter_keys:
-                    return  # the counter is read for this GPU: its gauge is not needed
-                if kind == GPU_COUNTER:
-                    found.counter_keys.add(key)
-                d = self.devs[ck] = fetch._device(kind, labels, metric)
-                found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
-            else:
-                d.uuid = labels.get(n.uuid_label) or d.uuid
-                d.model = labels.get(n.model_label) or d.model
-            other = labels.copy()
-            for k in self.job_labels:
-                other.pop(k, None)
-            rest = hash(frozenset(other.items()))
-            if self.day_sets.setdefault((d.id, a), rest) != rest:
-                found.multi.add(d.id)
-            if d.id not in found.labels:
-                found.labels[d.id] = {k: v for k, v in labels.items() if k == "__name__"}
-                found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
-            job = fetch._job_key(labels)
-            if job:
-                d.labelled = True
-                lab = fetch.t.label_id(job)
-                if labels.get(n.instance_label):
-                    found.instance[(lab, d.id)] = labels[n.instance_label]
-                found.jobs_on.add(lab, d.id, max(a, self.window[0]), min(b, self.window[1]))
-                if kind == GPU_COUNTER:
-                    found.day_jobs.setdefault(a, array("q")).append(lab)
-                    raw = labels.get(self.last_label, "")
-                    if raw != job:
-                        found.raw_last[lab] = raw
-        else:
-            d = fetch._device(kind, labels, metric)
-            found.labels.setdefault(d.id, dict(labels))
-        d.first_t, d.last_t = min(d.first_t, a), max(d.last_t, b)
+        ck = (kind, labels.get(n.host_label), labels.get("instance"), labels.get(n.gpu_label))
+        d = self.devs.get(ck)
+        if d is None:
+            key = fetch._gpu_key(labels)
+            if kind == GPU_GAUGE and key in found.counter_keys:
+                return None
+            if kind == GPU_COUNTER:
+                found.counter_keys.add(key)
+            d = self.devs[ck] = fetch._device(kind, labels, metric)
+            found.by_labels[(kind, labels.get(n.host_label, ""), labels.get(n.gpu_label, ""))] = d.id
+        if d.id not in found.labels:
+            found.labels[d.id] = {k: v for k, v in labels.items() if k == "__name__"}
+            found.labels[d.id].update({k: labels.get(k, "") for k in (n.host_label, n.gpu_label)})
+        return [d, labels.get(n.uuid_label), labels.get(n.model_label), hash(frozenset(other.items())), None]
+
+    def close(self) -> None:
+        """The job labels' spans, merged per (label, device): first and last day seen."""
+        self.found.jobs_on.extend(*self.spans)
+        self.spans = ([], [], [], [])
 
 
 def refine_label_jobs(plan: Plan, found: Found, ev: promql.Evaluator) -> None:
@@ -228,14 +256,19 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
     series index (per day) for the others. A job known from its label alone began somewhere between its first
     labelled sample and the one before, and ended between its last and the one after: half a scrape before
     the first and after the last, which halves the largest error of either choice of sample."""
+    on = found.jobs_on
+    lab, dev = np.frombuffer(on.lab, np.int32), np.frombuffer(on.dev, np.int32)
+    rest = np.flatnonzero(~np.isin(dev, np.fromiter(curves.curves, np.int64, len(curves.curves)))) if len(on) else []
+    cols = [np.asarray(x)[rest].tolist() for x in (lab, dev, on.first, on.last)] if len(on) else [[], [], [], []]
+    label_id, h, (w0, w1) = found.fetch.t.label_id, 0.5 * scrape_s, window
+    labs, devs, firsts, lasts = cols
+    for (label, d), (a, b) in curves.spans.items():
+        labs.append(label_id(label))
+        devs.append(d)
+        firsts.append(max(a - h, w0))
+        lasts.append(min(b + h, w1))
     spans = LabelSpans()
-    have = set(curves.curves)
-    for lab, dev, a, b in found.jobs_on.items():
-        if dev not in have:
-            spans.add(lab, dev, a, b)
-    tel = found.fetch.t
-    for (label, dev), (a, b) in curves.spans.items():
-        spans.add(tel.label_id(label), dev, max(a - 0.5 * scrape_s, window[0]), min(b + 0.5 * scrape_s, window[1]))
+    spans.extend(*cols)
     return spans
 
 
@@ -480,13 +513,30 @@ def split_by_activity(plan: Plan, found: Found, items: Items, ev: promql.Evaluat
     return done
 
 
-def cpu_items(plan: Plan, found: Found) -> list[Item]:
-    return [
-        Item(c.job, dev, c.start, c.end, c.weight)
-        for dev, claims in plan.claims.items()
-        if found.fetch.t.devices[dev].kind in (CPU, RAM)
-        for c in claims
-    ]
+def cpu_items(plan: Plan, found: Found, chunk: int) -> Callable[[int], list[Item]]:
+    """Every job's share of its nodes' host meters, in columns grouped by chunk of jobs (meter by meter, each
+    meter's claims by start within a chunk); `Item` objects made one chunk at a time: ``items(k)``."""
+    t = found.fetch.t
+    job, dev, a, b, w = [], [], [], [], []  # type: ignore[var-annotated]
+    for d, claims in plan.claims.items():
+        if t.devices[d].kind in (CPU, RAM):
+            job += [c.job for c in claims]
+            dev += [d] * len(claims)
+            a += [c.start for c in claims]
+            b += [c.end for c in claims]
+            w += [c.weight for c in claims]
+    by = np.array(job, np.int64) // chunk
+    order = np.argsort(by, kind="stable")
+    cols = [np.array(x)[order] for x in (job, dev, a, b, w)]
+    bounds = np.searchsorted(by[order], np.arange(-(-len(plan.jobs) // chunk) + 1)).tolist()
+
+    def items(k: int) -> list[Item]:
+        if k + 1 >= len(bounds):
+            return []
+        rows = zip(*(x[bounds[k] : bounds[k + 1]].tolist() for x in cols), strict=True)
+        return [Item(*r) for r in rows]
+
+    return items
 
 
 def exact_energy(client: PrometheusClient, found: Found, item: Item, metric: str, scrape_s: float) -> float:
@@ -570,7 +620,7 @@ def evaluate(
         tot.dev_j, tot.dev_s = metered_curves(found, plan.window, ev, curves)
     found.jobs_on.clear()  # the holdings hold what these said: dropped before the chunks
     found.instance.clear()
-    host_items = _by_chunk(cpu_items(plan, found), chunk)
+    host_items = cpu_items(plan, found, chunk)
 
     def chunks() -> Iterator[tuple[range, Energies]]:
         for k, c0 in enumerate(range(0, len(plan.jobs), chunk)):
@@ -579,7 +629,7 @@ def evaluate(
                 gpu = items.jobs(c0, c0 + chunk)  # Item objects for this chunk only
             else:  # read from the curves in columns; Item objects only for the rest (gauges, short jobs)
                 gpu = _curve_items(plan, items, c0, c0 + chunk, curves, exact_below_s or 0.0, exact_all, out)
-            now = (gpu, host_items.pop(k, []))
+            now = (gpu, host_items(k))
             out = _evaluate_jobs(client, plan, found, ev, now, exact_below_s, exact_all, curves, out)
             for (_j, dev), v in out.pair_j.items():
                 tot.alloc_j[dev] = tot.alloc_j.get(dev, 0.0) + v
@@ -588,13 +638,6 @@ def evaluate(
             yield range(c0, min(c0 + chunk, len(plan.jobs))), out
 
     return tot, chunks()
-
-
-def _by_chunk(items: list[Item], chunk: int) -> dict[int, list[Item]]:
-    out: dict[int, list[Item]] = {}
-    for it in items:
-        out.setdefault(it.job // chunk, []).append(it)
-    return out
 
 
 def _evaluate_jobs(
@@ -665,9 +708,21 @@ def _curve_items(
         c = curves.curves[int(d[p])]
         e[p:q], sec[p:q] = c.energy(a[p:q], b[p:q]) * w[p:q], c.seconds(a[p:q], b[p:q]) * w[p:q]
     pj, ps = out.pair_j, out.pair_s
-    for key, y, z in zip(zip(j.tolist(), d.tolist(), strict=True), e.tolist(), sec.tolist(), strict=True):
-        pj[key] = pj.get(key, 0.0) + y
-        ps[key] = ps.get(key, 0.0) + z
+    if pj or ps:  # added to pairs already there, one by one
+        for key, y, z in zip(zip(j.tolist(), d.tolist(), strict=True), e.tolist(), sec.tolist(), strict=True):
+            pj[key] = pj.get(key, 0.0) + y
+            ps[key] = ps.get(key, 0.0) + z
+        return rest
+    # each (job, GPU)'s sum in the items' order from 0.0 (np.add.at adds one at a time, in order), the pairs in
+    # the order they first appear: the dicts the loop above would make, bit for bit
+    _, first, inv = np.unique(j.astype(np.int64) << 32 | d.astype(np.int64), return_index=True, return_inverse=True)
+    sj, ss = np.zeros(len(first)), np.zeros(len(first))
+    np.add.at(sj, inv.reshape(-1), e)
+    np.add.at(ss, inv.reshape(-1), sec)
+    order = np.argsort(first)
+    keys = list(zip(j[first[order]].tolist(), d[first[order]].tolist(), strict=True))
+    pj.update(zip(keys, sj[order].tolist(), strict=True))
+    ps.update(zip(keys, ss[order].tolist(), strict=True))
     return rest
 
 

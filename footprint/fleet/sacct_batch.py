@@ -78,6 +78,7 @@ class Reader:
                 self.het.setdefault(job, []).append(what)  # type: ignore[arg-type]
             else:
                 cands.append((p, job, what))
+        by_rules = len(cands)
         if cols is not None:
             cols["lineno0"] = lineno
             self._plain(cols, notes, steps, cands)
@@ -85,6 +86,12 @@ class Reader:
         for _, job, step, e in sorted(steps, key=lambda x: x[0]):
             if e > self.step_energy.get(job, ("", -1.0))[1]:
                 self.step_energy[job] = (step, e)
+        if by_rules or not self._fresh(cands, cols):
+            self._candidates(lineno, cands, cols, notes)
+        self.skipped += [(lineno + p, text) for p, text in notes]
+
+    def _candidates(self, lineno: int, cands: list[tuple[int, str, Any]], cols: dict[str, Any] | None, notes: list) -> None:
+        """The batch's job lines in line order: the first line of a job id is kept, a repeat noted."""
         take: list[int] = []
         fresh: list[str] = []
         for p, job, what in sorted(cands, key=lambda x: x[0]):
@@ -99,7 +106,16 @@ class Reader:
         if take:
             for job, i in zip(fresh, self._extend(cols, take), strict=True):
                 self.jobs[job] = i
-        self.skipped += [(lineno + p, text) for p, text in notes]
+
+    def _fresh(self, cands: list[tuple[int, str, Any]], cols: dict[str, Any] | None) -> bool:
+        """Plain job lines alone, in line order, each job new: appended at once (as `_candidates` would, one by one);
+        False where some job repeats (`_candidates` then notes it)."""
+        jobs = [job for _, job, _ in cands]
+        if len(set(jobs)) != len(jobs) or not self.jobs.keys().isdisjoint(jobs):
+            return False
+        if jobs:
+            self.jobs.update(zip(jobs, self._extend(cols, [row for _, _, row in cands]), strict=True))
+        return True
 
     def _check_cap(self, lineno: int, n: int, blank: np.ndarray, counted: list[int], cap: int) -> None:
         """sacct's row cap, checked at each line as a line-by-line reader would: jobs and notes held before it."""
@@ -122,25 +138,23 @@ class Reader:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        plain = _plain_lines(rows, self.delimiter, len(self.header))
+        plain, text = _plain_lines(rows, self.delimiter, len(self.header))
         idx = np.flatnonzero(plain)
         if not len(idx):
             return plain, None
-        plain_rows = rows if len(idx) == len(rows) else [rows[i] for i in idx.tolist()]
-        table = _fields("\n".join(plain_rows).encode(), len(plain_rows), self.delimiter, len(self.header))
+        table = _fields(text, len(idx), self.delimiter, len(self.header))
 
         def field(name: str) -> Any:
             return table[self.col[name]] if name in self.col else _pa_str([""] * len(table[0]))
 
-        jid = pc.extract_regex(field("JobID"), _STRICT_JOBID)
+        jid = field("JobID")  # matched without captures (4x faster): a plain id's job part has no dot, its step one
         energy = field("ConsumedEnergyRaw")
-        good = _bools(pc.and_(pc.is_valid(jid), pc.match_substring_regex(energy, _ENERGY)))
-        step = pc.struct_field(jid, "step")
-        is_step = _bools(pc.not_equal(step, ""))
+        good = _bools(pc.and_(pc.match_substring_regex(jid, _STRICT_JOBID), pc.match_substring_regex(energy, _ENERGY)))
+        is_step = _bools(pc.greater_equal(pc.find_substring(jid, "."), 0))
         e = self._energy(energy)
-        job = pc.struct_field(jid, "job")
         sr = np.flatnonzero(good & is_step & ~np.isnan(e))  # steps with an energy: only that is kept of a step
-        steps = zip(idx[sr].tolist(), job.take(sr).to_pylist(), step.take(sr).to_pylist(), e[sr].tolist(), strict=True)
+        parts = [x.split(".", 1) for x in jid.take(sr).to_pylist()]
+        steps = zip(idx[sr].tolist(), [a for a, _ in parts], [b for _, b in parts], e[sr].tolist(), strict=True)
         plain[idx[~good]] = False
         # the job lines: a line whose times or Elapsed are not plain goes by the rules
         jr = np.flatnonzero(good & ~is_step)
@@ -153,7 +167,7 @@ class Reader:
         ok = (s_none | (s_ok & (e_none | e_ok))) & el_ok
         plain[idx[jr[~ok]]] = False
         state = pc.ascii_upper(pc.struct_field(pc.extract_regex(field("State"), r"^ *(?P<s>[^ ]*)"), "s"))
-        cols: dict[str, Any] = {"steps": list(steps), "pos": idx[jr], "job": job.take(jr).to_pylist(), "energy": e[jr]}
+        cols: dict[str, Any] = {"steps": list(steps), "pos": idx[jr], "job": jid.take(jr).to_pylist(), "energy": e[jr]}
         cols.update(start=start, s_none=s_none, end=np.where(e_none, np.nan, end), elapsed=elapsed, good=ok)
         cols.update(state=pc.if_else(pc.equal(state, ""), "UNKNOWN", state), start_raw=start_raw, end_raw=end_raw)
         for k, h in _TEXT.items():
@@ -231,15 +245,15 @@ class Reader:
         start, end, s_none = cols["start"][rows], cols["end"][rows], cols["s_none"][rows]
         bad_start = ~s_none & ~((start >= EARLIEST_JOB_S) & (start < LATEST_JOB_S))
         bad_end = ~s_none & ~bad_start & ~(np.isnan(end) | ((end >= EARLIEST_JOB_S) & (end < LATEST_JOB_S)))
-        alloc, failed = self._alloc_of(cols, rows)
-        failed &= ~(s_none | bad_start | bad_end)
+        parsed, code = self._alloc_of(cols, rows)
+        failed = np.array([isinstance(x, str) for x in parsed], bool)[code] & ~(s_none | bad_start | bad_end)
         backwards = ~(s_none | bad_start | bad_end | failed) & (end < start)
         odd = s_none | bad_start | bad_end | failed | backwards
         for k in np.flatnonzero(odd).tolist():  # the jobs left out, each with its note
             i = int(rows[k])
             p, job = int(pos[i]), jobs[i]
             if failed[k]:
-                notes.append((p, f"line {line0 + p}: {alloc[k]}; line left out"))
+                notes.append((p, f"line {line0 + p}: {parsed[code[k]]}; line left out"))
                 continue
             if s_none[k]:
                 why = f"{cols['state'][i].as_py().lower()} and never started, left out"
@@ -250,12 +264,14 @@ class Reader:
                 why = f"End {cols['end_raw'][i].as_py()} is before Start {cols['start_raw'][i].as_py()}, left out"
             notes.append((p, f"line {line0 + p}: job {job}: {why}"))
         keep = np.flatnonzero(~odd)
-        cols["alloc"] = dict(zip(rows[keep].tolist(), [alloc[k] for k in keep.tolist()], strict=True))
+        cols["alloc"] = np.full(len(good), -1, np.int64)  # per job line: its allocation among ``parsed``
+        cols["alloc"][rows[keep]] = code[keep]
+        cols["parsed"] = parsed
         cands += zip(pos[rows[keep]].tolist(), [jobs[i] for i in rows[keep].tolist()], rows[keep].tolist(), strict=True)
 
     def _alloc_of(self, cols: dict[str, Any], rows: np.ndarray) -> tuple[list[Any], np.ndarray]:
-        """These job lines' allocations (with their notes), or the error, parsed once per distinct (AllocTRES,
-        NodeList, AllocGRES); and which failed."""
+        """The distinct allocations of these job lines (each with its notes, or the error), parsed once per distinct
+        (AllocTRES, NodeList, AllocGRES), and each line's index among them."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -275,18 +291,23 @@ class Reader:
                 except (ValueError, KeyError, OverflowError) as exc:
                     self._allocs[key] = str(exc)
             parsed.append(self._allocs[key])
-        failed = np.array([isinstance(x, str) for x in parsed], bool)
-        return [parsed[c] for c in codes.tolist()], failed[codes] if len(codes) else np.zeros(0, bool)
+        return parsed, codes.astype(np.int64)
 
     def _extend(self, cols: dict[str, Any], take: list[int]) -> range:
-        """The accepted plain job lines appended to ``out`` as columns."""
+        """The accepted plain job lines appended to ``out`` as columns (text as distinct values and indices)."""
         import pyarrow as pa
 
         t = np.array(take, np.int64)
         at = pa.array(t)
         e = cols["energy"][t]
-        rows = {k: cols[k].take(at).to_pylist() for k in ("raw_id", "name", "user", "account", "partition", "state")}
+        rows: dict[str, Any] = {k: _distinct(cols[k].take(at)) for k in ("name", "user", "account", "partition", "state")}
+        used, first, code = np.unique(cols["alloc"][t], return_index=True, return_inverse=True)
+        order = np.argsort(first)  # the distinct allocations in order of first appearance, as a list would give them
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        allocs, code = [cols["parsed"][c] for c in used[order].tolist()], rank[code.reshape(-1)]
         rows.update(
+            raw_id=cols["raw_id"].take(at).to_pylist(),
             job_id=[cols["job"][r] for r in take],
             consumed_energy_from=np.where(np.isnan(e), None, "job line").tolist(),
             start=cols["start"][t],
@@ -294,20 +315,38 @@ class Reader:
             elapsed_s=cols["elapsed"][t],
             consumed_energy_j=e,
             line=cols["pos"][t] + cols["lineno0"],
-            alloc=[cols["alloc"][r][0] for r in take],
+            alloc=([a for a, _ in allocs], code),
         )
-        notes = {i: list(cols["alloc"][r][1]) for i, r in enumerate(take) if cols["alloc"][r][1]}
-        return self.out.extend(rows, notes)
+        noted = np.flatnonzero(np.array([bool(n) for _, n in allocs], bool)[code]) if len(code) else np.zeros(0, np.int64)
+        return self.out.extend(rows, {i: list(allocs[code[i]][1]) for i in noted.tolist()})
 
 
-def _plain_lines(rows: list[str], delimiter: str, fields: int) -> np.ndarray:
-    """Lines of printable ASCII (the delimiter aside) with ``fields`` fields."""
-    k = fields - 1
-    if delimiter == "\t":
-        return np.fromiter(
-            (x.isascii() and x.replace("\t", " ").isprintable() and x.count("\t") == k for x in rows), bool, len(rows)
-        )
-    return np.fromiter((x.isascii() and x.isprintable() and x.count(delimiter) == k for x in rows), bool, len(rows))
+def _distinct(arr: Any) -> tuple[list[Any], np.ndarray]:
+    """A text column as its distinct values (in order of first appearance, None among them) and each row's index."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(arr, null_encoding="encode")
+    return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _plain_lines(rows: list[str], delimiter: str, fields: int) -> tuple[np.ndarray, bytes]:
+    """Lines of printable ASCII (the delimiter aside) with ``fields`` fields, and those lines joined by newlines
+    (UTF-8). Read from the batch's bytes (numpy): a byte outside 0x20-0x7e is a line that is not plain."""
+    text = "\n".join(rows).encode("utf-8", "surrogatepass")
+    b = np.frombuffer(text, np.uint8)
+    ends = np.flatnonzero(b == 10)
+    if len(ends) != len(rows) - 1:  # a line with a newline inside: none of it is plain
+        return np.zeros(len(rows), bool), b""
+    ends = np.append(ends, len(b))
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    odd = np.flatnonzero((b - np.uint8(0x20)) > np.uint8(0x5E))  # outside 0x20-0x7e (newlines too): few
+    odd = odd[(b[odd] != 10) & ((b[odd] != 9) if delimiter == "\t" else True)]
+    at = np.flatnonzero(b == ord(delimiter))
+    count = np.searchsorted(at, ends) - np.searchsorted(at, starts)
+    plain = (count == fields - 1) & (np.bincount(np.searchsorted(ends, odd), minlength=len(rows)) == 0)
+    if not plain.all():  # the plain lines alone, each with its newline, less the last one's
+        text = np.append(b, np.uint8(10))[np.repeat(plain, ends - starts + 1)].tobytes()[:-1]
+    return plain, text
 
 
 def _fields(text: bytes, lines: int, delimiter: str, fields: int) -> list[Any]:

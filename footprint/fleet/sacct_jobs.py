@@ -87,6 +87,18 @@ class Codes:
         return i
 
 
+def _coded(column: Any, code: Any, by_id: bool = False) -> np.ndarray:
+    """A column's codes (int32) from (distinct values, each row's index), or from a list, each distinct value (each
+    object, ``by_id``: allocation tuples hashed once each, not once a row) coded once, in order of first appearance."""
+    if isinstance(column, tuple):
+        values, index = column
+        codes = np.array([code(v) for v in values], np.int32)
+        return codes[index] if len(codes) else np.zeros(len(index), np.int32)
+    key: Any = id if by_id else (lambda v: v)
+    distinct = {key(v): code(v) for v in {key(v): v for v in column}.values()}
+    return np.array([distinct[key(v)] for v in column], np.int32).reshape(len(column))
+
+
 def _num(x: float | None) -> float:
     return _NAN if x is None else float(x)
 
@@ -221,19 +233,18 @@ class SacctJobs(Rows[SlurmJob]):
 
     def extend(self, rows: dict[str, Any], notes: dict[int, list[str]]) -> range:
         """Many rows at once, as columns: ``job_id`` and ``raw_id`` (lists of str or None), the text columns (lists
-        of str or None), the float columns and ``line`` (arrays), ``alloc`` (a list of allocation tuples) and the
-        notes of some rows (by their position among these)."""
+        of str or None, or (distinct values, each row's index into them)), the float columns and ``line`` (arrays),
+        ``alloc`` (a list of allocation tuples, or (distinct ones, indices)) and the notes of some rows (by their
+        position among these)."""
         i0, n = len(self), len(rows["job_id"])
         self.job_id += rows["job_id"]
         self.raw_id += [j if r == j else r for j, r in zip(rows["job_id"], rows["raw_id"], strict=True)]
         for k in self._TEXT:
-            code = {v: self.codes[k].code(v) for v in dict.fromkeys(rows[k])}  # each distinct value once
-            self.text[k].extend(array("i", map(code.__getitem__, rows[k])))
+            self.text[k].frombytes(_coded(rows[k], self.codes[k].code).tobytes())
         for k in self._FLOAT:
             self.num[k].frombytes(np.ascontiguousarray(rows[k], np.float64).tobytes())
         self.line.frombytes(np.ascontiguousarray(rows["line"], np.int32).tobytes())
-        codes = {id(a): self.allocs.code(a) for a in rows["alloc"]}
-        self.alloc.extend(array("i", [codes[id(a)] for a in rows["alloc"]]))
+        self.alloc.frombytes(_coded(rows["alloc"], self.allocs.code, by_id=True).tobytes())
         self.notes.update({i0 + i: list(v) for i, v in notes.items()})
         return range(i0, i0 + n)
 

@@ -106,10 +106,15 @@ def parse_sacct(
             out.set_energy(i, e, f"step {job}.{step} (the largest of its steps)")
     skipped = [text for _, text in sorted(r.skipped, key=lambda x: x[0])]  # in line order (one note a line)
     rows = np.fromiter(jobs.values(), np.int64, len(jobs))
+    del r, jobs  # the reader's job index (~70 B a job) let go before the rows are copied in order
     gpus = out.gpu_counts()[rows] > 0
     skipped += [f"line {out.line[i]}: job {out.job_id[i]}: no GPU in AllocTRES, left out (CPU-only job)"
                 for i in rows[~gpus].tolist()]  # fmt: skip
     out = out.take(_by_start(out, rows[gpus]))
+    if columnar:  # the pages Arrow's allocator kept from the batches, handed back (~10-30 MB)
+        import pyarrow as pa
+
+        getattr(pa.default_memory_pool(), "release_unused", lambda: None)()
 
     # sacct prints a running job's Elapsed as the time since it started: start + Elapsed is when sacct ran
     # (and it ran after every End it prints)

@@ -30,11 +30,14 @@ class LabelSpans:
     """(label id, device) -> first and last instant seen, merged over the days it was listed."""
 
     def __init__(self) -> None:
-        self._row: dict[int, int] = {}
+        self._row: dict[int, int] | None = {}  # (label, device) -> row, for `add`; None: made when first needed
         self.lab, self.dev = array("i"), array("i")
         self.first, self.last = array("d"), array("d")
 
     def add(self, lab: int, dev: int, a: float, b: float) -> None:
+        if self._row is None:
+            keys = np.frombuffer(self.lab, np.int32).astype(np.int64) << 32 | np.frombuffer(self.dev, np.int32)
+            self._row = dict(zip(keys.tolist(), range(len(keys)), strict=True))
         key = lab << 32 | dev
         i = self._row.get(key)
         if i is None:
@@ -46,6 +49,27 @@ class LabelSpans:
         else:
             self.first[i] = min(self.first[i], a)
             self.last[i] = max(self.last[i], b)
+
+    def extend(self, lab: list[int], dev: list[int], a: list[float], b: list[float]) -> None:
+        """Many sightings at once, as `add` one by one would keep them (numpy: a month of 4,096 GPUs lists ~10^6)."""
+        if not lab:
+            return
+        if len(self.lab):
+            for x in zip(lab, dev, a, b, strict=True):
+                self.add(*x)
+            return
+        key = np.array(lab, np.int64) << 32 | np.array(dev, np.int64)
+        order = np.argsort(key, kind="stable")
+        k = key[order]
+        head = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))  # each key's first sighting, in key order
+        first = np.minimum.reduceat(np.array(a, np.float64)[order], head)
+        last = np.maximum.reduceat(np.array(b, np.float64)[order], head)
+        rows = np.argsort(order[head], kind="stable")  # the rows in the order their keys were first seen
+        self.lab.frombytes((k[head][rows] >> 32).astype(np.int32).tobytes())
+        self.dev.frombytes((k[head][rows] & 0xFFFFFFFF).astype(np.int32).tobytes())
+        self.first.frombytes(first[rows].tobytes())
+        self.last.frombytes(last[rows].tobytes())
+        self._row = None  # ~100 B a row: made only if `add` is called after
 
     def items(self) -> Iterator[tuple[int, int, float, float]]:
         return zip(self.lab, self.dev, self.first, self.last, strict=True)

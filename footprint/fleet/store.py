@@ -92,27 +92,48 @@ def index_schema() -> Any:
     return pa.schema([(c, typ(c)) for c in INDEX_COLUMNS])
 
 
-def index_frame(rows: list[dict[str, Any]] | dict[str, Any]) -> Any:
-    """Index rows (as the importer builds them: times in Unix seconds, None = not available), or the same as
-    columns, as typed columns."""
+def index_table(columns: dict[str, Any]) -> tuple[Any, Any]:
+    """Ledger rows as columns (as the importer builds them: lists or arrays, times in Unix seconds, None or NaN =
+    not available) typed as the ledger's Arrow schema (without pandas: ~1 µs a job), and each row's month."""
+    import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
-    df = pd.DataFrame(rows, columns=[c for c in INDEX_COLUMNS if c not in ("month", "gpu_hours")])
-    for col in ("duration_s", "gpu_energy_j", "cpu_energy_j", "ram_energy_j", "energy_j", "coverage", "pue"):
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)  # None -> NaN: not available
-    df["gpu_count"] = df["gpu_count"].astype("int64")
-    for col in ("start", "end"):
-        df[col] = pd.to_datetime(df[col].astype(float), unit="s", utc=True)
-    df["month"] = df["start"].dt.strftime("%Y-%m")
-    df["gpu_hours"] = df["duration_s"].astype(float) * df["gpu_count"].astype(float) / 3600.0
-    return df[list(INDEX_COLUMNS)]
+    n = len(columns["job_id"])
+    got = {c: columns[c] if c in columns else [None] * n for c in INDEX_COLUMNS if c not in ("month", "gpu_hours")}
+    times = {c: pd.to_datetime(np.asarray(got[c], np.float64), unit="s", utc=True) for c in ("start", "end")}
+    month = np.datetime_as_string(times["start"].tz_localize(None).to_numpy().astype("datetime64[M]"), unit="M")
+    month[times["start"].isna()] = NO_MONTH
+    count = np.asarray(got["gpu_count"], np.int64)
+    got["gpu_hours"] = np.asarray(got["duration_s"], np.float64) * count.astype(np.float64) / 3600.0
+    schema = ledger_schema()
+    arrays = [pa.array(times[f.name], f.type) if f.name in times else _typed(got[f.name], f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema), month
+
+
+def _typed(values: Any, typ: Any) -> Any:
+    """One column as its Arrow type; None (and NaN in a number column) is null, but a flag's None is False."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(values, pa.Array):  # typed already
+        return values if values.type == typ else values.cast(typ)
+    if pa.types.is_floating(typ):
+        values = np.asarray(values, np.float64)
+    elif pa.types.is_boolean(typ):
+        values = np.asarray(values, bool)
+    return pa.array(values, typ, from_pandas=True)
+
+
+def _rows_to_columns(rows: list[dict[str, Any]], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    return {c: [r.get(c) for r in rows] for c in names}
 
 
 class _PartWriter:
-    """A Parquet file written a row group at a time from row dicts."""
+    """A Parquet file written a row group at a time from row dicts (or columns)."""
 
-    def __init__(self, path: Path, schema: Any, frame: Any) -> None:
-        self.path, self.schema, self.frame = path, schema, frame
+    def __init__(self, path: Path, schema: Any, table: Any) -> None:
+        self.path, self.schema, self.table = path, schema, table
         self.rows: list[dict[str, Any]] = []
         self.writer: Any = None
 
@@ -123,16 +144,14 @@ class _PartWriter:
 
     def flush(self) -> None:
         if self.rows or self.writer is None:
-            df = self.frame(self.rows)
+            table = self.table(_rows_to_columns(self.rows, tuple(self.schema.names)))
             self.rows = []
-            self.write(df)
+            self.write(table)
 
-    def write(self, df: Any) -> None:
-        """A frame of rows as one row group (the file opened at the first)."""
-        import pyarrow as pa
+    def write(self, table: Any) -> None:
+        """A table of rows as one row group (the file opened at the first)."""
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(df, schema=self.schema, preserve_index=False)
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, self.schema)
         self.writer.write_table(table)
@@ -158,17 +177,26 @@ class _LedgerWriter:
 
     def flush(self) -> None:
         if self.rows:
-            df = index_frame(self.rows)
+            table, month = index_table(_rows_to_columns(self.rows, INDEX_COLUMNS))
             self.rows = []
-            self.write(df)
+            self.write_table(table, month)
 
     def write(self, df: Any) -> None:
+        """Typed ledger rows (a frame with its month column)."""
         import pyarrow as pa
 
         schema = ledger_schema()
         months = df["month"].astype(object).where(df["month"].notna(), NO_MONTH)
         for month, part in df.drop(columns="month").groupby(months.to_numpy(), sort=True):
             self._file(str(month), schema).write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+
+    def write_table(self, table: Any, month: Any) -> None:
+        """Ledger rows as a table and each row's month: a row group in each month's file, rows in their order."""
+        import numpy as np
+
+        for m in np.unique(month).tolist():
+            part = table if (month == m).all() else table.take(np.flatnonzero(month == m))
+            self._file(str(m), table.schema).write_table(part)
 
     def _file(self, month: str, schema: Any) -> Any:
         import pyarrow.parquet as pq
@@ -206,16 +234,12 @@ def job_gpus_schema() -> Any:
     return pa.schema([(c, types.get(c, pa.string())) for c in JOB_GPU_COLUMNS])
 
 
-def job_gpus_frame(rows: list[dict[str, Any]] | dict[str, Any]) -> Any:
-    """job_gpus rows (or columns) typed as its schema."""
-    import pandas as pd
+def job_gpus_table(columns: dict[str, Any]) -> Any:
+    """job_gpus rows as columns (lists or arrays, None = not available) typed as its schema."""
+    import pyarrow as pa
 
-    df = pd.DataFrame(rows, columns=list(JOB_GPU_COLUMNS))
-    for c in ("energy_j", "duration_s"):
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
-    df["index"] = pd.to_numeric(df["index"], errors="coerce").astype("Int64")
-    df["measured"] = df["measured"].astype(bool)
-    return df
+    schema = job_gpus_schema()
+    return pa.Table.from_arrays([_typed(columns[f.name], f.type) for f in schema], schema=schema)
 
 
 def safe_name(job_id: str) -> str:
@@ -248,7 +272,7 @@ class FleetWriter:
         self.series_parts = 0
         self.records = True
         self._index = _LedgerWriter(self.tmp / LEDGER)
-        self._job_gpus = _PartWriter(self.tmp / JOB_GPUS, job_gpus_schema(), job_gpus_frame)
+        self._job_gpus = _PartWriter(self.tmp / JOB_GPUS, job_gpus_schema(), job_gpus_table)
 
     def __enter__(self) -> FleetWriter:
         return self
@@ -282,19 +306,19 @@ class FleetWriter:
         self._index.add(row)
 
     def add_jobs_frame(self, df: Any) -> None:
-        """Many ledger rows at once, as typed columns (`index_frame`'s): one part file per month."""
+        """Many ledger rows at once, as a typed frame with a month column: a row group per month they hold."""
         self._index.write(df)
 
     def add_jobs_columns(self, columns: dict[str, Any]) -> None:
-        """Many ledger rows as columns (`index_frame`'s input): a row group per month they hold, after the rows
+        """Many ledger rows as columns (`index_table`'s input): a row group per month they hold, after the rows
         added one by one before them."""
         self._index.flush()
-        self._index.write(index_frame(columns))
+        self._index.write_table(*index_table(columns))
 
     def add_devices_columns(self, columns: dict[str, Any]) -> None:
-        """Many job_gpus rows as columns (`job_gpus_frame`'s input, notes already joined): one row group."""
+        """Many job_gpus rows as columns (`job_gpus_table`'s input, notes already joined): one row group."""
         self._job_gpus.flush()
-        self._job_gpus.write(job_gpus_frame(columns))
+        self._job_gpus.write(job_gpus_table(columns))
 
     def add_job_devices(self, job_id: str, devices: list[dict[str, Any]]) -> None:
         """The ledger's per-job-per-device rows (job_gpus.parquet), whether or not a run record is written."""
