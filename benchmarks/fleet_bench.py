@@ -239,7 +239,7 @@ def _import(url: str, start: float, end: float, tmp: Path, pythonpath: str | Non
     return res
 
 
-def _cluster(tmp: Path, start: float, gpus: int, days: float, job_hours: tuple[float, float]) -> dict:
+def _cluster(tmp: Path, start: float, gpus: int, days: float, job_hours: tuple[float, float], scrape_s: float = 30.0) -> dict:
     """A synthetic cluster as promtool blocks in tmp/tsdb and its sacct in tmp/sacct.txt; single-GPU jobs (about
     ten per GPU over two days at 0.5-8 h), one node without the job label, RAPL on two nodes. Returns every
     job's true GPU energy and its duration."""
@@ -252,9 +252,9 @@ def _cluster(tmp: Path, start: float, gpus: int, days: float, job_hours: tuple[f
         gpus // 8,
         8,
         synthetic.demo_profiles(),
-        scrape_s=30.0,
+        scrape_s=scrape_s,
         seed=11,
-        fine_s=10.0,
+        fine_s=max(10.0, scrape_s / 5),  # the truth at a fifth of a scrape (a minute at 300 s)
         job_hours=job_hours,
         job_gpus=(1,),
     )
@@ -326,7 +326,14 @@ def _line(what: str, imports: list[dict], c: dict, bound: float) -> None:
     )
 
 
-def prometheus_part(sizes: list[int], days: float, month_gpus: list[int], repeat: int, before: str | None) -> None:
+def prometheus_part(
+    sizes: list[int],
+    days: float,
+    month_gpus: list[int],
+    repeat: int,
+    before: str | None,
+    sparse: tuple[int, float] | None = None,
+) -> None:
     """The import against the one-query bound on the issue's job mix (and on long jobs), and a month, each cluster
     served by Debian's prometheus on 127.0.0.1; a line through the (GPU-days, wall) points extrapolates 4,096
     GPUs x 30 days."""
@@ -351,6 +358,8 @@ def prometheus_part(sizes: list[int], days: float, month_gpus: list[int], repeat
         if hours == (0.5, 8.0):
             points.append((gpus * span, m))
         shutil.rmtree(tmp, ignore_errors=True)
+    if sparse:
+        _sparse_month(start, *sparse, repeat=1)
     if len(points) >= 2:
         x = np.array([p[0] for p in points])
         keys = [(k, "MB" if k.startswith("rss") else "s") for k in points[0][1]]
@@ -360,6 +369,23 @@ def prometheus_part(sizes: list[int], days: float, month_gpus: list[int], repeat
             print(
                 f"  fit {key}: {a:.3g} {unit} + {b:.3g} {unit}/GPU-day -> 4,096 GPUs x 30 days: {a + b * 4096 * 30:,.0f} {unit}"
             )
+
+
+def _sparse_month(start: float, gpus: int, scrape_s: float, repeat: int) -> None:
+    """A month of ``gpus`` GPUs scraped every ``scrape_s`` (e.g. 4,096 at 300 s: the series, jobs and label values of
+    a large cluster's month, at a tenth of its 30-s samples, which this machine cannot hold), imported and timed
+    like the others; reported beside the fit, not in it (its reads are a tenth of a 30-s month's; its jobs' edges
+    fall in 5-minute intervals, so their errors are those of that scrape, not of the 30-s criterion)."""
+    from footprint.fleet import promserver
+
+    tmp = Path(tempfile.mkdtemp(prefix="fleet-prom-sparse-"))
+    try:
+        c = _cluster(tmp, start, gpus, 30.0, (0.5, 8.0), scrape_s)
+        c["tmp"] = str(tmp)
+        with promserver.serve(tmp / "tsdb", timeout_s=600) as url:
+            _measure(f"{gpus} GPUs x 30 d at {scrape_s:g} s scrapes, jobs 0.5-8 h", url, start, c, repeat, None)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 LEDGER_CHILD = f"""
@@ -437,6 +463,10 @@ def main() -> None:
     ap.add_argument("--gpus", default="32,256", help="cluster sizes in GPUs (comma-separated, multiples of 8)")
     ap.add_argument("--days", type=float, default=2.0, help="the window of those clusters, in days")
     ap.add_argument("--month-gpus", default="64", help="clusters of these many GPUs over 30 days (comma-separated; 0: none)")
+    ap.add_argument(
+        "--sparse-month",
+        help="GPUS[:SCRAPE_S]: also a month of that many GPUs at a coarser scrape (default 300 s), e.g. 4096:300",
+    )
     ap.add_argument("--before", help="a checkout of footprint to compare with (PYTHONPATH), at the smallest size")
     ap.add_argument("--import-repeat", type=int, default=3)
     ap.add_argument("--skip-ledger", action="store_true")
@@ -453,7 +483,11 @@ def main() -> None:
     if not args.skip_prometheus:
         gpus = [int(x) for x in args.gpus.split(",")]
         months = [int(x) for x in args.month_gpus.split(",") if int(x)]
-        prometheus_part(gpus, args.days, months, args.import_repeat, args.before)
+        sparse = None
+        if args.sparse_month:
+            g, _, every = args.sparse_month.partition(":")
+            sparse = (int(g), float(every or 300))
+        prometheus_part(gpus, args.days, months, args.import_repeat, args.before, sparse)
     print(f"\ntotal benchmark wall time: {time.perf_counter() - t0:.0f} s (2-core machine; shared with other work unless quiet)")
 
 

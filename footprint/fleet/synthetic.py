@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,14 +83,21 @@ class Cluster:
     unlabelled_hosts: set[str] = field(default_factory=set)
     cpu_hosts: set[str] = field(default_factory=set)
     extra_sacct_lines: list[str] = field(default_factory=list)  # pending, CPU-only, malformed lines ...
+    _holders: Any = field(default=None, init=False, repr=False, compare=False)  # (jobs list's signature, GPU -> jobs)
 
     # ---- ground truth ---------------------------------------------------------------------------
     def holders(self, gpu: Gpu) -> list[tuple[JobSpec, float, float]]:
-        out = []
-        for j in self.jobs:
-            if gpu.key in j.gpus:
-                out.append((j, j.start, j.end if j.end is not None else self.end + 3600.0))  # running on
-        return out
+        """The jobs on ``gpu`` in job order, from an index of every GPU's jobs made once per jobs list (a scan of
+        every job per GPU was 2.6 billion steps at 4,096 GPUs x 30 days)."""
+        sig = (id(self.jobs), len(self.jobs), id(self.jobs[-1]) if self.jobs else 0)
+        if self._holders is None or self._holders[0] != sig:
+            index: dict[tuple[str, int], list[JobSpec]] = {}
+            for j in self.jobs:
+                for key in dict.fromkeys(j.gpus):
+                    index.setdefault(key, []).append(j)
+            self._holders = (sig, index)
+        end = self.end + 3600.0  # running on
+        return [(j, j.start, j.end if j.end is not None else end) for j in self._holders[1].get(gpu.key, [])]
 
     def power(self, gpu: Gpu, t: np.ndarray) -> np.ndarray:
         """Power (W) at sorted times ``t``: the profile of the job holding the GPU, idle power otherwise."""
