@@ -14,12 +14,15 @@
    end; each import is a fresh process (wall, peak RSS), with the server's query time per slice
    (``prometheus_engine_query_duration_seconds``) read around it, and every job of 30 min or more checked
    against its true energy. ``--before DIR`` runs a checkout of an earlier footprint at the smallest size.
-   A line through the (GPU-days, wall) points extrapolates 4,096 GPUs x 30 days.
+   A line through the (GPU-days, wall) points extrapolates 4,096 GPUs x 30 days. ``--sparse-month 4096:300``
+   also runs a 4,096-GPU month scraped every 300 s (a large cluster's jobs, series and label values at a tenth
+   of its 30-s samples; ~5 min to generate and backfill), reported beside the fit.
 3. A ledger of 1,000,000 jobs: written partitioned by month, every job assessed in all 16 categories
    (`footprint fleet report --by job`'s computation), and the report by user with its Monte Carlo
    ranges, in a fresh process (wall time of each, peak RSS, files written).
 
-Run: python benchmarks/fleet_bench.py [--jobs 100000] [--gpus 32,256] [--days 2] [--month-gpus 64,128] [--ledger-jobs 1000000]
+Run: python benchmarks/fleet_bench.py [--jobs 100000] [--gpus 32,256] [--days 2] [--month-gpus 64,128] [--sparse-month 4096:300]
+     [--ledger-jobs 1000000]
 """
 
 from __future__ import annotations
