@@ -122,10 +122,11 @@ def test_the_job_label_selector_escapes_values_and_matches_blank_labels() -> Non
     s = Summaries.__new__(Summaries)
     s.n, s.raw_hosts = DcgmNames(), ["gpu-08"]
     metric = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-    assert s._by_job(["12.3", "a|b"]) == metric + '{Hostname!~"gpu-08",hpc_job=~"12\\\\.3|a\\\\|b"}'
-    assert s._by_job([]) == metric + '{Hostname!~"gpu-08",hpc_job=~"\\\\s*"}'
+    jobs, idle = (s._sel(metric, s.raw_hosts, exclude=True, also=s._by_job(x)) for x in (["12.3", "a|b"], []))
+    assert jobs == metric + '{Hostname!~"gpu-08",hpc_job=~"12\\\\.3|a\\\\|b"}'
+    assert idle == metric + '{Hostname!~"gpu-08",hpc_job=~"\\\\s*"}'
     s.raw_hosts = []
-    assert s._by_job([]) == metric + '{hpc_job=~"\\\\s*"}'
+    assert s._sel(metric, None, also=s._by_job([])) == metric + '{hpc_job=~"\\\\s*"}'
 
 
 def test_dialect_table_gives_the_default_names() -> None:

@@ -65,12 +65,16 @@ class Found:
     raw_last: dict[int, str] = field(default_factory=dict)
     listed: tuple[float, float, float] = (0.0, 0.0, DAY)  # the span the days listed cover, and a day's length
 
+    def lists(self, a: float, b: float) -> bool:
+        """Whether [a, b] lies inside the days listed."""
+        return self.listed[0] <= a and b <= self.listed[1]
+
     def jobs_between(self, a: float, b: float) -> list[str] | None:
         """The raw values of the last job label on counter GPUs with samples in [a, b] (a superset: every day
         listed that overlaps it); None where [a, b] reaches outside the days listed."""
-        lo, hi, day = self.listed
-        if a < lo or b > hi:
+        if not self.lists(a, b):
             return None
+        lo, _, day = self.listed
         ids: set[int] = set()
         for k in range(int((a - lo) // day), int((b - lo) // day) + 1):
             ids.update(self.day_jobs.get(lo + k * day, ()))

@@ -32,7 +32,7 @@ from footprint.fleet.telemetry import CPU, GPU_COUNTER, RAM
 
 IDLE_CHUNKS = 4  # chunks (days) whose series without a job label are asked at once (`Summaries._idle`)
 MAX_STEPS = 10_000  # steps per series in one query_range (Prometheus' limit: 11,000)
-BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks
+BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks, as a matcher's operator and value
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
 
 
@@ -50,7 +50,7 @@ class _Chunk:
     phase: dict[int, float] = field(default_factory=dict)
     latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
     dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
-    by_job: str | None = None  # the selector of the chunk's series with a job label (`Summaries._by_job`); "": none
+    by_job: str | None = None  # the matcher of the chunk's series with a job label (`Summaries._by_job`); "": none
     keys: dict[tuple[tuple[str, str], ...], tuple[int, str] | None] = field(default_factory=dict)  # labels -> key
 
 
@@ -110,6 +110,9 @@ class Summaries:
         self._resetting = self._reset_hosts(ends)
         self._first_end, self._last_end = chunks[0][0], chunks[-1][-1]
         self._idle_parts: dict[tuple[int, int], list[Any]] = {}  # (summary, chunks' group) -> [answer, chunks left]
+        self._idle_users = [0] * (len(chunks) // IDLE_CHUNKS + 1)  # a group's chunks that select by job label
+        for i, ch in enumerate(chunks):
+            self._idle_users[i // IDLE_CHUNKS] += self.found.lists(ch[0] - self.bin_s, ch[-1])
         self._idle_lock = threading.Lock()
         if self.gpus or self.meters:
             for c in in_order(chunks, self._fetch, 2):  # two chunks in flight at most: memory bounded by two
@@ -146,28 +149,27 @@ class Summaries:
         self._group(c, parts)
         return c
 
-    def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False) -> str:
+    def _sel(self, metric: str, hosts: list[str] | None, exclude: bool = False, also: str = "") -> str:
+        """``metric`` on these nodes (``exclude``: on all others; None: every node), with the matchers ``also``."""
         n = self.n
         if hosts is None:
-            return f"{metric}{n.matchers()}"
+            return f"{metric}{n.matchers(also)}"
         op = "!~" if exclude else "=~"
-        return f"{metric}{n.matchers(f'{n.host_label}{op}{chr(34)}{regex_alt(hosts)}{chr(34)}')}"
+        on = f'{n.host_label}{op}"{regex_alt(hosts)}"'
+        return f"{metric}{n.matchers(f'{on},{also}' if also else on)}"
 
     def _by_job(self, jobs: list[str]) -> str:
-        """The counter's series whose last job label is one of ``jobs`` (as discovery listed them: a set matcher,
-        looked up in the label index), or without a job label where ``jobs`` is empty (a blank label, as the job
-        key reads it: absent, empty or whitespace). Without them a query over a day walks every series of its
-        TSDB block (a month of jobs: 2.2 s of a 512-GPU month's 6.2 s for one summary)."""
-        n = self.n
-        hosts = f'{n.host_label}!~"{regex_alt(self.raw_hosts)}",' if self.raw_hosts else ""
-        last = n.job_labels[-1]
-        return n.energy_metric + n.matchers(hosts + last + (f'=~"{regex_alt(jobs)}"' if jobs else BLANK))
+        """The matcher of the series whose last job label is one of ``jobs`` (as discovery listed them: a set
+        matcher, looked up in the label index), or of those without a job label where ``jobs`` is empty (a blank
+        label, as the job key reads it: absent, empty or whitespace). Without one a query over a day walks every
+        series of its TSDB block (a month of jobs: 2.2 s of a 512-GPU month's 6.2 s for one summary)."""
+        last = self.n.job_labels[-1]
+        return last + (f'=~"{regex_alt(jobs)}"' if jobs else BLANK)
 
     def _group(self, c: _Chunk, parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]]) -> None:
         """The summaries side by side: ``c.groups[(device, bin)]`` lists (job label, count, min, max, resets); a value
         not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
         steady = {d.id for d in self.gpus} - self._reset_devs
-        nan = [math.nan]
         groups = c.groups
         answers = [parts.get(f, {}) for f in range(len(SUMMARIES))]
         for key in sorted(set().union(*parts.values())) if parts else ():
@@ -181,7 +183,7 @@ class Summaries:
             else:
                 bins = sorted({b for x in cols if x for b in x[0]})
                 at = [dict(zip(*x, strict=True)) if x else {} for x in cols]
-                vals = ((*(a.get(b, nan[0]) for a in at),) for b in bins)
+                vals = ((*(a.get(b, math.nan) for a in at),) for b in bins)
             for b, (k, vmin, vmax, r) in zip(bins, vals, strict=True):
                 had = groups.get((dev, b))
                 if had is None:  # the usual: one group a GPU and hour (no list made to be thrown away)
@@ -196,24 +198,26 @@ class Summaries:
         nodes), as ``(f, {(device, job label): (bins, values)})``. Inside the days discovery listed, the series
         with a job label are selected by the chunk's job labels and those without one come from `_idle`."""
         if only or c.by_job is None:
-            sel = self._sel(self.n.energy_metric, self.raw_hosts or None, exclude=True)
-            return f, self._parts(f, c.ends[0], c.ends[-1], sel, only, c.keys)
+            return f, self._parts(f, c.ends[0], c.ends[-1], "", only, c.keys)
         out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None, c.keys) if c.by_job else {}
         out.update(self._idle(c, f))  # keys without a job label: none of them above
         return f, out
 
     def _parts(
-        self, f: int, a: float, b: float, sel: str, only: list[str] | None, known: dict[Any, Any]
+        self, f: int, a: float, b: float, match: str, only: list[str] | None, known: dict[Any, Any]
     ) -> dict[tuple[int, str], tuple[list[int], list[float]]]:
-        """Summary ``f`` of the series of ``sel`` (``only``: of these nodes instead) in the bins ending at ``a`` to
-        ``b``: ``{(device, job label): (bins from a, values)}``; ``known``: the keys of label sets already seen."""
+        """Summary ``f`` of the labelled nodes' series of the matcher ``match`` ("": all of them; ``only``: of these
+        nodes) in the bins ending at ``a`` to ``b``: ``{(device, job label): (bins from a, values)}``; ``known``: the
+        keys of label sets already seen."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
         fn, agg = SUMMARIES[f]
 
         def expr(hosts: list[str] | None) -> str:  # hosts: ``only``, or the nodes a refused request is split into
-            on = f'{n.host_label}=~"{regex_alt(hosts or [])}"'
-            within = sel if not hosts else f"{sel[:-1]},{on}}}" if sel.endswith("}") else f"{sel}{{{on}}}"
-            return f"{agg} by ({','.join(by)}) ({fn}({within}[{range_of(self.bin_s)}]))"
+            if hosts:
+                sel = self._sel(n.energy_metric, hosts, also=match)
+            else:
+                sel = self._sel(n.energy_metric, self.raw_hosts or None, exclude=True, also=match)
+            return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
 
         every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(self.raw_hosts))
         keys, kept = [], []
@@ -253,7 +257,7 @@ class Summaries:
             entry = self._idle_parts.get((f, k))
             mine = entry is None
             if mine:
-                entry = self._idle_parts[(f, k)] = [Future(), IDLE_CHUNKS]
+                entry = self._idle_parts[(f, k)] = [Future(), self._idle_users[k]]
         fut = entry[0]
         if mine:
             try:
