@@ -171,12 +171,20 @@ def points(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         return _plausible(vals[:, 0], vals[:, 1])
     if not vals or not isinstance(vals, list):
         vals = []
-    try:  # every pair well formed (the rule): two columns at C speed, 3x faster than a pair at a time
-        t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
-    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+    both = _columns(vals)
+    if both is None:  # a malformed pair: each read alone, the bad ones NaN
         arr = np.array([_sample(x) for x in vals], float).reshape(-1, 2)
-        t, v = arr[:, 0], arr[:, 1]
-    return _plausible(t, v)
+        both = arr[:, 0], arr[:, 1]
+    return _plausible(*both)
+
+
+def _columns(vals: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``[time, "value"]`` pairs as two float columns at C speed (3x faster than a pair at a time); None where one
+    pair is malformed."""
+    try:
+        return np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        return None
 
 
 def _plausible(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,10 +215,10 @@ def points_many(series: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, l
             v = v if isinstance(v, list) else []
             lens.append(len(v))
             vals += v
-        try:
-            t, v = np.array([x[0] for x in vals], float), np.array([x[1] for x in vals], float)
-        except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        both = _columns(vals)
+        if both is None:
             return _each(series)
+        t, v = both
     ok = _ok(t, v)
     if ok.all():
         return t, v, lens
