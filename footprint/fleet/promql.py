@@ -255,15 +255,11 @@ class Kept:
 
     def query(self, expr: str, at: float, arrays: bool = False) -> Any:
         """``arrays``: a matrix's values as float arrays where well formed (`answers.matrix_data`), kept or not."""
-        if arrays:
-            return self._kept(("q", expr, f"{at:.3f}"), lambda body: self.client.query(expr, at, body, True), True)
-        return self._kept(("q", expr, f"{at:.3f}"), lambda body: self.client.query(expr, at=at, body=body))
+        return self._kept(("q", expr, f"{at:.3f}"), lambda body: self.client.query(expr, at, body, arrays), arrays)
 
     def query_range(self, expr: str, start: float, end: float, step: float, arrays: bool = False) -> Any:
         key = ("r", expr, f"{start:.3f}", f"{end:.3f}", f"{step:g}")
-        if arrays:
-            return self._kept(key, lambda body: self.client.query_range(expr, start, end, step, body, True), True)
-        return self._kept(key, lambda body: self.client.query_range(expr, start, end, step, body=body))
+        return self._kept(key, lambda body: self.client.query_range(expr, start, end, step, body, arrays), arrays)
 
     def _kept(self, key: tuple[str, ...], ask: Callable[[list[bytes] | None], Any], arrays: bool = False) -> Any:
         """The answer kept (the server's whole answer as it came, its ``data`` read back, ``arrays`` as the server's
