@@ -356,3 +356,34 @@ def test_every_jobs_partial_totals_are_named_as_its_assessment_names_them(fleet:
     assert (table.drop(index=rows)["partial"] == "").all()
     csv_head = ledger.render_jobs(table.head(2), "csv")[0].splitlines()[0]
     assert '"partial"' in csv_head.split(",")
+
+
+@pytest.mark.parametrize("limit_mb", [1500, 1800])
+def test_a_fleet_report_runs_under_an_address_space_limit(fleet: Path, tmp_path: Path, limit_mb: int) -> None:
+    """`ulimit -v` as login nodes set it: Arrow's 1 GiB allocator arena would take the room DuckDB needs (a 9-job
+    report ended with an out-of-memory error at 1.5 GB and aborted at 1.8 GB); the CLI allocates Arrow's memory
+    from the system there, and the report is the one written without a limit."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:  # pragma: no cover - in the child
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
+
+    def report(name: str, preexec: object) -> dict:
+        proc = subprocess.run(
+            [sys.executable, "-m", "footprint.cli", "fleet", "report", str(fleet), "--format", "json", "-o", name],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=preexec,  # type: ignore[arg-type]
+        )
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-500:]
+        doc = json.loads((tmp_path / name).read_text())
+        doc.pop("created_utc", None)
+        return doc
+
+    assert report("limited.json", limit) == report("free.json", None)
