@@ -65,6 +65,13 @@ class Found:
     raw_last: dict[int, str] = field(default_factory=dict)
     listed: tuple[float, float, float] = (0.0, 0.0, DAY)  # the span the days listed cover, and a day's length
 
+    def gpu_matchers(self, devs: list[int]) -> str:
+        """Matchers selecting these GPUs (host and index regexes: a cross product, filtered when the answer is read)."""
+        n = self.fetch.names
+        hosts = {self.labels[d].get(n.host_label, "") for d in devs}
+        idx = {self.labels[d].get(n.gpu_label, "") for d in devs}
+        return ",".join(_eq_or_re(k, v) for k, v in ((n.host_label, hosts), (n.gpu_label, idx)))
+
     def lists(self, a: float, b: float) -> bool:
         """Whether [a, b] lies inside the days listed."""
         return self.listed[0] <= a and b <= self.listed[1]
@@ -807,7 +814,7 @@ def _job_terms(
     info: dict[int, tuple[tuple[Any, ...], set[int], set[int], float, float]] = {}  # devices of e, of c
     for gi, (g, devs) in enumerate(groups.items()):
         j, kind, a, b, w, labelled, what = g
-        m = _gpu_matchers(found, devs)
+        m = found.gpu_matchers(devs)
         if labelled:  # an equality where one value will do: a regex is matched against every job label value
             m += f",{_eq_or_re(n.job_labels[-1], set(_label_values(plan.jobs[j], n.job_labels)))}"
         m = n.matchers(m).strip("{}")
@@ -822,14 +829,6 @@ def _job_terms(
         terms.append(promql.Term(("c", gi), metric, m, a, b, by, "count", series=len(devs)))
         info[gi] = (g, set(devs), set(devs), unit, every)
     return terms, info
-
-
-def _gpu_matchers(found: Found, devs: list[int]) -> str:
-    """Matchers selecting these GPUs (host and index regexes: a cross product, filtered when the answer is read)."""
-    n = found.fetch.names
-    hosts = {found.labels[d].get(n.host_label, "") for d in devs}
-    idx = {found.labels[d].get(n.gpu_label, "") for d in devs}
-    return ",".join(_eq_or_re(k, v) for k, v in ((n.host_label, hosts), (n.gpu_label, idx)))
 
 
 def _eq_or_re(label: str, values: set[str]) -> str:

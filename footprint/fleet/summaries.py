@@ -415,8 +415,7 @@ class Summaries:
                 repair.setdefault(b, []).append(dev)
             seen[dev] = end
         todo = sorted(repair.items())
-        hosts = [sorted({self.found.labels[d].get(self.n.host_label, "") for d in devs}) for _, devs in todo]
-        asks = [functools.partial(self._raw_series, h, c.ends[b]) for h, (b, _) in zip(hosts, todo, strict=True)]
+        asks = [functools.partial(self._raw_series, devs, c.ends[b]) for b, devs in todo]
         for (_, devs), series in zip(todo, in_order(asks, lambda ask: ask(), self.concurrency), strict=True):
             self._raw(devs, series)  # asked in parallel, applied in time order
 
@@ -505,7 +504,7 @@ class Summaries:
             self.curves.seen(job, dev, t0, t1)
 
     def _raw(self, devs: list[int], series: list[dict[str, Any]]) -> None:
-        """A bin the summaries could not lay out, from every sample of those GPUs' nodes in it (`_raw_series`)."""
+        """A bin the summaries could not lay out, from every sample of those GPUs in it (`_raw_series`)."""
         n, found = self.n, self.found
         want = set(devs)
         self.curves.raw_bins += len(devs)
@@ -533,17 +532,21 @@ class Summaries:
                 self.curves.add_dense(dev, t, np.array([acc[x] for x in t.tolist()]))
                 self._last_v[dev] = max(self._last_v.get(dev, -math.inf), acc[float(t[-1])])
 
-    def _raw_series(self, hosts: list[str], end: float) -> list[dict[str, Any]]:
-        """The raw samples of these nodes' counters in the bin ending at ``end``, split by node if refused."""
+    def _raw_series(self, devs: list[int], end: float) -> list[dict[str, Any]]:
+        """The raw samples of these GPUs' counters in the bin ending at ``end`` (their nodes and GPU labels: a cross
+        product, the other GPUs dropped by `_raw`), split if refused. By node alone a read selected every series of
+        each node over the TSDB block, all its GPUs' jobs there: a 512-GPU month's raw reads spent more time looking
+        series up than reading samples."""
         self.stats["requests"] = self.stats.get("requests", 0) + 1
+        sel = f"{self.n.energy_metric}{self.n.matchers(self.found.gpu_matchers(devs))}"
         try:
-            data = self.client.query(f"{self._sel(self.n.energy_metric, hosts)}[{range_of(self.bin_s)}]", end, arrays=True)
+            data = self.client.query(f"{sel}[{range_of(self.bin_s)}]", end, arrays=True)
         except PrometheusLimitError:
-            if len(hosts) < 2:
+            if len(devs) < 2:
                 raise
             self.stats["splits"] = self.stats.get("splits", 0) + 1
-            h = len(hosts) // 2
-            return self._raw_series(hosts[:h], end) + self._raw_series(hosts[h:], end)
+            h = len(devs) // 2
+            return self._raw_series(devs[:h], end) + self._raw_series(devs[h:], end)
         result = data.get("result") if isinstance(data, dict) else None
         return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
 
