@@ -94,19 +94,27 @@ def test_requests_do_not_grow_with_the_jobs(mix: tuple[synthetic.Cluster, Path])
 def test_a_days_series_selected_by_its_job_labels_give_the_same_ledger(
     mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Inside the days discovery listed, a day's summaries select its series by the job labels listed for it (and
-    those without one) rather than walking every series of the TSDB block: the same ledger, to the bit, as the
-    summaries over every series."""
-    from footprint.fleet import summaries
+    """Inside the days discovery listed, a day's summaries and phase queries select its series by the job labels
+    listed for it (and those without one), and a raw read its GPUs, rather than every series of the TSDB block (or
+    of a node): the same ledger, to the bit, as the queries over every series."""
+    from footprint.fleet import promql, summaries
     from footprint.fleet.aggregate import Found
 
     c, out = mix
     asked: list[str] = []
     by_job = summaries.Summaries._by_job
     monkeypatch.setattr(summaries.Summaries, "_by_job", lambda self, *a: asked.append(a) or by_job(self, *a))
+    instant: list[str] = []
+    query = promql.Kept.query
+    monkeypatch.setattr(promql.Kept, "query", lambda self, expr, *a, **k: instant.append(expr) or query(self, expr, *a, **k))
     with promserver.serve(out.parent / "tsdb") as url:
         sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
         import_fleet(tmp_path / "by-job", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+        metric = DcgmNames().energy_metric
+        phases = [q for q in instant if q.startswith(f"timestamp({metric}")]
+        assert phases and all("hpc_job=~" in q for q in phases), phases
+        raw = [q for q in instant if q.startswith(metric) and q.endswith("]")]
+        assert raw and all(",gpu=" in q for q in raw), raw
         monkeypatch.setattr(Found, "jobs_between", lambda self, a, b: None)
         import_fleet(tmp_path / "every", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
     assert [jobs for (jobs,) in asked if jobs] and [1 for (jobs,) in asked if not jobs]  # jobs listed that day; blank
