@@ -129,8 +129,7 @@ class Summaries:
         """One chunk's answers, its requests in parallel (``concurrency``): the summaries, the phases, the
         fixed-step counters of each unlabelled node and host-meter metric."""
         c = _Chunk(ends)
-        jobs = self.found.jobs_between(ends[0] - self.bin_s, ends[-1]) if self.n.job_labels else None
-        c.by_job = None if jobs is None else self._by_job(jobs) if jobs else ""  # once for the chunk's summaries
+        c.by_job = self._listed(ends[0] - self.bin_s, ends[-1])  # once for the chunk's summaries
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
         asks: list[Callable[[], Any]] = []
         if labelled:
@@ -157,6 +156,12 @@ class Summaries:
         op = "!~" if exclude else "=~"
         on = f'{n.host_label}{op}"{regex_alt(hosts)}"'
         return f"{metric}{n.matchers(f'{on},{also}' if also else on)}"
+
+    def _listed(self, a: float, b: float) -> str | None:
+        """The matcher of the series whose job label discovery listed in [a, b] ("": none listed); None where
+        [a, b] reaches outside the days listed or the exporter has no job label (every series is then selected)."""
+        jobs = self.found.jobs_between(a, b) if self.n.job_labels else None
+        return None if jobs is None else self._by_job(jobs) if jobs else ""
 
     def _by_job(self, jobs: list[str]) -> str:
         """The matcher of the series whose last job label is one of ``jobs`` (as discovery listed them: a set
@@ -360,8 +365,8 @@ class Summaries:
         """``timestamp()`` of the metric's series at ``at``. The GPU counter's inside the days discovery listed: its
         series with a job label listed around ``at``, then those without one (the selection `_summary` makes), so
         the server looks up those series, not every series of the TSDB block (a 4,096-GPU month: ~3 s a query)."""
-        jobs = self.found.jobs_between(at - LOOKBACK_S, at) if kind == GPU_COUNTER and self.n.job_labels else None
-        parts = [""] if jobs is None else [m for m in (self._by_job(jobs) if jobs else "", self._by_job([])) if m]
+        by_job = self._listed(at - LOOKBACK_S, at) if kind == GPU_COUNTER else None
+        parts = [""] if by_job is None else [m for m in (by_job, self._by_job([])) if m]
         out: list[Any] = []
         for also in parts:
             self.stats["requests"] = self.stats.get("requests", 0) + 1
@@ -549,7 +554,7 @@ class Summaries:
         each node over the TSDB block, all its GPUs' jobs there: a 512-GPU month's raw reads spent more time looking
         series up than reading samples."""
         self.stats["requests"] = self.stats.get("requests", 0) + 1
-        sel = f"{self.n.energy_metric}{self.n.matchers(self.found.gpu_matchers(devs))}"
+        sel = self._sel(self.n.energy_metric, None, also=self.found.gpu_matchers(devs))
         try:
             data = self.client.query(f"{sel}[{range_of(self.bin_s)}]", end, arrays=True)
         except PrometheusLimitError:
