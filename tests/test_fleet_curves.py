@@ -122,6 +122,65 @@ def test_a_days_series_selected_by_its_job_labels_give_the_same_ledger(
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "by-job" / name), pd.read_parquet(tmp_path / "every" / name))
 
 
+@needs_prometheus
+def test_bins_laid_out_a_chunk_at_once_give_the_ledger_of_one_bin_at_a_time(
+    mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The GPUs whose bins all lay out without doubt are laid out for a whole chunk in numpy (`bins.Table.runs`);
+    with that path turned off every bin goes through `Summaries._lay_out` one at a time: the same ledger, to the bit."""
+    from footprint.fleet import bins
+
+    c, out = mix
+    runs, share = bins.Table.runs, []
+
+    def counted(self: bins.Table, *a: object) -> bins.Runs:
+        got = runs(self, *a)
+        share.append(float((got.mode > 0).mean()))
+        return got
+
+    def none(self: bins.Table, *a: object) -> bins.Runs:
+        got = runs(self, *a)
+        return bins.Runs(*([] for _ in range(10)), np.zeros(len(got.mode), np.int8))
+
+    sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+    with promserver.serve(out.parent / "tsdb") as url:
+        monkeypatch.setattr(bins.Table, "runs", counted)
+        import_fleet(tmp_path / "at-once", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+        monkeypatch.setattr(bins.Table, "runs", none)
+        import_fleet(tmp_path / "one-by-one", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+    assert share and sum(share) / len(share) > 0.5, share  # most bins took the numpy path
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        a, b = (pd.read_parquet(tmp_path / d / name) for d in ("at-once", "one-by-one"))
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_chunks_summaries_join_by_group_and_bin() -> None:
+    """The summaries side by side per (GPU, job label, bin): rows ordered by bin, GPU and label; a bin one summary
+    did not answer is NaN; of two series of one group the later's value at a shared bin; a GPU without resets in
+    the window reads 0 where its count answered."""
+    from footprint.fleet.bins import NO_PART, Part, Table
+
+    def part(keys: list, lens: list, bins: list, vals: list) -> Part:
+        return Part(keys, np.array(lens), np.array(bins), np.array(vals, float))
+
+    count = part([(1, "b"), (1, "a"), (0, "")], [2, 1, 2], [0, 1, 1, 0, 1], [120, 60, 60, 120, 120])
+    low = part([(1, "b"), (1, "a"), (1, "a")], [2, 1, 1], [0, 1, 1, 1], [5, 9, 7, 8])
+    high = part([(1, "b"), (1, "a")], [1, 1], [0, 1], [6, 10])
+    t = Table([count, low, high, NO_PART], steady={0})
+    got = list(zip(t.bin.tolist(), t.dev.tolist(), t.rows(), strict=True))
+    nan = math.nan
+    want = [
+        (0, 0, ("", 120.0, nan, nan, 0.0)),
+        (0, 1, ("b", 120.0, 5.0, 6.0, nan)),
+        (1, 0, ("", 120.0, nan, nan, 0.0)),
+        (1, 1, ("a", 60.0, 8.0, 10.0, nan)),  # two series of group (1, "a") at bin 1: the later's minimum
+        (1, 1, ("b", 60.0, 9.0, nan, nan)),
+    ]
+    assert repr(got) == repr(want)
+    assert t.start.tolist() == [0, 1, 2, 3] and t.stop.tolist() == [1, 2, 3, 5]
+    assert t.after() == [True, True, False, False]
+
+
 def test_the_job_label_selector_escapes_values_and_matches_blank_labels() -> None:
     """A job label is matched by its raw value (regex metacharacters escaped); a series without one by a blank
     label, as `_job_key` reads it (absent, empty or whitespace)."""

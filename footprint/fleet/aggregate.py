@@ -273,7 +273,7 @@ def curve_spans(found: Found, curves: Curves, scrape_s: float, window: tuple[flo
     cols = [np.asarray(x)[rest].tolist() for x in (lab, dev, on.first, on.last)] if len(on) else [[], [], [], []]
     label_id, h, (w0, w1) = found.fetch.t.label_id, 0.5 * scrape_s, window
     labs, devs, firsts, lasts = cols
-    for (label, d), (a, b) in curves.spans.items():
+    for (label, d), (a, b) in curves.spans_in_order():
         labs.append(label_id(label))
         devs.append(d)
         firsts.append(max(a - h, w0))
@@ -295,7 +295,7 @@ def label_edges(plan: Plan, found: Found, curves: Curves, scrape_s: float) -> in
         return 0
     want = {t.key[j]: j for j in lab}
     spans: dict[int, list[tuple[int, float, float]]] = {}
-    for (label, dev), (a, b) in curves.spans.items():
+    for (label, dev), (a, b) in curves.spans_in_order():
         if label in want and dev in curves.curves:
             spans.setdefault(want[label], []).append((dev, a, b))
     knots: dict[int, list[tuple[float, float]]] = {}

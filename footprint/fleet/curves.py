@@ -80,12 +80,23 @@ class Curves:
         self.raw_bins = 0  # bins read raw because the summaries could not lay them out
         self._runs = 0
 
-    def add_run(self, dev: int, t0: float, v0: float, t1: float, v1: float) -> None:
-        k = self.knots.setdefault(dev, _Knots())
-        self._runs += 1
-        k.t.extend((t0, t1))
-        k.v.extend((v0, v1))
-        k.run.extend((self._runs, self._runs))
+    def add_runs(self, dev: list[int], t0: list[float], v0: list[float], t1: list[float], v1: list[float]) -> None:
+        """Many runs at once, each device's in the order given (as `add_run` one by one would keep them)."""
+        if not dev:
+            return
+        devs = np.array(dev, np.int64)
+        order = np.argsort(devs, kind="stable")
+        d = devs[order]
+        t = np.column_stack((np.array(t0)[order], np.array(t1)[order])).ravel()
+        v = np.column_stack((np.array(v0)[order], np.array(v1)[order])).ravel()
+        ids = np.repeat(self._runs + 1 + np.arange(len(d)), 2)
+        self._runs += len(d)
+        cut = np.flatnonzero(np.append(True, d[1:] != d[:-1]))
+        for a, b in zip(cut.tolist(), np.append(cut[1:], len(d)).tolist(), strict=True):
+            k = self.knots.setdefault(int(d[a]), _Knots())
+            k.t.frombytes(t[2 * a : 2 * b].tobytes())
+            k.v.frombytes(v[2 * a : 2 * b].tobytes())
+            k.run.frombytes(ids[2 * a : 2 * b].tobytes())
 
     def add_dense(self, dev: int, t: np.ndarray, v: np.ndarray) -> None:
         k = self.knots.setdefault(dev, _Knots())
@@ -97,6 +108,11 @@ class Curves:
         if label:
             a, b = self.spans.get((label, dev), (math.inf, -math.inf))
             self.spans[(label, dev)] = (min(a, t0), max(b, t1))
+
+    def spans_in_order(self) -> list[tuple[tuple[str, int], tuple[float, float]]]:
+        """``spans`` by first sample, device and label: jobs known from their labels are numbered in this order,
+        whatever order the layout met them in."""
+        return sorted(self.spans.items(), key=lambda x: (x[1][0], x[0][1], x[0][0]))
 
     def finish(self, unit_j: dict[int, float]) -> None:
         """Knots to curves: sorted, one per instant, cumulative joules with the reset rule, covered seconds."""

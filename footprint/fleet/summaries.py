@@ -19,12 +19,12 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from footprint.fleet.bins import NO_PART, Part, Runs, Table
 from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points, points_many
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import Kept, range_of, regex_alt
@@ -46,7 +46,7 @@ def grid_step(estimate: float) -> float:
 @dataclass
 class _Chunk:
     ends: list[float]
-    groups: dict[tuple[int, int], list[tuple[str, float, float, float, float]]] = field(default_factory=dict)
+    table: Table | None = None  # the summaries in columns (`_group`)
     phase: dict[int, float] = field(default_factory=dict)
     latest: dict[tuple[int, float], float] = field(default_factory=dict)  # (device, instant) -> its latest sample
     dense: list[tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)
@@ -98,6 +98,7 @@ class Summaries:
     def _build(self) -> Curves:
         self.curves = Curves(self.max_gap_s)
         self._open: dict[int, list[Any]] = {}  # device -> its last run, still growing: [label, t0, v0, t1, v1]
+        self._done: tuple[list[Any], ...] = ([], [], [], [], [])  # runs finished, not yet in the curves: columns
         self._last_v: dict[int, float] = {}
         self._seen: dict[int, float] = {}  # device -> the end of the last bin it had samples in
         self._phase: dict[int, float] = {}
@@ -119,6 +120,7 @@ class Summaries:
                 self._consume(c)
         for dev in list(self._open):
             self._close(dev)
+        self._flush()
         units = {d.id: self.n.energy_unit_j for d in self.gpus}
         self.curves.finish(units)
         self.stats["reused"] = self.client.reused
@@ -141,7 +143,7 @@ class Summaries:
             asks.append(functools.partial(self._phases, c, unphased))
         asks += [functools.partial(self._dense_gpus, c, host) for host in self.raw_hosts]
         asks += [functools.partial(self._dense_meters, c, metric, kind) for metric, kind in self.meters]
-        parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]] = {}
+        parts: dict[int, Part] = {}
         for part in in_order(asks, lambda ask: ask(), self.concurrency):
             if part is not None:
                 parts[part[0]] = part[1]
@@ -171,49 +173,25 @@ class Summaries:
         last = self.n.job_labels[-1]
         return last + (f'=~"{regex_alt(jobs)}"' if jobs else BLANK)
 
-    def _group(self, c: _Chunk, parts: dict[int, dict[tuple[int, str], tuple[list[int], list[float]]]]) -> None:
-        """The summaries side by side: ``c.groups[(device, bin)]`` lists (job label, count, min, max, resets); a value
-        not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
+    def _group(self, c: _Chunk, parts: dict[int, Part]) -> None:
+        """The summaries side by side in ``c.table``: per device, job label and bin, count, min, max and resets; a
+        value not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
         steady = {d.id for d in self.gpus} - self._reset_devs
-        groups = c.groups
-        answers = [parts.get(f, {}) for f in range(len(SUMMARIES))]
-        for key in sorted(set().union(*parts.values())) if parts else ():
-            dev, job = key
-            cols = [a.get(key) for a in answers]
-            if dev in steady:
-                cols[3] = (cols[0][0], [0.0] * len(cols[0][0])) if cols[0] else None
-            bins = cols[0][0] if cols[0] else None
-            if bins is not None and all(x is not None and x[0] == bins for x in cols):
-                vals = zip(*(x[1] for x in cols), strict=True)  # the usual case: every summary at the same bins
-            else:
-                bins = sorted({b for x in cols if x for b in x[0]})
-                at = [dict(zip(*x, strict=True)) if x else {} for x in cols]
-                vals = ((*(a.get(b, math.nan) for a in at),) for b in bins)
-            for b, (k, vmin, vmax, r) in zip(bins, vals, strict=True):
-                had = groups.get((dev, b))
-                if had is None:  # the usual: one group a GPU and hour (no list made to be thrown away)
-                    groups[(dev, b)] = [(job, k, vmin, vmax, r)]
-                else:
-                    had.append((job, k, vmin, vmax, r))
+        c.table = Table([parts.get(f, NO_PART) for f in range(len(SUMMARIES))], steady)
 
-    def _summary(
-        self, c: _Chunk, f: int, only: list[str] | None = None
-    ) -> tuple[int, dict[tuple[int, str], tuple[list[int], list[float]]]]:
+    def _summary(self, c: _Chunk, f: int, only: list[str] | None = None) -> tuple[int, Part]:
         """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk (``only``: of these
-        nodes), as ``(f, {(device, job label): (bins, values)})``. Inside the days discovery listed, the series
+        nodes), as ``(f, Part)``. Inside the days discovery listed, the series
         with a job label are selected by the chunk's job labels and those without one come from `_idle`."""
         if only or c.by_job is None:
             return f, self._parts(f, c.ends[0], c.ends[-1], "", only, c.keys)
-        out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None, c.keys) if c.by_job else {}
-        out.update(self._idle(c, f))  # keys without a job label: none of them above
-        return f, out
+        out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None, c.keys) if c.by_job else NO_PART
+        return f, out + self._idle(c, f)  # keys without a job label: none of them above
 
-    def _parts(
-        self, f: int, a: float, b: float, match: str, only: list[str] | None, known: dict[Any, Any]
-    ) -> dict[tuple[int, str], tuple[list[int], list[float]]]:
+    def _parts(self, f: int, a: float, b: float, match: str, only: list[str] | None, known: dict[Any, Any]) -> Part:
         """Summary ``f`` of the labelled nodes' series of the matcher ``match`` ("": all of them; ``only``: of these
-        nodes) in the bins ending at ``a`` to ``b``: ``{(device, job label): (bins from a, values)}``; ``known``: the
-        keys of label sets already seen."""
+        nodes) in the bins ending at ``a`` to ``b``, keyed by (device, job label), bins numbered from ``a``;
+        ``known``: the keys of label sets already seen."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
         fn, agg = SUMMARIES[f]
 
@@ -237,20 +215,9 @@ class Summaries:
                 keys.append(key)
                 kept.append(s)
         t, v, lens = points_many(kept)  # every series' samples converted at once: a few hundred series a request
-        bins, vals = np.rint((t - a) / self.bin_s).astype(int).tolist(), v.tolist()
-        out: dict[tuple[int, str], tuple[list[int], list[float]]] = {}
-        i = 0
-        for key, m in zip(keys, lens, strict=True):
-            old = out.get(key)
-            if old is None:
-                out[key] = (bins[i : i + m], vals[i : i + m])
-            else:  # two series of one group (labels the key leaves out): the later one's value at a shared bin
-                merged = dict(zip(*old, strict=True)) | dict(zip(bins[i : i + m], vals[i : i + m], strict=True))
-                out[key] = (sorted(merged), [merged[b] for b in sorted(merged)])
-            i += m
-        return out
+        return Part(keys, np.array(lens, np.int64), np.rint((t - a) / self.bin_s).astype(np.int64), v)
 
-    def _idle(self, c: _Chunk, f: int) -> dict[tuple[int, str], tuple[list[int], list[float]]]:
+    def _idle(self, c: _Chunk, f: int) -> Part:
         """Summary ``f`` of the series without a job label in the chunk's bins, asked for `IDLE_CHUNKS` chunks at
         once: selecting them computes the job label's inverse (every job label of the TSDB block: 0.35 s of server
         CPU a query at 4,096 GPUs, where the day's job labels cost 0.13 s and walking the block 0.62 s), once for
@@ -269,16 +236,11 @@ class Summaries:
                 a = self._first_end + k * IDLE_CHUNKS * span
                 b = min(a + (IDLE_CHUNKS * BINS_PER_CHUNK - 1) * self.bin_s, self._last_end)
                 parts = self._parts(f, a, b, self._by_job([]), None, {})
-                fut.set_result((a, {key: (np.array(x), np.array(y)) for key, (x, y) in parts.items()}))
+                fut.set_result((a, parts))
             except BaseException as exc:
                 fut.set_exception(exc)
         a, parts = fut.result()
-        off = int(round((c.ends[0] - a) / self.bin_s))
-        out = {}
-        for key, (bins, vals) in parts.items():
-            i, j = np.searchsorted(bins, [off, off + len(c.ends)])
-            if j > i:
-                out[key] = ((bins[i:j] - off).tolist(), vals[i:j].tolist())
+        out = parts.window(int(round((c.ends[0] - a) / self.bin_s)), len(c.ends))
         with self._idle_lock:
             entry[1] -= 1
             if entry[1] <= 0:
@@ -414,26 +376,76 @@ class Summaries:
                 ph = c.phase[dev]
                 t = ph + np.floor((t - ph) / self.s + 1e-6) * self.s  # the sample each step returned
             self.curves.add_dense(dev, t, v)
-        repair: dict[int, list[int]] = {}  # bin -> devices to read raw
-        last = c.ends[-1] >= self.window[1]
-        groups, ends, phase, seen = c.groups, c.ends, c.phase, self._seen
-        for key in sorted(groups, key=itemgetter(1, 0)):
-            dev, b = key
-            here, end, ph = groups[key], ends[b], phase.get(dev)
-            if self._goes_on(dev, end, here, ph):
-                continue
-            edge = Edge(
-                seen.get(dev) == end - self.bin_s,
-                (dev, b + 1) in groups or (b + 1 == len(ends) and not last),
-                c.latest.get((dev, end)),
-            )
-            if not self._lay_out(dev, end, here, ph, edge):
-                repair.setdefault(b, []).append(dev)
-            seen[dev] = end
+        repair = self._walk(c) if c.table is not None and len(c.table) else {}
+        self._flush()
         todo = sorted(repair.items())
         asks = [functools.partial(self._raw_series, devs, c.ends[b]) for b, devs in todo]
         for (_, devs), series in zip(todo, in_order(asks, lambda ask: ask(), self.concurrency), strict=True):
             self._raw(devs, series)  # asked in parallel, applied in time order
+
+    def _walk(self, c: _Chunk) -> dict[int, list[int]]:
+        """Each GPU's bins in time order: those that lay out without doubt a block at a time (`Table.runs`), the
+        others one at a time (`_goes_on`, `_lay_out`). Returns the bins to read raw, and their GPUs."""
+        tab = c.table
+        assert tab is not None
+        runs = tab.runs(c.ends, c.phase, self.s, self.bin_s)
+        repair: dict[int, list[int]] = {}  # bin -> devices to read raw
+        rows, after, devs = tab.rows(), tab.after(), tab.dev[tab.start]
+        for post in (False, True):  # the blocks before each GPU's doubtful bins, those bins, the blocks after
+            below = self._lay_runs(runs, tab.names, c.ends, post)
+            mode = runs.mode
+            todo = (mode == 0) | (mode == 1) & np.isin(devs, below) if not post else (mode == 2) & np.isin(devs, below)
+            for i in np.flatnonzero(todo).tolist():
+                self._one(c, i, rows, after, repair)
+        return repair
+
+    def _one(self, c: _Chunk, i: int, rows: list[Any], after: list[bool], repair: dict[int, list[int]]) -> None:
+        """Segment ``i`` of the chunk's table (one GPU's groups in one bin) laid out alone."""
+        tab, ends = c.table, c.ends
+        assert tab is not None
+        a, z = int(tab.start[i]), int(tab.stop[i])
+        dev, b = int(tab.dev[a]), int(tab.bin[a])
+        here, end, ph = rows[a:z], ends[b], c.phase.get(dev)
+        if self._goes_on(dev, end, here, ph):
+            return
+        edge = Edge(
+            self._seen.get(dev) == end - self.bin_s,
+            after[i] or (b + 1 == len(ends) and not c.ends[-1] >= self.window[1]),
+            c.latest.get((dev, end)),
+        )
+        if not self._lay_out(dev, end, here, ph, edge):
+            repair.setdefault(b, []).append(dev)
+        self._seen[dev] = end
+
+    def _lay_runs(self, runs: Runs, names: list[str], ends: list[float], post: bool) -> list[int]:
+        """The runs of the blocks before (``post``: after) each GPU's doubtful bins (`Table.runs`). A block's first
+        run carries the GPU's open run on where `_run` would; its last stays open. Returns the GPUs whose block
+        starts below their last value (a drop: laid out one bin at a time instead)."""
+        below: list[int] = []
+        skip = -1
+        cols = (runs.dev, runs.job, runs.t0, runs.v0, runs.t1, runs.v1, runs.first, runs.final, runs.bin, runs.post)
+        for dev, job, t0, v0, t1, v1, first, final, b, after in zip(*cols, strict=True):
+            if after != post or dev == skip:
+                continue
+            label = names[job]
+            if first:
+                if v0 < self._last_v.get(dev, -math.inf):
+                    below.append(dev)
+                    skip = dev
+                    continue
+                cur = self._open.get(dev)
+                if cur is not None and cur[0] == label and abs(t0 - cur[3] - self.s) < 1e-3 and v0 >= cur[4]:
+                    t0, v0 = cur[1], cur[2]
+                    del self._open[dev]
+                elif cur is not None:
+                    self._close(dev)
+            if final:
+                self._open[dev] = [label, t0, v0, t1, v1]
+                self._last_v[dev] = v1
+                self._seen[dev] = ends[b]
+            else:
+                self._emit(dev, label, t0, v0, t1, v1)
+        return below
 
     def _grid(self, end: float, ph: float) -> tuple[int, int]:
         """The first and last grid points (indices from the phase) of the bin ending at ``end``."""
@@ -514,10 +526,19 @@ class Summaries:
         self._open[dev] = [label, t0, v0, t1, v1]
 
     def _close(self, dev: int) -> None:
-        label, t0, v0, t1, v1 = self._open.pop(dev)
-        self.curves.add_run(dev, t0, v0, t1, v1)
+        self._emit(dev, *self._open.pop(dev))
+
+    def _emit(self, dev: int, label: str, t0: float, v0: float, t1: float, v1: float) -> None:
+        """A finished run: its two knots (added with the others at `_flush`), and where its jobs were seen."""
+        for col, x in zip(self._done, (dev, t0, v0, t1, v1), strict=True):
+            col.append(x)
         for job in label.split(",") if label else ():
             self.curves.seen(job, dev, t0, t1)
+
+    def _flush(self) -> None:
+        """The finished runs to the curves, before any other knot of their devices (a device's knots in order)."""
+        self.curves.add_runs(*self._done)
+        self._done = ([], [], [], [], [])
 
     def _raw(self, devs: list[int], series: list[dict[str, Any]]) -> None:
         """A bin the summaries could not lay out, from every sample of those GPUs in it (`_raw_series`)."""
@@ -542,6 +563,8 @@ class Summaries:
         for dev in devs:
             if dev in self._open:
                 self._close(dev)
+        self._flush()
+        for dev in devs:
             acc = merged.get(dev, {})
             if acc:
                 t = np.array(sorted(acc))

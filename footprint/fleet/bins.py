@@ -1,0 +1,187 @@
+"""A chunk's per-bin summaries in columns, and the bins that only carry a run on (found in numpy).
+
+`summaries.Summaries` lays each GPU's series out on its scrape grid bin by bin. Most bins of a long job are
+the same case: one series, every grid point, no reset, the same job label as the bin before and not below it.
+Decided one at a time in Python they were a third of a month's import; here they are found for a whole chunk
+at once (`Table.chains`), and the layout visits only the bins where something begins, ends or is in doubt.
+Imports numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Part(NamedTuple):
+    """One summary's answer in columns: each series' key (device, job label) and how many rows it has, and the
+    rows of all of them end to end (bin, value)."""
+
+    keys: list[tuple[int, str]]
+    lens: np.ndarray
+    bins: np.ndarray
+    vals: np.ndarray
+
+    def window(self, lo: int, n: int) -> Part:
+        """The rows in bins ``lo`` to ``lo + n - 1``, numbered from ``lo``."""
+        series = np.repeat(np.arange(len(self.keys)), self.lens)
+        keep = (self.bins >= lo) & (self.bins < lo + n)
+        lens = np.bincount(series[keep], minlength=len(self.keys))
+        return Part(self.keys, lens, self.bins[keep] - lo, self.vals[keep])
+
+    def __add__(self, other: tuple) -> Part:  # type: ignore[override]
+        """Both answers' series (where one key is in both, the later's value at a shared bin)."""
+        o = Part(*other)
+        cat = (np.concatenate((x, y)) for x, y in zip(self[1:], o[1:], strict=True))
+        return Part(self.keys + o.keys, *cat)
+
+
+NO_PART = Part([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+
+class Runs(NamedTuple):
+    """The bins that lay out without doubt (`Table.runs`), as runs in time order per device: a run is one series'
+    samples end to end (the pieces of consecutive bins that carry it on, joined). A device's bins before its first
+    doubtful one make one block, those after its last another (``post``); ``first`` and ``final`` mark a block's
+    first and last run; ``bin``: the bin a run ends in. ``mode``, per segment: 1 in a block before, 2 after, 0
+    laid out one bin at a time."""
+
+    dev: list[int]
+    job: list[int]
+    t0: list[float]
+    v0: list[float]
+    t1: list[float]
+    v1: list[float]
+    first: list[bool]
+    final: list[bool]
+    bin: list[int]
+    post: list[bool]
+    mode: np.ndarray
+
+
+class Table:
+    """One row per (device, job label, bin): count, min, max and resets, NaN where a summary did not answer. Rows
+    are sorted by bin, then device, then job label (the order the layout visits them); a segment is one
+    device's rows in one bin."""
+
+    def __init__(self, parts: list[Part], steady: set[int]) -> None:
+        keys = sorted(set().union(*(p.keys for p in parts)))  # a segment's rows in job label order
+        at = {key: i for i, key in enumerate(keys)}
+        lo = min((int(p.bins.min()) for p in parts if len(p.bins)), default=0)
+        nb = max((int(p.bins.max()) for p in parts if len(p.bins)), default=0) - lo + 1
+        cells, vals = [], []
+        for p in parts:  # each summary's (key, bin) cells; of two series of one key, the later's value
+            cell = np.repeat(np.array([at[k] for k in p.keys], np.int64), p.lens) * nb + (p.bins - lo)
+            cell, last = np.unique(cell[::-1], return_index=True)
+            cells.append(cell)
+            vals.append(p.vals[::-1][last])
+        union = np.unique(np.concatenate(cells)) if cells else np.zeros(0, np.int64)
+        cols = []
+        for cell, v in zip(cells, vals, strict=True):
+            col = np.full(len(union), math.nan)
+            col[np.searchsorted(union, cell)] = v
+            cols.append(col)
+        while len(cols) < 4:
+            cols.append(np.full(len(union), math.nan))
+        order = np.lexsort((union // nb, union % nb))  # by bin, then device and job label (the key's order)
+        union = union[order]
+        cols = [c[order] for c in cols]
+        key, b = union // nb, union % nb + lo
+        names: dict[str, int] = {}
+        self.dev = np.array([k[0] for k in keys], np.int64)[key] if keys else np.zeros(0, np.int64)
+        self.job = np.array([names.setdefault(k[1], len(names)) for k in keys], np.int64)[key] if keys else self.dev
+        self.bin = b
+        self.k, self.vmin, self.vmax, r = cols[:4]
+        if steady:  # no reset in the window: none in any bin where the count answered
+            r = np.where(np.isin(self.dev, list(steady)), np.where(np.isnan(self.k), math.nan, 0.0), r)
+        self.r = r
+        self.names = list(names)
+        n = len(self.dev)
+        new = np.ones(n, bool)
+        new[1:] = (self.bin[1:] != self.bin[:-1]) | (self.dev[1:] != self.dev[:-1])
+        self.start = np.flatnonzero(new)
+        self.stop = np.append(self.start[1:], n)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def rows(self) -> list[tuple[str, float, float, float, float]]:
+        """Every row as (job label, count, min, max, resets), Python values (what the layout reads)."""
+        labels = np.array(self.names, dtype=object)[self.job].tolist() if len(self.job) else []
+        cols = (self.k.tolist(), self.vmin.tolist(), self.vmax.tolist(), self.r.tolist())
+        return list(zip(labels, *cols, strict=True))
+
+    def after(self) -> list[bool]:
+        """Per segment: whether its device has rows in the next bin too."""
+        dev, b = self.dev[self.start], self.bin[self.start]
+        by_dev = np.lexsort((b, dev))
+        d, b = dev[by_dev], b[by_dev]
+        out = np.zeros(len(self), bool)
+        out[by_dev[:-1]] = (d[1:] == d[:-1]) & (b[1:] == b[:-1] + 1)
+        return out.tolist()
+
+    def runs(self, ends: list[float], phase: dict[int, float], step: float, bin_s: float) -> Runs:
+        """The layout `Summaries._lay_out` makes, for the bins that lay out without doubt: rows finite, no reset,
+        their value ranges apart, their counts filling the grid, not below the bin before. Per device, the bins
+        before its first doubtful one (``post`` False) and after its last (``post`` True) are laid out here, the
+        rest one at a time by the caller. A bin's rows ordered by value are laid end to end from its first grid
+        point, and a piece joins the one before where `Summaries._run` would (same job label, the next grid
+        point, not below it); the same floating-point operations, so the same knots. Whether a block's first
+        piece joins the open run, and is not below it, is left to the caller (it is state)."""
+        seg = np.repeat(np.arange(len(self)), self.stop - self.start)
+        o = np.lexsort((self.k, self.vmax, self.vmin, self.bin, self.dev))  # a device's bins, each by value
+        d, b, k, lo, hi, r, job, sg = (x[o] for x in (self.dev, self.bin, self.k, self.vmin, self.vmax, self.r, self.job, seg))
+        uniq, inv = np.unique(d, return_inverse=True)
+        ph = np.array([phase.get(int(x), math.nan) for x in uniq.tolist()], float)[inv]
+        end = np.asarray(ends, float)[b]
+        i0 = np.floor((end - bin_s - ph) / step + 1e-6) + 1
+        i1 = np.floor((end - ph) / step + 1e-6)
+        n = len(d)
+        head = np.ones(n, bool)  # a bin's first row (its lowest)
+        head[1:] = sg[1:] != sg[:-1]
+        starts = np.flatnonzero(head)
+        at = np.cumsum(head) - 1  # each row's bin, numbered in device order
+        dev_first = np.append(True, d[1:] != d[:-1])
+        with np.errstate(invalid="ignore"):
+            good = np.isfinite(k) & np.isfinite(lo) & np.isfinite(hi) & np.isfinite(r) & (r <= 0) & ~np.isnan(ph)
+            good[1:] &= head[1:] | (lo[1:] > hi[:-1])  # ranges apart from the row below in the bin
+            ksum = np.add.reduceat(k, starts) if n else k
+            doubt = np.logical_or.reduceat(~good, starts) if n else good
+            doubt |= ksum != (i1 - i0 + 1)[starts]
+            # below the bin before (where that one is certain: after a doubtful bin the value is state)
+            drop = np.zeros(len(starts), bool)
+            drop[1:] = ~dev_first[starts[1:]] & ~doubt[:-1] & (lo[starts[1:]] < hi[starts[1:] - 1])
+        doubt |= drop
+        seen = np.cumsum(doubt)  # doubtful bins so far (device order), and per device
+        first_bin = dev_first[starts]
+        base = np.maximum.accumulate(np.where(first_bin, np.append(0, seen[:-1]), 0))
+        upto = seen - base  # the device's doubtful bins up to and including this one
+        total = np.zeros(len(starts), np.int64)
+        last_bin = np.append(first_bin[1:], True)
+        total[:] = np.repeat(upto[last_bin], np.diff(np.append(np.flatnonzero(first_bin), len(starts))))
+        pre, post = upto == 0, (upto == total) & (total > 0) & ~doubt
+        blocks = (pre | post)[at]
+        block_first = first_bin | (post & np.append(True, doubt[:-1]))
+        # pieces of the blocks, in time order
+        kk = np.where(np.isfinite(k), k, 0.0)  # a NaN of a doubtful bin spoils no other's sums
+        cs = np.cumsum(kk)
+        p0 = i0 + (cs - kk - (cs - kk)[starts][at])
+        t0, t1 = ph + p0 * step, ph + (p0 + k - 1) * step
+        e = np.flatnonzero(blocks)
+        first = (block_first[at] & head)[e]
+        d, job, t0, t1, lo, hi, b, after = d[e], job[e], t0[e], t1[e], lo[e], hi[e], b[e], post[at][e]
+        with np.errstate(invalid="ignore"):
+            joins = np.zeros(len(e), bool)
+            joins[1:] = ~first[1:] & (job[1:] == job[:-1]) & (np.abs(t0[1:] - t1[:-1] - step) < 1e-3) & (lo[1:] >= hi[:-1])
+        begin = np.flatnonzero(~joins)  # each run's first piece
+        stop = np.append(begin[1:], len(e))[: len(begin)] - 1  # and its last
+        final = np.append(first[begin][1:], True)[: len(begin)]  # a block's last run
+        mode = np.zeros(len(self), np.int8)
+        mode[sg[starts]] = np.where(pre, 1, np.where(post, 2, 0))
+        cols = (d[begin], job[begin], t0[begin], lo[begin], t1[stop], hi[stop], first[begin], final, b[stop], after[begin])
+        return Runs(*(x.tolist() for x in cols), mode)
+
+
+__all__ = ["NO_PART", "Part", "Runs", "Table"]
