@@ -174,7 +174,7 @@ PEAK_RSS = "int(next(x for x in open('/proc/self/status') if x.startswith('VmHWM
 IMPORT_CHILD = f"""
 import json, sys, time
 t0 = time.perf_counter()
-from footprint.cli.app import main
+from footprint.cli import main  # the console script, as a user runs it
 code = main(sys.argv[1:])
 wall = time.perf_counter() - t0
 print(json.dumps({{"code": code, "wall_s": wall, "rss_mb": {PEAK_RSS}}}))

@@ -285,3 +285,35 @@ def _certificates(d: Path) -> tuple[Path, Path, Path]:
     from test_fleet_prometheus import _certificates as make  # one private CA maker for every TLS test
 
     return make(d)
+
+
+def test_the_cli_holds_memory_to_what_it_uses_and_leaves_the_users_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long command (a month's fleet import) keeps no freed pages of its threads' arenas or of Arrow's mimalloc:
+    the CLI gives Arrow the system allocator and glibc one arena and a fixed mapping threshold; where the user set
+    their own (``ARROW_DEFAULT_MEMORY_POOL``, ``MALLOC_*``) it leaves them."""
+    import ctypes
+
+    import footprint.cli as cli
+
+    calls: list[tuple[int, int]] = []
+
+    class Libc:
+        def __init__(self, name: object) -> None:
+            self.mallopt = lambda p, v: calls.append((p, v)) or 1
+
+    monkeypatch.setattr(ctypes, "CDLL", Libc)
+    monkeypatch.setattr(cli.sys, "platform", "linux")
+    for k in [k for k in cli.os.environ if k.startswith(("MALLOC_", "GLIBC_TUNABLES", "ARROW_DEFAULT"))]:
+        monkeypatch.delenv(k)
+    cli._steady_memory()
+    assert cli.os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+    assert calls == [(cli.M_ARENA_MAX, 1), (cli.M_MMAP_THRESHOLD, cli.MMAP_THRESHOLD)]
+    calls.clear()
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    cli._steady_memory()
+    assert cli.os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "jemalloc" and calls == []
+    code = "import footprint.cli as c; c._steady_memory(); import pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    env = {k: v for k, v in cli.os.environ.items() if not k.startswith(("MALLOC_", "ARROW_DEFAULT"))}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+    assert out.stdout.strip() == "system", out.stderr[-400:]
