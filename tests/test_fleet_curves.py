@@ -377,3 +377,87 @@ def test_an_import_runs_with_the_cyclic_collector_paused_and_restores_it(monkeyp
         finally:
             gc.enable()
     assert seen == [False, False]
+
+
+def _random_chunks(rng: np.random.Generator, lo: float, days: int, gpus: int) -> list[tuple[list[float], list]]:
+    """Days of per-hour summaries as a GPU's series would give them: each hour's 120 scrapes split among up to
+    three series (job labels, blank when idle; a label twice in an hour is one group, as `max by` makes it), the
+    counter rising (flat at a fifth of the scrapes), with the doubts the layout must catch: a scrape missing, a
+    reset, a value not answered, a drop between hours, an hour without samples."""
+    from footprint.fleet.bins import Part
+
+    out, value = [], rng.uniform(0, 1e6, gpus)
+    for day in range(days):
+        ends = [lo + (day * 24 + i) * 3600.0 + 0.001 for i in range(24)]
+        keys, rows = [], {f: ([], [], []) for f in range(4)}
+        series: dict[tuple[int, str], list[tuple[int, list[float]]]] = {}
+        for dev in range(gpus):
+            for b in range(24):
+                if rng.random() < 0.03:
+                    continue  # no samples this hour
+                if rng.random() < 0.02:
+                    value[dev] *= 0.5  # a drop between hours
+                cuts = sorted(rng.choice(np.arange(1, 120), size=rng.integers(0, 3), replace=False).tolist())
+                points = value[dev] + np.cumsum(np.where(rng.random(120) < 0.2, 0.0, rng.uniform(100, 300, 120)))
+                value[dev] = points[-1]
+                for a, z in zip([0, *cuts], [*cuts, 120], strict=True):
+                    job = rng.choice(["", "a", "b", "c"]) if (a or rng.random() < 0.3) else "a"
+                    k, vmin, vmax, r = z - a, points[a], points[z - 1], 0.0
+                    doubt = rng.random()
+                    k, r = (k - 1, r) if doubt < 0.02 else (k, 1.0) if doubt < 0.04 else (k, r)
+                    vmax = math.nan if 0.04 <= doubt < 0.05 else vmax
+                    series.setdefault((dev, str(job)), []).append((b, [k, vmin, vmax, r]))
+        for (dev, job), got in series.items():
+            merged: dict[int, list[float]] = {}
+            for b, (k, vmin, vmax, r) in got:  # one group per label and hour
+                m = merged.setdefault(b, [0, math.inf, -math.inf, 0.0])
+                m[0], m[1], m[2], m[3] = m[0] + k, min(m[1], vmin), max(m[2], vmax), m[3] + r
+            keys.append((dev, job))
+            for f in range(4):
+                at = [b for b in sorted(merged) if f != 2 or not math.isnan(merged[b][2])]
+                rows[f][0].append(len(at))
+                rows[f][1].extend(at)
+                rows[f][2].extend(merged[b][f] for b in at)
+        parts = [Part(keys, np.array(n), np.array(b, np.int64), np.array(v, float)) for n, b, v in rows.values()]
+        out.append((ends, parts))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a server: random days of summaries (gaps, resets, drops, unanswered values, GPUs without a phase)
+    laid out with the numpy blocks and one hour at a time give the same curves, spans, raw reads and state."""
+    from footprint.fleet import bins
+    from footprint.fleet.curves import Curves
+    from footprint.fleet.summaries import Summaries, _Chunk
+
+    rng = np.random.default_rng(seed)
+    lo = 1_735_689_600.0
+    chunks = _random_chunks(rng, lo, 3, 12)
+    runs = bins.Table.runs
+
+    def layout(numpy: bool) -> tuple:
+        sm = Summaries.__new__(Summaries)
+        sm.s, sm.bin_s, sm.window, sm.concurrency, sm.stats = 30.0, 3600.0, (lo, lo + 3 * 86400), 2, {}
+        sm.curves, sm._open, sm._last_v, sm._seen, sm._phase = Curves(120.0), {}, {}, {}, {}
+        sm._done = ([], [], [], [], [])
+        raw: list[tuple[float, list[int]]] = []
+        sm._raw_series = lambda devs, end: raw.append((end, list(devs))) or []  # type: ignore[method-assign]
+        sm.n = sm.found = None
+        off = (lambda self, *a: bins.Runs(*([] for _ in range(10)), np.zeros(len(self), np.int8))) if not numpy else runs
+        monkeypatch.setattr(bins.Table, "runs", off)
+        for ends, parts in chunks:
+            c = _Chunk(ends)
+            c.table = bins.Table(parts, set())
+            c.phase = {d: 0.0 for d in range(12) if d % 5}  # GPUs 0, 5 and 10 without a phase
+            sm._consume(c)
+        for dev in list(sm._open):
+            sm._close(dev)
+        sm._flush()
+        sm.curves.finish({})
+        curves = {d: (c.t.tolist(), c.e.tolist(), c.s.tolist(), c.gaps) for d, c in sorted(sm.curves.curves.items())}
+        return curves, sorted(sm.curves.spans.items()), sorted(raw), sorted(sm._last_v.items()), sorted(sm._seen.items())
+
+    numpy, one_by_one = layout(True), layout(False)
+    assert numpy[2], "no hour was read raw: the random hours hold no doubt"
+    assert repr(numpy) == repr(one_by_one)

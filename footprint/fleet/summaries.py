@@ -378,7 +378,7 @@ class Summaries:
             self.curves.add_dense(dev, t, v)
         repair = self._walk(c) if c.table is not None and len(c.table) else {}
         self._flush()
-        todo = sorted(repair.items())
+        todo = [(b, sorted(devs)) for b, devs in sorted(repair.items())]  # each bin's GPUs in order, whichever pass
         asks = [functools.partial(self._raw_series, devs, c.ends[b]) for b, devs in todo]
         for (_, devs), series in zip(todo, in_order(asks, lambda ask: ask(), self.concurrency), strict=True):
             self._raw(devs, series)  # asked in parallel, applied in time order
