@@ -1,10 +1,9 @@
-"""A chunk's per-bin summaries in columns, and the bins that only carry a run on (found in numpy).
+"""A chunk's per-bin summaries in columns, and the bins that lay out without doubt laid out in numpy.
 
-`summaries.Summaries` lays each GPU's series out on its scrape grid bin by bin. Most bins of a long job are
-the same case: one series, every grid point, no reset, the same job label as the bin before and not below it.
-Decided one at a time in Python they were a third of a month's import; here they are found for a whole chunk
-at once (`Table.chains`), and the layout visits only the bins where something begins, ends or is in doubt.
-Imports numpy only.
+`summaries.Summaries` lays each GPU's series out on its scrape grid bin by bin. Most bins are plain: their
+series finite, no reset, value ranges apart, counts filling the grid, not below the bin before. Decided one at a
+time in Python they were a third of a month's import; here a chunk's plain bins are laid out per GPU a block at
+a time (`Table.runs`), and the Python layout visits only the bins where something is in doubt. Imports numpy only.
 """
 
 from __future__ import annotations
@@ -31,11 +30,10 @@ class Part(NamedTuple):
         lens = np.bincount(series[keep], minlength=len(self.keys))
         return Part(self.keys, lens, self.bins[keep] - lo, self.vals[keep])
 
-    def __add__(self, other: tuple) -> Part:  # type: ignore[override]
+    def join(self, other: Part) -> Part:
         """Both answers' series (where one key is in both, the later's value at a shared bin)."""
-        o = Part(*other)
-        cat = (np.concatenate((x, y)) for x, y in zip(self[1:], o[1:], strict=True))
-        return Part(self.keys + o.keys, *cat)
+        cat = (np.concatenate((x, y)) for x, y in zip(self[1:], other[1:], strict=True))
+        return Part(self.keys + other.keys, *cat)
 
 
 NO_PART = Part([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))

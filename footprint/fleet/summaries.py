@@ -186,7 +186,7 @@ class Summaries:
         if only or c.by_job is None:
             return f, self._parts(f, c.ends[0], c.ends[-1], "", only, c.keys)
         out = self._parts(f, c.ends[0], c.ends[-1], c.by_job, None, c.keys) if c.by_job else NO_PART
-        return f, out + self._idle(c, f)  # keys without a job label: none of them above
+        return f, out.join(self._idle(c, f))  # keys without a job label: none of them above
 
     def _parts(self, f: int, a: float, b: float, match: str, only: list[str] | None, known: dict[Any, Any]) -> Part:
         """Summary ``f`` of the labelled nodes' series of the matcher ``match`` ("": all of them; ``only``: of these
