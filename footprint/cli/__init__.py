@@ -73,18 +73,16 @@ def main(argv: list[str] | None = None) -> int:
 def _fit_address_space_limit() -> None:
     """Under an address-space limit (`ulimit -v`, as HPC login nodes and batch systems set), Arrow's default
     allocator (mimalloc) reserves a 1 GiB arena at its first allocation, which such a limit refuses part-way through
-    a command (a 9-job `fleet report` peaked at 2.05 GB of address space, 1.03 GB with the system allocator). There,
-    and only there, Arrow allocates with the system allocator: same results, nothing reserved ahead."""
+    a command (a 9-job `fleet report` peaked at 2.05 GB of address space, 1.03 GB with the system allocator). There
+    Arrow allocates with the system allocator even where the user chose another: same results, nothing reserved
+    ahead (`_steady_memory` makes it the default elsewhere)."""
     try:
         import resource
     except ImportError:  # Windows: no such limit
         return
     if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
         return
-    with contextlib.suppress(Exception):  # no pyarrow, or one without the system pool: the limit is then the user's
-        import pyarrow
-
-        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # read when pyarrow is first imported, after this
 
 
 M_ARENA_MAX, M_MMAP_THRESHOLD = -8, -3  # glibc's mallopt parameters (malloc.h)

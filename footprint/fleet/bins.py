@@ -152,16 +152,8 @@ class Table:
             drop = np.zeros(len(starts), bool)
             drop[1:] = ~dev_first[starts[1:]] & ~doubt[:-1] & (lo[starts[1:]] < hi[starts[1:] - 1])
         doubt |= drop
-        seen = np.cumsum(doubt)  # doubtful bins so far (device order), and per device
-        first_bin = dev_first[starts]
-        base = np.maximum.accumulate(np.where(first_bin, np.append(0, seen[:-1]), 0))
-        upto = seen - base  # the device's doubtful bins up to and including this one
-        total = np.zeros(len(starts), np.int64)
-        last_bin = np.append(first_bin[1:], True)
-        total[:] = np.repeat(upto[last_bin], np.diff(np.append(np.flatnonzero(first_bin), len(starts))))
-        pre, post = upto == 0, (upto == total) & (total > 0) & ~doubt
+        pre, post, block_first = _blocks(doubt, dev_first[starts])
         blocks = (pre | post)[at]
-        block_first = first_bin | (post & np.append(True, doubt[:-1]))
         # pieces of the blocks, in time order
         kk = np.where(np.isfinite(k), k, 0.0)  # a NaN of a doubtful bin spoils no other's sums
         cs = np.cumsum(kk)
@@ -180,6 +172,18 @@ class Table:
         mode[sg[starts]] = np.where(pre, 1, np.where(post, 2, 0))
         cols = (d[begin], job[begin], t0[begin], lo[begin], t1[stop], hi[stop], first[begin], final, b[stop], after[begin])
         return Runs(*(x.tolist() for x in cols), mode)
+
+
+def _blocks(doubt: np.ndarray, first_bin: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per bin (device order; ``first_bin``: a device's first): in the block before the device's first doubtful bin,
+    in the block after its last, and whether it starts a block."""
+    seen = np.cumsum(doubt)  # doubtful bins so far, over all devices
+    base = np.maximum.accumulate(np.where(first_bin, np.append(0, seen[:-1]), 0))
+    upto = seen - base  # the device's doubtful bins up to and including this one
+    last_bin = np.append(first_bin[1:], True)
+    total = np.repeat(upto[last_bin], np.diff(np.append(np.flatnonzero(first_bin), len(doubt))))
+    pre, post = upto == 0, (upto == total) & (total > 0) & ~doubt
+    return pre, post, first_bin | (post & np.append(True, doubt[:-1]))
 
 
 __all__ = ["NO_PART", "Part", "Runs", "Table"]

@@ -391,9 +391,9 @@ class Summaries:
         runs = tab.runs(c.ends, c.phase, self.s, self.bin_s)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         rows, after, devs = tab.rows(), tab.after(), tab.dev[tab.start]
+        mode = runs.mode
         for post in (False, True):  # the blocks before each GPU's doubtful bins, those bins, the blocks after
             below = self._lay_runs(runs, tab.names, c.ends, post)
-            mode = runs.mode
             todo = (mode == 0) | (mode == 1) & np.isin(devs, below) if not post else (mode == 2) & np.isin(devs, below)
             for i in np.flatnonzero(todo).tolist():
                 self._one(c, i, rows, after, repair)
