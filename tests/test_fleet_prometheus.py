@@ -377,6 +377,56 @@ def test_unknown_metric_and_empty_window_are_clear_errors(prom: str, tmp_path: P
     _fails(base + window + ["--selector", 'Hostname=~"("'], tmp_path, "bad_data", capsys)  # a bad regex: the server's
 
 
+def test_the_sacct_file_is_read_while_the_server_lists_its_series(
+    cluster: Cluster, prom: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI reads --sacct in a thread while discovery asks the server for its series: a reading that waits for
+    discovery to begin finishes (read first, as it was, it waits 20 s and fails). The ledger is the one an import
+    given the parsed file writes."""
+    from footprint.fleet import aggregate, slurm
+
+    listing = threading.Event()
+    discover, read = aggregate.discover, slurm.read_sacct
+
+    def discovering(*a: Any, **k: Any) -> Any:
+        listing.set()
+        return discover(*a, **k)
+
+    def reading(*a: Any, **k: Any) -> Any:
+        assert listing.wait(20), "the sacct file was read before the server was asked anything"
+        return read(*a, **k)
+
+    monkeypatch.setattr(aggregate, "discover", discovering)
+    monkeypatch.setattr(slurm, "read_sacct", reading)
+    path = tmp_path / "sacct.txt"
+    path.write_text(sacct_of(cluster))
+    window = [f"{cluster.start:.0f}", f"{cluster.end:.0f}"]
+    args = ["fleet", "import", "prometheus", "--url", prom, "--start", window[0], "--end", window[1], "--sacct", str(path)]
+    code, _, err = _main(capsys, *args, "--tz", "UTC", "-o", str(tmp_path / "cli"), "--quiet")
+    assert code == 0 and listing.is_set(), err
+    sacct = read(path, UTC)
+    import_fleet(tmp_path / "api", ImportOptions(cluster.start, cluster.end, PromConfig(prom), sacct=sacct))
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        a, b = (pd.read_parquet(tmp_path / d / name) for d in ("cli", "api"))
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_bad_sacct_file_is_one_clear_error_before_or_after_the_server_is_asked(
+    prom: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing file is refused before anything is asked (a server that is not there is never reached); one that
+    does not parse, once the server has listed its series: the same one-line error naming the file, nothing written."""
+    window = ["--start", "2025-03-03T08:00:00Z", "--end", "2025-03-03T10:00:00Z"]
+    nowhere = ["fleet", "import", "prometheus", "--url", "http://127.0.0.1:9", "--retries", "0"]
+    _fails(nowhere + window + ["--sacct", str(tmp_path / "missing.txt")], tmp_path, "missing.txt", capsys)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff\xfe\x00 not sacct output\n")
+    _fails(["fleet", "import", "prometheus", "--url", prom, *window, "--sacct", str(bad)], tmp_path, "bad.txt", capsys)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n")
+    _fails(["fleet", "import", "prometheus", "--url", prom, *window, "--sacct", str(empty)], tmp_path, "empty.txt", capsys)
+
+
 INJECTIONS = [
     'a="b"} or vector(1) or {c="d"',  # closes our braces, adds a series to every answer
     'a="b"} or vector(1)',

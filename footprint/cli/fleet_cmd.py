@@ -306,12 +306,12 @@ def _run(args: argparse.Namespace, opts: Any) -> int:
 
 def import_prometheus(args: argparse.Namespace) -> int:
     from footprint.fleet.importer import gc_paused
-    from footprint.fleet.slurm import read_sacct
+    from footprint.fleet.slurm import SacctReading
 
     start, end = window_args(args)
-    with gc_paused():  # a month of a large cluster's sacct: ~600,000 jobs
-        sacct = read_sacct(args.sacct, _tz(args.tz), args.delimiter) if args.sacct else None
-    return _run(args, _options(args, start, end, sacct))
+    with gc_paused():  # a month of a large cluster's sacct: ~600,000 jobs, read while the server lists its series
+        sacct = SacctReading(args.sacct, _tz(args.tz), args.delimiter) if args.sacct else None
+        return _run(args, _options(args, start, end, sacct))
 
 
 def import_slurm(args: argparse.Namespace) -> int:

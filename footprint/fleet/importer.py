@@ -14,7 +14,7 @@ import gc
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from footprint.fleet.job_rows import (
 from footprint.fleet.prometheus import PromConfig, PrometheusClient
 from footprint.fleet.records import run_record
 from footprint.fleet.sacct_jobs import SacctJobs
-from footprint.fleet.slurm import SacctResult
+from footprint.fleet.slurm import SacctReading, SacctResult
 from footprint.fleet.store import FleetWriter
 from footprint.fleet.telemetry import (
     CPU,
@@ -62,7 +62,7 @@ class ImportOptions:
     end: float | None = None
     prom: PromConfig | None = None
     names: DcgmNames = field(default_factory=DcgmNames)
-    sacct: SacctResult | None = None
+    sacct: SacctResult | SacctReading | None = None  # a reading: joined once the server has listed its series
     site: dict[str, Any] | None = None
     gpu_types: dict[str, str] = field(default_factory=dict)  # SLURM gres type -> catalogue GPU name
     chunk_s: float = 6 * 3600
@@ -92,7 +92,9 @@ class ImportSummary:
 
 def _window(opts: ImportOptions, now: float) -> tuple[float, float]:
     start, end = opts.start, opts.end
-    jobs = SacctJobs.of(opts.sacct.jobs if opts.sacct else [])
+    if start is None or end is None:
+        assert not isinstance(opts.sacct, SacctReading)
+        jobs = SacctJobs.of(opts.sacct.jobs if opts.sacct else [])
     if start is None:
         if not jobs:
             raise FootprintError("give --start (no sacct jobs to take the window from)", key="--start")
@@ -132,19 +134,21 @@ def import_fleet(out: str | Path, opts: ImportOptions, progress: Progress | None
 
 
 def _import(out: str | Path, opts: ImportOptions, progress: Progress | None) -> ImportSummary:
-    taken = opts.sacct.taken_at if opts.sacct is not None else None
-    now = opts.now if opts.now is not None else (taken if taken is not None else time.time())
+    started = time.time()
     if opts.prom is None and opts.sacct is None:
         raise FootprintError("nothing to import: give a Prometheus --url, a sacct file, or both")
-    window = _window(opts, now)
+    later = opts.prom is not None and not opts.exact and opts.start is not None and opts.end is not None
+    if not later:  # the window or the first step needs the jobs: the sacct file read now
+        opts = _with_sacct(opts)
+    window = _window(opts, _now(opts, started) if not later else started)
     with FleetWriter(out, opts.overwrite) as w:
         w.records = opts.exact if opts.records is None else opts.records
         if opts.prom is None:
-            summary = _from_sacct(w, opts, window, now)
+            summary = _from_sacct(w, opts, window, _now(opts, started))
         elif opts.exact:
-            summary = _from_prometheus(w, opts, window, now, progress)
+            summary = _from_prometheus(w, opts, window, _now(opts, started), progress)
         else:
-            summary = _aggregated(w, opts, window, now, progress)
+            summary = _aggregated(w, opts, window, started, progress)
         w.close_ledger()
         w.commit()
     if opts.prom is not None and not opts.exact:
@@ -153,6 +157,17 @@ def _import(out: str | Path, opts: ImportOptions, progress: Progress | None) -> 
         shutil.rmtree(resume_dir(Path(out)), ignore_errors=True)
     summary.out = Path(out)
     return summary
+
+
+def _with_sacct(opts: ImportOptions) -> ImportOptions:
+    """``opts`` with the sacct file read (`SacctReading`: waited for, its error raised here)."""
+    return replace(opts, sacct=opts.sacct.result()) if isinstance(opts.sacct, SacctReading) else opts
+
+
+def _now(opts: ImportOptions, started: float) -> float:
+    """Where running jobs end: ``opts.now``, else when sacct ran, else when the import started."""
+    taken = opts.sacct.taken_at if isinstance(opts.sacct, SacctResult) else None
+    return opts.now if opts.now is not None else (taken if taken is not None else started)
 
 
 # ---- with telemetry ---------------------------------------------------------------------------------
@@ -179,9 +194,10 @@ def _from_prometheus(
 
 
 def _aggregated(
-    w: FleetWriter, opts: ImportOptions, window: tuple[float, float], now: float, progress: Progress | None
+    w: FleetWriter, opts: ImportOptions, window: tuple[float, float], started: float, progress: Progress | None
 ) -> ImportSummary:
-    """The default: per-job energies evaluated by the server (`footprint.fleet.aggregate`)."""
+    """The default: per-job energies evaluated by the server (`footprint.fleet.aggregate`); a sacct file still
+    being read (`SacctReading`) is joined once the server has listed its series."""
 
     from footprint.fleet import aggregate, promql
     from footprint.fleet.summaries import Summaries
@@ -189,6 +205,8 @@ def _aggregated(
     fetch = _connect(opts, window)
     client = fetch.client
     found = aggregate.discover(client, fetch, window, opts.concurrency)
+    opts = _with_sacct(opts)  # read while the server listed its series
+    now = _now(opts, started)
     tel = fetch.t
     plan = Plan(tel, window)
     resume = resume_dir(w.out)
