@@ -151,7 +151,31 @@ def test_bins_laid_out_a_chunk_at_once_give_the_ledger_of_one_bin_at_a_time(
     assert share and sum(share) / len(share) > 0.5, share  # most bins took the numpy path
     for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
         a, b = (pd.read_parquet(tmp_path / d / name) for d in ("at-once", "one-by-one"))
-        pd.testing.assert_frame_equal(a, b)
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+@needs_prometheus
+def test_jobs_read_from_the_curves_a_block_of_chunks_at_once_give_the_ledger_of_one_chunk_at_a_time(
+    mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Jobs are evaluated and written a chunk at a time; their energies are read from the curves `CURVE_BLOCK`
+    chunks at once (one interpolation per GPU per block). Blocks of 7 chunks of 9 jobs (blocks and chunks that
+    do not divide the jobs, GPUs met in another order in each chunk; jobs under 90 minutes read raw, the items
+    the curves leave to each chunk) against blocks of one chunk: the same ledger, per-GPU rows and totals, row for
+    row and to the bit."""
+    from footprint.fleet import aggregate
+
+    c, out = mix
+    sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+    monkeypatch.setattr(aggregate, "CHUNK_JOBS", 9)
+    with promserver.serve(out.parent / "tsdb") as url:
+        for name, block in (("blocks", 7), ("chunks", 1)):
+            monkeypatch.setattr(aggregate, "CURVE_BLOCK", block)
+            import_fleet(tmp_path / name, ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct, exact_below_s=5400))
+    assert len(c.jobs) > 7 * 9 and sum((j.end or c.end) - j.start < 5400 for j in c.jobs) >= 5
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        a, b = (pd.read_parquet(tmp_path / d / name) for d in ("blocks", "chunks"))
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
 def test_a_chunks_summaries_join_by_group_and_bin() -> None:
