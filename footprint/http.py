@@ -35,7 +35,7 @@ class Deadline:
         self.seconds, self.expired = seconds, False
         self._conns: list[Any] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
+        self._timer: threading.Timer | None = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
 
     def add(self, conn: Any) -> None:
@@ -65,11 +65,14 @@ def deadline(seconds: float) -> Iterator[Deadline]:
     d = Deadline(seconds)
     before = getattr(_local, "deadline", None)
     _local.deadline = d
-    d._timer.start()
+    timer = d._timer
+    assert timer is not None
+    timer.start()
     try:
         yield d
     finally:
-        d._timer.cancel()
+        timer.cancel()
+        d._timer = None  # the timer holds d._fire: without this each request left a cycle for the collector
         _local.deadline = before
 
 

@@ -260,23 +260,9 @@ class Summaries:
         hosts = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus if d.host not in self.unlabelled})
         if not hosts:
             return []
-
-        def ask(nodes: list[str], i: int, j: int) -> list[Any]:  # bins ending at ends[i..j]
-            self.stats["requests"] = self.stats.get("requests", 0) + 1
-            sel = self._sel(n.energy_metric, nodes)
-            try:
-                expr = f"max by ({n.host_label},{n.gpu_label}) (resets({sel}[{range_of((j - i + 1) * self.bin_s)}]))"
-                data = self.client.query(expr, at=ends[j])
-            except PrometheusLimitError:
-                if i == j:
-                    raise
-                self.stats["splits"] = self.stats.get("splits", 0) + 1
-                return ask(nodes, i, (i + j) // 2) + ask(nodes, (i + j) // 2 + 1, j)
-            return (data.get("result") or []) if isinstance(data, dict) else []
-
         k = max(1, min(self.concurrency, len(hosts)))
         groups = [hosts[g * len(hosts) // k : (g + 1) * len(hosts) // k] for g in range(k)]
-        for answer in in_order(groups, lambda nodes: ask(nodes, 0, len(ends) - 1), k):
+        for answer in in_order(groups, lambda nodes: self._resets(nodes, ends, 0, len(ends) - 1), k):
             for s in answer:
                 lab = s.get("metric") if isinstance(s, dict) else None
                 if not isinstance(lab, dict):
@@ -289,6 +275,23 @@ class Summaries:
                 if dev is not None and r != 0:  # a reset, or an answer not understood: asked per bin
                     self._reset_devs.add(dev)
         return sorted({self.found.labels[d].get(n.host_label, "") for d in self._reset_devs})
+
+    def _resets(self, nodes: list[str], ends: list[float], i: int, j: int) -> list[Any]:
+        """``resets`` per GPU of these nodes over the bins ending at ``ends[i..j]``, in halves if refused (a method,
+        not a closure calling itself: that would be a reference cycle holding the curves until a collection)."""
+        n = self.n
+        self.stats["requests"] = self.stats.get("requests", 0) + 1
+        sel = self._sel(n.energy_metric, nodes)
+        try:
+            expr = f"max by ({n.host_label},{n.gpu_label}) (resets({sel}[{range_of((j - i + 1) * self.bin_s)}]))"
+            data = self.client.query(expr, at=ends[j])
+        except PrometheusLimitError:
+            if i == j:
+                raise
+            self.stats["splits"] = self.stats.get("splits", 0) + 1
+            h = (i + j) // 2
+            return self._resets(nodes, ends, i, h) + self._resets(nodes, ends, h + 1, j)
+        return (data.get("result") or []) if isinstance(data, dict) else []
 
     def _unphased(self, c: _Chunk) -> list[tuple[str, int]]:
         """The metrics to ask ``timestamp()`` of in this chunk: every one in the window's first chunk, then only those
