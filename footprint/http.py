@@ -35,8 +35,6 @@ class Deadline:
         self.seconds, self.expired = seconds, False
         self._conns: list[Any] = []
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
 
     def add(self, conn: Any) -> None:
         with self._lock:
@@ -65,14 +63,13 @@ def deadline(seconds: float) -> Iterator[Deadline]:
     d = Deadline(seconds)
     before = getattr(_local, "deadline", None)
     _local.deadline = d
-    timer = d._timer
-    assert timer is not None
+    timer = threading.Timer(seconds, d._fire)  # held here, not by d: the two would be a cycle for the collector
+    timer.daemon = True
     timer.start()
     try:
         yield d
     finally:
         timer.cancel()
-        d._timer = None  # the timer holds d._fire: without this each request left a cycle for the collector
         _local.deadline = before
 
 

@@ -184,7 +184,6 @@ class SacctReading:
         from footprint.inputs import check_file
 
         check_file(path, "sacct file")
-        self.source = str(path)
         self._done: Future[SacctResult] = Future()
         Thread(target=self._read, args=(path, tz, delimiter), name="sacct", daemon=True).start()
 

@@ -79,6 +79,8 @@ class Summaries:
         devs = found.fetch.t.devices
         self.gpus = [d for d in devs if d.kind == GPU_COUNTER]
         self.raw_hosts = sorted({found.labels[d.id].get(self.n.host_label, "") for d in self.gpus if d.host in unlabelled})
+        every = {found.labels[d.id].get(self.n.host_label, "") for d in self.gpus}
+        self.labelled_hosts = sorted(every - set(self.raw_hosts))  # the nodes the summaries and `resets` ask
         self.meters = sorted({(d.metric, d.kind) for d in devs if d.kind in (CPU, RAM)})
 
     # ---- the whole window ------------------------------------------------------------------------
@@ -202,9 +204,8 @@ class Summaries:
                 sel = self._sel(n.energy_metric, self.raw_hosts or None, exclude=True, also=match)
             return f"{agg} by ({','.join(by)}) ({fn}({sel}[{range_of(self.bin_s)}]))"
 
-        every = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus} - set(self.raw_hosts))
         keys, kept = [], []
-        for s in matrix(self.client, expr, only, a, b, self.bin_s, self.stats, every):
+        for s in matrix(self.client, expr, only, a, b, self.bin_s, self.stats, self.labelled_hosts):
             lab = s["metric"]
             at = tuple(lab.items())  # a group's labels: the same in each of the chunk's summaries
             key = known.get(at, False)
@@ -257,7 +258,7 @@ class Summaries:
         is asked in halves of the window (whole bins each)."""
         n = self.n
         self._reset_devs: set[int] = set()
-        hosts = sorted({self.found.labels[d.id].get(n.host_label, "") for d in self.gpus if d.host not in self.unlabelled})
+        hosts = self.labelled_hosts
         if not hosts:
             return []
         k = max(1, min(self.concurrency, len(hosts)))
