@@ -123,6 +123,55 @@ def test_a_days_series_selected_by_its_job_labels_give_the_same_ledger(
 
 
 @needs_prometheus
+def test_a_chunks_summaries_ask_the_job_labels_of_one_day_listed(
+    mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Discovery lists the series a chunk's span at a time from the first chunk's start, so a chunk's summaries
+    select the job labels of one listing: with days offset from the chunks (by the lookback, as before) the first
+    chunk reached outside them (every series of the block selected) and each other was two days' labels."""
+    from footprint.fleet import aggregate, curves
+
+    c, out = mix
+    calls: list[tuple[aggregate.Found, float, float, list[str] | None]] = []
+    between = aggregate.Found.jobs_between
+    monkeypatch.setattr(
+        aggregate.Found, "jobs_between", lambda self, a, b: calls.append((self, a, b, got := between(self, a, b))) or got
+    )
+    with promserver.serve(out.parent / "tsdb") as url:
+        sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+        import_fleet(tmp_path / "f", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+    found = calls[0][0]
+    assert found.listed[0] == curves.first_chunk_start(c.start) and found.listed[2] == curves.CHUNK_S
+    labels = found.fetch.t.labels
+    days = [sorted({found.raw_last.get(i, labels[i]) for i in ids}) for _, ids in sorted(found.day_jobs.items())]
+    chunks = [(a, got) for _, a, b, got in calls if abs(b - a - curves.CHUNK_S) < 1]
+    spans = [sorted(got) for a, got in chunks if got is not None]
+    assert len(spans) == 2 and all(span in days for span in spans), (len(chunks), [len(d) for d in days])
+    assert [a for a, _ in chunks][:2] == [found.listed[0], found.listed[0] + curves.CHUNK_S]
+
+
+def test_a_span_of_the_days_listed_asks_the_days_it_meets_to_the_millisecond() -> None:
+    """`Found.jobs_between` is closed at both ends and reads times to Prometheus' millisecond: a span whose ends are a
+    day's (however their floats round) is that day; a millisecond past an end reaches the next."""
+    from types import SimpleNamespace
+
+    from footprint.fleet.aggregate import Found
+
+    lo, day = 1_735_686_000.001, 86_400.0
+    found = Found(SimpleNamespace(t=SimpleNamespace(labels=["a", "b", "c"])))  # type: ignore[arg-type]
+    found.listed = (lo, lo + 3 * day, day)
+    found.day_jobs = {lo + k * day: [k] for k in range(3)}
+    ulp = np.spacing(lo)
+    assert found.jobs_between(lo + day + ulp, lo + 2 * day - ulp) == ["b"]
+    assert found.jobs_between(lo + day - ulp, lo + 2 * day + ulp) == ["b"]
+    assert sorted(found.jobs_between(lo + day, lo + 2 * day + 0.001)) == ["b", "c"]
+    assert found.jobs_between(lo + day - 0.001, lo + day) == ["a"]
+    assert sorted(found.jobs_between(lo + day - 0.001, lo + day + 0.001)) == ["a", "b"]
+    assert found.jobs_between(lo + day, lo + day) == ["b"]
+    assert found.jobs_between(lo - 0.001, lo + day) is None
+
+
+@needs_prometheus
 def test_bins_laid_out_a_chunk_at_once_give_the_ledger_of_one_bin_at_a_time(
     mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -37,7 +37,7 @@ import numpy as np
 from footprint.errors import FootprintError
 from footprint.fleet import promql
 from footprint.fleet.attribution import Activity, Evidence, Job, Plan
-from footprint.fleet.curves import Curves, in_order
+from footprint.fleet.curves import CHUNK_S, Curves, first_chunk_start, in_order
 from footprint.fleet.jobtable import LABEL
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
@@ -45,6 +45,7 @@ from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, KIND_NAMES, L
 
 DAY = 86400.0
 HOUR = 3600.0
+_SLACK_S = 1e-4  # below Prometheus' millisecond: a time this close to a day's end is read as on it
 Progress = Callable[[str, int | None, int], None]
 
 
@@ -63,7 +64,7 @@ class Found:
     # the label's key), so that a day's summaries select its series by value, not by walking the block's series
     day_jobs: dict[float, array] = field(default_factory=dict)
     raw_last: dict[int, str] = field(default_factory=dict)
-    listed: tuple[float, float, float] = (0.0, 0.0, DAY)  # the span the days listed cover, and a day's length
+    listed: tuple[float, float, float] = (0.0, 0.0, CHUNK_S)  # the span the days listed cover, and a day's length
 
     def gpu_matchers(self, devs: list[int]) -> str:
         """Matchers selecting these GPUs (host and index regexes: a cross product, filtered when the answer is read)."""
@@ -78,12 +79,15 @@ class Found:
 
     def jobs_between(self, a: float, b: float) -> list[str] | None:
         """The raw values of the last job label on counter GPUs with samples in [a, b] (a superset: every day
-        listed that overlaps it); None where [a, b] reaches outside the days listed."""
+        listed that overlaps it; a day listed is closed, so a chunk's span, whose ends are a day's, is one day
+        however its floats round, within 0.1 ms: Prometheus reads times to the millisecond); None where [a, b]
+        reaches outside the days listed."""
         if not self.lists(a, b):
             return None
         lo, _, day = self.listed
         ids: set[int] = set()
-        for k in range(int((a - lo) // day), int((b - lo) // day) + 1):
+        first = math.floor((a - lo + _SLACK_S) / day)
+        for k in range(first, max(first + 1, math.ceil((b - lo - _SLACK_S) / day))):
             ids.update(self.day_jobs.get(lo + k * day, ()))
         labels = self.fetch.t.labels
         return [self.raw_last.get(i, labels[i]) for i in ids]
@@ -95,9 +99,11 @@ def discover(client: PrometheusClient, fetch: Fetcher, window: tuple[float, floa
     n = fetch.names
     fetch.discover()  # which metrics exist, host CPU source (label-value lookups)
     found = Found(fetch)
-    lo, hi = window[0] - LOOKBACK_S, window[1] + LOOKBACK_S
-    days = [(a, min(a + DAY, hi)) for a in np.arange(lo, hi, DAY).tolist()]
-    found.listed = (lo, hi, DAY)
+    # days of the summaries' chunks (`summaries`), from the first's start (an hour before the window, more than
+    # the lookback): a chunk's job labels are one day's, where days offset from the chunks made them two
+    lo, hi = first_chunk_start(window[0]), window[1] + LOOKBACK_S
+    days = [(a, min(a + CHUNK_S, hi)) for a in np.arange(lo, hi, CHUNK_S).tolist()]
+    found.listed = (lo, hi, CHUNK_S)
     metrics = [(m, k) for m, k, _ in fetch.sources if k == GPU_COUNTER]
     if n.power_metric:
         metrics.append((n.power_metric, GPU_GAUGE))

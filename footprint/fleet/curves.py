@@ -41,6 +41,13 @@ from footprint.fleet.telemetry import beyond_any_device
 BIN_S = 3600.0  # summary bins: an hour (the layout needs no finer; a GPU's samples per bin bound the response)
 BINS_PER_CHUNK = 24  # bins per request: a day (see `summaries.Summaries._build`)
 EDGE = 0.001  # bin ends sit 1 ms past whole seconds: a sample exactly on an end would be counted in two bins
+CHUNK_S = BINS_PER_CHUNK * BIN_S  # a chunk's span
+
+
+def first_chunk_start(window_start: float) -> float:
+    """Where a window's first chunk of bins begins (its first bin ends at the window's start). Discovery lists the
+    series from here a chunk's span at a time, so that a chunk's summaries select the job labels of one listing."""
+    return window_start + EDGE - BIN_S
 
 
 @dataclass
@@ -278,4 +285,16 @@ def in_order(jobs: list[Any], fn: Callable[[Any], Any], workers: int) -> Iterato
             yield ahead.popleft().result()
 
 
-__all__ = ["BIN_S", "BINS_PER_CHUNK", "EDGE", "Curve", "Curves", "in_order", "matrix", "points", "points_many"]
+__all__ = [
+    "BIN_S",
+    "BINS_PER_CHUNK",
+    "CHUNK_S",
+    "EDGE",
+    "first_chunk_start",
+    "Curve",
+    "Curves",
+    "in_order",
+    "matrix",
+    "points",
+    "points_many",
+]

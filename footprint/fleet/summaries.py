@@ -30,7 +30,7 @@ from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import Kept, range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, LOOKBACK_S, RAM
 
-IDLE_CHUNKS = 4  # chunks (days) whose series without a job label are asked at once (`Summaries._idle`)
+IDLE_CHUNKS = 8  # chunks (days) whose series without a job label are asked at once (`Summaries._idle`)
 MAX_STEPS = 10_000  # steps per series in one query_range (Prometheus' limit: 11,000)
 BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks, as a matcher's operator and value
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
