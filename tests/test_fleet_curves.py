@@ -147,7 +147,7 @@ def test_a_chunks_summaries_ask_the_job_labels_of_one_day_listed(
     chunks = [(a, got) for _, a, b, got in calls if abs(b - a - curves.CHUNK_S) < 1]
     spans = [sorted(got) for a, got in chunks if got is not None]
     assert len(spans) == 2 and all(span in days for span in spans), (len(chunks), [len(d) for d in days])
-    assert [a for a, _ in chunks][:2] == [found.listed[0], found.listed[0] + curves.CHUNK_S]
+    assert [a for a, _ in chunks][:2] == pytest.approx([found.listed[0], found.listed[0] + curves.CHUNK_S], abs=1e-4)
 
 
 def test_a_span_of_the_days_listed_asks_the_days_it_meets_to_the_millisecond() -> None:
