@@ -150,6 +150,41 @@ def test_a_chunks_summaries_ask_the_job_labels_of_one_day_listed(
     assert [a for a, _ in chunks][:2] == pytest.approx([found.listed[0], found.listed[0] + curves.CHUNK_S], abs=1e-4)
 
 
+@needs_prometheus
+def test_the_series_without_a_job_label_asked_days_at_once_give_the_ledger_of_a_day_at_a_time(
+    mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The series without a job label are asked `IDLE_CHUNKS` days at once (each such query computes the job
+    label's inverse over the block) and each day takes its bins: the same ledger, to the bit, as one day a query."""
+    from footprint.fleet import promql, summaries
+
+    c, out = mix
+    blank: list[tuple[float, float]] = []
+    query_range = promql.Kept.query_range
+
+    def spy(self: promql.Kept, expr: str, start: float, end: float, *a: object, **k: object) -> object:
+        if "\\\\s*" in expr:
+            blank.append((start, end))
+        return query_range(self, expr, start, end, *a, **k)
+
+    monkeypatch.setattr(promql.Kept, "query_range", spy)
+    sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+    with promserver.serve(out.parent / "tsdb") as url:
+        import_fleet(tmp_path / "days", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+        at_once = len(blank)
+        monkeypatch.setattr(summaries, "IDLE_CHUNKS", 1)
+        import_fleet(tmp_path / "one", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+    assert at_once == 3 and len(blank) - at_once == 3 * 2  # count, min, max: once, then once for each listed day
+    raw = [
+        json.loads((d / "fleet.json").read_text())["sources"]["prometheus"]["aggregation"]["raw_bins"]
+        for d in (out, tmp_path / "days", tmp_path / "one")
+    ]
+    assert raw[0] == raw[1] == raw[2], raw  # the same hours laid out from the summaries
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "days" / name), pd.read_parquet(tmp_path / "one" / name))
+        pd.testing.assert_frame_equal(pd.read_parquet(out / name), pd.read_parquet(tmp_path / "one" / name))
+
+
 def test_a_span_of_the_days_listed_asks_the_days_it_meets_to_the_millisecond() -> None:
     """`Found.jobs_between` is closed at both ends and reads times to Prometheus' millisecond: a span whose ends are a
     day's (however their floats round) is that day; a millisecond past an end reaches the next."""
