@@ -140,13 +140,14 @@ def _import(out: str | Path, opts: ImportOptions, progress: Progress | None) -> 
     later = opts.prom is not None and not opts.exact and opts.start is not None and opts.end is not None
     if not later:  # the window or the first step needs the jobs: the sacct file read now
         opts = _with_sacct(opts)
-    window = _window(opts, _now(opts, started) if not later else started)
+    now = _now(opts, started)  # a sacct file read later moves it: `_aggregated` asks again once it is joined
+    window = _window(opts, now)  # (a window given whole does not read ``now``)
     with FleetWriter(out, opts.overwrite) as w:
         w.records = opts.exact if opts.records is None else opts.records
         if opts.prom is None:
-            summary = _from_sacct(w, opts, window, _now(opts, started))
+            summary = _from_sacct(w, opts, window, now)
         elif opts.exact:
-            summary = _from_prometheus(w, opts, window, _now(opts, started), progress)
+            summary = _from_prometheus(w, opts, window, now, progress)
         else:
             summary = _aggregated(w, opts, window, started, progress)
         w.close_ledger()
