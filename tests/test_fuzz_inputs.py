@@ -356,6 +356,31 @@ def test_a_ctrl_c_inside_a_garbage_collector_callback_still_stops_the_command() 
     assert p.stderr.strip().splitlines() == ["footprint: interrupted; nothing half-written was left"], p.stderr
 
 
+def test_a_ctrl_c_that_an_extension_turned_into_its_own_error_is_still_one_line_and_130() -> None:
+    """A Ctrl-C that lands while a C extension initialises comes out as that extension's error (matplotlib's
+    `_image`: "ImportError: initialization failed", the KeyboardInterrupt as its context): once a traceback and
+    exit 1 in a report interrupted at 0.6 s. main() treats it as the interrupt; an error of its own still raises."""
+    code = (
+        "import sys\n"
+        "import footprint.cli as cli\n"
+        "def work(argv):\n"
+        "    try:\n"
+        "        raise KeyboardInterrupt\n"
+        "    except KeyboardInterrupt:\n"
+        "        raise ImportError('initialization failed')\n"
+        "import footprint.cli.app as app\n"
+        "app.main = work\n"
+        "sys.exit(cli.main([]))\n"
+    )
+    p = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 130 and p.stderr.strip().splitlines() == ["footprint: interrupted; nothing half-written was left"], (
+        p.stderr
+    )
+    bare = code.replace("raise KeyboardInterrupt", "raise ValueError").replace("except KeyboardInterrupt", "except ValueError")
+    p = subprocess.run([PY, "-c", bare], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "ImportError: initialization failed" in p.stderr, (p.returncode, p.stderr)
+
+
 # ---- importers ------------------------------------------------------------------------------------
 
 

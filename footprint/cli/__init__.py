@@ -60,14 +60,36 @@ def main(argv: list[str] | None = None) -> int:
         from footprint.cli.app import main as run
 
         return run(argv)
+    except Exception as exc:  # an extension that was loading when Ctrl-C came turns it into its own error
+        if not _from_interrupt(exc):
+            raise
+        return _stopped()
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell would; a file being written was not renamed
-        print(INTERRUPTED, file=sys.stderr)
-        _interrupted.append(True)
-        return 130
+        return _stopped()
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         sys.stdout, sys.stderr = out, err
+
+
+def _stopped() -> int:
+    print(INTERRUPTED, file=sys.stderr)
+    _interrupted.append(True)
+    return 130
+
+
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a Ctrl-C was being handled: a C extension whose initialisation the
+    interrupt cut short raises its own error in its place (matplotlib's `_image`: "ImportError: initialization
+    failed", the KeyboardInterrupt as its context), which would otherwise end the command with a traceback."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__context__
+    return False
 
 
 def _fit_address_space_limit() -> None:
