@@ -381,6 +381,34 @@ def test_a_ctrl_c_that_an_extension_turned_into_its_own_error_is_still_one_line_
     assert p.returncode == 1 and "ImportError: initialization failed" in p.stderr, (p.returncode, p.stderr)
 
 
+def test_a_ctrl_c_that_an_extension_swallowed_before_its_own_error_is_still_one_line_and_130() -> None:
+    """An extension may catch the KeyboardInterrupt and raise its own error with no trace of it (matplotlib's pybind11
+    path conversion, "ValueError: Invalid affine transformation matrix", once a traceback and exit 1 in a report
+    interrupted at 0.6 s in CI). The CLI's SIGINT handler remembers the signal; without one the error still raises."""
+    code = (
+        "import signal, sys\n"
+        "import footprint.cli as cli\n"
+        "def work(argv):\n"
+        "    try:\n"
+        "        signal.raise_signal(signal.SIGINT)\n"
+        "    except KeyboardInterrupt:\n"
+        "        pass\n"
+        "    raise ValueError('Invalid affine transformation matrix')\n"
+        "import footprint.cli.app as app\n"
+        "app.main = work\n"
+        "sys.exit(cli.main([]))\n"
+    )
+    p = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 130 and p.stderr.strip().splitlines() == ["footprint: interrupted; nothing half-written was left"], (
+        p.returncode,
+        p.stderr,
+    )
+    bare = code.replace("signal.raise_signal(signal.SIGINT)", "pass").replace("except KeyboardInterrupt", "except Exception")
+    bare = bare.replace("raise ValueError", "raise TypeError")
+    p = subprocess.run([PY, "-c", bare], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "TypeError: Invalid affine" in p.stderr, (p.returncode, p.stderr)
+
+
 # ---- importers ------------------------------------------------------------------------------------
 
 

@@ -54,14 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout = _Terminal(out)  # None when started with stdout closed (`>&-`): each write is then one error line
     sys.stderr = err if err is not None else open(os.devnull, "w")  # noqa: SIM115 - nowhere to say anything
+    previous = _note_interrupts()
     try:
         _fit_address_space_limit()
         _steady_memory()
         from footprint.cli.app import main as run
 
         return run(argv)
-    except Exception as exc:  # an extension that was loading when Ctrl-C came turns it into its own error
-        if not _from_interrupt(exc):
+    except Exception as exc:  # an extension that was running when Ctrl-C came may turn it into its own error
+        if not (_sigint_seen or _from_interrupt(exc)):
             raise
         return _stopped()
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell would; a file being written was not renamed
@@ -70,6 +71,31 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         sys.stdout, sys.stderr = out, err
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+_sigint_seen: list[bool] = []
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """Python's own SIGINT handler, remembering that it ran: a C extension may swallow the KeyboardInterrupt and
+    raise an error of its own with no trace of it (matplotlib's pybind11 path conversion: "ValueError: Invalid
+    affine transformation matrix" in a report interrupted at 0.6 s), so the exception alone cannot tell."""
+    _sigint_seen.append(True)
+    signal.default_int_handler(signum, frame)
+
+
+def _note_interrupts() -> Any:
+    """Install `_on_sigint` where SIGINT has Python's default handler (a caller's own handler is left alone);
+    returns the handler to put back, None when nothing was installed (not the main thread, or another handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, _on_sigint)
+    return previous
 
 
 def _stopped() -> int:
@@ -79,9 +105,10 @@ def _stopped() -> int:
 
 
 def _from_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while a Ctrl-C was being handled: a C extension whose initialisation the
-    interrupt cut short raises its own error in its place (matplotlib's `_image`: "ImportError: initialization
-    failed", the KeyboardInterrupt as its context), which would otherwise end the command with a traceback."""
+    """Whether ``exc`` was raised while a KeyboardInterrupt was being handled (one raised by code, not the signal,
+    leaves `_sigint_seen` empty): a C extension whose initialisation the interrupt cut short raises its own
+    error in its place (matplotlib's `_image`: "ImportError: initialization failed", the KeyboardInterrupt as its
+    context), which would otherwise end the command with a traceback."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
