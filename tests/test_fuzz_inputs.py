@@ -399,6 +399,27 @@ def test_a_ctrl_c_that_an_extension_turned_into_its_own_error_is_still_one_line_
     assert p.returncode == 1 and error in p.stderr, (p.returncode, p.stderr)
 
 
+def test_an_interrupt_of_an_earlier_main_does_not_hide_a_later_error() -> None:
+    """main() called again in the same process (a notebook, a test) forgets the Ctrl-C of the call before: its own
+    error still raises."""
+    code = (
+        "import signal, sys\n"
+        "import footprint.cli as cli\n"
+        "import footprint.cli.app as app\n"
+        "def stopped(argv):\n"
+        "    try:\n        signal.raise_signal(signal.SIGINT)\n    except KeyboardInterrupt:\n        pass\n"
+        "    raise ValueError('swallowed')\n"
+        "def broken(argv):\n"
+        "    raise ValueError('an error of its own')\n"
+        "app.main = stopped\n"
+        "assert cli.main([]) == 130\n"
+        "app.main = broken\n"
+        "cli.main([])\n"
+    )
+    p = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "ValueError: an error of its own" in p.stderr, (p.returncode, p.stderr)
+
+
 # ---- importers ------------------------------------------------------------------------------------
 
 

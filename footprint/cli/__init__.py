@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout = _Terminal(out)  # None when started with stdout closed (`>&-`): each write is then one error line
     sys.stderr = err if err is not None else open(os.devnull, "w")  # noqa: SIM115 - nowhere to say anything
+    _sigint_seen.clear()  # an interrupt of an earlier main() in this process (a notebook, a test) is not this one's
+    _interrupted.clear()
     previous = _note_interrupts()
     try:
         _fit_address_space_limit()
