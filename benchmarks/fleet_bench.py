@@ -14,7 +14,8 @@
    end; each import is a fresh process (wall, peak RSS), with the server's query time per slice
    (``prometheus_engine_query_duration_seconds``) read around it, and every job of 30 min or more checked
    against its true energy. ``--before DIR`` runs a checkout of an earlier footprint at the smallest size.
-   A line through the (GPU-days, wall) points extrapolates 4,096 GPUs x 30 days. ``--sparse-month 4096:300``
+   A line through the (GPU-days, wall) points extrapolates 4,096 GPUs x 30 days, and another through the months
+   alone (with two or more ``--month-gpus``: windows of the same length). ``--sparse-month 4096:300``
    also runs a 4,096-GPU month scraped every 300 s (a large cluster's jobs, series and label values at a tenth
    of its 30-s samples; ~5 min to generate and backfill), reported beside the fit.
 3. A ledger of 1,000,000 jobs: written partitioned by month, every job assessed in all 16 categories
@@ -352,6 +353,7 @@ def prometheus_part(
     runs.append((f"{max(sizes)} GPUs x {days:g} d, long jobs 6-24 h", max(sizes), days, (6.0, 24.0)))
     runs += [(f"{g} GPUs x 30 d, jobs 0.5-8 h", g, 30.0, (0.5, 8.0)) for g in month_gpus]
     points: list[tuple[float, dict]] = []
+    months: list[tuple[float, dict]] = []
     for name, gpus, span, hours in runs:
         tmp = Path(tempfile.mkdtemp(prefix="fleet-prom-"))
         c = _cluster(tmp, start, gpus, span, hours)
@@ -360,18 +362,26 @@ def prometheus_part(
             m = _measure(name, url, start, c, repeat, before if gpus == min(sizes) and hours == (0.5, 8.0) else None)
         if hours == (0.5, 8.0):
             points.append((gpus * span, m))
+            if span == 30.0:
+                months.append((gpus * span, m))
         shutil.rmtree(tmp, ignore_errors=True)
     if sparse:
         _sparse_month(start, *sparse, repeat=1)
-    if len(points) >= 2:
-        x = np.array([p[0] for p in points])
-        keys = [(k, "MB" if k.startswith("rss") else "s") for k in points[0][1]]
-        for key, unit in keys:
-            y = np.array([p[1][key] for p in points])
-            b, a = np.polyfit(x, y, 1)
-            print(
-                f"  fit {key}: {a:.3g} {unit} + {b:.3g} {unit}/GPU-day -> 4,096 GPUs x 30 days: {a + b * 4096 * 30:,.0f} {unit}"
-            )
+    _fit("fit", points)
+    _fit("fit through the months alone", months)
+
+
+def _fit(name: str, points: list[tuple[float, dict]]) -> None:
+    """A least-squares line through the (GPU-days, figure) points, extrapolated to 4,096 GPUs x 30 days. Through
+    every point it leans on the 2-day windows (their per-window costs, such as the start-up and the window's
+    ``resets``, spread over few GPU-days); through the months alone it compares windows of the same length."""
+    if len(points) < 2:
+        return
+    x = np.array([p[0] for p in points])
+    for key in points[0][1]:
+        unit = "MB" if key.startswith("rss") else "s"
+        b, a = np.polyfit(x, np.array([p[1][key] for p in points]), 1)
+        print(f"  {name} {key}: {a:.3g} {unit} + {b:.3g} {unit}/GPU-day -> 4,096 GPUs x 30 days: {a + b * 4096 * 30:,.0f} {unit}")
 
 
 def _sparse_month(start: float, gpus: int, scrape_s: float, repeat: int) -> None:
