@@ -38,6 +38,7 @@ from footprint.errors import FootprintError
 from footprint.fleet import promql
 from footprint.fleet.attribution import Activity, Evidence, Job, Plan
 from footprint.fleet.curves import CHUNK_S, Curves, first_chunk_start, in_order
+from footprint.fleet.edges import Edges, curve_edges
 from footprint.fleet.jobtable import LABEL
 from footprint.fleet.prometheus import PrometheusClient
 from footprint.fleet.spans import Item, Items, ItemsBuilder, LabelSpans
@@ -294,39 +295,39 @@ def label_edges(plan: Plan, found: Found, curves: Curves, scrape_s: float) -> in
     stops) by the energy of that interval, the GPU drawing the power of the series before it (after it) and then
     the job's mean power: a knot added to the curve there, so the job's energy is a step, not half of a ramp.
     Where the two powers are within 20 % of each other (a job following one alike) the edge stays half a scrape
-    out. Returns how many edges were placed so."""
+    out (`edges.curve_edges`, a GPU's spans at once). Returns how many edges were placed so."""
     t = plan.jobs
     lab = np.nonzero(np.frombuffer(t.source, np.uint8) == LABEL)[0].tolist()
     if not lab:
         return 0
     want = {t.key[j]: j for j in lab}
-    spans: dict[int, list[tuple[int, float, float]]] = {}
+    rank: dict[int, int] = {}  # job -> the order of its first span (a GPU has one span a job: spans are per label)
+    per_dev: dict[int, tuple[list[int], list[float], list[float], list[int]]] = {}  # device -> jobs, a, b, rank
     for (label, dev), (a, b) in curves.spans_in_order():
-        if label in want and dev in curves.curves:
-            spans.setdefault(want[label], []).append((dev, a, b))
-    knots: dict[int, list[tuple[float, float]]] = {}
+        j = want.get(label)
+        if j is not None and dev in curves.curves:
+            jobs, aa, bb, ranks = per_dev.setdefault(dev, ([], [], [], []))
+            jobs.append(j)
+            aa.append(a)
+            bb.append(b)
+            ranks.append(rank.setdefault(j, len(rank)))
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
     placed = 0
-    for j, per_dev in spans.items():
-        starts, ends = [], []
-        for dev, a, b in per_dev:
-            c = curves.curves[dev]
-            for at, out, edge in ((a, starts, _start_edge), (b, ends, _end_edge)):
-                x = edge(c, a, b, at, scrape_s)
-                out.append(x[0] if x else (at - 0.5 * scrape_s if out is starts else at + 0.5 * scrape_s))
-                if x:
-                    knots.setdefault(dev, []).append(x)
-                    placed += 1
-        job = t[j]
-        job.start = max(min(starts), plan.window[0])
-        job.end = min(max(ends), plan.window[1])
-    for dev, ks in knots.items():
+    for dev, (jobs, aa, bb, ranks) in per_dev.items():
         c = curves.curves[dev]
-        kt, ke = np.array([k[0] for k in ks]), np.array([k[1] for k in ks])
-        ks_s = np.interp(kt, c.t, c.s)
-        order = np.argsort(np.concatenate([c.t, kt]), kind="stable")
-        t_, e_, s_ = (np.concatenate(x)[order] for x in ((c.t, kt), (c.e, ke), (c.s, ks_s)))
-        keep = np.concatenate([[True], np.diff(t_) > 0])  # one job's end and the next one's start: one knot
-        c.t, c.e, c.s = t_[keep], e_[keep], s_[keep]
+        x = curve_edges(c.t, c.e, np.array(aa), np.array(bb), scrape_s)
+        for j, s0, e0 in zip(jobs, x.start.tolist(), x.end.tolist(), strict=True):
+            starts[j] = min(starts.get(j, s0), s0)
+            ends[j] = max(ends.get(j, e0), e0)
+        n = int(x.start_ok.sum() + x.end_ok.sum())
+        if n:
+            placed += n
+            _add_knots(c, x, np.array(ranks))
+    for j, s0 in starts.items():
+        job = t[j]
+        job.start = max(s0, plan.window[0])
+        job.end = min(ends[j], plan.window[1])
     if placed:
         for d in found.fetch.t.devices:  # host meters' shares follow the windows just placed
             if d.kind in (CPU, RAM):
@@ -335,38 +336,19 @@ def label_edges(plan: Plan, found: Found, curves: Curves, scrape_s: float) -> in
     return placed
 
 
-def _power(c: Any, i: int) -> float:
-    """Mean power between knots i and i + 1."""
-    return float(c.e[i + 1] - c.e[i]) / max(float(c.t[i + 1] - c.t[i]), 1e-9)
-
-
-def _start_edge(c: Any, a: float, b: float, at: float, scrape_s: float) -> tuple[float, float] | None:
-    """(time, cumulative energy) of the start inside the interval ending at the first labelled sample ``at``."""
-    i = int(np.searchsorted(c.t, at))
-    if i < 2 or i >= len(c.t) or c.t[i] != at or at - c.t[i - 1] > 1.5 * scrape_s or b - a < scrape_s:
-        return None
-    job = float(np.interp(b, c.t, c.e) - c.e[i]) / (b - a)
-    before = _power(c, i - 2)
-    return _place(float(c.t[i - 1]), at, float(c.e[i - 1]), float(c.e[i]), before, job)
-
-
-def _end_edge(c: Any, a: float, b: float, at: float, scrape_s: float) -> tuple[float, float] | None:
-    """(time, cumulative energy) of the end inside the interval starting at the last labelled sample ``at``."""
-    k = int(np.searchsorted(c.t, at))
-    if k + 2 >= len(c.t) or c.t[k] != at or c.t[k + 1] - at > 1.5 * scrape_s or b - a < scrape_s:
-        return None
-    job = float(c.e[k] - np.interp(a, c.t, c.e)) / (b - a)
-    return _place(at, float(c.t[k + 1]), float(c.e[k]), float(c.e[k + 1]), job, _power(c, k + 1))
-
-
-def _place(t0: float, t1: float, e0: float, e1: float, p0: float, p1: float) -> tuple[float, float] | None:
-    """Where in (t0, t1) the power stepped from p0 to p1 for the interval to hold e1 - e0, and the energy there."""
-    if abs(p1 - p0) < 0.2 * max(p0, p1, 1e-9):
-        return None
-    x = (p1 * t1 - p0 * t0 - (e1 - e0)) / (p1 - p0)
-    if not t0 < x < t1:
-        return None
-    return x, min(max(e0 + p0 * (x - t0), e0), e1)
+def _add_knots(c: Any, x: Edges, rank: np.ndarray) -> None:
+    """The placed edges as knots of the curve, in the order the jobs were met (a job's start, then its end), so
+    that of two knots at one instant (one job's end and the next one's start) the one met first is kept."""
+    n = len(rank)
+    ok = np.concatenate([x.start_ok, x.end_ok])
+    key = np.lexsort((np.repeat([0, 1], n)[ok], np.concatenate([rank, rank])[ok]))
+    kt = np.concatenate([x.start, x.end])[ok][key]
+    ke = np.concatenate([x.start_e, x.end_e])[ok][key]
+    ks_s = np.interp(kt, c.t, c.s)
+    order = np.argsort(np.concatenate([c.t, kt]), kind="stable")
+    t_, e_, s_ = (np.concatenate(v)[order] for v in ((c.t, kt), (c.e, ke), (c.s, ks_s)))
+    keep = np.concatenate([[True], np.diff(t_) > 0])  # one job's end and the next one's start: one knot
+    c.t, c.e, c.s = t_[keep], e_[keep], s_[keep]
 
 
 class EdgeActivity(Activity):
