@@ -3,7 +3,8 @@
 Owns: the Prometheus HTTP API client (`prometheus`), energy per window evaluated by the server
 (`promql`: increase() terms, MIG repeats counted once, batches under the sample limit; reusable by any
 producer), the default import (`aggregate`: each GPU's energy curve from grouped per-hour summaries,
-`summaries` and `curves`, joined with the jobs client-side), exporter names in one table (`dialects`),
+`summaries` and `curves`, joined with the jobs client-side; the edges of jobs known from their labels alone
+placed inside their scrape intervals by `edges`), exporter names in one table (`dialects`),
 DCGM-exporter series read as per-GPU energy intervals for `--exact` (`telemetry`), SLURM accounting (`slurm`,
 read in batches as columns by `sacct_batch` with the per-line rules in `sacct_rules`, its jobs held in columns
 by `sacct_jobs`), the join that gives every GPU-second to at most one job (`attribution`, its job
