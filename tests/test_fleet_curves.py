@@ -380,6 +380,55 @@ def test_a_matrix_decoded_typed_reads_as_the_untyped_path() -> None:
     assert t.tolist() == [1.0, 6.0, 7.0, 8.0, 1.0] and v.tolist() == [2.0, 1e17, 0.0, 9.0, 2.0] and lens == [4, 1]
 
 
+PLAIN = [[1, "2"], [2.5, "1e17"], [3, "-0.0"], [4.125, "1e300"], [1735693200.001, "3650322400.5"], [6, "-3"]]
+NOT_PLAIN = {  # answers shaped almost like plain pairs: each must be left to the typed decoder (or to json)
+    "a pair of three and a pair of one": [[1, "2", "3"], ["4"]],
+    "a time quoted, a value not": [["1", 2], [3, "4"]],
+    "a value with a comma": [[1, "2,5"], [3, "4"]],
+    "a value that is not a number": [[1, "2"], [2, "1e"]],
+    "a value with a plus": [[1, "+2"], [3, "4"]],
+    "an empty value": [[1, ""], [3, "4"]],
+    "NaN": [[1, "NaN"], [3, "4"]],
+    "an infinite value": [[1, "1e400"], [3, "4"]],
+    "a pair nested in a pair": [[[1, "2"]], [3, "4"]],
+}
+
+
+def test_plain_answers_are_read_without_a_tuple_a_sample_and_read_alike() -> None:
+    """`answers._plain` (values as raw text, one list of numbers) gives the arrays the typed decoder gives, bit for bit,
+    over several series of different lengths; any answer not made only of ``[number, "number"]`` pairs of finite
+    numbers is refused by it, and `matrix_data` then reads it exactly as the typed decoder alone would."""
+    from footprint.fleet import answers
+
+    series = [{"metric": {"gpu": str(i)}, "values": PLAIN[: i + 1]} for i in range(len(PLAIN))] + [
+        {"metric": {"gpu": "empty"}, "values": []}
+    ]
+    data = {"status": "success", "data": {"resultType": "matrix", "result": series}}
+    body = json.dumps(data, separators=(",", ":")).encode()  # as Prometheus writes it
+    plain = answers._plain(body, np)
+    assert plain is not None
+    spaced = answers.matrix_data(json.dumps(data).encode())  # whitespace: the typed decoder's, the same arrays
+    assert spaced is not None and all(
+        a["values"].tobytes() == b["values"].tobytes() for a, b in zip(plain["result"], spaced["result"], strict=True)
+    )
+    typed = answers._MATRIX.decode(body).data.result
+    assert [s["metric"] for s in plain["result"]] == [s.metric for s in typed]
+    for got, want in zip(plain["result"], typed, strict=True):
+        assert got["values"].shape == (len(want.values), 2)
+        assert got["values"].tobytes() == np.array(want.values, float).reshape(-1, 2).tobytes()  # -0.0 kept
+    for why, values in NOT_PLAIN.items():
+        body = json.dumps(json.loads(_answer(values)), separators=(",", ":")).encode()
+        assert answers._plain(body, np) is None, why
+        try:
+            typed = answers._MATRIX.decode(body)
+        except answers._ERRORS:
+            typed = None
+        got = answers.matrix_data(body)
+        if typed is None or any(not np.isfinite(v).all() for s in typed.data.result for v in s.values):
+            continue  # the typed decoder's own refusals and non-finite readings: `test_a_matrix_decoded_typed...`
+        assert got is not None and got["result"][0]["values"].tolist() == [list(p) for p in typed.data.result[0].values], why
+
+
 def test_kept_answers_read_back_typed(tmp_path: Path) -> None:
     """A resumed import reads a kept matrix through the same decoder as a fresh one: the same arrays."""
     from footprint.fleet.answers import matrix_data

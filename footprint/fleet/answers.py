@@ -8,6 +8,11 @@ refuses — null, "abc", "+Inf", 1e400, a pair of three, labels that are not str
 type, another status — is read the untyped way, so every answer reads as before, only faster: the same series,
 the same floats (msgspec's and Python's parsers are both correctly rounded; the one string they read apart,
 "-0", makes the answer go the untyped way).
+
+The common answer (every value a finite number) is read faster still (`_plain`): the values taken as raw JSON text,
+their brackets and quotes dropped, and the numbers decoded as one list, so no tuple is made per sample (half the
+time of the typed decoder on a day's summary). It is taken only where the text has exactly the shape of ``[time,
+"value"]`` pairs and every number is finite; anything else goes the typed way above.
 """
 
 from __future__ import annotations
@@ -35,7 +40,27 @@ class _Body(msgspec.Struct):
     warnings: list[Any] = []
 
 
+class _RawSeries(msgspec.Struct):
+    metric: dict[str, str]
+    values: msgspec.Raw
+
+
+class _RawMatrix(msgspec.Struct):
+    resultType: str  # noqa: N815 (Prometheus' name)
+    result: list[_RawSeries]
+
+
+class _RawBody(msgspec.Struct):
+    status: str
+    data: _RawMatrix
+    warnings: list[Any] = []
+
+
 _MATRIX = msgspec.json.Decoder(_Body, strict=False)
+_RAW = msgspec.json.Decoder(_RawBody)
+_FLOATS = msgspec.json.Decoder(list[float])
+_NUMBER = b"0123456789.eE+-"  # what a JSON number is written with
+_PAIR = b'[,""]'  # a ``[time, "value"]`` pair less its numbers
 _ERRORS = (msgspec.DecodeError, RecursionError, ValueError, OverflowError)
 
 
@@ -55,6 +80,9 @@ def matrix_data(body: bytes) -> dict[str, Any] | None:
 
     if b'"-0"' in body:  # msgspec reads "-0" as 0.0, Python as -0.0
         return None
+    plain = _plain(body, np)
+    if plain is not None:
+        return plain
     try:
         got = _MATRIX.decode(body)
     except _ERRORS:
@@ -65,11 +93,45 @@ def matrix_data(body: bytes) -> dict[str, Any] | None:
     n = sum(len(s.values) for s in result)
     pairs = itertools.chain.from_iterable(s.values for s in result)
     flat = np.fromiter(itertools.chain.from_iterable(pairs), float, 2 * n).reshape(-1, 2)
+    return _split(result, flat, [len(s.values) for s in result])
+
+
+def _plain(body: bytes, np: Any) -> dict[str, Any] | None:
+    """`matrix_data` of an answer whose values are all ``[number, "number"]`` pairs of finite numbers; None for any
+    other (left to the typed decoder). The shape is checked on the text less its numbers: each series must be
+    ``[`` + pairs ``[,""]`` separated by commas + ``]``; the numbers are then one JSON list once the brackets and
+    quotes are gone, and must be two a pair, all finite (a value such as "NaN", "1e" or "+1" fails one or the other)."""
+    try:
+        got = _RAW.decode(body)
+    except _ERRORS:
+        return None
+    if got.status != "success" or got.warnings or got.data.resultType != "matrix":
+        return None
+    result = got.data.result
+    text = b",".join(s.values for s in result)
+    shape = text.translate(None, _NUMBER)
+    pairs = shape.count(_PAIR)
+    if shape.replace(_PAIR, b"").replace(b",", b"") != b"[]" * len(result):
+        return None
+    try:
+        numbers = b",".join(s.values for s in result if len(s.values) > 2).translate(None, b'[]"')  # none of "[]"
+        flat = np.array(_FLOATS.decode(b"[" + numbers + b"]"), float)
+    except _ERRORS:
+        return None
+    if len(flat) != 2 * pairs or not np.isfinite(flat).all():
+        return None
+    opens = np.flatnonzero(np.frombuffer(shape, np.uint8) == ord("["))  # a series' or a pair's
+    series = np.frombuffer(shape, np.uint8)[opens + 1] != ord(",")  # a pair's "[" is followed by its comma
+    lens = np.bincount(np.cumsum(series)[~series] - 1, minlength=len(result))
+    return _split(result, flat.reshape(-1, 2), lens.tolist())
+
+
+def _split(result: list[Any], flat: Any, lens: list[int]) -> dict[str, Any]:
+    """The answer's ``data``: each series' labels and its rows of ``flat``, views of the one array."""
     out, a = [], 0
-    for s in result:
-        b = a + len(s.values)
-        out.append({"metric": s.metric, "values": flat[a:b]})
-        a = b
+    for s, k in zip(result, lens, strict=True):
+        out.append({"metric": s.metric, "values": flat[a : a + k]})
+        a += k
     return {"resultType": "matrix", "result": out}
 
 
