@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -114,13 +115,69 @@ def test_a_days_series_selected_by_its_job_labels_give_the_same_ledger(
         phases = [q for q in instant if q.startswith(f"timestamp({metric}")]
         assert phases and all("hpc_job=~" in q for q in phases), phases
         raw = [q for q in instant if q.startswith(metric) and q.endswith("]")]
-        assert raw and all(",gpu=" in q for q in raw), raw
+        assert raw and all(",gpu=" in q or "{UUID=~" in q for q in raw), raw  # its GPUs, by labels or UUID
         monkeypatch.setattr(Found, "jobs_between", lambda self, a, b: None)
         import_fleet(tmp_path / "every", ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
     assert [jobs for (jobs,) in asked if jobs] and [1 for (jobs,) in asked if not jobs]  # jobs listed that day; blank
     for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
         every = pd.read_parquet(tmp_path / "every" / name)
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "by-job" / name), every, check_exact=True)
+
+
+@needs_prometheus
+@pytest.mark.parametrize("swapped", ["none", "half"])
+def test_raw_reads_of_gpus_with_one_uuid_take_several_bins_in_one_request_and_give_the_same_ledger(
+    mix: tuple[synthetic.Cluster, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, swapped: str
+) -> None:
+    """The bins the summaries cannot lay out are read raw. GPUs whose series carry one UUID label are read several
+    bins at once (their UUIDs over the group's span, each bin's samples taken from the answer); GPUs seen with
+    several UUIDs (here: made so, as if swapped in the window) a bin at a time by node and GPU labels. Each bin is
+    given the samples its own read returns, sample for sample, and the ledger is the same to the bit as every bin
+    read alone by node and GPU labels, in fewer requests."""
+    from footprint.fleet import promql, summaries
+    from footprint.fleet.curves import points
+
+    c, out = mix
+    metric = DcgmNames().energy_metric
+    raw: list[str] = []
+    applied: list[tuple] = []  # each bin read raw: its GPUs and every sample it was given
+    query, apply, reads = promql.Kept.query, summaries.Summaries._raw, summaries.Summaries._raw_reads
+    swap = {"mixed": swapped, "alone": "all"}
+
+    def spy(self: promql.Kept, expr: str, *a: object, **k: object) -> object:
+        if expr.startswith(metric) and expr.endswith("]"):
+            raw.append(expr)
+        return query(self, expr, *a, **k)  # type: ignore[arg-type]
+
+    def seen(self: summaries.Summaries, devs: list[int], series: list) -> None:
+        samples = sorted((s["metric"].get("gpu"), *map(tuple, points(s))) for s in series if s["metric"].get("gpu"))
+        applied.append((tuple(devs), [(g, [float(x) for x in t], [float(x) for x in v]) for g, t, v in samples]))
+        apply(self, devs, series)
+
+    def some_swapped(self: summaries.Summaries, ch: object, todo: list) -> list:
+        devs, which = sorted(self.found.uuids), swap[run]
+        for d in devs if which == "all" else devs[::2] if which == "half" else ():
+            self.found.uuids[d] = {"GPU-a", "GPU-b"}  # two UUIDs: read a bin at a time by node and GPU labels
+        return reads(self, ch, todo)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(promql.Kept, "query", spy)
+    monkeypatch.setattr(summaries.Summaries, "_raw", seen)
+    monkeypatch.setattr(summaries.Summaries, "_raw_reads", some_swapped)
+    asked, given = {}, {}
+    with promserver.serve(out.parent / "tsdb") as url:
+        sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
+        for run in ("mixed", "alone"):
+            import_fleet(tmp_path / run, ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct))
+            asked[run], given[run], raw[:], applied[:] = list(raw), list(applied), [], []
+    by_uuid = [q for q in asked["mixed"] if "{UUID=~" in q]
+    several = [q for q in by_uuid if not q.endswith("[3600000ms]")]  # a group of several bins in one request
+    assert by_uuid and (swapped == "none") == (by_uuid == asked["mixed"])
+    assert (len(asked["mixed"]) < len(asked["alone"]) and several) if swapped == "none" else True, asked
+    assert all(",gpu=" in q and q.endswith("[3600000ms]") for q in asked["alone"]), asked["alone"]  # one an hour
+    assert given["mixed"] == given["alone"] and given["alone"]  # each bin's samples, sample for sample
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        alone = pd.read_parquet(tmp_path / "alone" / name)
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "mixed" / name), alone, check_exact=True)
 
 
 @needs_prometheus
@@ -627,7 +684,7 @@ def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(seed: 
         sm._done = ([], [], [], [], [])
         raw: list[tuple[float, list[int]]] = []
         sm._raw_series = lambda devs, end: raw.append((end, list(devs))) or []  # type: ignore[method-assign]
-        sm.n = sm.found = None
+        sm.n, sm.found = SimpleNamespace(uuid_label=""), SimpleNamespace(uuids={})  # no UUID: a raw read a bin
         off = (lambda self, *a: bins.Runs(*([] for _ in range(10)), np.zeros(len(self), np.int8))) if not numpy else runs
         monkeypatch.setattr(bins.Table, "runs", off)
         for ends, parts in chunks:

@@ -61,6 +61,7 @@ class Found:
     by_labels: dict[tuple[int, str, str], int] = field(default_factory=dict)  # (kind, host label, gpu label) -> device
     instance: dict[tuple[int, int], str] = field(default_factory=dict)  # (job label id, device) -> MIG instance
     multi: set[int] = field(default_factory=set)  # GPUs seen on several series (less job labels) in one day
+    uuids: dict[int, set[str]] = field(default_factory=dict)  # GPU -> its series' UUID labels ("": a series without)
     # the job labels each day listed on counter GPUs (label ids; the raw value of the last job label where it is not
     # the label's key), so that a day's summaries select its series by value, not by walking the block's series
     day_jobs: dict[float, array] = field(default_factory=dict)
@@ -154,6 +155,8 @@ class _Seen:
         r = self.rests.get(rk, False)
         if r is False:
             r = self.rests[rk] = self._device(metric, kind, labels, other)
+            if r is not None:
+                self.found.uuids.setdefault(r[0].id, set()).add(r[1] or "")
         if r is None:
             return  # the counter is read for this GPU: its gauge is not needed
         d = r[0]
