@@ -24,6 +24,7 @@ the counter measured in the window.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +35,11 @@ from footprint.fleet.jobtable import LABEL, SLURM, Job, JobTable, LabelJobs
 from footprint.fleet.sacct_jobs import SacctJobs
 from footprint.fleet.slurm import SlurmJob
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, GPU_GAUGE, RAM, Chunk, Device, Telemetry
+
+LABEL_ONLY_NOTE = (
+    "job known from its telemetry label only (not in the sacct input): window = first to last labelled sample, GPUs = "
+    "those that carried the label"
+)
 
 UNALLOCATED, GAP, MULTI = -1, -2, -3
 __all__ = ["GAP", "UNALLOCATED", "Activity", "Evidence", "Job", "LabelStats", "Plan", "Totals", "attribute"]
@@ -207,33 +213,51 @@ class Plan:
         return by_id
 
     def _label_jobs(self, stats: Spans, by_id: dict[str, int]) -> None:
-        """Map every job label to jobs; labels sacct does not know become jobs of their own."""
-        devs = self.tel.devices
-        seen: dict[int, dict[int, tuple[float, float]]] = {}  # label-only job -> device -> (first, last)
+        """Map every job label to jobs; labels sacct does not know become jobs of their own (numbered in the order
+        their first sighting is met): window = first to last sighting on any of its devices, inside the import
+        window; GPUs = its devices, per node in the order first seen. The sightings are gathered in arrays and
+        merged per job in numpy (a 512-GPU month's 77,000 label-only jobs: a dict per job and device cost 0.5 s)."""
+        t, devs = self.jobs, self.tel.devices
+        names_of: dict[int, list[str]] = {}
+        sj, sd, sf, sl = array("q"), array("q"), array("d"), array("d")  # label-only jobs' sightings
         for lab, dev, first, last in stats.items():
-            for name in self.tel.labels[lab].split(","):
+            names = names_of.get(lab)
+            if names is None:
+                names = names_of[lab] = self.tel.labels[lab].split(",")
+            for name in names:
                 j = by_id.get(name)
                 if j is None:
-                    j = by_id[name] = self.jobs.add(name, LABEL, first, last)
-                if self.jobs.source[j] == LABEL:
-                    w = seen.setdefault(j, {})
-                    a, b = w.get(dev, (math.inf, -math.inf))
-                    w[dev] = (min(a, first), max(b, last))
+                    j = by_id[name] = t.add(name, LABEL, first, last)
+                if t.source[j] == LABEL:
+                    sj.append(j)
+                    sd.append(dev)
+                    sf.append(first)
+                    sl.append(last)
         for lab, text in enumerate(self.tel.labels):
             if lab:
                 self.label_jobs.set(lab, [by_id[n] for n in text.split(",") if n in by_id])
-        for j, per_dev in seen.items():
-            job = self.jobs[j]
-            job.start = max(min(a for a, _ in per_dev.values()), self.window[0])
-            job.end = min(max(b for _, b in per_dev.values()), self.window[1])
-            gpus = self.jobs.label_gpus[j]
-            for dev in per_dev:
-                host = devs[dev].host
+        if not sj:
+            return
+        j, d = np.frombuffer(sj, np.int64), np.frombuffer(sd, np.int64)
+        order = np.argsort(j, kind="stable")  # by job, each job's sightings in the order met
+        j, d, f, last = j[order], d[order], np.frombuffer(sf)[order], np.frombuffer(sl)[order]
+        head = np.flatnonzero(np.concatenate([[True], j[1:] != j[:-1]]))
+        jobs = j[head].tolist()
+        start = np.maximum(np.minimum.reduceat(f, head), self.window[0]).tolist()
+        end = np.minimum(np.maximum.reduceat(last, head), self.window[1]).tolist()
+        bounds = [*head.tolist()[1:], len(j)]
+        hosts = [x.host for x in devs]
+        d_list = d.tolist()
+        lo = 0
+        for k, hi in enumerate(bounds):
+            job = jobs[k]
+            t.start[job], t.end[job] = start[k], end[k]
+            gpus = t.label_gpus[job]
+            for dev in dict.fromkeys(d_list[lo:hi]):  # each device once, in the order first seen
+                host = hosts[dev]
                 gpus[host] = gpus.get(host, 0) + 1
-            job.note(
-                "job known from its telemetry label only (not in the sacct input): window = first to last labelled "
-                "sample, GPUs = those that carried the label"
-            )
+            t.notes.setdefault(job, []).append(LABEL_ONLY_NOTE)
+            lo = hi
 
     def _claims_unlabelled(self, activity: Activity) -> None:
         """On nodes without the job label, which of the node's GPUs each SLURM job held: one sweep per node over its

@@ -165,8 +165,9 @@ class JobRows:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The chunk's ledger columns (`store.index_table`'s input) and job_gpus columns (`store.job_gpus_table`'s):
         per job, its measured devices by device id, then the GPUs SLURM allocated that no telemetry measured. A
-        job on one node whose measured GPUs there are all it was allocated, of one named model, with no note of
-        its own and full coverage is written from the columns alone; the others (`_irregular`) one by one."""
+        job on one node whose measured GPUs there are all it was allocated, of one named model, with full coverage
+        is written from the columns alone (its own notes, where it has some, joined one job at a time: every job
+        known from its label alone has one); the others (`_irregular`) one by one."""
         t, dv = self.jobs, self.dev
         j0, n = jobs.start, len(jobs)
         k = len(pair_j)
@@ -211,8 +212,6 @@ class JobRows:
         with np.errstate(divide="ignore", invalid="ignore"):
             coverage = np.where(allocated > 0, gpu_seconds / allocated, np.nan)
         irregular = (host == -1) | (host == -3) | (have < want) | odd | (coverage < 0.99)
-        if t.notes:
-            irregular |= np.isin(np.arange(j0, j0 + n), np.fromiter(t.notes, np.int64, len(t.notes)))
         no_meter = (counts[1] == 0) & (counts[2] == 0)
         gpu_name = np.full(n, None, object)
         gpu_name[first_name >= 0] = dv.name_values[first_name[first_name >= 0]]
@@ -223,6 +222,11 @@ class JobRows:
             "notes": np.where(no_meter, NO_HOST_METER, None),
             "coverage": coverage,
         }
+        if t.notes:  # a regular job with notes of its own (every job known from its label alone): only its notes
+            noted = np.isin(np.arange(j0, j0 + n), np.fromiter(t.notes, np.int64, len(t.notes))) & ~irregular
+            for i in np.flatnonzero(noted).tolist():
+                notes = [*t.notes.get(j0 + i, ()), *([NO_HOST_METER] if no_meter[i] else [])]
+                cols["notes"][i] = "; ".join(dict.fromkeys(notes)) or None
         extra = self._irregular(np.flatnonzero(irregular).tolist(), j0, pj, pd_, gpu, names_p, counts, gpu_seconds, cols)
         import pyarrow as pa
 
