@@ -3,7 +3,8 @@ counters for nodes without job labels and for host meters, raw samples only for 
 
 Requests per day of window: three summaries (count, min, max; ``min``/``max by`` host, GPU and job labels, so a
 counter repeated on every MIG instance is one group), one fixed-step ``query_range`` per unlabelled node and per
-host-meter metric, and one raw read per hour that has a bin to repair (a day's in parallel). Once per window:
+host-meter metric, and the raw samples of the bins to repair: GPUs with one UUID label read several bins in one
+request (`RAW_REQUEST`), the others one request a bin (in parallel). Once per window:
 ``resets`` per GPU over the whole window (the hourly ``resets`` only on nodes where it found one) and the scrape
 phases (``timestamp()``, asked again only while a meter has none). Days are fetched two at a time, the next
 asked as soon as the oldest is consumed (Thanos and Mimir split them further), and consumed in time order, so
