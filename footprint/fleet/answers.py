@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
+
+S = TypeVar("S")
 
 
 class _Series(msgspec.Struct):
@@ -29,35 +31,24 @@ class _Series(msgspec.Struct):
     values: list[tuple[float, float]]
 
 
-class _Matrix(msgspec.Struct):
-    resultType: str  # noqa: N815 (Prometheus' name)
-    result: list[_Series]
-
-
-class _Body(msgspec.Struct):
-    status: str
-    data: _Matrix
-    warnings: list[Any] = []
-
-
-class _RawSeries(msgspec.Struct):
+class _RawSeries(msgspec.Struct):  # the values as their JSON text (`_plain`)
     metric: dict[str, str]
     values: msgspec.Raw
 
 
-class _RawMatrix(msgspec.Struct):
+class _Matrix(msgspec.Struct, Generic[S]):
     resultType: str  # noqa: N815 (Prometheus' name)
-    result: list[_RawSeries]
+    result: list[S]
 
 
-class _RawBody(msgspec.Struct):
+class _Body(msgspec.Struct, Generic[S]):
     status: str
-    data: _RawMatrix
+    data: _Matrix[S]
     warnings: list[Any] = []
 
 
-_MATRIX = msgspec.json.Decoder(_Body, strict=False)
-_RAW = msgspec.json.Decoder(_RawBody)
+_MATRIX = msgspec.json.Decoder(_Body[_Series], strict=False)
+_RAW = msgspec.json.Decoder(_Body[_RawSeries])
 _FLOATS = msgspec.json.Decoder(list[float])
 _NUMBER = b"0123456789.eE+-"  # what a JSON number is written with
 _PAIR = b'[,""]'  # a ``[time, "value"]`` pair less its numbers
@@ -83,13 +74,9 @@ def matrix_data(body: bytes) -> dict[str, Any] | None:
     plain = _plain(body, np)
     if plain is not None:
         return plain
-    try:
-        got = _MATRIX.decode(body)
-    except _ERRORS:
+    result = _result(_MATRIX, body)
+    if result is None:
         return None
-    if got.status != "success" or got.warnings or got.data.resultType != "matrix":
-        return None
-    result = got.data.result
     n = sum(len(s.values) for s in result)
     pairs = itertools.chain.from_iterable(s.values for s in result)
     flat = np.fromiter(itertools.chain.from_iterable(pairs), float, 2 * n).reshape(-1, 2)
@@ -101,13 +88,9 @@ def _plain(body: bytes, np: Any) -> dict[str, Any] | None:
     other (left to the typed decoder). The shape is checked on the text less its numbers: each series must be
     ``[`` + pairs ``[,""]`` separated by commas + ``]``; the numbers are then one JSON list once the brackets and
     quotes are gone, and must be two a pair, all finite (a value such as "NaN", "1e" or "+1" fails one or the other)."""
-    try:
-        got = _RAW.decode(body)
-    except _ERRORS:
+    result = _result(_RAW, body)
+    if result is None:
         return None
-    if got.status != "success" or got.warnings or got.data.resultType != "matrix":
-        return None
-    result = got.data.result
     text = b",".join(s.values for s in result)
     shape = text.translate(None, _NUMBER)
     pairs = shape.count(_PAIR)
@@ -124,6 +107,17 @@ def _plain(body: bytes, np: Any) -> dict[str, Any] | None:
     series = np.frombuffer(shape, np.uint8)[opens + 1] != ord(",")  # a pair's "[" is followed by its comma
     lens = np.bincount(np.cumsum(series)[~series] - 1, minlength=len(result))
     return _split(result, flat.reshape(-1, 2), lens.tolist())
+
+
+def _result(decoder: msgspec.json.Decoder, body: bytes) -> list[Any] | None:
+    """The series of a successful matrix answer without warnings, as ``decoder`` reads them; None otherwise."""
+    try:
+        got = decoder.decode(body)
+    except _ERRORS:
+        return None
+    if got.status != "success" or got.warnings or got.data.resultType != "matrix":
+        return None
+    return got.data.result
 
 
 def _split(result: list[Any], flat: Any, lens: list[int]) -> dict[str, Any]:
