@@ -589,13 +589,13 @@ class Summaries:
         with one UUID label on all their series are read several bins at once (`_raw_batch`: one request, not one
         a bin: a 512-GPU month's ~600 raw reads cost the client and the server ~2.4 ms each, almost all of it the
         request, not the samples); the others a bin at a time by node and GPU labels (`_raw_series`)."""
-        uuid = {d: next(iter(u)) for d, u in self.found.uuids.items() if len(u) == 1 and "" not in u}
-        uuid = uuid if self.n.uuid_label else {}
+        found = self.found.uuids if self.n.uuid_label else {}
+        uuid = {d: next(iter(u)) for d, u in found.items() if len(u) == 1 and "" not in u}
         asks: list[Callable[[], list[tuple[int, list[dict[str, Any]]]]]] = []
         for i, (b, devs) in enumerate(todo):
             rest = [d for d in devs if d not in uuid]
             if rest:
-                asks.append(functools.partial(lambda i, rest, end: [(i, self._raw_series(rest, end))], i, rest, c.ends[b]))
+                asks.append(functools.partial(self._raw_alone, i, rest, c.ends[b]))
         for batch in self._raw_batches(todo, uuid):
             asks.append(functools.partial(self._raw_batch, c, batch, uuid))
         out: list[list[dict[str, Any]]] = [[] for _ in todo]
@@ -603,6 +603,10 @@ class Summaries:
             for i, series in got:
                 out[i] += series
         return out
+
+    def _raw_alone(self, i: int, devs: list[int], end: float) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Bin ``i`` of the repairs read alone for these GPUs (`_raw_series`), as `_raw_batch` answers."""
+        return [(i, self._raw_series(devs, end))]
 
     def _raw_batches(self, todo: list[tuple[int, list[int]]], uuid: dict[int, str]) -> list[list[tuple[int, int, list[int]]]]:
         """The bins to repair in groups read at once, in time order: ``(index in todo, bin, GPUs with a UUID)``. A
