@@ -68,6 +68,11 @@ class Found:
     raw_last: dict[int, str] = field(default_factory=dict)
     listed: tuple[float, float, float] = (0.0, 0.0, CHUNK_S)  # the span the days listed cover, and a day's length
 
+    def gpu_of(self, labels: dict[str, str]) -> int | None:
+        """The counter GPU an answer's series belongs to, by its node and GPU labels (None: not one discovery found)."""
+        n = self.fetch.names
+        return self.by_labels.get((GPU_COUNTER, labels.get(n.host_label, ""), labels.get(n.gpu_label, "")))
+
     def gpu_matchers(self, devs: list[int]) -> str:
         """Matchers selecting these GPUs (host and index regexes: a cross product, filtered when the answer is read)."""
         n = self.fetch.names

@@ -181,6 +181,11 @@ def matrix(
                 client, expr, hosts[h:], start, end, step, stats
             )
         raise
+    return series_of(data)
+
+
+def series_of(data: Any) -> list[dict[str, Any]]:
+    """An answer's series that carry a label set (anything else in ``result`` is no series)."""
     result = data.get("result") if isinstance(data, dict) else None
     return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
 
@@ -297,4 +302,5 @@ __all__ = [
     "matrix",
     "points",
     "points_many",
+    "series_of",
 ]

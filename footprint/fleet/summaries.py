@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from footprint.fleet.bins import NO_PART, Part, Runs, Table
-from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points, points_many
+from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points, points_many, series_of
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import Kept, range_of, regex_alt
 from footprint.fleet.telemetry import CPU, GPU_COUNTER, LOOKBACK_S, RAM
@@ -215,7 +215,7 @@ class Summaries:
             at = tuple(lab.items())  # a group's labels: the same in each of the chunk's summaries
             key = known.get(at, False)
             if key is False:
-                dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+                dev = self.found.gpu_of(lab)
                 key = known[at] = None if dev is None else (dev, self.found.fetch._job_key(lab))
             if key is not None:
                 keys.append(key)
@@ -273,7 +273,7 @@ class Summaries:
                 lab = s.get("metric") if isinstance(s, dict) else None
                 if not isinstance(lab, dict):
                     continue
-                dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+                dev = self.found.gpu_of(lab)
                 try:
                     r = float(s["value"][1])
                 except (KeyError, IndexError, TypeError, ValueError):
@@ -317,7 +317,6 @@ class Summaries:
         silent at that instant keeps the phase an earlier chunk found. Asked only until every meter has one
         (`_unphased`): elsewhere a GPU's latest sample at a chunk's end is not known, and a bin where it appears
         there is read raw."""
-        n = self.n
         first = c.ends[0] < self.window[0] + self.bin_s  # the window's first bin: where GPUs that appear start
         instants = (c.ends[-1], c.ends[0]) if first else (c.ends[-1],)
         for (metric, kind), at in itertools.product(metrics, instants):
@@ -326,7 +325,7 @@ class Summaries:
                 if not isinstance(lab, dict):
                     continue
                 if kind == GPU_COUNTER:
-                    dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+                    dev = self.found.gpu_of(lab)
                 else:
                     dev = self.found.fetch._device(kind, {k: str(v) for k, v in lab.items()} | {"__name__": metric}, metric).id
                 try:
@@ -356,7 +355,7 @@ class Summaries:
         by = f"{n.host_label},{n.gpu_label}"
         for s in self._dense(c, lambda h: f"max by ({by}) ({self._sel(n.energy_metric, h)})", [host]):
             lab = s["metric"]
-            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            dev = self.found.gpu_of(lab)
             if dev is not None:
                 t, v = _fresh(*points(s))
                 c.dense.append((dev, t, v))
@@ -555,13 +554,13 @@ class Summaries:
 
     def _raw(self, devs: list[int], series: list[dict[str, Any]]) -> None:
         """A bin the summaries could not lay out, from every sample of those GPUs in it (`_raw_series`)."""
-        n, found = self.n, self.found
+        found = self.found
         want = set(devs)
         self.curves.raw_bins += len(devs)
         merged: dict[int, dict[float, float]] = {}
         for s in series:
             lab = s["metric"]
-            dev = found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            dev = found.gpu_of(lab)
             if dev not in want:
                 continue
             t, v = points(s)
@@ -650,12 +649,11 @@ class Summaries:
             self.stats["splits"] = self.stats.get("splits", 0) + 1
             h = len(group) // 2
             return self._raw_batch(c, group[:h], uuid) + self._raw_batch(c, group[h:], uuid)
-        result = data.get("result") if isinstance(data, dict) else None
-        series = [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+        series = series_of(data)
         by_dev: dict[int, list[dict[str, Any]]] = {}
         for s in series:
             lab = s["metric"]
-            dev = self.found.by_labels.get((GPU_COUNTER, lab.get(n.host_label, ""), lab.get(n.gpu_label, "")))
+            dev = self.found.gpu_of(lab)
             if dev is not None:
                 by_dev.setdefault(dev, []).append(s)
         out = []
@@ -680,8 +678,7 @@ class Summaries:
             self.stats["splits"] = self.stats.get("splits", 0) + 1
             h = len(devs) // 2
             return self._raw_series(devs[:h], end) + self._raw_series(devs[h:], end)
-        result = data.get("result") if isinstance(data, dict) else None
-        return [s for s in result or [] if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+        return series_of(data)
 
 
 class Edge(NamedTuple):
