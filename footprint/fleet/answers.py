@@ -91,13 +91,15 @@ def _plain(body: bytes, np: Any) -> dict[str, Any] | None:
     result = _result(_RAW, body)
     if result is None:
         return None
-    text = b",".join(s.values for s in result)
+    values = [s.values for s in result]
+    text = b",".join(values)
     shape = text.translate(None, _NUMBER)
     pairs = shape.count(_PAIR)
     if shape.replace(_PAIR, b"").replace(b",", b"") != b"[]" * len(result):
         return None
     try:
-        numbers = b",".join(s.values for s in result if len(s.values) > 2).translate(None, b'[]"')  # none of "[]"
+        full = [v for v in values if len(v) > 2]  # an empty series ("[]") would leave a comma with no number
+        numbers = (text if len(full) == len(values) else b",".join(full)).translate(None, b'[]"')
         flat = np.array(_FLOATS.decode(b"[" + numbers + b"]"), float)
     except _ERRORS:
         return None
