@@ -142,12 +142,21 @@ def test_raw_reads_of_gpus_with_one_uuid_take_several_bins_in_one_request_and_gi
     raw: list[str] = []
     applied: list[tuple] = []  # each bin read raw: its GPUs and every sample it was given
     query, apply, reads = promql.Kept.query, summaries.Summaries._raw, summaries.Summaries._raw_reads
+    probe = summaries.Summaries._increase_ok
     swap = {"mixed": swapped, "alone": "all"}
+    probing: list[bool] = []
 
     def spy(self: promql.Kept, expr: str, *a: object, **k: object) -> object:
-        if expr.startswith(metric) and expr.endswith("]"):
+        if expr.startswith(metric) and expr.endswith("]") and not probing:  # a bin read raw (not the probe)
             raw.append(expr)
         return query(self, expr, *a, **k)  # type: ignore[arg-type]
+
+    def probed(self: summaries.Summaries, ends: list[float]) -> bool:
+        probing.append(True)
+        try:
+            return probe(self, ends)
+        finally:
+            probing.clear()
 
     def seen(self: summaries.Summaries, devs: list[int], series: list) -> None:
         samples = sorted((s["metric"].get("gpu"), *map(tuple, points(s))) for s in series if s["metric"].get("gpu"))
@@ -163,6 +172,7 @@ def test_raw_reads_of_gpus_with_one_uuid_take_several_bins_in_one_request_and_gi
     monkeypatch.setattr(promql.Kept, "query", spy)
     monkeypatch.setattr(summaries.Summaries, "_raw", seen)
     monkeypatch.setattr(summaries.Summaries, "_raw_reads", some_swapped)
+    monkeypatch.setattr(summaries.Summaries, "_increase_ok", probed)
     asked, given = {}, {}
     with promserver.serve(out.parent / "tsdb") as url:
         sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
@@ -336,12 +346,12 @@ def test_a_chunks_summaries_join_by_group_and_bin() -> None:
     t = Table([count, low, high, NO_PART], steady={0})
     got = list(zip(t.bin.tolist(), t.dev.tolist(), t.rows(), strict=True))
     nan = math.nan
-    want = [
-        (0, 0, ("", 120.0, nan, nan, 0.0)),
-        (0, 1, ("b", 120.0, 5.0, 6.0, nan)),
-        (1, 0, ("", 120.0, nan, nan, 0.0)),
-        (1, 1, ("a", 60.0, 8.0, 10.0, nan)),  # two series of group (1, "a") at bin 1: the later's minimum
-        (1, 1, ("b", 60.0, 9.0, nan, nan)),
+    want = [  # (label, count, min, max, resets, increase: not asked)
+        (0, 0, ("", 120.0, nan, nan, 0.0, nan)),
+        (0, 1, ("b", 120.0, 5.0, 6.0, nan, nan)),
+        (1, 0, ("", 120.0, nan, nan, 0.0, nan)),
+        (1, 1, ("a", 60.0, 8.0, 10.0, nan, nan)),  # two series of group (1, "a") at bin 1: the later's minimum
+        (1, 1, ("b", 60.0, 9.0, nan, nan, nan)),
     ]
     assert repr(got) == repr(want)
     assert t.start.tolist() == [0, 1, 2, 3] and t.stop.tolist() == [1, 2, 3, 5]
@@ -541,9 +551,30 @@ def drops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drops]:
     synthetic.write_openmetrics(c, d / "m.om", power_gauge=False)
     tsdb = promserver.backfill(d / "m.om", d / "tsdb")
     sacct = parse_sacct(synthetic.sacct_text(c), UTC, "sacct.txt")
-    with promserver.serve(tsdb) as url:
-        for name, exact in (("agg", False), ("exact", True)):
+    from footprint.fleet import promql
+
+    query, asked = promql.Kept.query, []
+
+    def other_engine(self: promql.Kept, expr: str, *a: object, **k: object) -> object:
+        """A server whose ``increase`` does not extrapolate to the range's edges (as VictoriaMetrics' does not)."""
+        got = query(self, expr, *a, **k)  # type: ignore[arg-type]
+        if expr.startswith("increase("):
+            raw = query(self, expr[len("increase(") : -1], *a, **k)  # type: ignore[arg-type]
+            ends = {frozenset(s["metric"].items()) - {("__name__", s["metric"].get("__name__"))}: s for s in raw["result"]}
+            for s in got["result"]:
+                v = ends[frozenset(s["metric"].items())]["values"]
+                s["value"][1] = str(float(v[-1][1]) - float(v[0][1]))
+        return got
+
+    def spy(self: promql.Kept, expr: str, *a: object, **k: object) -> object:
+        asked.append(expr)
+        return query(self, expr, *a, **k)  # type: ignore[arg-type]
+
+    with promserver.serve(tsdb) as url, pytest.MonkeyPatch.context() as mp:
+        for name, exact, engine in (("agg", False, spy), ("exact", True, query), ("other", False, other_engine)):
+            mp.setattr(promql.Kept, "query", engine)
             import_fleet(d / name, ImportOptions(c.start, c.end, PromConfig(url), sacct=sacct, exact=exact))
+    (d / "agg" / "asked.json").write_text(json.dumps(asked))
     yield c, d / "agg", d / "exact", held.job_id, dipped_to[0]
 
 
@@ -568,6 +599,67 @@ def test_a_counter_that_goes_down_inside_an_hour_is_read_raw_there(drops: Drops)
     assert (g.drop([("gpu-01", 0), ("gpu-02", 1)])["resets"] == 0).all()
     meta = json.loads((agg / "fleet.json").read_text())
     assert 2 <= meta["sources"]["prometheus"]["aggregation"]["raw_bins"] <= 6
+
+
+@needs_prometheus
+def test_a_groups_first_sample_comes_from_increase_where_the_server_computes_it_as_prometheus(drops: Drops) -> None:
+    """Where the server's ``increase`` is Prometheus' (checked on one GPU's raw samples), the summaries read it in
+    place of ``min`` (with the count and max it gives each group's first sample, and a drop leaves that at or below
+    zero) and ``resets`` is not asked: one read of every sample less. A server that computes it otherwise (here:
+    without the extrapolation) is read with ``min`` and ``resets`` as before. Both give the same ledger."""
+    _, agg, _, _, _ = drops
+    meta = {n: json.loads((agg.parent / n / "fleet.json").read_text()) for n in ("agg", "other")}
+    assert [meta[n]["sources"]["prometheus"]["aggregation"]["first_sample"] for n in ("agg", "other")] == ["increase", "min"]
+    asked = json.loads((agg / "asked.json").read_text())
+    assert not any("resets(" in q for q in asked) and any(q.startswith("increase(") for q in asked)
+    for name in ("ledger", "gpus.parquet", "job_gpus.parquet"):
+        a, b = (pd.read_parquet(agg.parent / n / name) for n in ("agg", "other"))
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+
+
+def test_first_samples_come_back_from_prometheus_increase_on_any_grid() -> None:
+    """`bins.first_values` undoes `bins.increase_of` (Prometheus' extrapolation to the range's edges) for a group
+    anywhere in its bin (its start, middle or end, any phase, 2 to 240 samples): the first sample to 1e-12. A drop
+    anywhere, or a counter whose zero point is nearer than the bin's start, gives NaN (read raw); one sample, the
+    last."""
+    from footprint.fleet.bins import first_values, increase_of
+
+    rng = np.random.default_rng(7)
+    end, s = 1_735_693_200.001, 30.0
+    checked = 0
+    for _ in range(400):
+        n_grid = 120
+        ph = round(float(rng.uniform(0, s)), 3)
+        i0 = math.floor((end - 3600.0 - ph) / s + 1e-6) + 1
+        a = int(rng.integers(0, n_grid - 1))
+        k = int(rng.integers(1, n_grid - a + 1))
+        t = ph + (i0 + a + np.arange(k)) * s
+        v = rng.uniform(1e3, 1e9) + np.cumsum(rng.uniform(0, 500, k))
+        kind = rng.random()
+        if kind < 0.2 and k > 2:
+            j = int(rng.integers(1, k))
+            v[j:] -= v[j] - v[j - 1] + rng.uniform(0.001, 2.0)  # a dip below the sample before, then on from there
+        inc = increase_of(t, v, end, 3600.0)
+        got = first_values(
+            np.array([math.nan if inc is None else inc]), v[-1:], np.array([k]), t[:1], t[-1:], np.array([end]), 3600.0
+        )[0]
+        dropped = bool(np.any(np.diff(v) < 0))
+        if k == 1:
+            assert got == v[-1]
+        elif dropped:
+            assert math.isnan(got), (k, v[0], got)
+        else:
+            assert got == pytest.approx(v[0], rel=1e-12, abs=1e-6)
+            checked += 1
+    assert checked > 200
+    near_zero = np.array([0.5, 400.0, 800.0])  # rising 400 a scrape from 0.5: the zero point is 0.04 s before it
+    t = end - 3600.0 + 10.0 + np.arange(3) * s
+    inc = increase_of(t, near_zero, end, 3600.0)
+    assert inc is None  # Prometheus 2 and 3 extrapolate this one differently
+    rise, span = 800.0 - 0.5, 2 * s  # what both compute here: the start at the zero point, the end half a scrape on
+    server = rise * ((span + span * 0.5 / rise + s / 2) / span)
+    first = first_values(np.array([server]), near_zero[-1:], np.array([3]), t[:1], t[-1:], np.array([end]), 3600.0)
+    assert math.isnan(first[0])
 
 
 def test_an_import_runs_with_the_cyclic_collector_paused_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -620,12 +712,15 @@ def test_an_import_leaves_nothing_for_the_collector_to_free(mix: tuple[synthetic
     assert alive == []
 
 
-def _random_chunks(rng: np.random.Generator, lo: float, days: int, gpus: int) -> list[tuple[list[float], list]]:
+def _random_chunks(
+    rng: np.random.Generator, lo: float, days: int, gpus: int, by_increase: bool = False
+) -> list[tuple[list[float], list]]:
     """Days of per-hour summaries as a GPU's series would give them: each hour's 120 scrapes split among up to
     three series (job labels, blank when idle; a label twice in an hour is one group, as `max by` makes it), the
     counter rising (flat at a fifth of the scrapes), with the doubts the layout must catch: a scrape missing, a
-    reset, a value not answered, a drop between hours, an hour without samples."""
-    from footprint.fleet.bins import Part
+    reset, a value not answered, a drop between hours, an hour without samples. ``by_increase``: the second
+    summary is PromQL's ``increase`` of each group's samples (on the grid from phase 0) instead of its min."""
+    from footprint.fleet.bins import Part, increase_of
 
     out, value = [], rng.uniform(0, 1e6, gpus)
     for day in range(days):
@@ -647,12 +742,16 @@ def _random_chunks(rng: np.random.Generator, lo: float, days: int, gpus: int) ->
                     doubt = rng.random()
                     k, r = (k - 1, r) if doubt < 0.02 else (k, 1.0) if doubt < 0.04 else (k, r)
                     vmax = math.nan if 0.04 <= doubt < 0.05 else vmax
-                    series.setdefault((dev, str(job)), []).append((b, [k, vmin, vmax, r]))
+                    grid = (math.floor((ends[b] - 3600.0) / 30.0 + 1e-6) + 1 + np.arange(a, a + k)) * 30.0
+                    got = increase_of(grid, points[a : a + k], ends[b], 3600.0) if by_increase else None
+                    low = vmin if not by_increase else math.nan if got is None and k > 1 else got
+                    series.setdefault((dev, str(job)), []).append((b, [k, low, vmax, r]))
         for (dev, job), got in series.items():
             merged: dict[int, list[float]] = {}
-            for b, (k, vmin, vmax, r) in got:  # one group per label and hour
+            for b, (k, vmin, vmax, r) in got:  # one group per label and hour (increase: of its last piece)
                 m = merged.setdefault(b, [0, math.inf, -math.inf, 0.0])
-                m[0], m[1], m[2], m[3] = m[0] + k, min(m[1], vmin), max(m[2], vmax), m[3] + r
+                low = vmin if by_increase else min(m[1], vmin)
+                m[0], m[1], m[2], m[3] = m[0] + k, low, max(m[2], vmax), m[3] + r
             keys.append((dev, job))
             for f in range(4):
                 at = [b for b in sorted(merged) if f != 2 or not math.isnan(merged[b][2])]
@@ -664,17 +763,21 @@ def _random_chunks(rng: np.random.Generator, lo: float, days: int, gpus: int) ->
     return out
 
 
+@pytest.mark.parametrize("by_increase", [False, True], ids=["min", "increase"])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(
+    seed: int, by_increase: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without a server: random days of summaries (gaps, resets, drops, unanswered values, GPUs without a phase)
-    laid out with the numpy blocks and one hour at a time give the same curves, spans, raw reads and state."""
+    laid out with the numpy blocks and one hour at a time give the same curves, spans, raw reads and state, with
+    each group's first sample from ``min`` or from ``increase``."""
     from footprint.fleet import bins
     from footprint.fleet.curves import Curves
     from footprint.fleet.summaries import Summaries, _Chunk
 
     rng = np.random.default_rng(seed)
     lo = 1_735_689_600.0
-    chunks = _random_chunks(rng, lo, 3, 12)
+    chunks = _random_chunks(rng, lo, 3, 12, by_increase)
     runs = bins.Table.runs
 
     def layout(numpy: bool) -> tuple:
@@ -682,6 +785,7 @@ def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(seed: 
         sm.s, sm.bin_s, sm.window, sm.concurrency, sm.stats = 30.0, 3600.0, (lo, lo + 3 * 86400), 2, {}
         sm.curves, sm._open, sm._last_v, sm._seen, sm._phase = Curves(120.0), {}, {}, {}, {}
         sm._done = ([], [], [], [], [])
+        sm.by_increase = by_increase
         raw: list[tuple[float, list[int]]] = []
         sm._raw_series = lambda devs, end: raw.append((end, list(devs))) or []  # type: ignore[method-assign]
         sm.n, sm.found = SimpleNamespace(uuid_label=""), SimpleNamespace(uuids={})  # no UUID: a raw read a bin
@@ -689,7 +793,7 @@ def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(seed: 
         monkeypatch.setattr(bins.Table, "runs", off)
         for ends, parts in chunks:
             c = _Chunk(ends)
-            c.table = bins.Table(parts, set())
+            c.table = bins.Table(parts, set(), by_increase)
             c.phase = {d: 0.0 for d in range(12) if d % 5}  # GPUs 0, 5 and 10 without a phase
             sm._consume(c)
         for dev in list(sm._open):
@@ -702,3 +806,4 @@ def test_the_numpy_layout_is_the_one_bin_at_a_time_layout_on_random_hours(seed: 
     numpy, one_by_one = layout(True), layout(False)
     assert numpy[2], "no hour was read raw: the random hours hold no doubt"
     assert repr(numpy) == repr(one_by_one)
+    assert sum(len(c[0]) for c in numpy[0].values()) > 100  # most hours laid out, not read raw

@@ -39,6 +39,30 @@ class Part(NamedTuple):
 NO_PART = Part([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
 
 
+def first_values(
+    inc: np.ndarray, last: np.ndarray, k: np.ndarray, t0: np.ndarray, t1: np.ndarray, end: np.ndarray, bin_s: float
+) -> np.ndarray:
+    """Each group's first sample in its bin, from PromQL's ``increase`` over the bin, its last sample (``max``) and
+    where its ``k`` samples lie (``t0`` to ``t1``; the bin ends at ``end``; seconds). ``increase`` is the rise from
+    the first sample to the last, plus the value before every drop, stretched towards the bin's edges by
+    ``(S + d_start + d_end) / S`` (Prometheus' ``extrapolatedRate``; S: first to last sample, an edge's distance
+    counted where under 1.1 times the mean interval, half an interval otherwise; times in whole milliseconds, as
+    the server has them): undone, it gives the first sample where nothing dropped. NaN where that is not certain:
+    a drop (it leaves the first value at or below zero), or a counter so near zero that the server may have
+    stretched to its zero point instead (``S * first / rise < d_start``). One sample: the last. The same
+    floating-point operations for one value or many, so the numpy and the one-bin layouts agree to the bit."""
+    a, z, e = np.rint(t0 * 1000.0), np.rint(t1 * 1000.0), np.rint(end * 1000.0)
+    d_start, d_end, span = (a - (e - round(bin_s * 1000.0))) / 1000.0, (e - z) / 1000.0, (z - a) / 1000.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = span / (k - 1)
+        near = mean * 1.1
+        ext = span + np.where(d_start < near, d_start, mean / 2)
+        ext = ext + np.where(d_end < near, d_end, mean / 2)
+        first = last - inc / (ext / span)
+        ok = (k >= 2) & (span > 0) & (first > 0) & (span * first >= d_start * (last - first))
+    return np.where(k == 1, last, np.where(ok, first, math.nan))
+
+
 class Runs(NamedTuple):
     """The bins that lay out without doubt (`Table.runs`), as runs in time order per device: a run is one series'
     samples end to end (the pieces of consecutive bins that carry it on, joined). A device's bins before its first
@@ -59,12 +83,32 @@ class Runs(NamedTuple):
     mode: np.ndarray
 
 
+def increase_of(t: np.ndarray, v: np.ndarray, at: float, range_s: float) -> float | None:
+    """PromQL's ``increase(m[range] @ at)`` of one series' samples (times in seconds), as Prometheus 2 and 3
+    compute it (``extrapolatedRate``); None where the two differ (the counter's zero point is nearer than the
+    range's start, which they test in a different order) or there are fewer than two samples."""
+    if len(v) < 2:
+        return None
+    ms = np.rint(np.asarray(t, float) * 1000.0)
+    e = round(at * 1000.0)
+    rise = float(v[-1] - v[0]) + float(np.sum(v[:-1][np.diff(v) < 0]))  # the value before every drop
+    d_start, d_end = float(ms[0] - (e - round(range_s * 1000.0))) / 1000.0, float(e - ms[-1]) / 1000.0
+    span = float(ms[-1] - ms[0]) / 1000.0
+    mean = span / (len(v) - 1)
+    if span <= 0 or rise > 0 and v[0] >= 0 and span * (float(v[0]) / rise) < d_start:
+        return None
+    ext = span + (d_start if d_start < mean * 1.1 else mean / 2)
+    ext += d_end if d_end < mean * 1.1 else mean / 2
+    return rise * (ext / span)
+
+
 class Table:
-    """One row per (device, job label, bin): count, min, max and resets, NaN where a summary did not answer. Rows
+    """One row per (device, job label, bin): count, min, max and resets, NaN where a summary did not answer (with
+    ``by_increase`` the second summary is ``increase`` and the min each row's first sample, `firsts`). Rows
     are sorted by bin, then device, then job label (the order the layout visits them); a segment is one
     device's rows in one bin."""
 
-    def __init__(self, parts: list[Part], steady: set[int]) -> None:
+    def __init__(self, parts: list[Part], steady: set[int], by_increase: bool = False) -> None:
         keys = sorted(set().union(*(p.keys for p in parts)))  # a segment's rows in job label order
         at = {key: i for i, key in enumerate(keys)}
         lo = min((int(p.bins.min()) for p in parts if len(p.bins)), default=0)
@@ -92,6 +136,10 @@ class Table:
         self.job = np.array([names.setdefault(k[1], len(names)) for k in keys], np.int64)[key] if keys else self.dev
         self.bin = b
         self.k, self.vmin, self.vmax, r = cols[:4]
+        # the second summary is ``increase`` (`first_values`): each row's first sample is known once it is placed
+        self.inc = self.vmin if by_increase else None
+        if by_increase:
+            self.vmin = np.full(len(union), math.nan)  # until placed (`firsts`)
         if steady:  # no reset in the window: none in any bin where the count answered
             r = np.where(np.isin(self.dev, list(steady)), np.where(np.isnan(self.k), math.nan, 0.0), r)
         self.r = r
@@ -105,10 +153,13 @@ class Table:
     def __len__(self) -> int:
         return len(self.start)
 
-    def rows(self) -> list[tuple[str, float, float, float, float]]:
-        """Every row as (job label, count, min, max, resets), Python values (what the layout reads)."""
+    def rows(self) -> list[tuple[str, float, float, float, float, float]]:
+        """Every row as (job label, count, first, last, resets, increase), Python values (what the layout reads;
+        first: min, or from ``increase`` where the bin's rows fill its grid end to end (`runs`), else NaN;
+        increase NaN where it was not asked)."""
         labels = np.array(self.names, dtype=object)[self.job].tolist() if len(self.job) else []
-        cols = (self.k.tolist(), self.vmin.tolist(), self.vmax.tolist(), self.r.tolist())
+        inc = self.inc if self.inc is not None else np.full(len(self.k), math.nan)
+        cols = (self.k.tolist(), self.vmin.tolist(), self.vmax.tolist(), self.r.tolist(), inc.tolist())
         return list(zip(labels, *cols, strict=True))
 
     def after(self) -> list[bool]:
@@ -119,6 +170,19 @@ class Table:
         out = np.zeros(len(self), bool)
         out[by_dev[:-1]] = (d[1:] == d[:-1]) & (b[1:] == b[:-1] + 1)
         return out.tolist()
+
+    def firsts(self, ends: list[float], phase: dict[int, float], step: float, bin_s: float) -> None:
+        """With ``increase`` in place of ``min``: each row's first sample where its bin's rows lie end to end from
+        the bin's first grid point, by value (`first_values`; the only layout of a bin whose counts fill its grid,
+        NaN where not certain). A bin laid out otherwise (a GPU appearing) is worked out again by the layout."""
+        if self.inc is None:
+            return
+        seg = np.repeat(np.arange(len(self)), self.stop - self.start)
+        o = np.lexsort((self.k, self.vmax, self.bin, self.dev))
+        d, b, k, sg = (x[o] for x in (self.dev, self.bin, self.k, seg))
+        end, _, _, _, _, _, t0, t1 = _placed(d, b, k, sg, ends, phase, step, bin_s)
+        self.vmin = np.empty(len(o))
+        self.vmin[o] = first_values(self.inc[o], self.vmax[o], k, t0, t1, end, bin_s)
 
     def runs(self, ends: list[float], phase: dict[int, float], step: float, bin_s: float) -> Runs:
         """The layout `Summaries._lay_out` makes, for the bins that lay out without doubt: rows finite, no reset,
@@ -131,15 +195,8 @@ class Table:
         seg = np.repeat(np.arange(len(self)), self.stop - self.start)
         o = np.lexsort((self.k, self.vmax, self.vmin, self.bin, self.dev))  # a device's bins, each by value
         d, b, k, lo, hi, r, job, sg = (x[o] for x in (self.dev, self.bin, self.k, self.vmin, self.vmax, self.r, self.job, seg))
-        uniq, inv = np.unique(d, return_inverse=True)
-        ph = np.array([phase.get(int(x), math.nan) for x in uniq.tolist()], float)[inv]
-        end = np.asarray(ends, float)[b]
-        i0 = np.floor((end - bin_s - ph) / step + 1e-6) + 1
-        i1 = np.floor((end - ph) / step + 1e-6)
+        end, ph, i0, i1, head, starts, t0, t1 = _placed(d, b, k, sg, ends, phase, step, bin_s)
         n = len(d)
-        head = np.ones(n, bool)  # a bin's first row (its lowest)
-        head[1:] = sg[1:] != sg[:-1]
-        starts = np.flatnonzero(head)
         at = np.cumsum(head) - 1  # each row's bin, numbered in device order
         dev_first = np.append(True, d[1:] != d[:-1])
         with np.errstate(invalid="ignore"):
@@ -155,10 +212,6 @@ class Table:
         pre, post, block_first = _blocks(doubt, dev_first[starts])
         blocks = (pre | post)[at]
         # pieces of the blocks, in time order
-        kk = np.where(np.isfinite(k), k, 0.0)  # a NaN of a doubtful bin spoils no other's sums
-        cs = np.cumsum(kk)
-        p0 = i0 + (cs - kk - (cs - kk)[starts][at])
-        t0, t1 = ph + p0 * step, ph + (p0 + k - 1) * step
         e = np.flatnonzero(blocks)
         first = (block_first[at] & head)[e]
         d, job, t0, t1, lo, hi, b, after = d[e], job[e], t0[e], t1[e], lo[e], hi[e], b[e], post[at][e]
@@ -174,6 +227,34 @@ class Table:
         return Runs(*(x.tolist() for x in cols), mode)
 
 
+def _placed(
+    d: np.ndarray,
+    b: np.ndarray,
+    k: np.ndarray,
+    sg: np.ndarray,
+    ends: list[float],
+    phase: dict[int, float],
+    step: float,
+    bin_s: float,
+) -> tuple[np.ndarray, ...]:
+    """Rows sorted by device, bin and value (``sg``: each row's segment) laid end to end from their bin's first grid
+    point: each row's bin end, phase, the bin's first and last grid points, whether it starts its bin, where the
+    bins start, and each row's first and last sample time."""
+    uniq, inv = np.unique(d, return_inverse=True)
+    ph = np.array([phase.get(int(x), math.nan) for x in uniq.tolist()], float)[inv]
+    end = np.asarray(ends, float)[b]
+    i0 = np.floor((end - bin_s - ph) / step + 1e-6) + 1
+    i1 = np.floor((end - ph) / step + 1e-6)
+    head = np.ones(len(d), bool)  # a bin's first row (its lowest)
+    head[1:] = sg[1:] != sg[:-1]
+    starts = np.flatnonzero(head)
+    at = np.cumsum(head) - 1
+    kk = np.where(np.isfinite(k), k, 0.0)  # a NaN of a doubtful bin spoils no other's sums
+    cs = np.cumsum(kk)
+    p0 = i0 + (cs - kk - (cs - kk)[starts][at])
+    return end, ph, i0, i1, head, starts, ph + p0 * step, ph + (p0 + k - 1) * step
+
+
 def _blocks(doubt: np.ndarray, first_bin: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per bin (device order; ``first_bin``: a device's first): in the block before the device's first doubtful bin,
     in the block after its last, and whether it starts a block."""
@@ -186,4 +267,4 @@ def _blocks(doubt: np.ndarray, first_bin: np.ndarray) -> tuple[np.ndarray, np.nd
     return pre, post, first_bin | (post & np.append(True, doubt[:-1]))
 
 
-__all__ = ["NO_PART", "Part", "Runs", "Table"]
+__all__ = ["NO_PART", "Part", "Runs", "Table", "first_values", "increase_of"]

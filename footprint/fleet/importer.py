@@ -228,6 +228,8 @@ def _aggregated(
         if not opts.names.recorded:  # the counters as curves from a few grouped queries per day (`summaries`)
             sm = Summaries(client, found, window, ev.scrape_s, opts.max_gap_s, unlabelled, opts.concurrency, resume)
             curves = sm.build()
+            if sm.by_increase:  # each group's first sample from increase(), no resets() (`Summaries._increase_ok`)
+                source["method"] = "server-side per-series summaries (count/increase/max)"
             ev.requests += sm.stats.get("requests", 0) - sm.stats.get("reused", 0)
             ev.splits += sm.stats.get("splits", 0)
             ev.reused += sm.stats.get("reused", 0)
@@ -251,6 +253,7 @@ def _aggregated(
     agg = {"requests": ev.requests, "reused": ev.reused, "splits": ev.splits, "scrape_s": ev.scrape_s}
     if curves is not None:
         agg["raw_bins"] = curves.raw_bins
+        agg["first_sample"] = "increase" if sm.by_increase else "min"
     if e.by_activity:
         plan.notes.append(
             f"{e.by_activity} stretch(es) of a GPU shared by jobs on MIG instances split by the instances' activity "

@@ -1,12 +1,14 @@
 """The queries behind `curves`: grouped per-bin summaries laid out on each GPU's scrape grid, fixed-step
 counters for nodes without job labels and for host meters, raw samples only for bins that need them.
 
-Requests per day of window: three summaries (count, min, max; ``min``/``max by`` host, GPU and job labels, so a
-counter repeated on every MIG instance is one group), one fixed-step ``query_range`` per unlabelled node and per
+Requests per day of window: three summaries (count, increase, max; ``max by`` host, GPU and job labels, so a
+counter repeated on every MIG instance is one group; each group's first sample worked back from ``increase``, which
+also shows any drop: `bins.first_values`), one fixed-step ``query_range`` per unlabelled node and per
 host-meter metric, and the raw samples of the bins to repair: GPUs with one UUID label read several bins in one
-request (`RAW_REQUEST`), the others one request a bin (in parallel). Once per window:
-``resets`` per GPU over the whole window (the hourly ``resets`` only on nodes where it found one) and the scrape
-phases (``timestamp()``, asked again only while a meter has none). Days are fetched two at a time, the next
+request (`RAW_REQUEST`), the others one request a bin (in parallel). Once per window: whether the server's
+``increase`` is Prometheus' (`Summaries._increase_ok`; if not, ``min`` in its place and ``resets`` per GPU over the
+whole window, the hourly ``resets`` only on nodes where it found one) and the scrape phases (``timestamp()``,
+asked again only while a meter has none). Days are fetched two at a time, the next
 asked as soon as the oldest is consumed (Thanos and Mimir split them further), and consumed in time order, so
 the answers held at once are bounded by the concurrency, not the window.
 """
@@ -25,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from footprint.fleet.bins import NO_PART, Part, Runs, Table
+from footprint.fleet.bins import NO_PART, Part, Runs, Table, first_values, increase_of
 from footprint.fleet.curves import BIN_S, BINS_PER_CHUNK, EDGE, Curves, in_order, matrix, points, points_many, series_of
 from footprint.fleet.prometheus import PrometheusClient, PrometheusLimitError
 from footprint.fleet.promql import Kept, range_of, regex_alt
@@ -39,6 +41,9 @@ RAW_SAMPLES = 200_000  # samples (GPUs x bins x samples a bin) one raw read of s
 RAW_REQUEST = 10_000
 BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks, as a matcher's operator and value
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
+# where the server's ``increase`` is Prometheus' (`increase_agrees`), the second summary: with count and max it gives
+# each group's first sample and shows any drop, so no ``resets`` over the window (one read of every sample less)
+BY_INCREASE = (SUMMARIES[0], ("increase", "max"), SUMMARIES[2])
 
 
 def grid_step(estimate: float) -> float:
@@ -81,6 +86,8 @@ class Summaries:
         self.max_gap_s = max_gap_s
         self.bin_s = BIN_S
         self.stats: dict[str, int] = {}
+        self.by_increase = False  # decided at `_build` (`_increase_ok`)
+        self._summaries = SUMMARIES
         devs = found.fetch.t.devices
         self.gpus = [d for d in devs if d.kind == GPU_COUNTER]
         self.raw_hosts = sorted({found.labels[d.id].get(self.n.host_label, "") for d in self.gpus if d.host in unlabelled})
@@ -115,7 +122,12 @@ class Summaries:
         # a day a chunk: series come and go with the jobs, and a query_range costs the series it selects times its
         # steps (a month of 64 GPUs in one request: 33 s a summary; in days: 0.02 s a day)
         chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
-        self._resetting = self._reset_hosts(ends)
+        self.by_increase = self._increase_ok(ends)
+        self.stats["first_by_increase"] = int(self.by_increase)
+        self._summaries = BY_INCREASE if self.by_increase else SUMMARIES
+        self._resetting = [] if self.by_increase else self._reset_hosts(ends)
+        if self.by_increase:
+            self._reset_devs = set()
         self._first_end, self._last_end = chunks[0][0], chunks[-1][-1]
         self._idle_parts: dict[tuple[int, int], list[Any]] = {}  # (summary, chunks' group) -> [answer, chunks left]
         self._idle_users = [0] * (len(chunks) // IDLE_CHUNKS + 1)  # a group's chunks that select by job label
@@ -142,7 +154,7 @@ class Summaries:
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
         asks: list[Callable[[], Any]] = []
         if labelled:
-            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES) - 1)]
+            asks += [functools.partial(self._summary, c, f) for f in range(3)]
             if self._resetting:
                 asks.append(functools.partial(self._summary, c, len(SUMMARIES) - 1, self._resetting))
         unphased = self._unphased(c) if self.gpus else []
@@ -181,10 +193,11 @@ class Summaries:
         return last + (f'=~"{regex_alt(jobs)}"' if jobs else BLANK)
 
     def _group(self, c: _Chunk, parts: dict[int, Part]) -> None:
-        """The summaries side by side in ``c.table``: per device, job label and bin, count, min, max and resets; a
-        value not answered is NaN (the bin is then read raw). A GPU with no reset in the window has none in any bin."""
+        """The summaries side by side in ``c.table``: per device, job label and bin, count, min (or increase), max
+        and resets; a value not answered is NaN (the bin is then read raw). A GPU with no reset in the window has
+        none in any bin; with ``increase``, a drop is seen in the bin itself (`bins.first_values`)."""
         steady = {d.id for d in self.gpus} - self._reset_devs
-        c.table = Table([parts.get(f, NO_PART) for f in range(len(SUMMARIES))], steady)
+        c.table = Table([parts.get(f, NO_PART) for f in range(len(SUMMARIES))], steady, self.by_increase)
 
     def _summary(self, c: _Chunk, f: int, only: list[str] | None = None) -> tuple[int, Part]:
         """Summary ``f`` (`SUMMARIES`) of every labelled series group in every bin of the chunk (``only``: of these
@@ -200,7 +213,7 @@ class Summaries:
         nodes) in the bins ending at ``a`` to ``b``, keyed by (device, job label), bins numbered from ``a``;
         ``known``: the keys of label sets already seen."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
-        fn, agg = SUMMARIES[f]
+        fn, agg = (self._summaries if f < 3 else SUMMARIES)[f]
 
         def expr(hosts: list[str] | None) -> str:  # hosts: ``only``, or the nodes a refused request is split into
             if hosts:
@@ -252,6 +265,47 @@ class Summaries:
             if entry[1] <= 0:
                 self._idle_parts.pop((f, k), None)
         return out
+
+    def _increase_ok(self, ends: list[float]) -> bool:
+        """Whether the server's ``increase`` is Prometheus' to the last digits (`bins.increase_of`), so that the
+        summaries can read it in place of ``min`` and no ``resets`` over the window (`first_values`). Asked of one
+        labelled GPU's raw samples over one bin (the window's last, then its middle; a few hundred samples): every
+        series that the check can judge must agree, and one at least. Engines that compute it otherwise (without
+        the extrapolation, say) keep ``min`` and ``resets``, the same numbers at one read more."""
+        gpu = next((d for d in self.gpus if d.host not in self.unlabelled), None)
+        if gpu is None:
+            return False
+        lab, n = self.found.labels[gpu.id], self.n
+        sel = self._sel(n.energy_metric, [lab.get(n.host_label, "")], also=f'{n.gpu_label}="{lab.get(n.gpu_label, "")}"')
+        span = range_of(self.bin_s)
+        inside = [e for e in ends if e <= self.window[1] + EDGE]
+        for at in dict.fromkeys((inside or ends)[-1:] + ends[len(ends) // 2 : len(ends) // 2 + 1]):
+            try:
+                raw = self.client.query(f"{sel}[{span}]", at=at)
+                got = self.client.query(f"increase({sel}[{span}])", at=at)
+            except PrometheusLimitError:
+                return False
+            self.stats["requests"] = self.stats.get("requests", 0) + 2
+            if not isinstance(raw, dict) or not isinstance(got, dict) or raw.get("resultType") != "matrix":
+                return False
+            server = {}
+            for s in got.get("result") or []:
+                try:
+                    server[_labels(s)] = float(s["value"][1])
+                except (KeyError, IndexError, TypeError, ValueError):
+                    return False
+            judged = 0
+            for s in raw.get("result") or []:
+                want = increase_of(*points(s), at, self.bin_s)
+                if want is None:
+                    continue
+                have = server.get(_labels(s))
+                if have is None or not abs(have - want) <= 1e-9 * max(abs(want), 1.0):
+                    return False
+                judged += 1
+            if judged:
+                return True
+        return False
 
     def _reset_hosts(self, ends: list[float]) -> list[str]:
         """The nodes of the labelled GPUs whose counter went down anywhere in the bins (``self._reset_devs``: those
@@ -400,6 +454,7 @@ class Summaries:
         others one at a time (`_goes_on`, `_lay_out`). Returns the bins to read raw, and their GPUs."""
         tab = c.table
         assert tab is not None
+        tab.firsts(c.ends, c.phase, self.s, self.bin_s)
         runs = tab.runs(c.ends, c.phase, self.s, self.bin_s)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         rows, after, devs = tab.rows(), tab.after(), tab.dev[tab.start]
@@ -463,13 +518,15 @@ class Summaries:
         """The first and last grid points (indices from the phase) of the bin ending at ``end``."""
         return math.floor((end - self.bin_s - ph) / self.s + 1e-6) + 1, math.floor((end - ph) / self.s + 1e-6)
 
-    def _goes_on(self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None) -> bool:
+    def _goes_on(
+        self, dev: int, end: float, groups: list[tuple[str, float, float, float, float, float]], ph: float | None
+    ) -> bool:
         """The common bin, decided without `_lay_out`'s bookkeeping (what it would do, at a third of the cost): one
         series, every grid point of the bin, no reset, going on from the GPU's open run (same label, the next grid
         point, not below it). The open run is extended to the bin's last sample."""
         if len(groups) != 1 or ph is None:
             return False
-        job, k, vmin, vmax, r = groups[0]
+        job, k, vmin, vmax, r, _ = groups[0]  # vmin from ``increase``: placed as here (`Table.runs`)
         cur = self._open.get(dev)
         if cur is None or r != 0 or cur[0] != job or not (math.isfinite(vmin) and math.isfinite(vmax)):
             return False
@@ -484,7 +541,7 @@ class Summaries:
         return True
 
     def _lay_out(
-        self, dev: int, end: float, groups: list[tuple[str, float, float, float, float]], ph: float | None, edge: Edge
+        self, dev: int, end: float, groups: list[tuple[str, float, float, float, float, float]], ph: float | None, edge: Edge
     ) -> bool:
         """One GPU's groups in one bin end to end on its scrape grid; False where that is not certain. A GPU with
         fewer samples than the grid holds is placed only where one series begins or ends in the bin and the
@@ -492,31 +549,44 @@ class Summaries:
         bin), or not in the bin before and its latest sample is the bin's last grid point (it appeared)."""
         if ph is None:
             return False
-        for _, k, vmin, vmax, r in groups:
-            if r > 0 or not (math.isfinite(k) and math.isfinite(vmin) and math.isfinite(vmax) and math.isfinite(r)):
+        inc = self.by_increase  # first samples from ``increase`` once placed, not from the table
+        for _, k, vmin, vmax, r, rise in groups:
+            first = rise if inc and k != 1 else vmin
+            if r > 0 or not (math.isfinite(k) and math.isfinite(first) and math.isfinite(vmax) and math.isfinite(r)):
                 return False
         runs: dict[tuple[float, float, float], list[str]] = {}
-        for job, k, vmin, vmax, _ in groups:
-            runs.setdefault((vmin, vmax, k), []).append(job)
-        order = sorted(runs)
-        for a, b in zip(order, order[1:]):  # noqa: B905 (one shorter)
-            if a[1] >= b[0]:
-                return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
+        for job, k, vmin, vmax, _, rise in groups:  # by value; alike groups (one series shared) as one
+            runs.setdefault((vmax, k, rise if k != 1 else 0.0) if inc else (vmin, vmax, k), []).append(job)
+        keys = sorted(runs)
         i0, i1 = self._grid(end, ph)
-        k = sum(int(r[2]) for r in order)
-        if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(order) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
+        k = sum(int(r[1] if inc else r[2]) for r in keys)
+        if k > i1 - i0 + 1 or k < i1 - i0 + 1 and not (len(keys) == 1 and self._anchored(dev, runs, i0, i1, k, ph, edge)):
             return False  # a gap, a GPU appearing or vanishing, another interval
         if k < i1 - i0 + 1 and not edge.before:
             i0 = i1 - k + 1  # it appeared: its samples end the bin
-        if order[0][0] < self._last_v.get(dev, -math.inf):
-            return False  # below the previous bin: a reset between bins, or runs out of order
+        firsts = self._firsts(keys, ph, i0, end) if inc else keys
+        order = [(*f, key) for f, key in zip(firsts, keys, strict=True)]
+        for a, b in zip(order, order[1:]):  # noqa: B905 (one shorter)
+            if not a[1] < b[0]:
+                return False  # overlapping groups: a GPU shared by jobs, or one label on both sides of another
+        if not order[0][0] >= self._last_v.get(dev, -math.inf):
+            return False  # below the previous bin: a reset between bins, or runs out of order (or not certain)
         p = i0
-        for vmin, vmax, k in order:
+        for vmin, vmax, k, key in order:
             t0, t1 = ph + p * self.s, ph + (p + int(k) - 1) * self.s
-            self._run(dev, runs[(vmin, vmax, k)], t0, vmin, t1, vmax)
+            self._run(dev, runs[key], t0, vmin, t1, vmax)
             p += int(k)
         self._last_v[dev] = order[-1][1]
         return True
+
+    def _firsts(self, keys: list[tuple[float, float, float]], ph: float, i0: int, end: float) -> Any:
+        """Each (last, count, increase) group's (first, last, count) where the groups lie end to end from grid point
+        ``i0`` (`bins.first_values`; NaN where not certain)."""
+        last, k, rise = (np.array(x, float) for x in zip(*keys, strict=True))
+        p0 = i0 + np.concatenate(([0.0], np.cumsum(k)[:-1]))
+        t0, t1 = ph + p0 * self.s, ph + (p0 + k - 1) * self.s
+        first = first_values(rise, last, k, t0, t1, np.full(len(k), end), self.bin_s)
+        return zip(first.tolist(), last.tolist(), k.tolist(), strict=True)
 
     def _anchored(self, dev: int, runs: dict, i0: int, i1: int, k: int, ph: float, edge: Edge) -> bool:
         label = ",".join(sorted(next(iter(runs.values()))))
@@ -706,6 +776,12 @@ def _between(s: dict[str, Any], lo: float, hi: float) -> dict[str, Any]:
         except (TypeError, ValueError, IndexError, KeyError, OverflowError):
             continue
     return {"metric": s["metric"], "values": keep}
+
+
+def _labels(s: dict[str, Any]) -> frozenset[tuple[str, str]]:
+    """A series' labels but its name (a function's answer drops it), as a key."""
+    lab = s.get("metric") if isinstance(s, dict) else None
+    return frozenset((k, str(v)) for k, v in lab.items() if k != "__name__") if isinstance(lab, dict) else frozenset()
 
 
 def _fresh(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
