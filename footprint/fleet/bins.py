@@ -104,7 +104,8 @@ def increase_of(t: np.ndarray, v: np.ndarray, at: float, range_s: float) -> floa
 
 class Table:
     """One row per (device, job label, bin): count, min, max and resets, NaN where a summary did not answer (with
-    ``by_increase`` the second summary is ``increase`` and the min each row's first sample, `firsts`). Rows
+    ``by_increase`` the second summary is ``increase``, and the min each row's first sample once `runs` placed it).
+    Rows
     are sorted by bin, then device, then job label (the order the layout visits them); a segment is one
     device's rows in one bin."""
 
@@ -139,7 +140,7 @@ class Table:
         # the second summary is ``increase`` (`first_values`): each row's first sample is known once it is placed
         self.inc = self.vmin if by_increase else None
         if by_increase:
-            self.vmin = np.full(len(union), math.nan)  # until placed (`firsts`)
+            self.vmin = np.full(len(union), math.nan)  # until placed (`runs`)
         if steady:  # no reset in the window: none in any bin where the count answered
             r = np.where(np.isin(self.dev, list(steady)), np.where(np.isnan(self.k), math.nan, 0.0), r)
         self.r = r
@@ -171,19 +172,6 @@ class Table:
         out[by_dev[:-1]] = (d[1:] == d[:-1]) & (b[1:] == b[:-1] + 1)
         return out.tolist()
 
-    def firsts(self, ends: list[float], phase: dict[int, float], step: float, bin_s: float) -> None:
-        """With ``increase`` in place of ``min``: each row's first sample where its bin's rows lie end to end from
-        the bin's first grid point, by value (`first_values`; the only layout of a bin whose counts fill its grid,
-        NaN where not certain). A bin laid out otherwise (a GPU appearing) is worked out again by the layout."""
-        if self.inc is None:
-            return
-        seg = np.repeat(np.arange(len(self)), self.stop - self.start)
-        o = np.lexsort((self.k, self.vmax, self.bin, self.dev))
-        d, b, k, sg = (x[o] for x in (self.dev, self.bin, self.k, seg))
-        end, _, _, _, _, _, t0, t1 = _placed(d, b, k, sg, ends, phase, step, bin_s)
-        self.vmin = np.empty(len(o))
-        self.vmin[o] = first_values(self.inc[o], self.vmax[o], k, t0, t1, end, bin_s)
-
     def runs(self, ends: list[float], phase: dict[int, float], step: float, bin_s: float) -> Runs:
         """The layout `Summaries._lay_out` makes, for the bins that lay out without doubt: rows finite, no reset,
         their value ranges apart, their counts filling the grid, not below the bin before. Per device, the bins
@@ -193,9 +181,13 @@ class Table:
         point, not below it); the same floating-point operations, so the same knots. Whether a block's first
         piece joins the open run, and is not below it, is left to the caller (it is state)."""
         seg = np.repeat(np.arange(len(self)), self.stop - self.start)
-        o = np.lexsort((self.k, self.vmax, self.vmin, self.bin, self.dev))  # a device's bins, each by value
+        by = self.vmin if self.inc is None else self.vmax  # a device's bins, each by value (first, or last sample)
+        o = np.lexsort((self.k, self.vmax, by, self.bin, self.dev))
         d, b, k, lo, hi, r, job, sg = (x[o] for x in (self.dev, self.bin, self.k, self.vmin, self.vmax, self.r, self.job, seg))
         end, ph, i0, i1, head, starts, t0, t1 = _placed(d, b, k, sg, ends, phase, step, bin_s)
+        if self.inc is not None:  # first samples where the rows lie end to end from the bin's first grid point
+            lo = first_values(self.inc[o], hi, k, t0, t1, end, bin_s)
+            self.vmin[o] = lo  # for the bins laid out one at a time (a bin laid out otherwise works it out again)
         n = len(d)
         at = np.cumsum(head) - 1  # each row's bin, numbered in device order
         dev_first = np.append(True, d[1:] != d[:-1])

@@ -41,7 +41,7 @@ RAW_SAMPLES = 200_000  # samples (GPUs x bins x samples a bin) one raw read of s
 RAW_REQUEST = 10_000
 BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks, as a matcher's operator and value
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
-# where the server's ``increase`` is Prometheus' (`increase_agrees`), the second summary: with count and max it gives
+# where the server's ``increase`` is Prometheus' (`Summaries._increase_ok`), the second summary: with count and max it gives
 # each group's first sample and shows any drop, so no ``resets`` over the window (one read of every sample less)
 BY_INCREASE = (SUMMARIES[0], ("increase", "max"), SUMMARIES[2])
 
@@ -123,7 +123,6 @@ class Summaries:
         # steps (a month of 64 GPUs in one request: 33 s a summary; in days: 0.02 s a day)
         chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
         self.by_increase = self._increase_ok(ends)
-        self.stats["first_by_increase"] = int(self.by_increase)
         self._summaries = BY_INCREASE if self.by_increase else SUMMARIES
         self._resetting = [] if self.by_increase else self._reset_hosts(ends)
         if self.by_increase:
@@ -454,7 +453,6 @@ class Summaries:
         others one at a time (`_goes_on`, `_lay_out`). Returns the bins to read raw, and their GPUs."""
         tab = c.table
         assert tab is not None
-        tab.firsts(c.ends, c.phase, self.s, self.bin_s)
         runs = tab.runs(c.ends, c.phase, self.s, self.bin_s)
         repair: dict[int, list[int]] = {}  # bin -> devices to read raw
         rows, after, devs = tab.rows(), tab.after(), tab.dev[tab.start]
@@ -551,7 +549,7 @@ class Summaries:
             return False
         inc = self.by_increase  # first samples from ``increase`` once placed, not from the table
         for _, k, vmin, vmax, r, rise in groups:
-            first = rise if inc and k != 1 else vmin
+            first = (rise if k != 1 else vmax) if inc else vmin  # one sample: its first is its last
             if r > 0 or not (math.isfinite(k) and math.isfinite(first) and math.isfinite(vmax) and math.isfinite(r)):
                 return False
         runs: dict[tuple[float, float, float], list[str]] = {}
