@@ -9,7 +9,7 @@ a time (`Table.runs`), and the Python layout visits only the bins where somethin
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,23 +44,32 @@ def first_values(
 ) -> np.ndarray:
     """Each group's first sample in its bin, from PromQL's ``increase`` over the bin, its last sample (``max``) and
     where its ``k`` samples lie (``t0`` to ``t1``; the bin ends at ``end``; seconds). ``increase`` is the rise from
-    the first sample to the last, plus the value before every drop, stretched towards the bin's edges by
-    ``(S + d_start + d_end) / S`` (Prometheus' ``extrapolatedRate``; S: first to last sample, an edge's distance
-    counted where under 1.1 times the mean interval, half an interval otherwise; times in whole milliseconds, as
-    the server has them): undone, it gives the first sample where nothing dropped. NaN where that is not certain:
+    the first sample to the last, plus the value before every drop, stretched towards the bin's edges (`_stretch`):
+    undone, it gives the first sample where nothing dropped. NaN where that is not certain:
     a drop (it leaves the first value at or below zero), or a counter so near zero that the server may have
     stretched to its zero point instead (``S * first / rise < d_start``). One sample: the last. The same
     floating-point operations for one value or many, so the numpy and the one-bin layouts agree to the bit."""
-    a, z, e = np.rint(t0 * 1000.0), np.rint(t1 * 1000.0), np.rint(end * 1000.0)
-    d_start, d_end, span = (a - (e - round(bin_s * 1000.0))) / 1000.0, (e - z) / 1000.0, (z - a) / 1000.0
+    factor, span, d_start = _stretch(t0, t1, end, bin_s, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        first = last - inc / factor
+        ok = (k >= 2) & (span > 0) & (first > 0) & (span * first >= d_start * (last - first))
+    return np.where(k == 1, last, np.where(ok, first, math.nan))
+
+
+def _stretch(t0: Any, t1: Any, end: Any, range_s: float, k: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prometheus' ``extrapolatedRate`` for ``k`` samples from ``t0`` to ``t1`` in the range ending at ``end``
+    (seconds; whole milliseconds, as the server has them): the factor ``(S + d_start + d_end) / S`` it stretches
+    the rise by (an edge's distance counted where under 1.1 mean intervals, half an interval otherwise), S, and
+    d_start. One place for both directions (`increase_of`, `first_values`)."""
+    a, z = np.rint(np.asarray(t0, float) * 1000.0), np.rint(np.asarray(t1, float) * 1000.0)
+    e = np.rint(np.asarray(end, float) * 1000.0)
+    d_start, d_end, span = (a - (e - round(range_s * 1000.0))) / 1000.0, (e - z) / 1000.0, (z - a) / 1000.0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = span / (k - 1)
         near = mean * 1.1
         ext = span + np.where(d_start < near, d_start, mean / 2)
         ext = ext + np.where(d_end < near, d_end, mean / 2)
-        first = last - inc / (ext / span)
-        ok = (k >= 2) & (span > 0) & (first > 0) & (span * first >= d_start * (last - first))
-    return np.where(k == 1, last, np.where(ok, first, math.nan))
+        return ext / span, span, d_start
 
 
 class Runs(NamedTuple):
@@ -89,24 +98,17 @@ def increase_of(t: np.ndarray, v: np.ndarray, at: float, range_s: float) -> floa
     range's start, which they test in a different order) or there are fewer than two samples."""
     if len(v) < 2:
         return None
-    ms = np.rint(np.asarray(t, float) * 1000.0)
-    e = round(at * 1000.0)
     rise = float(v[-1] - v[0]) + float(np.sum(v[:-1][np.diff(v) < 0]))  # the value before every drop
-    d_start, d_end = float(ms[0] - (e - round(range_s * 1000.0))) / 1000.0, float(e - ms[-1]) / 1000.0
-    span = float(ms[-1] - ms[0]) / 1000.0
-    mean = span / (len(v) - 1)
+    factor, span, d_start = (float(x) for x in _stretch(t[0], t[-1], at, range_s, len(v)))
     if span <= 0 or rise > 0 and v[0] >= 0 and span * (float(v[0]) / rise) < d_start:
         return None
-    ext = span + (d_start if d_start < mean * 1.1 else mean / 2)
-    ext += d_end if d_end < mean * 1.1 else mean / 2
-    return rise * (ext / span)
+    return rise * factor
 
 
 class Table:
     """One row per (device, job label, bin): count, min, max and resets, NaN where a summary did not answer (with
     ``by_increase`` the second summary is ``increase``, and the min each row's first sample once `runs` placed it).
-    Rows
-    are sorted by bin, then device, then job label (the order the layout visits them); a segment is one
+    Rows are sorted by bin, then device, then job label (the order the layout visits them); a segment is one
     device's rows in one bin."""
 
     def __init__(self, parts: list[Part], steady: set[int], by_increase: bool = False) -> None:

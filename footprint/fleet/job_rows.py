@@ -41,6 +41,11 @@ def unlabelled_note(host: str, k: int, labelled: int) -> str:
     return f"node {host}: {k} GPU(s) allocated, {labelled} carried the job's label; the rest is not measured"
 
 
+def _note_text(notes: list[str]) -> str | None:
+    """A job's notes as the ledger's ``notes`` column holds them: each once, in order, joined (None: none)."""
+    return "; ".join(dict.fromkeys(notes)) or None
+
+
 def coverage_note(coverage: float) -> str:
     return f"GPU telemetry covers {coverage:.0%} of the job's allocated GPU-time: its measured energy is a lower bound"
 
@@ -226,7 +231,7 @@ class JobRows:
             noted = np.isin(np.arange(j0, j0 + n), np.fromiter(t.notes, np.int64, len(t.notes))) & ~irregular
             for i in np.flatnonzero(noted).tolist():
                 notes = [*t.notes.get(j0 + i, ()), *([NO_HOST_METER] if no_meter[i] else [])]
-                cols["notes"][i] = "; ".join(dict.fromkeys(notes)) or None
+                cols["notes"][i] = _note_text(notes)
         extra = self._irregular(np.flatnonzero(irregular).tolist(), j0, pj, pd_, gpu, names_p, counts, gpu_seconds, cols)
         import pyarrow as pa
 
@@ -311,7 +316,7 @@ class JobRows:
             cols["gpu_count"][i] = len(names)
             cols["gpu_name"][i] = (names[0] if len(set(names)) == 1 else Counter(names).most_common(1)[0][0]) if names else None
             cols["nodes"][i] = ",".join(gbh) or None
-            cols["notes"][i] = "; ".join(dict.fromkeys(notes)) or None
+            cols["notes"][i] = _note_text(notes)
         return extra
 
     def _ledger(self, jobs: range, sums: list, counts: list, kinds: Any, cols: dict) -> dict[str, Any]:

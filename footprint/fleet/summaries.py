@@ -43,7 +43,7 @@ BLANK = '=~"\\\\s*"'  # PromQL: a label absent, empty or only blanks, as a match
 SUMMARIES = (("count_over_time", "max"), ("min_over_time", "min"), ("max_over_time", "max"), ("resets", "max"))
 # where the server's ``increase`` is Prometheus' (`Summaries._increase_ok`), the second summary: with count and max it gives
 # each group's first sample and shows any drop, so no ``resets`` over the window (one read of every sample less)
-BY_INCREASE = (SUMMARIES[0], ("increase", "max"), SUMMARIES[2])
+BY_INCREASE = (SUMMARIES[0], ("increase", "max"), *SUMMARIES[2:])
 
 
 def grid_step(estimate: float) -> float:
@@ -124,9 +124,8 @@ class Summaries:
         chunks = [ends[i : i + BINS_PER_CHUNK] for i in range(0, len(ends), BINS_PER_CHUNK)]
         self.by_increase = self._increase_ok(ends)
         self._summaries = BY_INCREASE if self.by_increase else SUMMARIES
+        self._reset_devs: set[int] = set()  # GPUs whose counter went down in the window (`_reset_hosts`)
         self._resetting = [] if self.by_increase else self._reset_hosts(ends)
-        if self.by_increase:
-            self._reset_devs = set()
         self._first_end, self._last_end = chunks[0][0], chunks[-1][-1]
         self._idle_parts: dict[tuple[int, int], list[Any]] = {}  # (summary, chunks' group) -> [answer, chunks left]
         self._idle_users = [0] * (len(chunks) // IDLE_CHUNKS + 1)  # a group's chunks that select by job label
@@ -153,7 +152,7 @@ class Summaries:
         labelled = any(d.host not in self.unlabelled for d in self.gpus)
         asks: list[Callable[[], Any]] = []
         if labelled:
-            asks += [functools.partial(self._summary, c, f) for f in range(3)]
+            asks += [functools.partial(self._summary, c, f) for f in range(len(SUMMARIES) - 1)]
             if self._resetting:
                 asks.append(functools.partial(self._summary, c, len(SUMMARIES) - 1, self._resetting))
         unphased = self._unphased(c) if self.gpus else []
@@ -212,7 +211,7 @@ class Summaries:
         nodes) in the bins ending at ``a`` to ``b``, keyed by (device, job label), bins numbered from ``a``;
         ``known``: the keys of label sets already seen."""
         n, by = self.n, (self.n.host_label, self.n.gpu_label, *self.n.job_labels)
-        fn, agg = (self._summaries if f < 3 else SUMMARIES)[f]
+        fn, agg = self._summaries[f]
 
         def expr(hosts: list[str] | None) -> str:  # hosts: ``only``, or the nodes a refused request is split into
             if hosts:
@@ -315,7 +314,6 @@ class Summaries:
         took 2.1 s on one core while the other and the client waited); a group the server refuses for its size
         is asked in halves of the window (whole bins each)."""
         n = self.n
-        self._reset_devs: set[int] = set()
         hosts = self.labelled_hosts
         if not hosts:
             return []
